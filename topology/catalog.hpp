@@ -1,0 +1,73 @@
+// The hardware catalog: GPUs and links as data, one entry each, with the source of every figure.
+// Values live in catalog_data.cpp; nothing else in dtsim writes a hardware number as a literal.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/units.hpp"
+
+namespace dtsim::topology {
+
+// Number formats a GPU computes in (and int8/int4 for weights). Order fixes the column order of tables.
+enum class Precision { Fp64, Fp32, Tf32, Bf16, Fp16, Fp8, Int8, Int4 };
+inline constexpr std::array kAllPrecisions = {Precision::Fp64, Precision::Fp32, Precision::Tf32, Precision::Bf16,
+                                              Precision::Fp16, Precision::Fp8,  Precision::Int8, Precision::Int4};
+std::string_view to_string(Precision p);
+std::optional<Precision> parse_precision(std::string_view name);
+
+// What a link is made of; one protocol efficiency per family is fitted later (sim/).
+enum class LinkFamily { NvLink, InfinityFabric, Pcie, CpuInterconnect, Ethernet, InfiniBand, Custom };
+std::string_view to_string(LinkFamily f);
+std::optional<LinkFamily> parse_link_family(std::string_view name);
+
+// One link class. `bandwidth` is one direction, line rate, of ONE link of this class (one NVLink, one x16 slot,
+// one NIC port); a GPU may have several (GpuSpec::link_count).
+struct LinkSpec {
+  std::string name;
+  LinkFamily family = LinkFamily::Custom;
+  BytesPerSecond bandwidth;     // per direction, line rate
+  Seconds latency;              // per hop
+  double efficiency = 1.0;      // fraction of line rate a collective library moves (0, 1]
+  std::string source;
+};
+
+// One GPU model. Peaks are dense (no structured sparsity); a precision the chip lacks has no entry.
+struct GpuSpec {
+  std::string name;
+  std::string vendor_name;
+  Bytes memory;                 // capacity as the card exposes it (an "80GB" card has 80 GiB)
+  Bytes memory_reserve;         // CUDA context + framework, subtracted before a fit verdict
+  BytesPerSecond memory_bandwidth;
+  std::array<std::optional<FlopsPerSecond>, kAllPrecisions.size()> peak{};
+  Watts tdp;
+  Dollars price;                // purchase price per GPU, for cost estimates
+  Dollars price_per_hour;       // typical cloud rental per GPU-hour
+  std::string gpu_link;         // GPU-to-GPU link class ("nvlink3"), or the host link when it has none
+  int gpu_link_count = 1;       // links of that class per GPU (A100: 12 NVLink3)
+  std::string host_link;        // PCIe generation of its slot ("pcie4")
+  std::string source;
+
+  [[nodiscard]] std::optional<FlopsPerSecond> peak_for(Precision p) const {
+    return peak[static_cast<std::size_t>(p)];
+  }
+};
+
+std::span<const GpuSpec> gpu_catalog();
+std::span<const LinkSpec> link_catalog();
+
+// Look-ups by catalog name. Throw InputError naming `key` and listing the allowed names when unknown.
+const GpuSpec& find_gpu(std::string_view name, std::string_view key = "cluster.gpu");
+const LinkSpec& find_link(std::string_view name, std::string_view key = "cluster.intra_link");
+std::string gpu_names();   // "a100-sxm4-40gb, a100-sxm4-80gb, ..."
+std::string link_names();
+
+// Checks a user-supplied entry (positive bandwidths, efficiency in (0,1], ...); throws InputError with `key`.
+void validate(const GpuSpec& gpu, std::string_view key);
+void validate(const LinkSpec& link, std::string_view key);
+
+}  // namespace dtsim::topology

@@ -1,0 +1,62 @@
+// What a scenario's `cluster` section says, resolved: catalog entries copied in, every default filled.
+// The scenario loader (sim/cli) fills it from YAML; builders (builders.hpp) turn it into a Topology.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "topology/catalog.hpp"
+
+namespace dtsim::topology {
+
+enum class IntraKind { NvSwitch, FullMesh, Ring, Star, Pcie };
+enum class InterKind { None, Switch, FatTree, RailOptimized };
+std::string_view to_string(IntraKind k);
+std::string_view to_string(InterKind k);
+std::optional<IntraKind> parse_intra_kind(std::string_view name);
+std::optional<InterKind> parse_inter_kind(std::string_view name);
+inline constexpr std::string_view kIntraNames = "nvswitch, full-mesh, ring, star, pcie";
+inline constexpr std::string_view kInterNames = "none, switch, fat-tree, rail-optimized";
+
+// The PCIe box: sockets, each with PCIe switches, each with GPUs; sockets joined by the CPU interconnect.
+struct PcieLayout {
+  int gpus_per_switch = 2;
+  int sockets = 0;          // 0 = two when there are 4 or more PCIe switches, else one
+  LinkSpec socket_link;     // one CPU-interconnect link (UPI)
+  int socket_links = 3;     // links between the two sockets
+};
+
+// Leaf-spine fabric for fat-tree and rail-optimized.
+struct FabricLayout {
+  int leaf_ports = 32;      // NIC-facing ports per leaf switch
+  int spines = 0;           // 0 = as many as a leaf has NIC-facing ports (a full two-level fat tree)
+};
+
+struct ClusterSpec {
+  GpuSpec gpu;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  IntraKind intra = IntraKind::NvSwitch;
+  LinkSpec intra_link;      // default: the GPU's own GPU-to-GPU link
+  int links_per_gpu = 0;    // links of intra_link per GPU; 0 = the GPU's count when intra_link is its own link, else 1
+  InterKind inter = InterKind::None;
+  LinkSpec inter_link;      // one NIC port
+  LinkSpec nic_link;        // GPU to NIC (the GPU's host link)
+  int nics_per_node = 0;    // 0 = one per GPU
+  double oversubscription = 1.0;   // leaf downlink : uplink capacity
+  PcieLayout pcie;
+  FabricLayout fabric;
+  bool ecmp = false;        // spread equal-cost paths by (source, destination) instead of the first one
+  std::optional<std::string> graph;   // a user topology file, instead of the builders
+
+  [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
+  // The link budget one GPU spends inside its node, per direction (DESIGN.md, "Comparing topologies fairly").
+  [[nodiscard]] BytesPerSecond gpu_budget() const;
+  [[nodiscard]] int effective_links_per_gpu() const;
+};
+
+// A cluster with every default resolved from the catalog, for `gpu` on `intra` with `nodes` × `gpus_per_node`.
+ClusterSpec default_cluster(std::string_view gpu, IntraKind intra, int nodes, int gpus_per_node);
+
+}  // namespace dtsim::topology

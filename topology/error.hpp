@@ -1,0 +1,40 @@
+// Errors: exceptions for bad input, DTSIM_ASSERT for broken invariants (kept in Release, unlike assert).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace dtsim {
+
+// Bad input. Carries the key (dotted scenario path, e.g. "cluster.gpu"), the offending value and what is
+// allowed, so the program can print one line: `file:line: key: reason 'value' (allowed: ...)`.
+// Library code never knows the file; the command-line program adds it.
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string key, std::string value, std::string reason, std::string allowed,
+             std::string location = {});
+
+  // "file:line" where the error is, when the library knows it (a user graph file); else empty and the
+  // program names the scenario file and the key's line.
+  [[nodiscard]] const std::string& location() const { return location_; }
+  [[nodiscard]] const std::string& key() const { return key_; }
+  [[nodiscard]] const std::string& value() const { return value_; }
+  [[nodiscard]] const std::string& reason() const { return reason_; }
+  [[nodiscard]] const std::string& allowed() const { return allowed_; }
+
+ private:
+  std::string key_;
+  std::string value_;
+  std::string reason_;
+  std::string allowed_;
+  std::string location_;
+};
+
+[[noreturn]] void assertion_failed(const char* expr, const char* file, int line, const std::string& what);
+
+}  // namespace dtsim
+
+#define DTSIM_ASSERT(cond, what)                                          \
+  do {                                                                    \
+    if (!(cond)) ::dtsim::assertion_failed(#cond, __FILE__, __LINE__, what); \
+  } while (false)
