@@ -1,1 +1,141 @@
-// placeholder
+// Names of precisions and link families, catalog look-ups and the checks a user-supplied entry must pass.
+// The entries themselves are in catalog_data.cpp.
+#include "topology/catalog.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <utility>
+
+#include "topology/error.hpp"
+
+namespace dtsim::topology {
+namespace {
+
+template <class Enum, std::size_t N>
+using NameTable = std::array<std::pair<Enum, std::string_view>, N>;
+
+constexpr NameTable<Precision, kAllPrecisions.size()> kPrecisionNames = {{
+    {Precision::Fp64, "fp64"},
+    {Precision::Fp32, "fp32"},
+    {Precision::Tf32, "tf32"},
+    {Precision::Bf16, "bf16"},
+    {Precision::Fp16, "fp16"},
+    {Precision::Fp8, "fp8"},
+    {Precision::Int8, "int8"},
+    {Precision::Int4, "int4"},
+}};
+
+constexpr NameTable<LinkFamily, 7> kFamilyNames = {{
+    {LinkFamily::NvLink, "nvlink"},
+    {LinkFamily::InfinityFabric, "infinity-fabric"},
+    {LinkFamily::Pcie, "pcie"},
+    {LinkFamily::CpuInterconnect, "cpu-interconnect"},
+    {LinkFamily::Ethernet, "ethernet"},
+    {LinkFamily::InfiniBand, "infiniband"},
+    {LinkFamily::Custom, "custom"},
+}};
+
+template <class Enum, std::size_t N>
+std::string_view name_of(const NameTable<Enum, N>& table, Enum value) {
+  const auto* it = std::ranges::find(table, value, &std::pair<Enum, std::string_view>::first);
+  DTSIM_ASSERT(it != table.end(), "enum value missing from its name table");
+  return it->second;
+}
+
+template <class Enum, std::size_t N>
+std::optional<Enum> value_of(const NameTable<Enum, N>& table, std::string_view name) {
+  const auto* it = std::ranges::find(table, name, &std::pair<Enum, std::string_view>::second);
+  if (it == table.end()) return std::nullopt;
+  return it->first;
+}
+
+template <class Spec>
+std::string join_names(std::span<const Spec> specs) {
+  std::string out;
+  for (const auto& spec : specs) out += (out.empty() ? "" : ", ") + spec.name;
+  return out;
+}
+
+template <class Spec>
+const Spec* find_by_name(std::span<const Spec> specs, std::string_view name) {
+  const auto it = std::ranges::find(specs, name, &Spec::name);
+  return it == specs.end() ? nullptr : &*it;
+}
+
+// Each check names the field (key.field), the value and what is allowed.
+void require(bool ok, std::string_view key, std::string_view field, const std::string& value,
+             std::string_view reason, std::string_view allowed) {
+  if (ok) return;
+  throw InputError(fmt::format("{}.{}", key, field), value, std::string(reason), std::string(allowed));
+}
+
+void require_positive(double value, std::string_view key, std::string_view field) {
+  require(value > 0.0, key, field, fmt::format("{:g}", value), "must be positive", "> 0");
+}
+
+void require_name(const std::string& name, std::string_view key) {
+  require(!name.empty(), key, "name", name, "must not be empty", "a non-empty name");
+}
+
+void validate_peaks(const GpuSpec& gpu, std::string_view key) {
+  bool any = false;
+  for (const auto p : kAllPrecisions) {
+    const auto peak = gpu.peak_for(p);
+    if (!peak) continue;
+    require_positive(to_teraflops(*peak), key, fmt::format("peak_TFLOPS.{}", to_string(p)));
+    any = true;
+  }
+  require(any, key, "peak_TFLOPS", "none", "needs at least one precision", "fp64, fp32, tf32, bf16, ...");
+}
+
+}  // namespace
+
+std::string_view to_string(Precision p) { return name_of(kPrecisionNames, p); }
+std::optional<Precision> parse_precision(std::string_view name) { return value_of(kPrecisionNames, name); }
+std::string_view to_string(LinkFamily f) { return name_of(kFamilyNames, f); }
+std::optional<LinkFamily> parse_link_family(std::string_view name) { return value_of(kFamilyNames, name); }
+
+std::string gpu_names() { return join_names(gpu_catalog()); }
+std::string link_names() { return join_names(link_catalog()); }
+
+const GpuSpec& find_gpu(std::string_view name, std::string_view key) {
+  const auto* gpu = find_by_name(gpu_catalog(), name);
+  if (gpu == nullptr) throw InputError(std::string(key), std::string(name), "unknown GPU", gpu_names());
+  return *gpu;
+}
+
+const LinkSpec& find_link(std::string_view name, std::string_view key) {
+  const auto* link = find_by_name(link_catalog(), name);
+  if (link == nullptr) throw InputError(std::string(key), std::string(name), "unknown link", link_names());
+  return *link;
+}
+
+void validate(const GpuSpec& gpu, std::string_view key) {
+  require_name(gpu.name, key);
+  require_positive(gpu.memory.value(), key, "memory_bytes");
+  require(gpu.memory_reserve.value() >= 0.0 && gpu.memory_reserve < gpu.memory, key, "memory_reserve_bytes",
+          fmt::format("{:g}", gpu.memory_reserve.value()), "out of range", "0 <= reserve < memory_bytes");
+  require_positive(to_gigabytes_per_second(gpu.memory_bandwidth), key, "memory_bandwidth_GBps");
+  validate_peaks(gpu, key);
+  require(gpu.tdp.value() >= 0.0, key, "tdp_W", fmt::format("{:g}", gpu.tdp.value()), "must not be negative",
+          ">= 0");
+  require(gpu.price.value() >= 0.0, key, "price_usd", fmt::format("{:g}", gpu.price.value()),
+          "must not be negative", ">= 0");
+  require(gpu.price_per_hour.value() >= 0.0, key, "price_per_hour_usd",
+          fmt::format("{:g}", gpu.price_per_hour.value()), "must not be negative", ">= 0");
+  require(!gpu.gpu_link.empty(), key, "gpu_link", gpu.gpu_link, "must not be empty", "a link name");
+  require(gpu.gpu_link_count >= 1, key, "gpu_link_count", fmt::format("{}", gpu.gpu_link_count),
+          "must be at least 1", ">= 1");
+  require(!gpu.host_link.empty(), key, "host_link", gpu.host_link, "must not be empty", "a link name");
+}
+
+void validate(const LinkSpec& link, std::string_view key) {
+  require_name(link.name, key);
+  require_positive(to_gigabytes_per_second(link.bandwidth), key, "bandwidth_GBps");
+  require(link.latency.value() >= 0.0, key, "latency_us", fmt::format("{:g}", to_microseconds(link.latency)),
+          "must not be negative", ">= 0");
+  require(link.efficiency > 0.0 && link.efficiency <= 1.0, key, "efficiency", fmt::format("{:g}", link.efficiency),
+          "out of range", "(0, 1]");
+}
+
+}  // namespace dtsim::topology

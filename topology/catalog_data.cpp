@@ -1,1 +1,205 @@
-// placeholder
+// The hardware catalog's data: one entry per GPU and per link class. The only file in dtsim that writes a
+// hardware figure as a literal. Every entry says where its figures come from; "hardware.md" is
+// ../shared/calibration/hardware.md (vendor datasheets), "nccl.md" its NCCL companion.
+//
+// Conventions:
+// - memory: what the card exposes; a "80GB" card has 80 GiB (nvidia-smi: 81,920 MiB on an A100 80GB).
+// - memory_reserve: 1.5 GiB on every GPU (hardware.md: 1-2 GiB go to the CUDA context and the framework).
+// - peaks: dense (no structured sparsity), TFLOP/s (TOPS for int8/int4). fp64 is the tensor-core rate where the
+//   chip has one, fp32 the non-tensor rate; a precision the chip cannot run on its matrix units is absent.
+// - prices: approximate 2024 public figures (street/list purchase price per GPU; typical on-demand cloud rate per
+//   GPU-hour); good for orders of magnitude in cost comparisons, not for quotes.
+// - link bandwidth: ONE link, ONE direction, line rate. efficiency: fraction of it NCCL moves on large messages.
+#include <vector>
+
+#include "topology/catalog.hpp"
+
+namespace dtsim::topology {
+namespace {
+
+using namespace dtsim::literals;
+
+// Dense peaks in TFLOP/s (TOPS for integers), by precision; an absent member is a precision the chip lacks.
+struct PeakTflops {
+  std::optional<double> fp64, fp32, tf32, bf16, fp16, fp8, int8, int4;
+};
+
+std::array<std::optional<FlopsPerSecond>, kAllPrecisions.size()> tflops(const PeakTflops& t) {
+  const auto to_rate = [](std::optional<double> v) -> std::optional<FlopsPerSecond> {
+    if (!v) return std::nullopt;
+    return teraflops(*v);
+  };
+  return {to_rate(t.fp64), to_rate(t.fp32), to_rate(t.tf32), to_rate(t.bf16),
+          to_rate(t.fp16), to_rate(t.fp8),  to_rate(t.int8), to_rate(t.int4)};
+}
+
+const Bytes kReserve = gibibytes(1.5);  // hardware.md: 1-2 GiB to CUDA context and framework
+
+std::vector<GpuSpec> make_gpus() {
+  return {
+      {.name = "a100-sxm4-40gb", .vendor_name = "NVIDIA A100-SXM4-40GB",
+       .memory = gibibytes(40), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1555),
+       .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
+                       .int8 = 624, .int4 = 1248}),
+       .tdp = Watts(400), .price = Dollars(10000), .price_per_hour = Dollars(1.3),
+       .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4",
+       .source = "hardware.md row 'A100 SXM4 40GB'; fp64 tensor 19.5 and int4 1248 from the NVIDIA A100 "
+                 "datasheet; prices approximate"},
+      {.name = "a100-sxm4-80gb", .vendor_name = "NVIDIA A100-SXM4-80GB",
+       .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(2039),
+       .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
+                       .int8 = 624, .int4 = 1248}),
+       .tdp = Watts(400), .price = Dollars(15000), .price_per_hour = Dollars(1.8),
+       .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4",
+       .source = "hardware.md row 'A100 SXM4 80GB' (nvidia-smi 81,920 MiB); fp64/tf32/fp32/int4 from the NVIDIA "
+                 "A100 datasheet; prices approximate"},
+      {.name = "a100-pcie-80gb", .vendor_name = "NVIDIA A100 80GB PCIe",
+       .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1935),
+       .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
+                       .int8 = 624, .int4 = 1248}),
+       .tdp = Watts(300), .price = Dollars(14000), .price_per_hour = Dollars(1.6),
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .source = "hardware.md row 'A100 PCIe 80GB'; fp64/tf32/fp32/int4 from the NVIDIA A100 datasheet; an "
+                 "optional NVLink bridge pairs two cards (link nvlink-bridge); prices approximate"},
+      {.name = "h100-sxm5-80gb", .vendor_name = "NVIDIA H100 80GB HBM3",
+       .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(3350),
+       .peak = tflops({.fp64 = 67, .fp32 = 67, .tf32 = 494, .bf16 = 989, .fp16 = 989, .fp8 = 1979,
+                       .int8 = 1979, .int4 = std::nullopt}),
+       .tdp = Watts(700), .price = Dollars(30000), .price_per_hour = Dollars(3.0),
+       .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5",
+       .source = "hardware.md row 'H100 SXM5 80GB' (nvidia-smi shows 81,559 MiB; 80 GiB by convention); fp64 "
+                 "tensor 67 from the NVIDIA H100 datasheet; Hopper has no int4 tensor path; prices approximate"},
+      {.name = "h100-pcie-80gb", .vendor_name = "NVIDIA H100 PCIe",
+       .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(2000),
+       .peak = tflops({.fp64 = 51, .fp32 = 51, .tf32 = 378, .bf16 = 756, .fp16 = 756, .fp8 = 1513,
+                       .int8 = 1513, .int4 = std::nullopt}),
+       .tdp = Watts(350), .price = Dollars(25000), .price_per_hour = Dollars(2.5),
+       .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5",
+       .source = "hardware.md row 'H100 PCIe 80GB' (bf16 756, fp8 1513 marked unverified there; they are half "
+                 "the sparse figures of the NVIDIA H100 datasheet, which also gives fp64 tensor 51, fp32 51, "
+                 "tf32 378 dense, int8 1513 dense); prices approximate"},
+      {.name = "h200-sxm-141gb", .vendor_name = "NVIDIA H200",
+       .memory = 143771_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(4800),
+       .peak = tflops({.fp64 = 67, .fp32 = 67, .tf32 = 494, .bf16 = 989, .fp16 = 989, .fp8 = 1979,
+                       .int8 = 1979, .int4 = std::nullopt}),
+       .tdp = Watts(700), .price = Dollars(35000), .price_per_hour = Dollars(3.8),
+       .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5",
+       .source = "hardware.md row 'H200 SXM 141GB'; memory is what nvidia-smi shows (143,771 MiB, not 141 GiB); "
+                 "fp64/fp32/tf32 as H100 SXM (same GH100 die, NVIDIA H200 datasheet); prices approximate"},
+      {.name = "mi300x", .vendor_name = "AMD Instinct MI300X",
+       .memory = gibibytes(192), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(5300),
+       .peak = tflops({.fp64 = 163.4, .fp32 = 163.4, .tf32 = 653.7, .bf16 = 1307.4, .fp16 = 1307.4,
+                       .fp8 = 2614.9, .int8 = 2614.9, .int4 = std::nullopt}),
+       .tdp = Watts(750), .price = Dollars(15000), .price_per_hour = Dollars(2.5),
+       .gpu_link = "infinity-fabric", .gpu_link_count = 7, .host_link = "pcie5",
+       .source = "hardware.md row 'MI300X' (bf16 1,307 and fp8 2,615 marked unverified there; the AMD Instinct "
+                 "MI300X datasheet gives 1307.4 / 2614.9 dense, fp64 matrix 163.4, fp32 163.4, tf32 653.7, int8 "
+                 "2614.9); 192 GB = 8 HBM3 stacks of 24 GiB; prices approximate"},
+      {.name = "rtx4090", .vendor_name = "NVIDIA GeForce RTX 4090",
+       .memory = gibibytes(24), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1008),
+       .peak = tflops({.fp64 = 1.29, .fp32 = 82.6, .tf32 = 82.6, .bf16 = 165.2, .fp16 = 165.2, .fp8 = 330.3,
+                       .int8 = 660.6, .int4 = 1321.2}),
+       .tdp = Watts(450), .price = Dollars(1600), .price_per_hour = Dollars(0.4),
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .source = "hardware.md row 'RTX 4090' (bf16/fp16 with FP32 accumulate, as training runs; fp8 330 and int8 "
+                 "661 marked unverified there); NVIDIA Ada Lovelace whitepaper: fp32 82.6, tf32 82.6, fp8 330.3 "
+                 "(FP32 accumulate), int8 660.6, int4 1321.2, fp64 1/64 of fp32; no NVLink; prices approximate "
+                 "(MSRP 1,599 USD)"},
+      {.name = "t4", .vendor_name = "Tesla T4",
+       .memory = 15360_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(320),
+       .peak = tflops({.fp64 = 0.25, .fp32 = 8.1, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 65,
+                       .fp8 = std::nullopt, .int8 = 130, .int4 = 260}),
+       .tdp = Watts(70), .price = Dollars(2000), .price_per_hour = Dollars(0.35),
+       .gpu_link = "pcie3", .gpu_link_count = 1, .host_link = "pcie3",
+       .source = "hardware.md row 'T4'; NVIDIA T4 datasheet: fp32 8.1, int4 260; Turing has no bf16/tf32; fp64 "
+                 "1/32 of fp32 (assumption, not in the datasheet); memory 16 GiB less ECC as nvidia-smi shows it "
+                 "(15,360 MiB, ECC on by default); prices approximate"},
+      {.name = "v100-sxm2-32gb", .vendor_name = "Tesla V100-SXM2-32GB",
+       .memory = gibibytes(32), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(900),
+       .peak = tflops({.fp64 = 7.8, .fp32 = 15.7, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 125,
+                       .fp8 = std::nullopt, .int8 = std::nullopt, .int4 = std::nullopt}),
+       .tdp = Watts(300), .price = Dollars(10000), .price_per_hour = Dollars(1.0),
+       .gpu_link = "nvlink2", .gpu_link_count = 6, .host_link = "pcie3",
+       .source = "hardware.md row 'V100 SXM2' (fp16 125 and NVLink2 300 GB/s marked unverified there; the "
+                 "NVIDIA V100 datasheet confirms both: 6 links x 25 GB/s each way); fp64 7.8 and fp32 15.7 from "
+                 "the datasheet (no fp64 tensor cores, no int8 tensor cores); prices approximate"},
+  };
+}
+
+// Per-hop latencies follow NCCL's own tuning model (nccl.md: per-hop latency Ring LL, NVLink 0.6 us, PCI 1.0 us)
+// where it has one; the others are stated assumptions.
+std::vector<LinkSpec> make_links() {
+  return {
+      {.name = "nvlink2", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(25),
+       .latency = microseconds(0.6), .efficiency = 0.8,
+       .source = "NVIDIA V100 datasheet: 6 links, 300 GB/s total = 25 GB/s per link per direction; latency and "
+                 "efficiency as nvlink3 (assumption)"},
+      {.name = "nvlink3", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(25),
+       .latency = microseconds(0.6), .efficiency = 0.8,
+       .source = "hardware.md: A100 12 links, 300 GB/s each way; efficiency 0.8 from nccl.md (about 20 of 25 GB/s "
+                 "per link with NCCL); latency: NCCL tuning model, NVLink ring LL per hop"},
+      {.name = "nvlink4", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(25),
+       .latency = microseconds(0.6), .efficiency = 0.8,
+       .source = "hardware.md: H100/H200 18 links, 450 GB/s each way; efficiency 0.8 (nccl.md: about 370 of 450 "
+                 "GB/s on non-reduction collectives); latency: NCCL tuning model, NVLink ring LL per hop"},
+      {.name = "nvlink-bridge", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(25),
+       .latency = microseconds(0.6), .efficiency = 0.8,
+       .source = "NVIDIA A100 PCIe datasheet: NVLink bridge for 2 GPUs, 600 GB/s bidirectional over 12 links = 25 "
+                 "GB/s per link per direction; H100 PCIe bridge 600 GB/s (hardware.md, unverified); latency and "
+                 "efficiency as nvlink3 (assumption)"},
+      {.name = "infinity-fabric", .family = LinkFamily::InfinityFabric, .bandwidth = gigabytes_per_second(64),
+       .latency = microseconds(0.6), .efficiency = 0.8,
+       .source = "hardware.md: MI300X 7 links x 128 GB/s bidirectional = 64 GB/s per link per direction; latency "
+                 "and efficiency assumed equal to NVLink (no public RCCL fit yet)"},
+      {.name = "pcie3", .family = LinkFamily::Pcie, .bandwidth = gigabytes_per_second(15.75),
+       .latency = microseconds(1.0), .efficiency = 0.8,
+       .source = "hardware.md: PCIe Gen3 x16 15.75 GB/s per direction; efficiency as pcie4 (one per family); "
+                 "latency: NCCL tuning model, PCI ring LL per hop"},
+      {.name = "pcie4", .family = LinkFamily::Pcie, .bandwidth = gigabytes_per_second(31.5),
+       .latency = microseconds(1.0), .efficiency = 0.8,
+       .source = "hardware.md: PCIe Gen4 x16 31.5 GB/s per direction; efficiency 0.8 fitted on the A100's "
+                 "measured ~25 GB/s (hardware.md); latency: NCCL tuning model, PCI ring LL per hop"},
+      {.name = "pcie5", .family = LinkFamily::Pcie, .bandwidth = gigabytes_per_second(63),
+       .latency = microseconds(1.0), .efficiency = 0.8,
+       .source = "hardware.md: PCIe Gen5 x16 63 GB/s per direction; efficiency as pcie4 (one per family); "
+                 "latency: NCCL tuning model, PCI ring LL per hop"},
+      {.name = "upi", .family = LinkFamily::CpuInterconnect, .bandwidth = gigabytes_per_second(20.8),
+       .latency = microseconds(1.0), .efficiency = 0.7,
+       .source = "hardware.md: Intel UPI about 20 GB/s per direction per link (10.4 GT/s x 2 B = 20.8); latency "
+                 "1 us and efficiency 0.7 (coherence protocol overhead) are assumptions, not fitted"},
+      {.name = "eth-100g", .family = LinkFamily::Ethernet, .bandwidth = gigabits_per_second(100),
+       .latency = microseconds(2.0), .efficiency = 0.875,
+       .source = "hardware.md: 100 Gb/s = 12.5 GB/s line rate; efficiency 0.875, the middle of RoCE's 85-90 % in "
+                 "NCCL (hardware.md); latency 2 us per hop (NIC + switch, RoCE) is an assumption"},
+      {.name = "eth-200g", .family = LinkFamily::Ethernet, .bandwidth = gigabits_per_second(200),
+       .latency = microseconds(2.0), .efficiency = 0.875,
+       .source = "hardware.md: 200 Gb/s = 25 GB/s line rate; efficiency 0.875 (RoCE 85-90 %, hardware.md); "
+                 "latency 2 us per hop is an assumption"},
+      {.name = "eth-400g", .family = LinkFamily::Ethernet, .bandwidth = gigabits_per_second(400),
+       .latency = microseconds(2.0), .efficiency = 0.875,
+       .source = "hardware.md: 400 Gb/s = 50 GB/s line rate; efficiency 0.875 (RoCE 85-90 %, hardware.md); "
+                 "latency 2 us per hop is an assumption"},
+      {.name = "ib-hdr", .family = LinkFamily::InfiniBand, .bandwidth = gigabits_per_second(200),
+       .latency = microseconds(1.0), .efficiency = 0.94,
+       .source = "hardware.md: InfiniBand HDR 4x port 200 Gb/s = 25 GB/s; efficiency 0.94 (hardware.md; nccl.md: "
+                 "about 24 GB/s per NIC); latency 1 us per hop (NIC + switch) is an assumption"},
+      {.name = "ib-ndr", .family = LinkFamily::InfiniBand, .bandwidth = gigabits_per_second(400),
+       .latency = microseconds(1.0), .efficiency = 0.94,
+       .source = "hardware.md: InfiniBand NDR 4x port 400 Gb/s = 50 GB/s; efficiency 0.94 (nccl.md: 46-49 of 50 "
+                 "GB/s per NIC); latency 1 us per hop (NIC + switch) is an assumption"},
+  };
+}
+
+}  // namespace
+
+std::span<const GpuSpec> gpu_catalog() {
+  static const std::vector<GpuSpec> gpus = make_gpus();
+  return gpus;
+}
+
+std::span<const LinkSpec> link_catalog() {
+  static const std::vector<LinkSpec> links = make_links();
+  return links;
+}
+
+}  // namespace dtsim::topology

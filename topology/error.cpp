@@ -7,7 +7,7 @@ namespace {
 std::string compose(const std::string& key, const std::string& value, const std::string& reason,
                     const std::string& allowed, const std::string& location) {
   std::string msg = location.empty() ? std::string() : location + ": ";
-  msg += fmt::format("{}: {} '{}'", key, reason, value);
+  msg += value.empty() ? fmt::format("{}: {}", key, reason) : fmt::format("{}: {} '{}'", key, reason, value);
   if (!allowed.empty()) msg += fmt::format(" (allowed: {})", allowed);
   return msg;
 }

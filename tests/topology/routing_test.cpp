@@ -1,1 +1,90 @@
 #include <doctest/doctest.h>
+#include <set>
+
+#include "topology/builders.hpp"
+#include "topology/routing.hpp"
+
+using namespace dtsim;
+using namespace dtsim::topology;
+
+namespace {
+std::vector<std::string> names(const Topology& t, NodeId src, const Route& r) {
+  std::vector<std::string> out{t.node(src).name};
+  NodeId at = src;
+  for (const Hop& h : r.hops) {
+    CHECK(at == (h.forward ? t.link(h.link).a : t.link(h.link).b));
+    at = t.other_end(h.link, at);
+    out.push_back(t.node(at).name);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("nvswitch: two hops through the switch, up then down") {
+  BuiltTopology b = build_cluster(default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 1, 8));
+  Router router(b.topology);
+  const auto& g = b.topology.gpus();
+  Route r = router.route(g[0], g[5]);
+  CHECK(names(b.topology, g[0], r) == std::vector<std::string>{"gpu0", "nvswitch", "gpu5"});
+  CHECK(r.hops[0].forward);
+  CHECK_FALSE(r.hops[1].forward);
+  CHECK(to_microseconds(r.latency) == doctest::Approx(2 * to_microseconds(find_link("nvlink3").latency)));
+  CHECK(to_gigabytes_per_second(r.bottleneck) == doctest::Approx(300));
+}
+
+TEST_CASE("ring: shortest way round; ties go the deterministic way; ECMP sees both") {
+  BuiltTopology b = build_cluster(default_cluster("a100-sxm4-80gb", IntraKind::Ring, 1, 8));
+  Router router(b.topology);
+  const auto& g = b.topology.gpus();
+  CHECK(names(b.topology, g[0], router.route(g[0], g[7])) == std::vector<std::string>{"gpu0", "gpu7"});
+  CHECK(router.hops(g[0], g[3]) == 3);
+  CHECK(names(b.topology, g[0], router.route(g[0], g[4])) ==
+        std::vector<std::string>{"gpu0", "gpu1", "gpu2", "gpu3", "gpu4"});
+  CHECK(router.route(g[0], g[4]).hops == router.route(g[0], g[4]).hops);
+  CHECK(router.equal_cost_routes(g[0], g[4], 16).size() == 2);
+}
+
+TEST_CASE("GPUs of one node talk over NVSwitch, not through the NIC they share") {
+  ClusterSpec c = default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 8);
+  c.inter = InterKind::Switch;
+  c.nics_per_node = 1;
+  BuiltTopology b = build_cluster(c);
+  Router router(b.topology);
+  const auto& g = b.topology.gpus();
+  CHECK(names(b.topology, g[0], router.route(g[0], g[5])) == std::vector<std::string>{"n0-gpu0", "n0-nvswitch", "n0-gpu5"});
+  CHECK(names(b.topology, g[0], router.route(g[0], g[13])) ==
+        std::vector<std::string>{"n0-gpu0", "n0-nic0", "fabric", "n1-nic0", "n1-gpu5"});
+}
+
+TEST_CASE("fat tree: ECMP spreads pairs over the spines, each pair on one path") {
+  ClusterSpec c = default_cluster("a100-pcie-80gb", IntraKind::Pcie, 16, 1);
+  c.inter = InterKind::FatTree;
+  c.inter_link = find_link("eth-100g");
+  c.fabric.leaf_ports = 4;   // 4 leaves, 4 spines
+  BuiltTopology b = build_cluster(c);
+  const auto& g = b.topology.gpus();
+  Router plain(b.topology, false);
+  Router ecmp(b.topology, true);
+  CHECK(plain.equal_cost_routes(g[0], g[8], 64).size() == 4);
+  std::set<std::string> spines_plain, spines_ecmp;
+  for (std::size_t s = 0; s < 4; ++s)
+    for (std::size_t d = 8; d < 12; ++d) {
+      spines_plain.insert(names(b.topology, g[s], plain.route(g[s], g[d]))[3]);
+      auto path = names(b.topology, g[s], ecmp.route(g[s], g[d]));
+      CHECK(path.size() == 7);
+      spines_ecmp.insert(path[3]);
+      CHECK(ecmp.route(g[s], g[d]).hops == ecmp.route(g[s], g[d]).hops);
+    }
+  CHECK(spines_plain.size() == 1);
+  CHECK(spines_ecmp.size() > 1);
+}
+
+TEST_CASE("the route cache stays correct past its bound") {
+  ClusterSpec c = default_cluster("a100-pcie-80gb", IntraKind::Pcie, 300, 1);
+  c.inter = InterKind::Switch;
+  BuiltTopology b = build_cluster(c);
+  Router router(b.topology);
+  const auto& g = b.topology.gpus();
+  for (std::size_t i = 0; i < g.size(); ++i) CHECK(router.hops(g[i], g[(i + 1) % g.size()]) == 4);
+  CHECK(router.hops(g[0], g[1]) == 4);
+}

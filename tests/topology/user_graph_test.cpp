@@ -1,1 +1,312 @@
+#include "topology/user_graph.hpp"
+
 #include <doctest/doctest.h>
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "topology/catalog.hpp"
+#include "topology/error.hpp"
+
+using namespace dtsim;
+using namespace dtsim::topology;
+
+namespace {
+
+std::string data(std::string_view name) {
+  return std::string(DTSIM_SOURCE_DIR "/tests/data/graphs/") + std::string(name);
+}
+
+// The message of the InputError `f` throws; other exceptions escape and fail the test.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no InputError thrown";
+}
+
+std::string yaml_error(const std::string& text) {
+  return error_of([&] { (void)parse_yaml_graph(text, "g.yaml"); });
+}
+std::string dot_error(const std::string& text) {
+  return error_of([&] { (void)parse_dot_graph(text, "g.dot"); });
+}
+
+void check_has(const std::string& message, std::initializer_list<std::string_view> parts) {
+  for (std::string_view part : parts) {
+    INFO("expected '", std::string(part), "' in: ", message);
+    CHECK(message.find(part) != std::string::npos);
+  }
+}
+
+// Two GPUs and one link written by the test; the link is on line 5.
+std::string yaml_link(const std::string& link) {
+  return "nodes:\n  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: gpu}\nlinks:\n  - " + link + "\n";
+}
+std::string yaml_nodes(const std::string& nodes) {
+  return "nodes:\n" + nodes + "links:\n  - {a: gpu0, b: gpu1, bandwidth_GBps: 100, latency_us: 1}\n";
+}
+std::string dot_edge(const std::string& attributes) {
+  return "graph g {\n  gpu0 [kind=gpu];\n  gpu1 [kind=gpu];\n  gpu0 -- gpu1 [" + attributes + "];\n}\n";
+}
+
+double total_bandwidth(const Topology& t) {
+  double sum = 0;
+  for (const Link& l : t.links()) sum += l.bandwidth.value();
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("a DOT ring file: four GPUs, four links of nvlink3 times three") {
+  const Topology t = read_user_graph(data("ring4.dot"));
+  CHECK(t.nodes().size() == 4);
+  CHECK(t.links().size() == 4);
+  REQUIRE(t.gpus().size() == 4);
+  CHECK(t.node(t.gpus()[3]).name == "gpu3");
+  const LinkSpec& nvlink3 = find_link("nvlink3");
+  for (const Link& l : t.links()) {
+    CHECK(l.bandwidth.value() == doctest::Approx(75e9));
+    CHECK(l.latency == nvlink3.latency);
+    CHECK(l.efficiency == nvlink3.efficiency);
+    CHECK(l.link_class == "nvlink3");
+  }
+  CHECK(t.node(t.links()[3].a).name == "gpu3");   // links keep the file's order
+}
+
+TEST_CASE("a YAML star file: class times count, GB/s, Gb/s and the hub's capacity") {
+  const Topology t = read_user_graph(data("star.yaml"));
+  CHECK(t.nodes().size() == 5);
+  CHECK(t.links().size() == 4);
+  CHECK(t.gpus().size() == 4);
+  CHECK(t.count(NodeKind::Switch) == 1);
+  const Node& hub = t.node(*t.find_node("hub"));
+  REQUIRE(hub.capacity.has_value());
+  CHECK(hub.capacity->value() == doctest::Approx(300e9));
+  CHECK_FALSE(t.node(0).capacity.has_value());
+  CHECK(t.link(0).bandwidth.value() == doctest::Approx(300e9));   // nvlink3, count 12
+  CHECK(t.link(0).link_class == "nvlink3");
+  CHECK(t.link(2).bandwidth.value() == doctest::Approx(300e9));
+  CHECK(t.link(2).latency.value() == doctest::Approx(0.7e-6));
+  CHECK(t.link(2).efficiency == doctest::Approx(0.8));
+  CHECK(t.link(2).link_class == "custom");
+  CHECK(t.link(3).bandwidth.value() == doctest::Approx(12.5e9));  // 100 Gb/s is 12.5 GB/s
+  CHECK(t.link(3).latency.value() == doctest::Approx(2e-6));
+  CHECK(t.link(3).efficiency == 1.0);
+}
+
+TEST_CASE("a .yml file with machines, NICs and a fabric switch") {
+  const Topology t = read_user_graph(data("two_machines.yml"));
+  CHECK(t.nodes().size() == 9);
+  CHECK(t.links().size() == 10);
+  CHECK(t.gpus().size() == 4);
+  CHECK(t.count(NodeKind::Nic) == 4);
+  CHECK(t.node(*t.find_node("gpu2")).machine == 1);
+  CHECK(t.node(*t.find_node("fabric")).machine == 0);
+  CHECK(t.link(6).bandwidth == find_link("eth-200g").bandwidth);
+}
+
+TEST_CASE("YAML GPUs are ranked in the order they are declared") {
+  const Topology t = parse_yaml_graph(
+      "nodes:\n  - {name: b, kind: gpu}\n  - {name: sw, kind: switch}\n  - {name: a, kind: gpu}\n"
+      "links:\n  - {a: a, b: sw, link: nvlink4}\n  - {a: b, b: sw, link: nvlink4}\n",
+      "g.yaml");
+  REQUIRE(t.gpus().size() == 2);
+  CHECK(t.node(t.gpus()[0]).name == "b");
+  CHECK(t.node(t.gpus()[1]).name == "a");
+}
+
+TEST_CASE("DOT nodes are ordered by name, digits as numbers; node defaults and edge chains apply") {
+  const Topology t = parse_dot_graph(
+      "graph g { node [kind=gpu]; gpu10; gpu2; gpu1; edge [bandwidth_GBps=50, latency_us=1];"
+      " gpu10 -- gpu2 -- gpu1 }",
+      "g.dot");
+  REQUIRE(t.gpus().size() == 3);
+  CHECK(t.node(t.gpus()[0]).name == "gpu1");
+  CHECK(t.node(t.gpus()[1]).name == "gpu2");
+  CHECK(t.node(t.gpus()[2]).name == "gpu10");
+  CHECK(t.links().size() == 2);
+  CHECK(t.link(0).bandwidth.value() == doctest::Approx(50e9));
+}
+
+TEST_CASE("DOT takes the same attributes as YAML") {
+  const Topology t = parse_dot_graph(
+      "graph g { gpu0 [kind=gpu, machine=1]; sw [kind=switch, capacity_GBps=450, label=\"NVSwitch\"];"
+      " gpu1 [kind=gpu, machine=1];"
+      " gpu0 -- sw [link=nvlink4, count=18]; gpu1 -- sw [bandwidth_Gbps=400, latency_us=0.5, efficiency=0.9] }",
+      "g.dot");
+  CHECK(t.node(*t.find_node("gpu0")).machine == 1);
+  CHECK(t.node(*t.find_node("sw")).capacity->value() == doctest::Approx(450e9));
+  CHECK(t.link(0).bandwidth.value() == doctest::Approx(450e9));
+  CHECK(t.link(1).bandwidth.value() == doctest::Approx(50e9));
+  CHECK(t.link(1).efficiency == doctest::Approx(0.9));
+}
+
+TEST_CASE("a link class with an explicit bandwidth keeps the class's latency and efficiency (what to_dot writes)") {
+  const Topology t = parse_dot_graph(
+      dot_edge("link=nvlink3, bandwidth_GBps=150, label=\"150 GB/s\", style=bold, color=red"), "g.dot");
+  const LinkSpec& nvlink3 = find_link("nvlink3");
+  CHECK(t.link(0).bandwidth.value() == doctest::Approx(150e9));
+  CHECK(t.link(0).latency == nvlink3.latency);
+  CHECK(t.link(0).efficiency == nvlink3.efficiency);
+  CHECK(t.link(0).link_class == "nvlink3");
+  const Topology custom =
+      parse_yaml_graph(yaml_link("{a: gpu0, b: gpu1, link: custom, bandwidth_GBps: 10, latency_us: 3}"), "g.yaml");
+  CHECK(custom.link(0).link_class == "custom");
+  CHECK(custom.link(0).latency.value() == doctest::Approx(3e-6));
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: custom, bandwidth_GBps: 10}")),
+            {"g.yaml:5", "links[0].latency_us", "missing latency_us"});
+}
+
+TEST_CASE("to_dot output reads back into the same graph") {
+  for (const char* file : {"ring4.dot", "two_machines.yml"}) {
+    CAPTURE(file);
+    const Topology original = read_user_graph(data(file));
+    const Topology again = parse_dot_graph(to_dot(original), "again.dot");
+    CHECK(again.nodes().size() == original.nodes().size());
+    CHECK(again.links().size() == original.links().size());
+    CHECK(again.gpus().size() == original.gpus().size());
+    CHECK(again.count(NodeKind::Nic) == original.count(NodeKind::Nic));
+    CHECK(total_bandwidth(again) == doctest::Approx(total_bandwidth(original)));
+    CHECK(again.link(0).link_class == original.link(0).link_class);
+    CHECK(again.link(0).latency == original.link(0).latency);
+  }
+}
+
+TEST_CASE("files: extension, readability, and the file's own errors") {
+  check_has(error_of([] { (void)read_user_graph(data("ring4.txt"), "cluster.graph"); }),
+            {"cluster.graph", "unknown graph format", "ring4.txt", ".dot, .gv, .yaml, .yml"});
+  check_has(error_of([] { (void)read_user_graph(data("missing.yaml")); }), {"cannot read graph file", "missing.yaml"});
+  check_has(error_of([] { (void)read_user_graph(data("")); }), {"unknown graph format"});
+  check_has(error_of([] { (void)read_user_graph(data("bad_directed.gv")); }), {"bad_directed.gv", "directed graph"});
+  check_has(error_of([] { (void)read_user_graph(data("bad_disconnected.yaml")); }),
+            {"bad_disconnected.yaml", "disconnected graph: gpu0 cannot reach gpu2", "a connected graph"});
+  check_has(error_of([] { (void)read_user_graph(data("bad_kind.yaml")); }),
+            {"bad_kind.yaml:3", "nodes[1].kind", "unknown node kind", "'tpu'", "gpu, switch, pcie-switch, cpu, nic"});
+}
+
+TEST_CASE("YAML node errors name the file, the line, the key, the value and what is allowed") {
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: tpu}\n")),
+            {"g.yaml:3", "nodes[1].kind", "unknown node kind", "tpu", "pcie-switch"});
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0, kind: gpu}\n  - {name: gpu0, kind: gpu}\n"
+                                  "  - {name: gpu1, kind: gpu}\n")),
+            {"g.yaml:3", "nodes[1].name", "duplicate node name", "gpu0"});
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: gpu, colour: red}\n")),
+            {"g.yaml:3", "nodes[1].colour", "unknown key", "capacity_GBps"});
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0, kind: gpu, machine: one}\n  - {name: gpu1, kind: gpu}\n")),
+            {"g.yaml:2", "nodes[0].machine", "not an integer", "'one'"});
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0, kind: gpu, machine: -1}\n  - {name: gpu1, kind: gpu}\n")),
+            {"nodes[0].machine", "out of range", "-1", ">= 0"});
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0, kind: gpu}\n  - {name: sw, kind: switch, capacity_GBps: 0}\n"
+                                  "  - {name: gpu1, kind: gpu}\n")),
+            {"g.yaml:3", "nodes[1].capacity_GBps", "out of range", "> 0"});
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0}\n  - {name: gpu1, kind: gpu}\n")),
+            {"g.yaml:2", "nodes[0].kind", "missing kind"});
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0, kind: [gpu]}\n  - {name: gpu1, kind: gpu}\n")),
+            {"g.yaml:2", "nodes[0].kind", "expected a single value"});
+}
+
+TEST_CASE("YAML link errors") {
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: nvlink9}")),
+            {"g.yaml:5", "links[0].link", "nvlink9", "nvlink3"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_GBps: 0, latency_us: 1}")),
+            {"g.yaml:5", "links[0].bandwidth_GBps", "out of range", "'0'", "> 0"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_GBps: -5, latency_us: 1}")),
+            {"g.yaml:5", "links[0].bandwidth_GBps", "out of range", "'-5'"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_Gbps: -100, latency_us: 1}")),
+            {"links[0].bandwidth_Gbps", "out of range", "Gb/s"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_GBps: 100, bandwidth_Gbps: 800, latency_us: 1}")),
+            {"g.yaml:5", "both bandwidth_GBps and bandwidth_Gbps"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu7, link: nvlink3}")),
+            {"g.yaml:5", "links[0].b", "undeclared node", "gpu7"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu0, link: nvlink3}")), {"g.yaml:5", "links[0].b", "self-loop"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: nvlink3, speed: 3}")),
+            {"g.yaml:5", "links[0].speed", "unknown key", "bandwidth_Gbps"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_GBps: fast, latency_us: 1}")),
+            {"g.yaml:5", "links[0].bandwidth_GBps", "not a number", "'fast'"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_GBps: .nan, latency_us: 1}")),
+            {"links[0].bandwidth_GBps", "not a number"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_GBps: 100}")),
+            {"g.yaml:5", "links[0].latency_us", "missing latency_us"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_GBps: 100, latency_us: -1}")),
+            {"links[0].latency_us", "out of range", ">= 0"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, bandwidth_GBps: 100, latency_us: 1, efficiency: 1.5}")),
+            {"links[0].efficiency", "out of range", "(0, 1]"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: nvlink3, count: 0}")),
+            {"links[0].count", "out of range", ">= 1"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: nvlink3, count: 2.5}")),
+            {"links[0].count", "not an integer", "2.5"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: nvlink3, count: 2, bandwidth_GBps: 50}")),
+            {"links[0].count", "explicit bandwidth"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, count: 2, bandwidth_GBps: 50, latency_us: 1}")),
+            {"links[0].count", "without a link class"});
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1}")), {"links[0].bandwidth_GBps", "missing bandwidth"});
+  check_has(yaml_error(yaml_link("{a: gpu0, link: nvlink3}")), {"links[0].b", "missing b"});
+}
+
+TEST_CASE("YAML line numbers count from 1 in block style too") {
+  check_has(yaml_error("nodes:\n  - name: gpu0\n    kind: gpu\n  - name: gpu1\n    kind: gpu\nlinks:\n"
+                       "  - a: gpu0\n    b: gpu1\n    bandwidth_GBps: 100\n    latency_us: soon\n"),
+            {"g.yaml:10", "links[0].latency_us", "not a number", "soon"});
+}
+
+TEST_CASE("YAML document errors") {
+  check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: nvlink3}") + "extra: 1\n"),
+            {"g.yaml:6", "extra", "unknown key", "nodes, links"});
+  check_has(yaml_error("nodes:\n  - {name: gpu0, kind: gpu}\n"), {"g.yaml", "links", "missing list"});
+  check_has(yaml_error("nodes: {name: gpu0}\nlinks: []\n"), {"g.yaml:1", "nodes", "expected a list"});
+  check_has(yaml_error("nodes:\n  - {name: gpu0, kind: gpu\nlinks: []\n"), {"g.yaml:", "invalid YAML"});
+  check_has(yaml_error(""), {"g.yaml", "expected a map"});
+  check_has(yaml_error(yaml_nodes("  - {name: gpu0, kind: gpu}\n  - gpu1\n")),
+            {"g.yaml:3", "nodes[1]", "expected a map"});
+}
+
+TEST_CASE("graph-wide errors: no GPU, disconnected GPUs") {
+  check_has(yaml_error("nodes:\n  - {name: sw, kind: switch}\nlinks: []\n"),
+            {"cluster.graph", "graph has no GPU", "'g.yaml'"});
+  check_has(yaml_error("nodes:\n  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: gpu}\n"
+                       "  - {name: sw, kind: switch}\nlinks:\n  - {a: gpu0, b: sw, link: pcie4}\n"),
+            {"cluster.graph", "disconnected graph: gpu0 cannot reach gpu1", "g.yaml", "a connected graph"});
+  check_has(dot_error("graph g { gpu0 [kind=gpu]; gpu1 [kind=gpu]; cpu [kind=cpu]; gpu1 -- cpu [link=pcie4] }"),
+            {"disconnected graph: gpu0 cannot reach gpu1", "g.dot"});
+  CHECK(parse_yaml_graph("nodes:\n  - {name: gpu0, kind: gpu}\nlinks: []\n", "g.yaml").gpus().size() == 1);
+}
+
+TEST_CASE("require_connected on a hand-built topology") {
+  Topology t;
+  t.add_node({.kind = NodeKind::Gpu, .name = "x", .machine = 0, .capacity = {}});
+  t.add_node({.kind = NodeKind::Gpu, .name = "y", .machine = 0, .capacity = {}});
+  check_has(error_of([&] { require_connected(t, "mine.dot"); }), {"x cannot reach y", "mine.dot"});
+  t.add_link({.a = 0, .b = 1, .bandwidth = gigabytes_per_second(1), .latency = {}, .efficiency = 1.0,
+              .link_class = "custom"});
+  CHECK_NOTHROW(require_connected(t, "mine.dot"));
+}
+
+TEST_CASE("DOT errors name the file and the node or edge") {
+  check_has(dot_error("digraph g { gpu0 [kind=gpu]; gpu1 [kind=gpu]; gpu0 -> gpu1 [link=nvlink3] }"),
+            {"g.dot", "directed graph", "graph { a -- b }"});
+  check_has(dot_error("graph g { gpu0 [kind=gpu]; gpu1 [kind=gpu]; gpu0 -> gpu1 [link=nvlink3] }"),
+            {"g.dot", "cannot parse DOT", "->"});
+  check_has(dot_error("graph g { gpu0 [kind=gpu] "), {"g.dot", "cannot parse DOT"});
+  check_has(dot_error("graph g { gpu0 [kind=tpu]; }"), {"g.dot", "gpu0.kind", "unknown node kind", "tpu"});
+  check_has(dot_error(dot_edge("link=nvlink9")), {"g.dot", "gpu0--gpu1.link", "nvlink9"});
+  check_has(dot_error(dot_edge("bandwidth_GBps=0, latency_us=1")),
+            {"g.dot", "gpu0--gpu1.bandwidth_GBps", "out of range"});
+  check_has(dot_error(dot_edge("bandwidth_GBps=-3, latency_us=1")), {"gpu0--gpu1.bandwidth_GBps", "out of range"});
+  check_has(dot_error(dot_edge("bandwidth_GBps=100, bandwidth_Gbps=800, latency_us=1")), {"g.dot", "both"});
+  check_has(dot_error(dot_edge("bandwidth_GBps=100")), {"g.dot", "gpu0--gpu1.latency_us", "missing latency_us"});
+  check_has(dot_error(dot_edge("bandwidth_GBps=\"lots\", latency_us=1")), {"g.dot", "not a number", "lots"});
+  check_has(dot_error(dot_edge("link=nvlink3, weight=2")),
+            {"g.dot", "gpu0--gpu1.weight", "unknown edge attribute", "'2'", "bandwidth_GBps"});
+  check_has(dot_error("graph g { gpu0 [kind=gpu, rank=0]; }"), {"g.dot", "gpu0.rank", "unknown node attribute"});
+  check_has(dot_error("graph g { rankdir=LR; gpu0 [kind=gpu]; }"), {"g.dot", "rankdir", "unknown graph attribute"});
+  check_has(dot_error("graph g { gpu0 [kind=gpu]; gpu0 -- gpu0 [link=nvlink3]; }"),
+            {"g.dot", "gpu0--gpu0.b", "self-loop"});
+  check_has(dot_error("graph g { gpu0 [kind=gpu]; gpu0 -- gpu9 [link=nvlink3]; }"),   // gpu9 is declared nowhere
+            {"g.dot", "gpu9.kind", "missing kind"});
+  check_has(dot_error("graph g { sw [kind=switch]; }"), {"g.dot", "graph has no GPU"});
+}
