@@ -1,1 +1,104 @@
-// placeholder
+#include "sim/cli/commands.hpp"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+
+#include "results/catalog_report.hpp"
+#include "results/topology_report.hpp"
+#include "topology/builders.hpp"
+#include "topology/error.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+std::vector<Scenario> load(const ScenarioArgs& args) {
+  std::vector<Override> overrides;
+  for (const auto& s : args.sets) overrides.push_back(parse_set(s));
+  if (args.file.empty()) return load_scenarios(default_scenario_text(), "<default scenario>", overrides);
+  return load_scenario_file(args.file, overrides);
+}
+
+// Errors raised while building know the key, not the file: add where the scenario gave that key.
+template <class Fn>
+auto located(const Scenario& s, Fn fn) {
+  try {
+    return fn();
+  } catch (const InputError& e) {
+    if (!e.location().empty()) throw;
+    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), locate(s, e.key()));
+  }
+}
+
+struct Described {
+  topology::BuiltTopology built;
+  results::TopologyRow row;
+};
+
+std::vector<Described> describe_all(const std::vector<Scenario>& scenarios) {
+  std::vector<Described> out;
+  out.reserve(scenarios.size());
+  for (const Scenario& s : scenarios) {
+    auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
+    auto props = topology::describe(built);
+    out.push_back(Described{std::move(built), results::TopologyRow{s.name, &s.cluster, props}});
+  }
+  return out;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out || !(out << text)) throw InputError("--dot", path, "cannot write file", "a writable path");
+}
+
+}  // namespace
+
+Override parse_set(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set", text, "malformed override", "key=value, e.g. cluster.intra=ring", "--set");
+  return Override{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+int run_command(const ScenarioArgs& args) {
+  const auto scenarios = load(args);
+  const auto described = describe_all(scenarios);
+  if (args.format == Format::Json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& d : described) rows.push_back(results::topology_json(d.row));
+    std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
+    return 0;
+  }
+  std::vector<results::TopologyRow> rows;
+  for (const auto& d : described) rows.push_back(d.row);
+  std::cout << results::topology_comparison(rows);
+  std::cout << "\n(topology comparison only: the step simulation arrives with the SimGrid engine)\n";
+  return 0;
+}
+
+int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
+  const auto scenarios = load(args);
+  const auto described = describe_all(scenarios);
+  if (!dot_file.empty()) {
+    if (described.size() != 1)
+      throw InputError("--dot", dot_file, fmt::format("the scenario holds {} topologies; --dot takes", described.size()),
+                       "a scenario with one topology");
+    write_file(dot_file, topology::to_dot(described.front().built.topology));
+  }
+  if (args.format == Format::Json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& d : described) rows.push_back(results::topology_json(d.row));
+    std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& d : described) std::cout << results::topology_table(d.row);
+  return 0;
+}
+
+int catalog_command(Format format) {
+  if (format == Format::Json) std::cout << results::catalog_json().dump(2) << "\n";
+  else std::cout << results::catalog_table();
+  return 0;
+}
+
+}  // namespace dtsim::cli

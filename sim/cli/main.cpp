@@ -1,1 +1,69 @@
-int main() { return 0; }
+// The dtsim program: arguments in, one subcommand out. The only place in dtsim that exits.
+//   status 0: success; 2: bad input (one line on stderr); 3: internal error (a broken invariant).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "sim/cli/commands.hpp"
+#include "topology/error.hpp"
+
+namespace {
+
+using dtsim::cli::Format;
+
+constexpr int kBadInput = 2;
+constexpr int kInternal = 3;
+
+const std::map<std::string, Format> kFormats = {{"table", Format::Table}, {"json", Format::Json}};
+
+void add_scenario_options(CLI::App* cmd, dtsim::cli::ScenarioArgs& args, bool file_required) {
+  auto* file = cmd->add_option("scenario", args.file, "scenario YAML file");
+  if (file_required) file->required();
+  cmd->add_option("--set", args.sets, "override a scenario key: key=value (repeatable)");
+  cmd->add_option("--format", args.format, "output format")->transform(CLI::CheckedTransformer(kFormats));
+}
+
+int dispatch(int argc, char** argv) {
+  CLI::App app{"dtsim: a discrete-event simulator of distributed deep-learning training"};
+  app.require_subcommand(1);
+  dtsim::cli::ScenarioArgs run_args, topo_args;
+  std::string dot_file;
+  Format catalog_format = Format::Table;
+
+  auto* run = app.add_subcommand("run", "simulate one step of a scenario (no file: the embedded default)");
+  add_scenario_options(run, run_args, false);
+  auto* topo = app.add_subcommand("topo", "describe a scenario's topology: devices, links, diameter, bisection");
+  add_scenario_options(topo, topo_args, true);
+  topo->add_option("--dot", dot_file, "write the topology as Graphviz DOT to FILE");
+  auto* catalog = app.add_subcommand("catalog", "list the GPUs and links dtsim knows");
+  catalog->add_option("--format", catalog_format, "output format")->transform(CLI::CheckedTransformer(kFormats));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "dtsim: error: " << e.what() << " (see dtsim --help)\n";
+    return kBadInput;
+  }
+  if (*run) return dtsim::cli::run_command(run_args);
+  if (*topo) return dtsim::cli::topo_command(topo_args, dot_file);
+  return dtsim::cli::catalog_command(catalog_format);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const dtsim::InputError& e) {
+    std::cout.flush();
+    std::cerr << "dtsim: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "dtsim: internal error: " << e.what() << "\n";
+    return kInternal;
+  }
+}

@@ -1,1 +1,167 @@
-// placeholder
+// Scenario YAML -> plain structs. Sections arrive with their issues; today: `name` and `cluster`.
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "sim/cli/hardware_reader.hpp"
+#include "sim/cli/scenario.hpp"
+#include "sim/cli/yaml_reader.hpp"
+#include "topology/error.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using topology::ClusterSpec;
+
+constexpr long long kMaxCount = 1'000'000;
+
+template <class E, class Parse>
+E read_enum(const YamlMap& m, const std::string& key, E fallback, Parse parse, std::string_view allowed) {
+  auto s = m.text(key);
+  if (!s) return fallback;
+  auto v = parse(*s);
+  if (!v) m.fail(key, *s, "unknown value", std::string(allowed));
+  return *v;
+}
+
+int read_int(const YamlMap& m, const std::string& key, int fallback, long long min, long long max) {
+  return static_cast<int>(m.integer(key, min, max).value_or(fallback));
+}
+
+void read_pcie(const YamlMap& m, ClusterSpec& c) {
+  m.allow_only({"gpus_per_switch", "sockets", "socket_link", "socket_links"});
+  c.pcie.gpus_per_switch = read_int(m, "gpus_per_switch", c.pcie.gpus_per_switch, 1, 64);
+  c.pcie.sockets = read_int(m, "sockets", c.pcie.sockets, 1, 2);
+  c.pcie.socket_links = read_int(m, "socket_links", c.pcie.socket_links, 1, 8);
+  if (m.has("socket_link")) c.pcie.socket_link = read_link(m, "socket_link");
+}
+
+void read_fabric(const YamlMap& m, ClusterSpec& c) {
+  m.allow_only({"leaf_ports", "spines"});
+  c.fabric.leaf_ports = read_int(m, "leaf_ports", c.fabric.leaf_ports, 1, 65536);
+  c.fabric.spines = read_int(m, "spines", c.fabric.spines, 1, 65536);
+}
+
+// A user graph replaces the builders, so the builders' keys would be ignored: refuse them instead.
+void check_graph_exclusive(const YamlMap& m) {
+  for (const char* key : {"nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "inter", "inter_link",
+                          "nic_link", "nics_per_node", "oversubscription", "pcie", "fabric"})
+    if (m.has(key)) m.fail(key, key, "cannot be combined with cluster.graph (the graph file gives the layout), key", "remove it");
+}
+
+std::string resolve_path(const std::string& scenario_file, const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.is_absolute() || scenario_file.front() == '<') return path;
+  return (std::filesystem::path(scenario_file).parent_path() / p).lexically_normal().string();
+}
+
+ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
+  m.allow_only({"gpu", "nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "inter", "inter_link",
+                "nic_link", "nics_per_node", "oversubscription", "graph", "ecmp", "pcie", "fabric"});
+  if (!m.has("gpu")) m.fail("gpu", "", "missing required key", "a catalog GPU name or a map of its fields");
+  const auto intra = read_enum(m, "intra", topology::IntraKind::NvSwitch, topology::parse_intra_kind, topology::kIntraNames);
+  ClusterSpec c;
+  c.gpu = read_gpu(m, "gpu");
+  c.nodes = read_int(m, "nodes", 1, 1, kMaxCount);
+  c.gpus_per_node = read_int(m, "gpus_per_node", 8, 1, 4096);
+  c.intra = intra;
+  c.intra_link = read_link_or(m, "intra_link", intra == topology::IntraKind::Pcie ? c.gpu.host_link : c.gpu.gpu_link);
+  c.links_per_gpu = read_int(m, "links_per_gpu", 0, 1, 1024);
+  c.inter = read_enum(m, "inter", topology::InterKind::None, topology::parse_inter_kind, topology::kInterNames);
+  c.inter_link = read_link_or(m, "inter_link", "ib-hdr");
+  c.nic_link = read_link_or(m, "nic_link", c.gpu.host_link);
+  c.nics_per_node = read_int(m, "nics_per_node", 0, 1, 4096);
+  c.oversubscription = m.number("oversubscription", 0.0, false, 1000.0).value_or(1.0);
+  c.ecmp = m.boolean("ecmp").value_or(false);
+  c.pcie.socket_link = topology::find_link("upi", "cluster.pcie.socket_link");
+  if (m.has("pcie")) read_pcie(m.map("pcie"), c);
+  if (m.has("fabric")) read_fabric(m.map("fabric"), c);
+  if (auto g = m.text("graph")) {
+    check_graph_exclusive(m);
+    c.graph = resolve_path(file, *g);
+  }
+  return c;
+}
+
+YAML::Node parse_override_value(const Override& o) {
+  try {
+    return YAML::Load(o.value);
+  } catch (const YAML::Exception& e) {
+    throw InputError(o.key, o.value, fmt::format("not valid YAML ({})", e.msg), "a YAML value", "--set");
+  }
+}
+
+// Sets `key` (dotted) in `root` to the override's value, creating maps on the way.
+void apply_override(YAML::Node root, const Override& o) {
+  std::vector<YAML::Node> chain{root};
+  std::string_view rest = o.key;
+  std::vector<std::string> parts;
+  while (!rest.empty()) {
+    const auto dot = rest.find('.');
+    parts.emplace_back(rest.substr(0, dot));
+    rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+  }
+  if (parts.empty() || std::any_of(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); }))
+    throw InputError("--set", o.key, "malformed key", "a dotted key such as cluster.intra", "--set");
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!chain.back()[parts[i]].IsDefined() || chain.back()[parts[i]].IsNull()) chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    if (!chain.back()[parts[i]].IsMap())
+      throw InputError(o.key, o.value, fmt::format("'{}' is not a map, so cannot take", parts[i]), "a key inside a map", "--set");
+    chain.push_back(chain.back()[parts[i]]);
+  }
+  chain.back()[parts.back()] = parse_override_value(o);
+}
+
+Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t index,
+                       const std::vector<std::string>& overridden) {
+  Scenario s;
+  s.file = file;
+  YamlMap top(doc, "", file, &s.origin, &overridden);
+  top.allow_only({"name", "cluster"});
+  const std::string stem = file.front() == '<' ? "default" : std::filesystem::path(file).stem().string();
+  s.name = top.text("name").value_or(index == 0 ? stem : fmt::format("{}-{}", stem, index));
+  if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
+  s.cluster = read_cluster(top.map("cluster"), file);
+  return s;
+}
+
+}  // namespace
+
+std::vector<Scenario> load_scenarios(const std::string& text, const std::string& file,
+                                     const std::vector<Override>& overrides) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError("(yaml)", e.msg, "syntax error:", "valid YAML", fmt::format("{}:{}", file, e.mark.line + 1));
+  }
+  if (docs.empty()) throw InputError("(top level)", "", "empty scenario", "a map with name and cluster", file);
+  std::vector<std::string> overridden;
+  for (const Override& o : overrides) overridden.push_back(o.key);
+  std::vector<Scenario> out;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    for (const Override& o : overrides) apply_override(docs[i], o);
+    out.push_back(read_scenario(docs[i], file, i, overridden));
+  }
+  return out;
+}
+
+std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw InputError("scenario", path, "cannot read file", "a readable YAML file", path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return load_scenarios(buf.str(), path, overrides);
+}
+
+std::string locate(const Scenario& scenario, const std::string& key) {
+  for (std::string k = key;;) {
+    if (auto it = scenario.origin.find(k); it != scenario.origin.end()) return it->second;
+    const auto dot = k.rfind('.');
+    if (dot == std::string::npos) return scenario.file;
+    k.resize(dot);
+  }
+}
+
+}  // namespace dtsim::cli

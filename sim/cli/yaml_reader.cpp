@@ -1,1 +1,118 @@
-// placeholder
+#include "sim/cli/yaml_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "topology/error.hpp"
+
+namespace dtsim::cli {
+
+std::string location(const std::string& file, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.line < 0) return file;
+  return fmt::format("{}:{}", file, mark.line + 1);
+}
+
+YamlMap::YamlMap(YAML::Node node, std::string path, std::string file, std::map<std::string, std::string>* origins,
+                 const std::vector<std::string>* overridden)
+    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)), origins_(origins), overridden_(overridden) {
+  if (!node_.IsMap())
+    throw InputError(path_.empty() ? "(top level)" : path_, node_.IsScalar() ? node_.Scalar() : "...",
+                     "expected a map of keys, got", "key: value pairs", locate(path_, node_));
+}
+
+std::string YamlMap::locate(const std::string& dotted_key, const YAML::Node& node) const {
+  if (overridden_)
+    for (const std::string& o : *overridden_)
+      if (dotted_key == o || dotted_key.starts_with(o + ".")) return "--set";
+  return location(file_, node);
+}
+
+std::string YamlMap::dotted(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+std::string YamlMap::where(const std::string& key) const {
+  YAML::Node v = node_[key];
+  return v.IsDefined() ? locate(dotted(key), v) : locate(path_, node_);
+}
+
+void YamlMap::fail(const std::string& key, const std::string& value, const std::string& reason,
+                   const std::string& allowed) const {
+  throw InputError(dotted(key), value, reason, allowed, where(key));
+}
+
+void YamlMap::fail_here(const std::string& value, const std::string& reason, const std::string& allowed) const {
+  throw InputError(path_, value, reason, allowed, locate(path_, node_));
+}
+
+std::vector<std::string> YamlMap::keys() const {
+  std::vector<std::string> out;
+  for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+  return out;
+}
+
+void YamlMap::allow_only(std::initializer_list<std::string_view> allowed) const {
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string list;
+    for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    throw InputError(dotted(key), key, "unknown key", list, locate(dotted(key), kv.first));
+  }
+}
+
+bool YamlMap::has(const std::string& key) const { return node_[key].IsDefined(); }
+
+YAML::Node YamlMap::scalar(const std::string& key) const {
+  YAML::Node v = node_[key];
+  if (!v.IsDefined()) return v;
+  if (origins_) (*origins_)[dotted(key)] = locate(dotted(key), v);
+  if (v.IsNull()) fail(key, "", "missing value", "a value");
+  if (!v.IsScalar()) fail(key, v.IsSequence() ? "[...]" : "{...}", "expected a single value, got", "a scalar");
+  return v;
+}
+
+std::optional<std::string> YamlMap::text(const std::string& key) const {
+  YAML::Node v = scalar(key);
+  if (!v.IsDefined()) return std::nullopt;
+  return v.Scalar();
+}
+
+std::optional<long long> YamlMap::integer(const std::string& key, long long min, long long max) const {
+  YAML::Node v = scalar(key);
+  if (!v.IsDefined()) return std::nullopt;
+  long long out = 0;
+  if (!YAML::convert<long long>::decode(v, out)) fail(key, v.Scalar(), "not an integer", fmt::format("an integer in [{}, {}]", min, max));
+  if (out < min || out > max) fail(key, v.Scalar(), "out of range", fmt::format("an integer in [{}, {}]", min, max));
+  return out;
+}
+
+std::optional<double> YamlMap::number(const std::string& key, double min, bool min_inclusive, double max) const {
+  YAML::Node v = scalar(key);
+  if (!v.IsDefined()) return std::nullopt;
+  const std::string range = fmt::format("a number {} {:g}{}", min_inclusive ? ">=" : ">", min,
+                                        std::isinf(max) ? std::string() : fmt::format(" and <= {:g}", max));
+  double out = 0;
+  if (!YAML::convert<double>::decode(v, out) || !std::isfinite(out)) fail(key, v.Scalar(), "not a number", range);
+  if (out < min || (!min_inclusive && out <= min) || out > max) fail(key, v.Scalar(), "out of range", range);
+  return out;
+}
+
+std::optional<bool> YamlMap::boolean(const std::string& key) const {
+  YAML::Node v = scalar(key);
+  if (!v.IsDefined()) return std::nullopt;
+  bool out = false;
+  if (!YAML::convert<bool>::decode(v, out)) fail(key, v.Scalar(), "not a boolean", "true, false");
+  return out;
+}
+
+bool YamlMap::is_map(const std::string& key) const { return node_[key].IsMap(); }
+
+YamlMap YamlMap::map(const std::string& key) const {
+  YAML::Node v = node_[key];
+  if (origins_) (*origins_)[dotted(key)] = locate(dotted(key), v);
+  return YamlMap(v, dotted(key), file_, origins_, overridden_);
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,55 @@
+// A strict reader over one YAML map: typed getters that reject wrong types and out-of-range values, and a
+// check that rejects unknown keys. Every error names file:line, the dotted key, the value and what is allowed.
+// Private to the scenario loader: no YAML type leaves sim/cli.
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+namespace dtsim::cli {
+
+class YamlMap {
+ public:
+  // `path` is the dotted key of this map ("cluster"); `origins` collects key -> "file:line" as keys are read;
+  // keys under one of `overridden` (dotted) came from the command line and are located as "--set".
+  YamlMap(YAML::Node node, std::string path, std::string file, std::map<std::string, std::string>* origins,
+          const std::vector<std::string>* overridden = nullptr);
+
+  void allow_only(std::initializer_list<std::string_view> keys) const;
+  [[nodiscard]] bool has(const std::string& key) const;
+
+  std::optional<std::string> text(const std::string& key) const;
+  std::optional<long long> integer(const std::string& key, long long min, long long max) const;
+  // A number > min (or >= min when `min_inclusive`) and <= max.
+  std::optional<double> number(const std::string& key, double min, bool min_inclusive, double max) const;
+  std::optional<bool> boolean(const std::string& key) const;
+  [[nodiscard]] bool is_map(const std::string& key) const;
+  YamlMap map(const std::string& key) const;
+  [[nodiscard]] std::vector<std::string> keys() const;
+
+  [[nodiscard]] std::string dotted(const std::string& key) const;
+  [[nodiscard]] std::string where(const std::string& key) const;
+  [[noreturn]] void fail(const std::string& key, const std::string& value, const std::string& reason,
+                         const std::string& allowed) const;
+  [[noreturn]] void fail_here(const std::string& value, const std::string& reason, const std::string& allowed) const;
+
+ private:
+  YAML::Node scalar(const std::string& key) const;
+  [[nodiscard]] std::string locate(const std::string& dotted_key, const YAML::Node& node) const;
+
+  YAML::Node node_;
+  std::string path_;
+  std::string file_;
+  std::map<std::string, std::string>* origins_;
+  const std::vector<std::string>* overridden_;
+};
+
+// "file:line" of a node (1-based), or "file" when it has no position (a --set override says "--set").
+std::string location(const std::string& file, const YAML::Node& node);
+
+}  // namespace dtsim::cli
