@@ -7,12 +7,10 @@
 #include <utility>
 
 #include "topology/error.hpp"
+#include "topology/name_table.hpp"
 
 namespace dtsim::topology {
 namespace {
-
-template <class Enum, std::size_t N>
-using NameTable = std::array<std::pair<Enum, std::string_view>, N>;
 
 constexpr NameTable<Precision, kAllPrecisions.size()> kPrecisionNames = {{
     {Precision::Fp64, "fp64"},
@@ -34,20 +32,6 @@ constexpr NameTable<LinkFamily, 7> kFamilyNames = {{
     {LinkFamily::InfiniBand, "infiniband"},
     {LinkFamily::Custom, "custom"},
 }};
-
-template <class Enum, std::size_t N>
-std::string_view name_of(const NameTable<Enum, N>& table, Enum value) {
-  const auto* it = std::ranges::find(table, value, &std::pair<Enum, std::string_view>::first);
-  DTSIM_ASSERT(it != table.end(), "enum value missing from its name table");
-  return it->second;
-}
-
-template <class Enum, std::size_t N>
-std::optional<Enum> value_of(const NameTable<Enum, N>& table, std::string_view name) {
-  const auto* it = std::ranges::find(table, name, &std::pair<Enum, std::string_view>::second);
-  if (it == table.end()) return std::nullopt;
-  return it->first;
-}
 
 template <class Spec>
 std::string join_names(std::span<const Spec> specs) {

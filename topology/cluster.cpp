@@ -1,43 +1,28 @@
 #include "topology/cluster.hpp"
 
-#include <array>
-#include <utility>
+#include "topology/name_table.hpp"
 
 namespace dtsim::topology {
 namespace {
-constexpr std::array<std::pair<IntraKind, std::string_view>, 5> kIntra = {{
+constexpr NameTable<IntraKind, 5> kIntra = {{
     {IntraKind::NvSwitch, "nvswitch"},
     {IntraKind::FullMesh, "full-mesh"},
     {IntraKind::Ring, "ring"},
     {IntraKind::Star, "star"},
     {IntraKind::Pcie, "pcie"},
 }};
-constexpr std::array<std::pair<InterKind, std::string_view>, 4> kInter = {{
+constexpr NameTable<InterKind, 4> kInter = {{
     {InterKind::None, "none"},
     {InterKind::Switch, "switch"},
     {InterKind::FatTree, "fat-tree"},
     {InterKind::RailOptimized, "rail-optimized"},
 }};
-
-template <class Table, class E>
-std::string_view name_of(const Table& table, E value) {
-  for (const auto& [v, n] : table)
-    if (v == value) return n;
-  return "?";
-}
-
-template <class E, class Table>
-std::optional<E> value_of(const Table& table, std::string_view name) {
-  for (const auto& [v, n] : table)
-    if (n == name) return v;
-  return std::nullopt;
-}
 }  // namespace
 
 std::string_view to_string(IntraKind k) { return name_of(kIntra, k); }
 std::string_view to_string(InterKind k) { return name_of(kInter, k); }
-std::optional<IntraKind> parse_intra_kind(std::string_view name) { return value_of<IntraKind>(kIntra, name); }
-std::optional<InterKind> parse_inter_kind(std::string_view name) { return value_of<InterKind>(kInter, name); }
+std::optional<IntraKind> parse_intra_kind(std::string_view name) { return value_of(kIntra, name); }
+std::optional<InterKind> parse_inter_kind(std::string_view name) { return value_of(kInter, name); }
 
 int ClusterSpec::effective_links_per_gpu() const {
   if (links_per_gpu > 0) return links_per_gpu;

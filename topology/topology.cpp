@@ -4,11 +4,13 @@
 #include <array>
 #include <fmt/format.h>
 
+#include "topology/catalog.hpp"
 #include "topology/error.hpp"
+#include "topology/name_table.hpp"
 
 namespace dtsim::topology {
 namespace {
-constexpr std::array<std::pair<NodeKind, std::string_view>, 5> kNodeKindNames = {{
+constexpr NameTable<NodeKind, 5> kNodeKindNames = {{
     {NodeKind::Gpu, "gpu"},
     {NodeKind::Switch, "switch"},
     {NodeKind::PcieSwitch, "pcie-switch"},
@@ -17,17 +19,8 @@ constexpr std::array<std::pair<NodeKind, std::string_view>, 5> kNodeKindNames = 
 }};
 }  // namespace
 
-std::string_view to_string(NodeKind k) {
-  for (const auto& [kind, name] : kNodeKindNames)
-    if (kind == k) return name;
-  return "?";
-}
-
-std::optional<NodeKind> parse_node_kind(std::string_view name) {
-  for (const auto& [kind, n] : kNodeKindNames)
-    if (n == name) return kind;
-  return std::nullopt;
-}
+std::string_view to_string(NodeKind k) { return name_of(kNodeKindNames, k); }
+std::optional<NodeKind> parse_node_kind(std::string_view name) { return value_of(kNodeKindNames, name); }
 
 NodeId Topology::add_node(Node node) {
   const auto id = static_cast<NodeId>(nodes_.size());
@@ -64,16 +57,32 @@ std::size_t Topology::count(NodeKind kind) const {
       std::count_if(nodes_.begin(), nodes_.end(), [&](const Node& n) { return n.kind == kind; }));
 }
 
+namespace {
+// A class the catalog does not know (a scenario's inline link) is written as "custom": the explicit bandwidth,
+// latency and efficiency beside it say everything.
+std::string_view catalog_class(const std::string& name) {
+  for (const LinkSpec& l : link_catalog())
+    if (l.name == name) return name;
+  return "custom";
+}
+}  // namespace
+
+// Writes every attribute the user-graph reader needs, at full precision, so a dumped topology reads back as the
+// same graph (tests/topology/user_graph_test.cpp checks the round trip).
 std::string to_dot(const Topology& topo) {
   std::string out = "graph dtsim {\n  node [fontname=\"Helvetica\"];\n";
   for (const Node& n : topo.nodes()) {
     const char* shape = n.kind == NodeKind::Gpu ? "box" : n.kind == NodeKind::Nic ? "diamond" : "ellipse";
-    out += fmt::format("  \"{}\" [kind={}, shape={}];\n", n.name, to_string(n.kind), shape);
+    out += fmt::format("  \"{}\" [kind=\"{}\", shape={}", n.name, to_string(n.kind), shape);
+    if (n.machine >= 0) out += fmt::format(", machine={}", n.machine);
+    if (n.capacity) out += fmt::format(", capacity_GBps={}", to_gigabytes_per_second(*n.capacity));
+    out += "];\n";
   }
   for (const Link& l : topo.links())
-    out += fmt::format("  \"{}\" -- \"{}\" [label=\"{:g} GB/s\", link=\"{}\", bandwidth_GBps={:g}];\n",
-                       topo.node(l.a).name, topo.node(l.b).name, to_gigabytes_per_second(l.bandwidth),
-                       l.link_class, to_gigabytes_per_second(l.bandwidth));
+    out += fmt::format(
+        "  \"{}\" -- \"{}\" [label=\"{:g} GB/s\", link=\"{}\", bandwidth_GBps={}, latency_us={}, efficiency={}];\n",
+        topo.node(l.a).name, topo.node(l.b).name, to_gigabytes_per_second(l.bandwidth), catalog_class(l.link_class),
+        to_gigabytes_per_second(l.bandwidth), to_microseconds(l.latency), l.efficiency);
   out += "}\n";
   return out;
 }

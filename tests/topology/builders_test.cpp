@@ -118,4 +118,7 @@ TEST_CASE("DOT output names every device and link") {
   const std::string dot = to_dot(b.topology);
   CHECK(dot.find("\"gpu3\" -- \"hub\"") != std::string::npos);
   CHECK(dot.find("300 GB/s") != std::string::npos);
+  // Graphviz IDs may not hold a hyphen unquoted: kinds like pcie-switch must be quoted to render.
+  BuiltTopology box = build_cluster(default_cluster("a100-pcie-80gb", IntraKind::Pcie, 1, 8));
+  CHECK(to_dot(box.topology).find("kind=\"pcie-switch\"") != std::string::npos);
 }

@@ -7,7 +7,9 @@
 #include <string_view>
 
 #include "topology/catalog.hpp"
+#include "topology/builders.hpp"
 #include "topology/error.hpp"
+#include "topology/properties.hpp"
 
 using namespace dtsim;
 using namespace dtsim::topology;
@@ -309,4 +311,34 @@ TEST_CASE("DOT errors name the file and the node or edge") {
   check_has(dot_error("graph g { gpu0 [kind=gpu]; gpu0 -- gpu9 [link=nvlink3]; }"),   // gpu9 is declared nowhere
             {"g.dot", "gpu9.kind", "missing kind"});
   check_has(dot_error("graph g { sw [kind=switch]; }"), {"g.dot", "graph has no GPU"});
+}
+
+TEST_CASE("a built topology dumped as DOT reads back as the same graph") {
+  using namespace dtsim::topology;
+  ClusterSpec c = default_cluster("a100-sxm4-80gb", IntraKind::Star, 2, 4);
+  c.inter = InterKind::FatTree;
+  c.inter_link = LinkSpec{"my-nic", LinkFamily::Ethernet, gigabits_per_second(800), microseconds(1.5), 0.9, "test"};
+  c.fabric.leaf_ports = 4;
+  c.oversubscription = 3.0;
+  BuiltTopology built = build_cluster(c);
+  Topology back = parse_dot_graph(to_dot(built.topology), "roundtrip.dot");
+  REQUIRE(back.nodes().size() == built.topology.nodes().size());
+  REQUIRE(back.links().size() == built.topology.links().size());
+  CHECK(back.gpus().size() == 8);
+  CHECK(back.count(NodeKind::Switch) == built.topology.count(NodeKind::Switch));
+  double sum_a = 0, sum_b = 0;
+  for (const Link& l : built.topology.links()) sum_a += l.bandwidth.value() * l.efficiency + l.latency.value();
+  for (const Link& l : back.links()) sum_b += l.bandwidth.value() * l.efficiency + l.latency.value();
+  CHECK(sum_b == doctest::Approx(sum_a).epsilon(1e-12));
+  auto hub = back.find_node("n0-hub");
+  REQUIRE(hub);
+  CHECK(back.node(*hub).capacity.has_value());
+  CHECK(back.node(*hub).machine == 0);
+  // Same GPU set on each side of the first-half split, so the same least cut.
+  std::vector<std::size_t> half_a, half_b;
+  for (std::size_t r = 0; r < 8; ++r) {
+    if (built.topology.node(built.topology.gpus()[r]).machine == 0) half_a.push_back(r);
+    if (back.node(back.gpus()[r]).machine == 0) half_b.push_back(r);
+  }
+  CHECK(min_cut(back, half_b).value() == doctest::Approx(min_cut(built.topology, half_a).value()));
 }
