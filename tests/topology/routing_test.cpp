@@ -88,3 +88,24 @@ TEST_CASE("the route cache stays correct past its bound") {
   for (std::size_t i = 0; i < g.size(); ++i) CHECK(router.hops(g[i], g[(i + 1) % g.size()]) == 4);
   CHECK(router.hops(g[0], g[1]) == 4);
 }
+
+TEST_CASE("full mesh: one direct hop; star: through the hub; PCIe box: up the tree and across UPI") {
+  auto path = [](const char* gpu, IntraKind k, int n, std::size_t s, std::size_t d) {
+    BuiltTopology b = build_cluster(default_cluster(gpu, k, 1, n));
+    Router router(b.topology);
+    const auto& g = b.topology.gpus();
+    return names(b.topology, g[s], router.route(g[s], g[d]));
+  };
+  using V = std::vector<std::string>;
+  CHECK(path("a100-sxm4-80gb", IntraKind::FullMesh, 4, 0, 3) == V{"gpu0", "gpu3"});
+  CHECK(path("a100-sxm4-80gb", IntraKind::Star, 4, 1, 2) == V{"gpu1", "hub", "gpu2"});
+  CHECK(path("a100-pcie-80gb", IntraKind::Pcie, 8, 0, 1) == V{"gpu0", "psw0", "gpu1"});
+  CHECK(path("a100-pcie-80gb", IntraKind::Pcie, 8, 0, 3) == V{"gpu0", "psw0", "cpu0", "psw1", "gpu3"});
+  CHECK(path("a100-pcie-80gb", IntraKind::Pcie, 8, 0, 6) == V{"gpu0", "psw0", "cpu0", "cpu1", "psw3", "gpu6"});
+  BuiltTopology box = build_cluster(default_cluster("a100-pcie-80gb", IntraKind::Pcie, 1, 8));
+  Router router(box.topology);
+  const Route r = router.route(box.topology.gpus()[0], box.topology.gpus()[6]);
+  CHECK(to_gigabytes_per_second(r.bottleneck) == doctest::Approx(31.5));
+  CHECK(to_microseconds(r.latency) ==
+        doctest::Approx(4 * to_microseconds(find_link("pcie4").latency) + to_microseconds(find_link("upi").latency)));
+}
