@@ -64,7 +64,7 @@ void check_pcie(const ClusterSpec& spec) {
   const int switches = spec.gpus_per_node / per_switch;
   const int sockets = pcie_sockets(spec);
   if (switches % sockets != 0)
-    throw InputError("cluster.sockets", std::to_string(sockets),
+    throw InputError("cluster.pcie.sockets", std::to_string(sockets),
                      fmt::format("{} PCIe switches do not split evenly over", switches),
                      fmt::format("a divisor of {}", switches));
 }
@@ -132,6 +132,12 @@ BuiltTopology build_cluster(const ClusterSpec& spec) {
     return BuiltTopology{std::move(topo), sym};
   }
   if (spec.gpus_per_node < 1) bad_count(spec, "needs at least one", "1 or more");
+  const long long gpus = static_cast<long long>(spec.nodes) * spec.gpus_per_node;
+  if (spec.nodes < 1 || gpus > kMaxGpus)
+    throw InputError("cluster.nodes", std::to_string(spec.nodes),
+                     fmt::format("{} GPUs per node on this many nodes make {} GPUs, more than dtsim simulates, with",
+                                 spec.gpus_per_node, gpus),
+                     fmt::format("nodes x gpus_per_node <= {}", kMaxGpus));
   if (spec.nodes > 1 && spec.inter == InterKind::None)
     throw InputError("cluster.inter", "none", fmt::format("{} nodes need a fabric between them, not", spec.nodes),
                      std::string(kInterNames.substr(6)));

@@ -38,6 +38,11 @@ struct BuiltTopology {
   Symmetry symmetry;
 };
 
+// The largest cluster the builders take (16x the 16,384-GPU target of DESIGN.md, "Scale").
+inline constexpr long long kMaxGpus = 262'144;
+// The most leaf-to-spine links a fabric may have.
+inline constexpr long long kMaxFabricLinks = 4'194'304;
+
 // Builds the whole cluster: nodes of `spec.intra`, joined by `spec.inter`; or the user graph `spec.graph`.
 // Throws InputError (key "cluster.<field>") for a GPU count or layout a builder cannot take.
 BuiltTopology build_cluster(const ClusterSpec& spec);

@@ -116,6 +116,9 @@ void validate(const GpuSpec& gpu, std::string_view key) {
 void validate(const LinkSpec& link, std::string_view key) {
   require_name(link.name, key);
   require_positive(to_gigabytes_per_second(link.bandwidth), key, "bandwidth_GBps");
+  require(link.bandwidth <= kMaxLinkBandwidth, key, "bandwidth_GBps",
+          fmt::format("{:g}", to_gigabytes_per_second(link.bandwidth)), "out of range",
+          fmt::format("<= {:g} GB/s", to_gigabytes_per_second(kMaxLinkBandwidth)));
   require(link.latency.value() >= 0.0, key, "latency_us", fmt::format("{:g}", to_microseconds(link.latency)),
           "must not be negative", ">= 0");
   require(link.efficiency > 0.0 && link.efficiency <= 1.0, key, "efficiency", fmt::format("{:g}", link.efficiency),

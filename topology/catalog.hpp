@@ -57,6 +57,10 @@ struct GpuSpec {
   }
 };
 
+// The widest link dtsim accepts, per direction: far above any real link, and low enough that bisection
+// arithmetic (integer kB/s in max-flow) cannot overflow.
+inline constexpr BytesPerSecond kMaxLinkBandwidth = gigabytes_per_second(1e6);
+
 std::span<const GpuSpec> gpu_catalog();
 std::span<const LinkSpec> link_catalog();
 

@@ -78,6 +78,11 @@ void build_leaf_spine(Topology& topo, const ClusterSpec& spec, const std::vector
   }
   if (leaves.size() < 2) return;
   const int spines = spec.fabric.spines > 0 ? spec.fabric.spines : spec.fabric.leaf_ports;
+  if (static_cast<long long>(leaves.size()) * spines > kMaxFabricLinks)
+    throw InputError("cluster.fabric.spines", std::to_string(spines),
+                     fmt::format("{} leaves x this many spines is more leaf-spine links than dtsim takes with",
+                                 leaves.size()),
+                     fmt::format("leaves x spines <= {}", kMaxFabricLinks));
   const BytesPerSecond uplink =
       spec.inter_link.bandwidth * (static_cast<double>(ports) / (spec.oversubscription * spines));
   for (int s = 0; s < spines; ++s) {

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 
+#include "topology/catalog.hpp"
 #include "topology/routing.hpp"
 
 namespace dtsim::topology {
@@ -20,8 +21,10 @@ using FlowGraph = boost::adjacency_list<
                     boost::property<boost::edge_residual_capacity_t, long long,
                                     boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
 
-// Capacities in bytes per second, rounded: every catalog rate is a whole number of bytes per second.
-long long rate(BytesPerSecond b) { return std::llround(b.value()); }
+// Capacities in whole kB/s (at least 1 for any positive rate): with every link at most kMaxLinkBandwidth, sums
+// over millions of links stay far below the range of long long.
+constexpr double kFlowUnit = 1e3;
+long long rate(BytesPerSecond b) { return std::max(1LL, std::llround(b.value() / kFlowUnit)); }
 
 class FlowNetwork {
  public:
@@ -66,7 +69,7 @@ BytesPerSecond min_cut(const Topology& topo, const std::vector<std::size_t>& sid
     if (in_a[r]) net.arc(source, g, unlimited);
     else net.arc(n + g, sink, unlimited);
   }
-  return BytesPerSecond(static_cast<double>(net.max_flow(source, sink)));
+  return BytesPerSecond(static_cast<double>(net.max_flow(source, sink)) * kFlowUnit);
 }
 
 std::vector<std::vector<std::size_t>> candidate_splits(std::size_t gpus, std::size_t random_splits) {

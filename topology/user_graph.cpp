@@ -101,7 +101,7 @@ int integer(const Entry& e, std::string_view name, int least, std::string_view a
   return *v;
 }
 
-bool positive(double v) { return v > 0; }
+bool link_rate(double gbytes) { return gbytes > 0 && gbytes <= to_gigabytes_per_second(kMaxLinkBandwidth); }
 bool non_negative(double v) { return v >= 0; }
 bool fraction(double v) { return v > 0 && v <= 1; }
 
@@ -121,7 +121,7 @@ Node parse_node(const Entry& e) {
   n.kind = *kind;
   n.machine = has(e, "machine") ? integer(e, "machine", 0, "an integer >= 0") : 0;
   if (has(e, "capacity_GBps"))
-    n.capacity = gigabytes_per_second(number(e, "capacity_GBps", positive, "a number > 0 (GB/s per direction)"));
+    n.capacity = gigabytes_per_second(number(e, "capacity_GBps", link_rate, "a number > 0 and <= 1e6 (GB/s per direction)"));
   return n;
 }
 
@@ -129,8 +129,10 @@ std::optional<BytesPerSecond> explicit_bandwidth(const Entry& e) {
   const bool gbytes = has(e, "bandwidth_GBps");
   const bool gbits = has(e, "bandwidth_Gbps");
   if (gbytes && gbits) reject(e, "bandwidth_Gbps", "both bandwidth_GBps and bandwidth_Gbps given", "one of the two");
-  if (gbytes) return gigabytes_per_second(number(e, "bandwidth_GBps", positive, "a number > 0 (GB/s per direction)"));
-  if (gbits) return gigabits_per_second(number(e, "bandwidth_Gbps", positive, "a number > 0 (Gb/s per direction)"));
+  if (gbytes) return gigabytes_per_second(number(e, "bandwidth_GBps", link_rate, "a number > 0 and <= 1e6 (GB/s per direction)"));
+  if (gbits)
+    return gigabits_per_second(number(e, "bandwidth_Gbps", [](double v) { return link_rate(v / 8); },
+                                      "a number > 0 and <= 8e6 (Gb/s per direction)"));
   return std::nullopt;
 }
 
