@@ -13,10 +13,6 @@ std::string prefix(const ClusterSpec& spec, int machine) {
   return spec.nodes > 1 ? fmt::format("n{}-", machine) : std::string();
 }
 
-Link make_link(NodeId a, NodeId b, const LinkSpec& cls, BytesPerSecond bandwidth) {
-  return Link{a, b, bandwidth, cls.latency, cls.efficiency, cls.name};
-}
-
 NodeId add_device(Topology& topo, NodeKind kind, std::string name, int machine) {
   return topo.add_node(Node{kind, std::move(name), machine, std::nullopt});
 }
@@ -51,18 +47,12 @@ void build_ring(Topology& topo, const ClusterSpec& spec, const MachineDevices& m
     topo.add_link(make_link(m.gpus[i], m.gpus[(i + 1) % n], spec.intra_link, spec.gpu_budget() / 2.0));
 }
 
-int pcie_sockets(const ClusterSpec& spec) {
-  const int switches = spec.gpus_per_node / spec.pcie.gpus_per_switch;
-  if (spec.pcie.sockets > 0) return spec.pcie.sockets;
-  return switches >= 4 ? 2 : 1;
-}
-
 void check_pcie(const ClusterSpec& spec) {
   const int per_switch = spec.pcie.gpus_per_switch;
   if (spec.gpus_per_node % per_switch != 0)
     bad_count(spec, fmt::format("{} GPUs per PCIe switch", per_switch), fmt::format("a multiple of {}", per_switch));
   const int switches = spec.gpus_per_node / per_switch;
-  const int sockets = pcie_sockets(spec);
+  const int sockets = spec.effective_sockets();
   if (switches % sockets != 0)
     throw InputError("cluster.pcie.sockets", std::to_string(sockets),
                      fmt::format("{} PCIe switches do not split evenly over", switches),
@@ -74,7 +64,7 @@ void check_pcie(const ClusterSpec& spec) {
 void build_pcie(Topology& topo, const ClusterSpec& spec, MachineDevices& m, int machine) {
   check_pcie(spec);
   const std::string pre = prefix(spec, machine);
-  const int sockets = pcie_sockets(spec);
+  const int sockets = spec.effective_sockets();
   const int switches = spec.gpus_per_node / spec.pcie.gpus_per_switch;
   const BytesPerSecond slot = spec.intra_link.bandwidth;
   for (int s = 0; s < sockets; ++s) m.cpus.push_back(add_device(topo, NodeKind::Cpu, fmt::format("{}cpu{}", pre, s), machine));
@@ -92,13 +82,17 @@ void build_pcie(Topology& topo, const ClusterSpec& spec, MachineDevices& m, int 
                             spec.intra_link, slot));
 }
 
+}  // namespace
+
+Link make_link(NodeId a, NodeId b, const LinkSpec& cls, BytesPerSecond bandwidth) {
+  return Link{a, b, bandwidth, cls.latency, cls.efficiency, cls.name};
+}
+
 std::vector<std::size_t> first_half(std::size_t n) {
   std::vector<std::size_t> side(n / 2);
   std::iota(side.begin(), side.end(), std::size_t{0});
   return side;
 }
-
-}  // namespace
 
 MachineDevices build_machine(Topology& topo, const ClusterSpec& spec, int machine) {
   MachineDevices m;

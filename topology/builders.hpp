@@ -55,6 +55,11 @@ struct MachineDevices {
 };
 MachineDevices build_machine(Topology& topo, const ClusterSpec& spec, int machine);
 
+// A link of class `cls` carrying `bandwidth` per direction (a bundle of several links of the class, or a share).
+Link make_link(NodeId a, NodeId b, const LinkSpec& cls, BytesPerSecond bandwidth);
+// GPU ranks 0 .. n/2-1: the first half of a balanced split.
+std::vector<std::size_t> first_half(std::size_t n);
+
 // Single-node symmetry: the worst balanced cut and the eccentricity sources of one machine of `spec.intra`.
 Symmetry machine_symmetry(const ClusterSpec& spec);
 

@@ -29,6 +29,11 @@ int ClusterSpec::effective_links_per_gpu() const {
   return intra_link.name == gpu.gpu_link ? gpu.gpu_link_count : 1;
 }
 
+int ClusterSpec::effective_sockets() const {
+  if (pcie.sockets > 0) return pcie.sockets;
+  return gpus_per_node / pcie.gpus_per_switch >= 4 ? 2 : 1;
+}
+
 BytesPerSecond ClusterSpec::gpu_budget() const {
   return intra_link.bandwidth * static_cast<double>(effective_links_per_gpu());
 }

@@ -54,6 +54,10 @@ struct ClusterSpec {
   // The link budget one GPU spends inside its node, per direction (DESIGN.md, "Comparing topologies fairly").
   [[nodiscard]] BytesPerSecond gpu_budget() const;
   [[nodiscard]] int effective_links_per_gpu() const;
+  // Defaults that depend on other fields, resolved in one place for the builders and the resolved scenario.
+  [[nodiscard]] int effective_nics_per_node() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
+  [[nodiscard]] int effective_spines() const { return fabric.spines > 0 ? fabric.spines : fabric.leaf_ports; }
+  [[nodiscard]] int effective_sockets() const;
 };
 
 // A cluster with every default resolved from the catalog, for `gpu` on `intra` with `nodes` × `gpus_per_node`.

@@ -19,16 +19,8 @@
 namespace dtsim::topology {
 namespace {
 
-int nics_per_node(const ClusterSpec& spec) {
-  return spec.nics_per_node > 0 ? spec.nics_per_node : spec.gpus_per_node;
-}
-
-Link make_link(NodeId a, NodeId b, const LinkSpec& cls, BytesPerSecond bandwidth) {
-  return Link{a, b, bandwidth, cls.latency, cls.efficiency, cls.name};
-}
-
 void check_nics(const ClusterSpec& spec) {
-  const int k = nics_per_node(spec);
+  const int k = spec.effective_nics_per_node();
   if (k < 1 || spec.gpus_per_node % k != 0)
     throw InputError("cluster.nics_per_node", std::to_string(k), "NICs must split the GPUs of a node evenly",
                      fmt::format("a divisor of gpus_per_node ({})", spec.gpus_per_node));
@@ -36,7 +28,7 @@ void check_nics(const ClusterSpec& spec) {
 
 // Adds machine `m`'s NICs and their host-side links; returns them in NIC order.
 std::vector<NodeId> add_nics(Topology& topo, const ClusterSpec& spec, const MachineDevices& dev, int m) {
-  const int k = nics_per_node(spec);
+  const int k = spec.effective_nics_per_node();
   const auto per_nic = static_cast<std::size_t>(spec.gpus_per_node / k);
   std::vector<NodeId> nics;
   for (int j = 0; j < k; ++j) {
@@ -77,7 +69,7 @@ void build_leaf_spine(Topology& topo, const ClusterSpec& spec, const std::vector
     }
   }
   if (leaves.size() < 2) return;
-  const int spines = spec.fabric.spines > 0 ? spec.fabric.spines : spec.fabric.leaf_ports;
+  const int spines = spec.effective_spines();
   if (static_cast<long long>(leaves.size()) * spines > kMaxFabricLinks)
     throw InputError("cluster.fabric.spines", std::to_string(spines),
                      fmt::format("{} leaves x this many spines is more leaf-spine links than dtsim takes with",
@@ -125,10 +117,8 @@ void build_fabric(Topology& topo, const ClusterSpec& spec, const std::vector<Mac
 // or a leaf in two; otherwise it is reported as a candidate, not as exact.
 Symmetry fabric_symmetry(const ClusterSpec& spec) {
   const auto n = static_cast<std::size_t>(spec.gpus());
-  std::vector<std::size_t> half(n / 2);
-  for (std::size_t i = 0; i < half.size(); ++i) half[i] = i;
   const std::size_t per_leaf = static_cast<std::size_t>(spec.fabric.leaf_ports);
-  const std::size_t nics = static_cast<std::size_t>(spec.nodes * nics_per_node(spec));
+  const std::size_t nics = static_cast<std::size_t>(spec.nodes * spec.effective_nics_per_node());
   const std::size_t units = spec.inter == InterKind::RailOptimized ? static_cast<std::size_t>(spec.nodes) : nics;
   const std::size_t leaves = (units + per_leaf - 1) / per_leaf;
   const bool exact = spec.nodes % 2 == 0 && (spec.inter == InterKind::Switch || leaves == 1 ||
@@ -136,7 +126,7 @@ Symmetry fabric_symmetry(const ClusterSpec& spec) {
   std::vector<std::size_t> sources;
   for (int g = 0; g < spec.gpus_per_node; ++g) sources.push_back(static_cast<std::size_t>(g));
   sources.push_back(n - static_cast<std::size_t>(spec.gpus_per_node));
-  return Symmetry{{half}, exact, sources};
+  return Symmetry{{first_half(n)}, exact, sources};
 }
 
 }  // namespace dtsim::topology

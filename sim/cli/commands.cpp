@@ -46,6 +46,14 @@ std::vector<Described> describe_all(const std::vector<Scenario>& scenarios) {
   return out;
 }
 
+// One configuration prints one object, several an array.
+int print_json(const std::vector<Described>& described) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& d : described) rows.push_back(results::topology_json(d.row));
+  std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
+  return 0;
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   if (!out || !(out << text)) throw InputError("--dot", path, "cannot write file", "a writable path");
@@ -63,12 +71,7 @@ Override parse_set(const std::string& text) {
 int run_command(const ScenarioArgs& args) {
   const auto scenarios = load(args);
   const auto described = describe_all(scenarios);
-  if (args.format == Format::Json) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& d : described) rows.push_back(results::topology_json(d.row));
-    std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
-    return 0;
-  }
+  if (args.format == Format::Json) return print_json(described);
   std::vector<results::TopologyRow> rows;
   for (const auto& d : described) rows.push_back(d.row);
   std::cout << results::topology_comparison(rows);
@@ -85,12 +88,7 @@ int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
                        "a scenario with one topology");
     write_file(dot_file, topology::to_dot(described.front().built.topology));
   }
-  if (args.format == Format::Json) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& d : described) rows.push_back(results::topology_json(d.row));
-    std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
-    return 0;
-  }
+  if (args.format == Format::Json) return print_json(described);
   for (const auto& d : described) std::cout << results::topology_table(d.row);
   return 0;
 }

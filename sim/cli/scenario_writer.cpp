@@ -53,18 +53,18 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c) {
   out << YAML::Key << "inter" << YAML::Value << std::string(to_string(c.inter));
   emit_link(out, "inter_link", c.inter_link);
   emit_link(out, "nic_link", c.nic_link);
-  out << YAML::Key << "nics_per_node" << YAML::Value << (c.nics_per_node > 0 ? c.nics_per_node : c.gpus_per_node);
+  out << YAML::Key << "nics_per_node" << YAML::Value << c.effective_nics_per_node();
   out << YAML::Key << "oversubscription" << YAML::Value << c.oversubscription;
   out << YAML::Key << "ecmp" << YAML::Value << c.ecmp;
   out << YAML::Key << "pcie" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "gpus_per_switch" << YAML::Value << c.pcie.gpus_per_switch;
-  if (c.pcie.sockets > 0) out << YAML::Key << "sockets" << YAML::Value << c.pcie.sockets;
+  out << YAML::Key << "sockets" << YAML::Value << c.effective_sockets();
   emit_link(out, "socket_link", c.pcie.socket_link);
   out << YAML::Key << "socket_links" << YAML::Value << c.pcie.socket_links;
   out << YAML::EndMap;
   out << YAML::Key << "fabric" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "leaf_ports" << YAML::Value << c.fabric.leaf_ports;
-  out << YAML::Key << "spines" << YAML::Value << (c.fabric.spines > 0 ? c.fabric.spines : c.fabric.leaf_ports);
+  out << YAML::Key << "spines" << YAML::Value << c.effective_spines();
   out << YAML::EndMap;
   out << YAML::EndMap;
 }
