@@ -3,16 +3,21 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "topology/cluster.hpp"
+#include "workloads/plan.hpp"
 
 namespace dtsim::cli {
 
 struct Scenario {
   std::string name;
   topology::ClusterSpec cluster;
+  // The job: present when the scenario has a `model` section (then also `training` or `inference`, and
+  // `parallelism`, whose `dp` defaults to gpus / (tp x pp)). A topology-only scenario has none.
+  std::optional<workloads::Workload> workload;
   std::string file;                          // where it was read from ("<default>" for the embedded one)
   std::map<std::string, std::string> origin; // dotted key -> "file:line" (or "--set") where it was given
 };

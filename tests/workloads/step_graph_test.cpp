@@ -1,0 +1,2 @@
+// Placeholder: filled in by the workloads issue.
+#include <doctest/doctest.h>

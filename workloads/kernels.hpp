@@ -1,0 +1,83 @@
+// The kernels of one transformer layer (and of the embedding, the logits and the optimizer) on ONE GPU, per
+// pass, with tensor- and sequence-parallel sharding applied: FLOPs, bytes moved to and from GPU memory, and the
+// GEMM shape where there is one.
+//
+// FLOPs are matrix-multiply FLOPs (2 per multiply-add), the accounting of Megatron-LM and Korthikanti et al.;
+// element-wise kernels (softmax, norms, activation, dropout, residual, optimizer update) count 0 FLOPs and are
+// timed by their bytes. Backward GEMMs cost twice the forward (input and weight gradients); the recompute pass
+// repeats the forward kernels it recomputes (all of them for full recompute; attention scores, softmax, dropout
+// and context for selective).
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "topology/units.hpp"
+#include "workloads/model.hpp"
+#include "workloads/training.hpp"
+
+namespace dtsim::workloads {
+
+enum class KernelClass {
+  Embedding,        // token (+ position) lookup: memory-bound gather
+  LayerNorm,        // layer norm or RMS norm
+  QkvGemm,          // fused Q, K, V projection (column-parallel)
+  AttnScores,       // Q K^T, batched over heads
+  Softmax,          // scale, mask, softmax over the scores
+  AttnDropout,      // dropout over the attention probabilities
+  AttnContext,      // probabilities x V, batched over heads
+  ProjGemm,         // attention output projection (row-parallel)
+  MlpUpGemm,        // h -> ffn (gelu: one GEMM; swiglu: gate and up)
+  Activation,       // gelu, or silu(gate) * up
+  MlpDownGemm,      // ffn -> h (row-parallel)
+  Dropout,          // dropout after the projection and after the MLP
+  Residual,         // residual adds
+  Logits,           // output projection to the vocabulary
+  CrossEntropy,     // softmax cross-entropy over the vocabulary
+  OptimizerUpdate,  // read gradients and states, write weights and states
+};
+enum class Pass { Forward, Backward, Recompute };
+
+std::string_view to_string(KernelClass k);
+std::string_view to_string(Pass p);
+std::optional<KernelClass> parse_kernel_class(std::string_view name);
+[[nodiscard]] bool is_gemm(KernelClass k);
+
+// C[m x n] = A[m x k] B[k x n], `batch` times.
+struct GemmShape {
+  double m = 0;
+  double n = 0;
+  double k = 0;
+  double batch = 1;
+};
+
+struct Kernel {
+  KernelClass kind = KernelClass::Residual;
+  Pass pass = Pass::Forward;
+  FlopCount flops;
+  Bytes bytes;
+  std::optional<GemmShape> gemm;   // for GEMMs; backward kernels give the shape of one of their two GEMMs
+};
+
+// What shards one GPU's share of a layer.
+struct Sharding {
+  int tp = 1;
+  bool sequence_parallel = false;
+};
+
+// One layer's kernels for `pass` on one GPU, for a micro-batch of `micro_batch` sequences. Kernel order is
+// execution order (backward: reverse). The recompute pass holds only what `training.recompute` recomputes.
+std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, Pass pass);
+
+// The first stage's embedding and the last stage's logits and loss for `pass` (neither is ever recomputed).
+std::vector<Kernel> embedding_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, Pass pass);
+std::vector<Kernel> logits_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, Pass pass);
+
+// The optimizer step over `params` parameters held by this GPU (its ZeRO shard).
+Kernel optimizer_kernel(const TrainingSpec& t, double params);
+
+FlopCount total_flops(const std::vector<Kernel>& kernels);
+Bytes total_bytes(const std::vector<Kernel>& kernels);
+
+}  // namespace dtsim::workloads

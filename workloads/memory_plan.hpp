@@ -1,0 +1,48 @@
+// Memory per GPU for training or serving: parameters, gradients, optimizer states (sharded per ZeRO stage),
+// activations (Korthikanti et al. for none / selective / full recompute and sequence parallelism, times the
+// micro-batches the pipeline schedule keeps in flight), communication buffers, KV cache; and the fit verdict.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "topology/catalog.hpp"
+#include "topology/units.hpp"
+#include "workloads/plan.hpp"
+
+namespace dtsim::workloads {
+
+struct MemoryParts {
+  Bytes params;
+  Bytes grads;
+  Bytes optimizer;      // optimizer states and master weights
+  Bytes activations;
+  Bytes kv_cache;
+  Bytes buffers;        // communication buckets and gathered-parameter buffers
+};
+
+struct MemoryPlan {
+  MemoryParts parts;                 // of the most loaded GPU
+  int stage = 0;                     // the pipeline stage of that GPU
+  Bytes per_gpu;                     // sum of parts
+  Bytes capacity;                    // memory - reserve
+  Bytes margin;                      // capacity - per_gpu; negative when it does not fit
+  bool fits = false;
+  int in_flight_micro_batches = 0;   // activations held at the peak, on that stage
+  std::vector<std::string> notes;    // how each part was counted, one line each
+};
+
+// The memory plan of `w` on `gpu`. For training: every stage is evaluated and the most loaded one reported.
+MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu);
+
+// Activation bytes of one layer for one micro-batch on one GPU (Korthikanti et al., eq. 1-3 and section 4).
+Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch);
+
+// Micro-batches whose activations a stage holds at once under the plan's schedule (1F1B: pp - stage; GPipe: all;
+// interleaved: per Megatron's warm-up count), derived from the schedule's order.
+int in_flight_micro_batches(const ParallelPlan& plan, int micro_batches, int stage);
+
+// KV cache: layers x kv_heads x head_dim x context x batch x bytes x 2 (keys and values), on one GPU (/tp).
+Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp);
+
+}  // namespace dtsim::workloads

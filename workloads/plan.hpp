@@ -1,0 +1,93 @@
+// The parallel plan (a scenario's `parallelism` section), its checks, and rank placement.
+//
+//   rank = coordinate along the innermost axis + size(inner) * (next axis) + ...
+//   order tp-dp-pp (Megatron-LM's default): TP peers are consecutive ranks (one node), then the data-parallel
+//   replicas, pipeline stages outermost.
+//
+//        pp stage 0                 pp stage 1
+//   dp0: [r0 r1 .. r7]  (tp)   dp0: [r16 .. r23]
+//   dp1: [r8 .. r15]           dp1: [r24 .. r31]
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "workloads/model.hpp"
+#include "workloads/training.hpp"
+
+namespace dtsim::workloads {
+
+enum class Schedule { OneFOneB, Gpipe };   // 1F1B becomes interleaved 1F1B when vpp > 1
+enum class Axis { Tp, Dp, Pp };
+
+std::string_view to_string(Schedule s);
+std::optional<Schedule> parse_schedule(std::string_view name);
+inline constexpr std::string_view kScheduleNames = "1f1b, gpipe";
+// "tp-dp-pp" <-> axes, innermost first.
+std::string order_name(const std::array<Axis, 3>& order);
+std::optional<std::array<Axis, 3>> parse_order(std::string_view name);
+inline constexpr std::string_view kOrderNames = "a permutation of tp, dp, pp joined by '-', innermost first: tp-dp-pp, tp-pp-dp, ...";
+
+struct ParallelPlan {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int vpp = 1;                              // model chunks per pipeline rank (interleaved 1F1B when > 1)
+  Schedule schedule = Schedule::OneFOneB;
+  std::vector<int> layers_per_stage;        // empty = as even as possible; else pp * vpp entries (virtual stages)
+  std::array<Axis, 3> order{Axis::Tp, Axis::Dp, Axis::Pp};
+  int zero = 0;                             // ZeRO stage 0..3 over the data-parallel group
+  bool scatter_gather = true;               // Megatron's pipeline send optimisation: each TP rank sends 1/tp
+
+  [[nodiscard]] int gpus() const { return tp * pp * dp; }
+};
+
+// Everything the generators and the memory plan need about one job.
+struct Workload {
+  ModelSpec model;
+  std::optional<TrainingSpec> training;     // exactly one of training and inference
+  std::optional<InferenceSpec> inference;
+  ParallelPlan plan;
+};
+
+// Layers of each virtual stage (pp * vpp entries, virtual stage v = chunk * pp + stage): the plan's list, or as
+// even as possible with the remainder on the middle stages, so the first and last stages (which also hold the
+// embedding and the logits) get the fewer layers.
+std::vector<int> stage_layers(const ParallelPlan& plan, int layers);
+
+// Micro-batches per data-parallel replica per step: global_batch / (dp * micro_batch).
+int micro_batches(const ParallelPlan& plan, const TrainingSpec& training);
+
+// Every check of a plan against its model, training and cluster: tp divides heads and kv_heads, the degrees'
+// product equals `gpus`, pp * vpp <= layers, micro_batch divides global_batch / dp, ...
+// Throws InputError naming the scenario key ("parallelism.tp") and what is allowed.
+void check_plan(const Workload& w, int gpus);
+
+struct RankCoord {
+  int tp = 0;
+  int dp = 0;
+  int pp = 0;
+  friend bool operator==(const RankCoord&, const RankCoord&) = default;
+};
+
+// Rank <-> coordinates under the plan's order.
+class Placement {
+ public:
+  explicit Placement(const ParallelPlan& plan);
+  [[nodiscard]] int rank(RankCoord c) const;
+  [[nodiscard]] RankCoord coord(int rank) const;
+  [[nodiscard]] int size(Axis a) const;
+  [[nodiscard]] int ranks() const { return tp_ * dp_ * pp_; }
+  // The ranks that differ from `rank` only along `axis` (including `rank`), in coordinate order.
+  [[nodiscard]] std::vector<int> group(int rank, Axis axis) const;
+
+ private:
+  int tp_, dp_, pp_;
+  std::array<Axis, 3> order_;
+  std::array<int, 3> stride_{};   // indexed by Axis
+};
+
+}  // namespace dtsim::workloads

@@ -1,0 +1,2 @@
+// Placeholder: filled in by the workloads issue.
+namespace dtsim::workloads {}

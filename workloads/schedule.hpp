@@ -1,0 +1,31 @@
+// Pipeline schedules: the order in which one pipeline rank runs its forward and backward passes.
+//
+//   GPipe (p=4, m=4), stage 0:  F0 F1 F2 F3 B0 B1 B2 B3
+//   1F1B           , stage 0:  F0 F1 F2 F3 B0 B1 B2 B3    (warm-up p-1-s forwards, then one F one B)
+//                    stage 3:  F0 B0 F1 B1 F2 B2 F3 B3
+//   interleaved 1F1B (vpp chunks per rank): Megatron-LM's order; warm-up (p-s-1)*2 + (vpp-1)*p forwards.
+//
+// The bubble is not a formula here: it comes from playing these orders with the send/recv dependencies.
+#pragma once
+
+#include <vector>
+
+#include "workloads/kernels.hpp"
+#include "workloads/plan.hpp"
+
+namespace dtsim::workloads {
+
+struct PipeStep {
+  Pass pass = Pass::Forward;   // Forward or Backward (recompute runs inside the backward step)
+  int micro_batch = 0;
+  int chunk = 0;               // model chunk on this rank, 0..vpp-1; virtual stage = chunk * pp + stage
+  friend bool operator==(const PipeStep&, const PipeStep&) = default;
+};
+
+// The steps of pipeline rank `stage` for `micro_batches` micro-batches, in execution order.
+std::vector<PipeStep> schedule_order(const ParallelPlan& plan, int micro_batches, int stage);
+
+// The most micro-batch activations (forwards whose backward has not run yet, counted per chunk) a rank holds.
+int peak_in_flight(const std::vector<PipeStep>& order);
+
+}  // namespace dtsim::workloads

@@ -1,0 +1,134 @@
+// The StepGraph: one training step as plain data, the seam between "what happens" (workloads/) and "how long
+// it takes" (sim/). Generators build it; engines play it; neither calls the other.
+//
+// Ranks that do the same work (one pipeline stage in every data-parallel replica, the TP peers of a stage) form
+// a rank class and share ONE op list; groups and peers are stored relative to the rank (its TP group, the stage
+// it sends to), so a 16,384-GPU plan holds pp op lists, not 16,384.
+//
+// Execution rules an engine follows, per rank:
+//  - an op starts once every op in `deps` (indices into the same list) has finished;
+//  - compute ops run one at a time, in list order (one compute stream);
+//  - communication ops run beside compute; those on the same group run in list order (one communicator each),
+//    and the k-th collective on a group in one member's list is the k-th in every member's list;
+//  - a send is posted when its deps finish and never waits for the receiver; a recv finishes when the matching
+//    send (same tag, from `peer_stage`) has arrived.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "topology/units.hpp"
+#include "workloads/kernels.hpp"
+#include "workloads/plan.hpp"
+
+namespace dtsim::workloads {
+
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast };
+// Which ranks a collective spans, relative to the rank running it.
+enum class Group {
+  Tp,          // the TP peers of this rank's stage and replica
+  Dp,          // the same TP rank and stage in every data-parallel replica
+  Embedding,   // first and last stage, same TP rank and replica (tied embedding gradients)
+};
+// Why the communication happens: for the breakdown and the trace.
+enum class CommPurpose { TensorParallel, SequenceParallel, PipelineGather, DataParallelGrads, ZeroParamGather,
+                         EmbeddingGrads };
+// What a compute op covers: a layer (or one kernel of it, when fine), the embedding, the logits, the optimizer.
+enum class Scope { Layer, Embedding, Logits, Optimizer };
+enum class Granularity { Layer, Kernel };   // Layer: one op per layer pass per micro-batch (default)
+
+std::string_view to_string(CollectiveKind k);
+std::string_view to_string(Group g);
+std::string_view to_string(CommPurpose p);
+std::string_view to_string(Scope s);
+std::optional<CollectiveKind> parse_collective_kind(std::string_view name);
+
+struct ComputeOp {
+  Scope scope = Scope::Layer;
+  std::optional<KernelClass> kernel;   // set when the op is one kernel (Granularity::Kernel)
+  Pass pass = Pass::Forward;
+  int layer = -1;                      // global layer index; -1 outside layers
+  int micro_batch = -1;                // -1 for the optimizer step
+  FlopCount flops;
+  Bytes bytes;
+  Seconds duration;                    // on the scenario's GPU, from the roofline compute model
+};
+
+struct CollectiveOp {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  Group group = Group::Tp;
+  Bytes bytes;                         // the buffer size as nccl-tests counts it (the whole buffer, per rank)
+  CommPurpose purpose = CommPurpose::TensorParallel;
+  int layer = -1;
+  int micro_batch = -1;
+};
+
+// Matches a send with its recv: activations go forward (pass Forward), gradients backward (pass Backward).
+struct PipeTag {
+  int micro_batch = 0;
+  int chunk = 0;                       // the model chunk (virtual stage group) the data belongs to
+  Pass direction = Pass::Forward;
+  friend bool operator==(const PipeTag&, const PipeTag&) = default;
+};
+
+struct SendOp {
+  int peer_stage = 0;                  // pipeline stage of the receiver (same TP rank and replica)
+  Bytes bytes;
+  PipeTag tag;
+};
+
+struct RecvOp {
+  int peer_stage = 0;                  // pipeline stage of the sender
+  Bytes bytes;
+  PipeTag tag;
+};
+
+using OpBody = std::variant<ComputeOp, CollectiveOp, SendOp, RecvOp>;
+
+struct Op {
+  OpBody body;
+  std::vector<std::uint32_t> deps;     // indices of earlier ops in the same list
+};
+
+struct RankClass {
+  int stage = 0;                       // pipeline stage of every rank in the class
+  std::vector<int> ranks;              // ascending
+  std::vector<Op> ops;
+};
+
+struct StepGraph {
+  Workload workload;
+  Placement placement;
+  Granularity granularity = Granularity::Layer;
+  int micro_batches = 0;               // per data-parallel replica
+  std::vector<RankClass> classes;      // one per pipeline stage, in stage order
+
+  [[nodiscard]] const RankClass& class_of(int rank) const;
+  // Concrete ranks of `group` as seen from `rank`.
+  [[nodiscard]] std::vector<int> group_ranks(int rank, Group group) const;
+  [[nodiscard]] int peer_rank(int rank, int peer_stage) const;
+};
+
+struct GenerateOptions {
+  Granularity granularity = Granularity::Layer;
+};
+
+// One training step of `w` (which must hold `training` and pass check_plan) with compute durations on `gpu`.
+StepGraph generate_step(const Workload& w, const topology::GpuSpec& gpu, const GenerateOptions& options = {});
+
+// FLOPs per step summed over every rank's ops (each class's ops counted once per rank in it), excluding
+// (model) or including (hardware) the recompute pass.
+FlopCount model_flops(const StepGraph& g);
+FlopCount hardware_flops(const StepGraph& g);
+
+// Op counts and bytes per collective kind, per rank class; as text.
+std::string summary(const StepGraph& g);
+// Graphviz DOT of every class's ops and dependencies, with send/recv edges between classes; for small graphs
+// (throws InputError when the graph holds more than `max_ops` ops).
+std::string to_dot(const StepGraph& g, std::size_t max_ops = 5000);
+
+}  // namespace dtsim::workloads

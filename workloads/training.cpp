@@ -1,0 +1,60 @@
+#include "workloads/training.hpp"
+
+#include "topology/name_table.hpp"
+
+namespace dtsim::workloads {
+namespace {
+
+using topology::NameTable;
+using topology::name_of;
+using topology::value_of;
+
+constexpr NameTable<Optimizer, 3> kOptimizers{{{Optimizer::AdamW, "adamw"},
+                                               {Optimizer::Adafactor, "adafactor"},
+                                               {Optimizer::Sgd, "sgd"}}};
+constexpr NameTable<Recompute, 3> kRecomputes{{{Recompute::None, "none"},
+                                               {Recompute::Selective, "selective"},
+                                               {Recompute::Full, "full"}}};
+
+}  // namespace
+
+std::string_view to_string(Optimizer o) { return name_of(kOptimizers, o); }
+std::string_view to_string(Recompute r) { return name_of(kRecomputes, r); }
+std::optional<Optimizer> parse_optimizer(std::string_view name) { return value_of(kOptimizers, name); }
+std::optional<Recompute> parse_recompute(std::string_view name) { return value_of(kRecomputes, name); }
+
+double bytes_per_element(Precision p) {
+  switch (p) {
+    case Precision::Fp64: return 8.0;
+    case Precision::Fp32:
+    case Precision::Tf32: return 4.0;
+    case Precision::Bf16:
+    case Precision::Fp16: return 2.0;
+    case Precision::Fp8:
+    case Precision::Int8: return 1.0;
+    case Precision::Int4: return 0.5;
+  }
+  DTSIM_ASSERT(false, "precision missing from bytes_per_element");
+}
+
+double optimizer_state_bytes_per_param(const TrainingSpec& t) {
+  const double b = bytes_per_element(t.optimizer_dtype);
+  switch (t.optimizer) {
+    case Optimizer::AdamW: return 2.0 * b;      // first and second moments
+    case Optimizer::Adafactor: return b;        // first moment; the factored second moment is rows + columns
+    case Optimizer::Sgd: return b;              // momentum
+  }
+  DTSIM_ASSERT(false, "optimizer missing from optimizer_state_bytes_per_param");
+}
+
+TrainingSpec training_defaults(Precision compute) {
+  TrainingSpec t;
+  t.precision = compute;
+  const bool low = compute == Precision::Bf16 || compute == Precision::Fp16 || compute == Precision::Fp8;
+  // fp8 training (Transformer Engine) keeps bf16 weights and casts per GEMM.
+  t.weight_dtype = compute == Precision::Fp16 ? Precision::Fp16 : (low ? Precision::Bf16 : Precision::Fp32);
+  t.master_weights = low;
+  return t;
+}
+
+}  // namespace dtsim::workloads

@@ -1,0 +1,58 @@
+// What a scenario's `training` (or `inference`) section says, resolved: batch, precisions, optimizer,
+// recomputation. Defaults follow mixed-precision practice (Megatron-LM): 16-bit weights and compute, fp32
+// gradients, fp32 master weights and optimizer states.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "topology/catalog.hpp"
+#include "topology/units.hpp"
+
+namespace dtsim::workloads {
+
+using topology::Precision;
+
+enum class Optimizer { AdamW, Adafactor, Sgd };
+enum class Recompute { None, Selective, Full };
+
+std::string_view to_string(Optimizer o);
+std::string_view to_string(Recompute r);
+std::optional<Optimizer> parse_optimizer(std::string_view name);
+std::optional<Recompute> parse_recompute(std::string_view name);
+inline constexpr std::string_view kOptimizerNames = "adamw, adafactor, sgd";
+inline constexpr std::string_view kRecomputeNames = "none, selective, full";
+
+// Bytes of one element stored in `p` (int4: 0.5; tf32 is stored as fp32).
+double bytes_per_element(Precision p);
+
+struct TrainingSpec {
+  int global_batch = 1;                  // sequences per step, all data-parallel replicas together
+  int micro_batch = 1;                   // sequences per forward/backward
+  Precision precision = Precision::Bf16; // compute (matrix units)
+  Precision weight_dtype = Precision::Bf16;   // weights as the forward reads them
+  Precision grad_dtype = Precision::Fp32;     // gradients as accumulated and reduced
+  bool master_weights = true;            // an fp32 copy of the weights lives with the optimizer states
+  Optimizer optimizer = Optimizer::AdamW;
+  Precision optimizer_dtype = Precision::Fp32;
+  Recompute recompute = Recompute::None;
+  bool sequence_parallel = false;
+  Bytes dp_bucket = Bytes(25e6);         // data-parallel gradient bucket (dp_bucket_MB, decimal MB)
+};
+
+// Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).
+struct InferenceSpec {
+  int batch = 1;
+  int context = 0;                       // tokens held in the KV cache per sequence
+  Precision weights = Precision::Bf16;
+  Precision kv_cache = Precision::Bf16;
+};
+
+// Optimizer state bytes per parameter (master weights excluded): AdamW two moments, Adafactor one moment plus
+// factored second moments (negligible per parameter), SGD one momentum.
+double optimizer_state_bytes_per_param(const TrainingSpec& t);
+
+// Defaults that follow mixed-precision practice for a compute precision: weight dtype and master weights.
+TrainingSpec training_defaults(Precision compute);
+
+}  // namespace dtsim::workloads
