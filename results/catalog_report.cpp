@@ -1,4 +1,5 @@
-// `dtsim catalog`: the hardware catalog as a plain-text table or as JSON. Units are in the column and key names.
+// `dtsim catalog`: the hardware catalog and the model presets as a plain-text table or as JSON. Units are in the
+// column and key names.
 #include "results/catalog_report.hpp"
 
 #include <array>
@@ -10,6 +11,7 @@
 
 #include "topology/catalog.hpp"
 #include "topology/units.hpp"
+#include "workloads/model.hpp"
 
 namespace dtsim::results {
 namespace {
@@ -18,6 +20,7 @@ using nlohmann::json;
 using topology::GpuSpec;
 using topology::LinkSpec;
 using topology::Precision;
+using workloads::ModelSpec;
 
 // The precisions the table shows; JSON lists all the GPU has.
 constexpr std::array kTablePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::Fp8,
@@ -99,6 +102,36 @@ json link_json(const LinkSpec& link) {
           {"source", link.source}};
 }
 
+std::string model_header() {
+  return fmt::format("{:<12} {:>9} {:>6} {:>6} {:>5} {:>8} {:>7} {:>7} {:>6} {}\n", "model", "params_B", "layers",
+                     "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "activation");
+}
+
+std::string model_row(const ModelSpec& m) {
+  return fmt::format("{:<12} {:>9.3f} {:>6} {:>6} {:>5} {:>8} {:>7} {:>7} {:>6} {}\n", m.name,
+                     workloads::parameter_count(m) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden,
+                     m.vocab, m.seq_length, to_string(m.activation));
+}
+
+json model_json(const ModelSpec& m) {
+  return {{"name", m.name},
+          {"params", static_cast<std::int64_t>(std::llround(workloads::parameter_count(m)))},
+          {"params_B", tidy(workloads::parameter_count(m) / 1e9)},
+          {"layers", m.layers},
+          {"hidden", m.hidden},
+          {"heads", m.heads},
+          {"kv_heads", m.kv_heads},
+          {"ffn_hidden", m.ffn_hidden},
+          {"vocab", m.vocab},
+          {"seq_length", m.seq_length},
+          {"activation", std::string(to_string(m.activation))},
+          {"norm", std::string(to_string(m.norm))},
+          {"positions", std::string(to_string(m.positions))},
+          {"tied_embeddings", m.tied_embeddings},
+          {"bias", m.bias},
+          {"source", m.source}};
+}
+
 }  // namespace
 
 std::string catalog_table() {
@@ -106,7 +139,9 @@ std::string catalog_table() {
   for (const auto& gpu : topology::gpu_catalog()) out += gpu_row(gpu);
   out += "\nlinks (bandwidth of one link, one direction, line rate; latency per hop)\n" + link_header();
   for (const auto& link : topology::link_catalog()) out += link_row(link);
-  return out + "\nmodels: (presets arrive with the workloads)\n";
+  out += "\nmodel presets (params: weights, biases, norms and embeddings, counted exactly)\n" + model_header();
+  for (const auto& model : workloads::model_presets()) out += model_row(model);
+  return out;
 }
 
 json catalog_json() {
@@ -114,7 +149,9 @@ json catalog_json() {
   for (const auto& gpu : topology::gpu_catalog()) gpus.push_back(gpu_json(gpu));
   json links = json::array();
   for (const auto& link : topology::link_catalog()) links.push_back(link_json(link));
-  return {{"gpus", gpus}, {"links", links}, {"models", json::array()}};
+  json models = json::array();
+  for (const auto& model : workloads::model_presets()) models.push_back(model_json(model));
+  return {{"gpus", gpus}, {"links", links}, {"models", models}};
 }
 
 }  // namespace dtsim::results

@@ -1,4 +1,4 @@
-// `dtsim catalog`: the GPUs, links and (later) model presets dtsim knows, as a table or JSON.
+// `dtsim catalog`: the GPUs, links and model presets dtsim knows, as a table or JSON.
 #pragma once
 
 #include <nlohmann/json.hpp>

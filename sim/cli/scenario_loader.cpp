@@ -1,4 +1,5 @@
-// Scenario YAML -> plain structs. Sections arrive with their issues; today: `name` and `cluster`.
+// Scenario YAML -> plain structs: `name`, `cluster`, and the job (`model`, `training` or `inference`,
+// `parallelism`: workload_reader.cpp).
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -6,6 +7,7 @@
 
 #include "sim/cli/hardware_reader.hpp"
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/workload_reader.hpp"
 #include "sim/cli/yaml_reader.hpp"
 #include "topology/error.hpp"
 
@@ -15,15 +17,6 @@ namespace {
 using topology::ClusterSpec;
 
 constexpr long long kMaxCount = 1'000'000;
-
-template <class E, class Parse>
-E read_enum(const YamlMap& m, const std::string& key, E fallback, Parse parse, std::string_view allowed) {
-  auto s = m.text(key);
-  if (!s) return fallback;
-  auto v = parse(*s);
-  if (!v) m.fail(key, *s, "unknown value", std::string(allowed));
-  return *v;
-}
 
 int read_int(const YamlMap& m, const std::string& key, int fallback, long long min, long long max) {
   return static_cast<int>(m.integer(key, min, max).value_or(fallback));
@@ -118,11 +111,12 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   Scenario s;
   s.file = file;
   YamlMap top(doc, "", file, &s.origin, &overridden);
-  top.allow_only({"name", "cluster"});
+  top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism"});
   const std::string stem = file.front() == '<' ? "default" : std::filesystem::path(file).stem().string();
   s.name = top.text("name").value_or(index == 0 ? stem : fmt::format("{}-{}", stem, index));
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
   s.cluster = read_cluster(top.map("cluster"), file);
+  s.workload = read_workload(top, s.cluster, s.name);
   return s;
 }
 

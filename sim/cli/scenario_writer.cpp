@@ -1,5 +1,7 @@
 // The resolved scenario as YAML: every field the loader would otherwise default, written out, so the file
-// alone reproduces the run. Hardware is written as full inline maps (what was used, not just its name).
+// alone reproduces the run. Hardware is written as full inline maps (what was used, not just its name); the
+// model as its full shape (plus the preset it came from, which the shape then overrides field by field).
+#include <algorithm>
 #include <yaml-cpp/yaml.h>
 
 #include "sim/cli/scenario.hpp"
@@ -69,6 +71,85 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c) {
   out << YAML::EndMap;
 }
 
+template <class T>
+void emit(YAML::Emitter& out, const char* key, const T& value) {
+  out << YAML::Key << key << YAML::Value << value;
+}
+
+void emit_name(YAML::Emitter& out, const char* key, std::string_view name) { emit(out, key, std::string(name)); }
+
+bool is_preset(const std::string& name) {
+  const auto presets = workloads::model_presets();
+  return std::ranges::find(presets, name, &workloads::ModelSpec::name) != presets.end();
+}
+
+void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  if (is_preset(m.name)) emit(out, "preset", m.name);
+  emit(out, "layers", m.layers);
+  emit(out, "hidden", m.hidden);
+  emit(out, "heads", m.heads);
+  emit(out, "kv_heads", m.kv_heads);
+  emit(out, "ffn_hidden", m.ffn_hidden);
+  emit(out, "vocab", m.vocab);
+  emit(out, "seq_length", m.seq_length);
+  emit_name(out, "activation", to_string(m.activation));
+  emit_name(out, "norm", to_string(m.norm));
+  emit_name(out, "positions", to_string(m.positions));
+  emit(out, "tied_embeddings", m.tied_embeddings);
+  emit(out, "bias", m.bias);
+  out << YAML::EndMap;
+}
+
+void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
+  out << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
+  emit(out, "global_batch", t.global_batch);
+  emit(out, "micro_batch", t.micro_batch);
+  emit_name(out, "precision", to_string(t.precision));
+  emit_name(out, "weight_dtype", to_string(t.weight_dtype));
+  emit_name(out, "grad_dtype", to_string(t.grad_dtype));
+  emit(out, "master_weights", t.master_weights);
+  emit_name(out, "optimizer", to_string(t.optimizer));
+  emit_name(out, "optimizer_dtype", to_string(t.optimizer_dtype));
+  emit_name(out, "recompute", to_string(t.recompute));
+  emit(out, "sequence_parallel", t.sequence_parallel);
+  emit(out, "dp_bucket_MB", t.dp_bucket.value() / 1e6);
+  out << YAML::EndMap;
+}
+
+void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
+  out << YAML::Key << "inference" << YAML::Value << YAML::BeginMap;
+  emit(out, "batch", i.batch);
+  emit(out, "context", i.context);
+  emit_name(out, "weights", to_string(i.weights));
+  emit_name(out, "kv_cache", to_string(i.kv_cache));
+  out << YAML::EndMap;
+}
+
+// layers_per_stage stays null when the plan leaves the split to stage_layers (as even as possible).
+void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p) {
+  out << YAML::Key << "parallelism" << YAML::Value << YAML::BeginMap;
+  emit(out, "tp", p.tp);
+  emit(out, "pp", p.pp);
+  emit(out, "dp", p.dp);
+  emit(out, "vpp", p.vpp);
+  emit_name(out, "schedule", to_string(p.schedule));
+  out << YAML::Key << "layers_per_stage" << YAML::Value;
+  if (p.layers_per_stage.empty()) out << YAML::Null;
+  else out << YAML::Flow << p.layers_per_stage;
+  emit(out, "order", workloads::order_name(p.order));
+  emit(out, "zero", p.zero);
+  emit(out, "scatter_gather", p.scatter_gather);
+  out << YAML::EndMap;
+}
+
+void emit_workload(YAML::Emitter& out, const workloads::Workload& w) {
+  emit_model(out, w.model);
+  if (w.training) emit_training(out, *w.training);
+  if (w.inference) emit_inference(out, *w.inference);
+  emit_plan(out, w.plan);
+}
+
 }  // namespace
 
 std::string to_yaml(const Scenario& scenario) {
@@ -77,6 +158,7 @@ std::string to_yaml(const Scenario& scenario) {
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << scenario.name;
   emit_cluster(out, scenario.cluster);
+  if (scenario.workload) emit_workload(out, *scenario.workload);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -107,6 +107,27 @@ std::optional<bool> YamlMap::boolean(const std::string& key) const {
   return out;
 }
 
+std::optional<std::vector<long long>> YamlMap::integers(const std::string& key, long long min, long long max) const {
+  YAML::Node v = node_[key];
+  if (!v.IsDefined()) return std::nullopt;
+  if (origins_) (*origins_)[dotted(key)] = locate(dotted(key), v);
+  const std::string allowed = fmt::format("a list of integers in [{}, {}]", min, max);
+  if (v.IsNull()) return std::vector<long long>{};
+  if (!v.IsSequence()) fail(key, v.IsScalar() ? v.Scalar() : "{...}", "expected a list, got", allowed);
+  std::vector<long long> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const YAML::Node item = v[i];
+    const std::string item_key = fmt::format("{}[{}]", dotted(key), i);
+    const std::string text = item.IsScalar() ? item.Scalar() : "...";
+    long long value = 0;
+    if (!item.IsScalar() || !YAML::convert<long long>::decode(item, value))
+      throw InputError(item_key, text, "not an integer", allowed, locate(dotted(key), item));
+    if (value < min || value > max) throw InputError(item_key, text, "out of range", allowed, locate(dotted(key), item));
+    out.push_back(value);
+  }
+  return out;
+}
+
 bool YamlMap::is_map(const std::string& key) const { return node_[key].IsMap(); }
 
 YamlMap YamlMap::map(const std::string& key) const {

@@ -28,6 +28,8 @@ class YamlMap {
   // A number > min (or >= min when `min_inclusive`) and <= max.
   std::optional<double> number(const std::string& key, double min, bool min_inclusive, double max) const;
   std::optional<bool> boolean(const std::string& key) const;
+  // A list of integers, each in [min, max]; `null` or `[]` gives an empty list.
+  std::optional<std::vector<long long>> integers(const std::string& key, long long min, long long max) const;
   [[nodiscard]] bool is_map(const std::string& key) const;
   YamlMap map(const std::string& key) const;
   [[nodiscard]] std::vector<std::string> keys() const;

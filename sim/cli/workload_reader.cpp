@@ -1,0 +1,223 @@
+// Scenario `model`, `training`, `inference` and `parallelism` sections -> workloads::Workload.
+//
+// model: a preset (optional) whose fields explicit keys override; without one, every size is required.
+// training: workloads::training_defaults(precision), then the explicit keys. inference: bf16 weights and KV
+// cache, one sequence, the model's seq_length as context. parallelism: tp = pp = vpp = 1, 1f1b, tp-dp-pp,
+// ZeRO 0, scatter/gather on, dp = GPUs / (tp x pp).
+#include "sim/cli/workload_reader.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+#include <initializer_list>
+
+#include "topology/error.hpp"
+#include "topology/user_graph.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using topology::Precision;
+using workloads::InferenceSpec;
+using workloads::ModelSpec;
+using workloads::ParallelPlan;
+using workloads::TrainingSpec;
+
+constexpr long long kMaxLayers = 100'000;
+constexpr long long kMaxWidth = 1'000'000;          // hidden, ffn_hidden, heads, kv_heads
+constexpr long long kMaxTokens = 1'000'000'000;     // vocab, seq_length, context
+constexpr long long kMaxSequences = 1'000'000'000;  // batch sizes
+constexpr long long kMaxDegree = 1'000'000;         // tp, pp, dp
+constexpr double kMaxBucketMB = 1e6;
+
+// The sizes a model without a preset must give; the rest default to a GPT-style layer (ModelSpec's defaults).
+constexpr std::array<const char*, 6> kShapeKeys = {"layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_length"};
+
+constexpr std::initializer_list<Precision> kComputePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16,
+                                                                 Precision::Fp16, Precision::Fp8};
+constexpr std::initializer_list<Precision> kWeightPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
+                                                                Precision::Fp8};
+constexpr std::initializer_list<Precision> kGradPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16};
+constexpr std::initializer_list<Precision> kStatePrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
+                                                               Precision::Int8};
+constexpr std::initializer_list<Precision> kServingPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
+                                                                 Precision::Fp8,  Precision::Int8, Precision::Int4};
+
+// Runs `fn`; an InputError it throws without a location gets the line of `key` in `m`.
+template <class Fn>
+auto located(const YamlMap& m, const std::string& key, Fn fn) {
+  try {
+    return fn();
+  } catch (const InputError& e) {
+    if (!e.location().empty()) throw;
+    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), m.where(key));
+  }
+}
+
+int read_int(const YamlMap& m, const std::string& key, int fallback, long long min, long long max) {
+  return static_cast<int>(m.integer(key, min, max).value_or(fallback));
+}
+
+Precision read_precision(const YamlMap& m, const std::string& key, Precision fallback,
+                         std::initializer_list<Precision> allowed) {
+  const auto name = m.text(key);
+  if (!name) return fallback;
+  const auto p = topology::parse_precision(*name);
+  if (p && std::find(allowed.begin(), allowed.end(), *p) != allowed.end()) return *p;
+  std::string names;
+  for (const Precision a : allowed) names += (names.empty() ? "" : ", ") + std::string(to_string(a));
+  m.fail(key, *name, "unknown or unsupported precision", names);
+}
+
+// Without a preset every size is required; the model is named after the scenario.
+ModelSpec model_base(const YamlMap& m, const std::string& scenario_name) {
+  if (const auto preset = m.text("preset"))
+    return located(m, "preset", [&] { return workloads::find_model(*preset, m.dotted("preset")); });
+  for (const char* key : kShapeKeys)
+    if (!m.has(key)) m.fail(key, "", "missing required key (no model.preset to take it from)", "an integer >= 1");
+  ModelSpec base;
+  base.name = scenario_name;
+  base.source = "scenario";
+  return base;
+}
+
+// kv_heads follows heads for multi-head attention (no preset, or an MHA preset whose heads are overridden).
+int default_kv_heads(const ModelSpec& base, int heads) {
+  return base.kv_heads == 0 || base.kv_heads == base.heads ? heads : base.kv_heads;
+}
+
+void read_model_options(const YamlMap& m, ModelSpec& model) {
+  model.activation = read_enum(m, "activation", model.activation, workloads::parse_activation,
+                               workloads::kActivationNames);
+  model.norm = read_enum(m, "norm", model.norm, workloads::parse_norm, workloads::kNormNames);
+  model.positions = read_enum(m, "positions", model.positions, workloads::parse_positions, workloads::kPositionNames);
+  model.tied_embeddings = m.boolean("tied_embeddings").value_or(model.tied_embeddings);
+  model.bias = m.boolean("bias").value_or(model.bias);
+}
+
+// workloads::validate's cross-key checks (heads divide hidden, ...), located at the offending key.
+void validate_model(const YamlMap& m, const ModelSpec& model) {
+  try {
+    workloads::validate(model, "model");
+  } catch (const InputError& e) {
+    const std::string field = e.key().substr(e.key().find('.') + 1);
+    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), m.where(field));
+  }
+}
+
+ModelSpec read_model(const YamlMap& m, const std::string& scenario_name) {
+  m.allow_only({"preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_length", "activation",
+                "norm", "positions", "tied_embeddings", "bias"});
+  const ModelSpec base = model_base(m, scenario_name);
+  ModelSpec model = base;
+  model.layers = read_int(m, "layers", base.layers, 1, kMaxLayers);
+  model.hidden = read_int(m, "hidden", base.hidden, 1, kMaxWidth);
+  model.heads = read_int(m, "heads", base.heads, 1, kMaxWidth);
+  model.kv_heads = read_int(m, "kv_heads", default_kv_heads(base, model.heads), 1, kMaxWidth);
+  model.ffn_hidden = read_int(m, "ffn_hidden", base.ffn_hidden, 1, kMaxWidth);
+  model.vocab = read_int(m, "vocab", base.vocab, 1, kMaxTokens);
+  model.seq_length = read_int(m, "seq_length", base.seq_length, 1, kMaxTokens);
+  read_model_options(m, model);
+  validate_model(m, model);
+  return model;
+}
+
+TrainingSpec read_training(const YamlMap& m) {
+  m.allow_only({"global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype", "master_weights",
+                "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB"});
+  if (!m.has("global_batch")) m.fail("global_batch", "", "missing required key", "sequences per step, an integer >= 1");
+  TrainingSpec t = workloads::training_defaults(read_precision(m, "precision", Precision::Bf16, kComputePrecisions));
+  t.global_batch = read_int(m, "global_batch", t.global_batch, 1, kMaxSequences);
+  t.micro_batch = read_int(m, "micro_batch", t.micro_batch, 1, kMaxSequences);
+  t.weight_dtype = read_precision(m, "weight_dtype", t.weight_dtype, kWeightPrecisions);
+  t.grad_dtype = read_precision(m, "grad_dtype", t.grad_dtype, kGradPrecisions);
+  t.master_weights = m.boolean("master_weights").value_or(t.master_weights);
+  t.optimizer = read_enum(m, "optimizer", t.optimizer, workloads::parse_optimizer, workloads::kOptimizerNames);
+  t.optimizer_dtype = read_precision(m, "optimizer_dtype", t.optimizer_dtype, kStatePrecisions);
+  t.recompute = read_enum(m, "recompute", t.recompute, workloads::parse_recompute, workloads::kRecomputeNames);
+  t.sequence_parallel = m.boolean("sequence_parallel").value_or(t.sequence_parallel);
+  if (const auto mb = m.number("dp_bucket_MB", 0.0, false, kMaxBucketMB)) t.dp_bucket = Bytes(*mb * 1e6);
+  return t;
+}
+
+InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
+  m.allow_only({"batch", "context", "weights", "kv_cache"});
+  InferenceSpec i;
+  i.batch = read_int(m, "batch", i.batch, 1, kMaxSequences);
+  i.context = read_int(m, "context", model.seq_length, 1, kMaxTokens);
+  i.weights = read_precision(m, "weights", i.weights, kServingPrecisions);
+  i.kv_cache = read_precision(m, "kv_cache", i.kv_cache, kServingPrecisions);
+  return i;
+}
+
+int cluster_gpus(const YamlMap& top, const topology::ClusterSpec& cluster) {
+  if (!cluster.graph) return cluster.gpus();
+  const YamlMap c = top.map("cluster");
+  return located(c, "graph", [&] { return static_cast<int>(topology::read_user_graph(*cluster.graph).gpus().size()); });
+}
+
+// dp defaults to the GPUs left over by tp x pp, when they divide the cluster evenly.
+int derive_dp(const YamlMap& top, const topology::ClusterSpec& cluster, const ParallelPlan& p) {
+  const int gpus = cluster_gpus(top, cluster);
+  const long long model_parallel = static_cast<long long>(p.tp) * p.pp;
+  if (gpus % model_parallel == 0 && gpus >= model_parallel) return static_cast<int>(gpus / model_parallel);
+  throw InputError("parallelism.dp", "",
+                   fmt::format("cannot be derived: the cluster's {} GPUs are not a multiple of tp x pp = {} x {} = {}",
+                               gpus, p.tp, p.pp, model_parallel),
+                   "give parallelism.dp, or tp and pp whose product divides the GPU count",
+                   top.has("parallelism") ? top.map("parallelism").where("dp") : top.where("model"));
+}
+
+ParallelPlan read_plan_keys(const YamlMap& m) {
+  m.allow_only({"tp", "pp", "dp", "vpp", "schedule", "layers_per_stage", "order", "zero", "scatter_gather"});
+  ParallelPlan p;
+  p.tp = read_int(m, "tp", p.tp, 1, kMaxDegree);
+  p.pp = read_int(m, "pp", p.pp, 1, kMaxDegree);
+  p.dp = read_int(m, "dp", 0, 1, kMaxDegree);
+  p.vpp = read_int(m, "vpp", p.vpp, 1, kMaxLayers);
+  p.schedule = read_enum(m, "schedule", p.schedule, workloads::parse_schedule, workloads::kScheduleNames);
+  for (const long long n : m.integers("layers_per_stage", 1, kMaxLayers).value_or(std::vector<long long>{}))
+    p.layers_per_stage.push_back(static_cast<int>(n));
+  p.order = read_enum(m, "order", p.order, workloads::parse_order, workloads::kOrderNames);
+  p.zero = read_int(m, "zero", p.zero, 0, 3);
+  p.scatter_gather = m.boolean("scatter_gather").value_or(p.scatter_gather);
+  return p;
+}
+
+ParallelPlan read_plan(const YamlMap& top, const topology::ClusterSpec& cluster) {
+  ParallelPlan p;
+  p.dp = 0;
+  if (top.has("parallelism")) p = read_plan_keys(top.map("parallelism"));
+  if (p.dp == 0) p.dp = derive_dp(top, cluster, p);
+  return p;
+}
+
+// A model needs exactly one of training and inference; those and parallelism need a model.
+void check_sections(const YamlMap& top) {
+  if (!top.has("model")) {
+    for (const char* key : {"training", "inference", "parallelism"})
+      if (top.has(key)) top.fail(key, "", "given without a model section", "a model section (preset or shape) beside it");
+    return;
+  }
+  if (top.has("training") && top.has("inference"))
+    top.fail("inference", "", "cannot be combined with training in one scenario", "either training or inference");
+  if (!top.has("training") && !top.has("inference"))
+    top.fail("model", "", "needs a training or an inference section, and neither is given",
+             "training: {global_batch, ...} or inference: {batch, context, ...}");
+}
+
+}  // namespace
+
+std::optional<workloads::Workload> read_workload(const YamlMap& top, const topology::ClusterSpec& cluster,
+                                                 const std::string& scenario_name) {
+  check_sections(top);
+  if (!top.has("model")) return std::nullopt;
+  workloads::Workload w;
+  w.model = read_model(top.map("model"), scenario_name);
+  if (top.has("training")) w.training = read_training(top.map("training"));
+  else w.inference = read_inference(top.map("inference"), w.model);
+  w.plan = read_plan(top, cluster);
+  return w;
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,35 @@
+// The scenario sections that describe the job (`model`, `training`, `inference`, `parallelism`) read into a
+// workloads::Workload, and the enum helper every section reader shares. Private to the scenario loader.
+//
+// Each key is parsed and range-checked on its own; checks across sections (tp divides heads, the degrees
+// multiply to the GPU count, ...) are workloads::check_plan's, which the commands run after loading.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/cli/yaml_reader.hpp"
+#include "topology/cluster.hpp"
+#include "workloads/plan.hpp"
+
+namespace dtsim::cli {
+
+// The enum named at `key`, parsed by `parse` (a function returning std::optional), or `fallback` when the key
+// is absent; an unknown name fails, listing `allowed`.
+template <class E, class Parse>
+E read_enum(const YamlMap& m, const std::string& key, E fallback, Parse parse, std::string_view allowed) {
+  auto s = m.text(key);
+  if (!s) return fallback;
+  auto v = parse(*s);
+  if (!v) m.fail(key, *s, "unknown value", std::string(allowed));
+  return *v;
+}
+
+// The job of one scenario document `top`, or none when it has no `model` section (a topology-only scenario).
+// A model needs exactly one of `training` and `inference`; `parallelism` is optional. `scenario_name` names a
+// model given without a preset; `cluster` gives the GPU count that parallelism.dp defaults from.
+std::optional<workloads::Workload> read_workload(const YamlMap& top, const topology::ClusterSpec& cluster,
+                                                 const std::string& scenario_name);
+
+}  // namespace dtsim::cli
