@@ -1,2 +1,313 @@
-// Placeholder: filled in by the workloads issue.
-namespace dtsim::workloads {}
+// The kernels of a transformer layer, the embedding, the logits and the optimizer on one GPU.
+//
+// Each kernel is described once, in forward order, as a GEMM shape or as an element-wise traffic pair
+// (forward bytes, backward bytes); the three passes are materialised from that one description: forward as is,
+// backward reversed with backward costs, recompute as the forward kernels that `training.recompute` repeats.
+//
+// Element-wise traffic follows what Megatron-LM runs (Korthikanti et al.'s implementation, the calibration
+// source): fused layer norm, fused scale-mask-softmax, torch dropout on the attention probabilities, fused
+// bias-gelu, fused bias-dropout-add after the projection and the MLP, fp32 gradient accumulation in the weight
+// GEMMs (gradient_accumulation_fusion), and an unfused vocab-parallel cross-entropy in fp32.
+#include "workloads/kernels.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "topology/error.hpp"
+#include "topology/name_table.hpp"
+
+namespace dtsim::workloads {
+namespace {
+
+using topology::NameTable;
+using topology::name_of;
+using topology::value_of;
+
+constexpr NameTable<KernelClass, 16> kKernelNames{{
+    {KernelClass::Embedding, "embedding"},
+    {KernelClass::LayerNorm, "layer-norm"},
+    {KernelClass::QkvGemm, "qkv-gemm"},
+    {KernelClass::AttnScores, "attn-scores"},
+    {KernelClass::Softmax, "softmax"},
+    {KernelClass::AttnDropout, "attn-dropout"},
+    {KernelClass::AttnContext, "attn-context"},
+    {KernelClass::ProjGemm, "proj-gemm"},
+    {KernelClass::MlpUpGemm, "mlp-up-gemm"},
+    {KernelClass::Activation, "activation"},
+    {KernelClass::MlpDownGemm, "mlp-down-gemm"},
+    {KernelClass::Dropout, "dropout"},
+    {KernelClass::Residual, "residual"},
+    {KernelClass::Logits, "logits"},
+    {KernelClass::CrossEntropy, "cross-entropy"},
+    {KernelClass::OptimizerUpdate, "optimizer-update"},
+}};
+constexpr NameTable<Pass, 3> kPassNames{{{Pass::Forward, "forward"},
+                                         {Pass::Backward, "backward"},
+                                         {Pass::Recompute, "recompute"}}};
+
+// One GPU's share of the work, in elements (not bytes), and the element sizes in bytes.
+struct Dims {
+  double b = 0;            // sequences in the micro-batch
+  double s = 0;            // sequence length
+  double h = 0;            // hidden size
+  double tokens = 0;       // b * s: the rows of every linear layer (gathered when sequence-parallel)
+  double ew_tokens = 0;    // tokens of the norms, dropouts and residuals: tokens / t with SP, else tokens
+  double heads = 0;        // attention heads on this GPU: a / t
+  double head_dim = 0;
+  double qkv_out = 0;      // (h + 2 kv_dim) / t: Q, K and V columns on this GPU
+  double ffn = 0;          // ffn_hidden / t
+  double up_out = 0;       // ffn (gelu) or 2 ffn (swiglu: gate and up)
+  double vocab = 0;        // vocab / t (vocab-parallel embedding and logits)
+  double e = 0;            // bytes per activation element (training.precision)
+  double we = 0;           // bytes per weight element (training.weight_dtype)
+  double ge = 0;           // bytes per gradient element (training.grad_dtype)
+  double fp32 = 0;         // bytes per fp32 element (losses and statistics kept in fp32)
+  bool swiglu = false;
+  bool learned_positions = false;
+};
+
+Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch) {
+  DTSIM_ASSERT(s.tp >= 1, "tensor-parallel size must be at least 1");
+  DTSIM_ASSERT(micro_batch >= 1, "micro-batch must hold at least one sequence");
+  const double tp = s.tp;
+  Dims d;
+  d.b = micro_batch;
+  d.s = m.seq_length;
+  d.h = m.hidden;
+  d.tokens = d.b * d.s;
+  d.ew_tokens = s.sequence_parallel ? d.tokens / tp : d.tokens;
+  d.heads = m.heads / tp;
+  d.head_dim = m.head_dim();
+  d.qkv_out = (d.h + 2.0 * m.kv_dim()) / tp;
+  d.ffn = m.ffn_hidden / tp;
+  d.swiglu = m.activation == Activation::Swiglu;
+  d.up_out = d.swiglu ? 2.0 * d.ffn : d.ffn;
+  d.vocab = m.vocab / tp;
+  d.e = bytes_per_element(t.precision);
+  d.we = bytes_per_element(t.weight_dtype);
+  d.ge = bytes_per_element(t.grad_dtype);
+  d.fp32 = bytes_per_element(Precision::Fp32);
+  d.learned_positions = m.positions == Positions::Learned;
+  return d;
+}
+
+// Bytes an element-wise kernel moves in each pass.
+struct Traffic {
+  double forward = 0;
+  double backward = 0;
+};
+
+// A kernel as described once: a GEMM (with or without a weight operand) or an element-wise kernel.
+struct Step {
+  KernelClass kind = KernelClass::Residual;
+  std::optional<GemmShape> gemm;
+  bool weighted = true;   // GEMMs: B is a weight matrix (false: both operands are activations)
+  Traffic traffic;        // element-wise kernels
+};
+
+Step gemm_step(KernelClass kind, GemmShape g, bool weighted = true) { return {kind, g, weighted, {}}; }
+Step elementwise_step(KernelClass kind, Traffic t) { return {kind, std::nullopt, true, t}; }
+
+// FLOPs of the forward GEMM: 2 per multiply-add.
+double gemm_flops(const GemmShape& g) { return 2.0 * g.m * g.n * g.k * g.batch; }
+
+// Forward: read A (m x k) and B (k x n), write C (m x n). A weight B is read once for the whole batch.
+double gemm_forward_bytes(const GemmShape& g, bool weighted, const Dims& d) {
+  const double activations = (g.m * g.k + g.m * g.n) * g.batch * d.e;
+  return activations + g.k * g.n * (weighted ? d.we : d.e * g.batch);
+}
+
+// Backward: two GEMMs. Data gradient dA = dC B^T reads dC and B, writes dA; weight gradient dB = A^T dC reads A
+// and dC and accumulates into dB in the gradient dtype (read and write). Without weights both are activation
+// GEMMs of the forward's size.
+double gemm_backward_bytes(const GemmShape& g, bool weighted, const Dims& d) {
+  if (!weighted) return 2.0 * gemm_forward_bytes(g, false, d);
+  const double activations = 2.0 * (g.m * g.n + g.m * g.k) * g.batch * d.e;
+  return activations + g.k * g.n * (d.we + 2.0 * d.ge);
+}
+
+// The data-gradient GEMM's shape: output m x k, inner dimension n. (The weight-gradient GEMM k x n over m has
+// the same three dimensions, so the same shape factor when batch = 1.)
+GemmShape backward_shape(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
+
+Kernel kernel_of(const Step& step, Pass pass, const Dims& d) {
+  Kernel k;
+  k.kind = step.kind;
+  k.pass = pass;
+  const bool backward = pass == Pass::Backward;
+  if (!step.gemm) {
+    k.bytes = Bytes(backward ? step.traffic.backward : step.traffic.forward);
+    return k;
+  }
+  const GemmShape& g = *step.gemm;
+  k.flops = FlopCount(gemm_flops(g) * (backward ? 2.0 : 1.0));
+  k.bytes = Bytes(backward ? gemm_backward_bytes(g, step.weighted, d) : gemm_forward_bytes(g, step.weighted, d));
+  k.gemm = backward ? backward_shape(g) : g;
+  return k;
+}
+
+std::vector<Kernel> materialise(const std::vector<Step>& steps, Pass pass, const Dims& d) {
+  std::vector<Kernel> out;
+  out.reserve(steps.size());
+  for (const Step& step : steps) out.push_back(kernel_of(step, pass, d));
+  if (pass == Pass::Backward) std::ranges::reverse(out);
+  return out;
+}
+
+// ---- element-wise traffic, in bytes; `n` elements of `e` bytes, masks 1 byte per element ----
+
+// Norm: forward reads x, writes y (mean and rstd per row are negligible); backward reads x and dy, writes dx.
+Traffic norm_traffic(double n, double e) { return {2.0 * n * e, 3.0 * n * e}; }
+// Dropout: forward reads x, writes y and a 1-byte mask; backward reads dy and the mask, writes dx.
+Traffic dropout_traffic(double n, double e) { return {n * (2.0 * e + 1.0), n * (2.0 * e + 1.0)}; }
+// Residual add, fused into the preceding bias-dropout kernel (bias_dropout_add): forward it only adds the read
+// of the residual stream; backward the two branches' gradients join (read two, write one).
+Traffic residual_traffic(double n, double e) { return {n * e, 3.0 * n * e}; }
+// Softmax (fused scale + mask + softmax): forward reads and writes the scores; backward reads y and dy.
+Traffic softmax_traffic(double n, double e) { return {2.0 * n * e, 3.0 * n * e}; }
+// Activation on the MLP's ffn/t columns: gelu (fused with its bias) reads x, writes y; backward reads x and dy,
+// writes dx. swiglu reads gate and up, writes silu(gate) * up; backward reads gate, up, dy, writes both grads.
+Traffic activation_traffic(double n, double e, bool swiglu) {
+  if (swiglu) return {3.0 * n * e, 5.0 * n * e};
+  return {2.0 * n * e, 3.0 * n * e};
+}
+
+// ---- the layer ----
+
+std::vector<Step> layer_steps(const Dims& d) {
+  const double x = d.ew_tokens * d.h;               // residual-stream elements on this GPU
+  const double probs = d.b * d.heads * d.s * d.s;   // attention probabilities on this GPU
+  const double act = d.tokens * d.ffn;              // MLP activation elements on this GPU
+  const double bh = d.b * d.heads;                  // attention GEMMs are batched over sequences x heads
+  return {
+      elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)),
+      gemm_step(KernelClass::QkvGemm, {d.tokens, d.qkv_out, d.h, 1}),
+      gemm_step(KernelClass::AttnScores, {d.s, d.s, d.head_dim, bh}, false),
+      elementwise_step(KernelClass::Softmax, softmax_traffic(probs, d.e)),
+      elementwise_step(KernelClass::AttnDropout, dropout_traffic(probs, d.e)),
+      gemm_step(KernelClass::AttnContext, {d.s, d.head_dim, d.s, bh}, false),
+      gemm_step(KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.head_dim, 1}),
+      elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)),
+      elementwise_step(KernelClass::Residual, residual_traffic(x, d.e)),
+      elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)),
+      gemm_step(KernelClass::MlpUpGemm, {d.tokens, d.up_out, d.h, 1}),
+      elementwise_step(KernelClass::Activation, activation_traffic(act, d.e, d.swiglu)),
+      gemm_step(KernelClass::MlpDownGemm, {d.tokens, d.h, d.ffn, 1}),
+      elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)),
+      elementwise_step(KernelClass::Residual, residual_traffic(x, d.e)),
+  };
+}
+
+// What the recompute pass repeats: everything (full), or the attention core whose activations are large and
+// cheap to recompute (selective, Korthikanti et al. section 5).
+bool recomputed(KernelClass k, Recompute r) {
+  switch (r) {
+    case Recompute::None: return false;
+    case Recompute::Full: return true;
+    case Recompute::Selective:
+      return k == KernelClass::AttnScores || k == KernelClass::Softmax || k == KernelClass::AttnDropout ||
+             k == KernelClass::AttnContext;
+  }
+  DTSIM_ASSERT(false, "recompute granularity missing from recomputed()");
+}
+
+// ---- embedding and logits ----
+
+// Vocab-parallel lookup: each GPU reads the rows of the tokens in its vocab shard (tokens / t on average) and
+// writes the whole output (zeros elsewhere) for the all-reduce or reduce-scatter that follows. Learned positions
+// add a read of one position row per token and an add (read two, write one). Backward scatters dy into the
+// gradient rows (read dy, read and write the rows in the gradient dtype); learned positions do the same again.
+Traffic embedding_traffic(const Dims& d, double tp) {
+  const double out = d.tokens * d.h;
+  Traffic t{(out / tp) * d.we + out * d.e, out * d.e + 2.0 * (out / tp) * d.ge};
+  if (!d.learned_positions) return t;
+  t.forward += out * (d.we + 3.0 * d.e);
+  t.backward += out * (d.e + 2.0 * d.ge);
+  return t;
+}
+
+// Megatron's vocab-parallel cross-entropy over this GPU's tokens x vocab/t logits, unfused: forward casts the
+// logits to fp32 (read e, write 4), then max (read 4), subtract (read 4, write 4), exp (read 4, write 4), sum
+// (read 4), normalise (read 4, write 4), keeping the probabilities for the backward, which scales them by the
+// loss gradient in place (read 4, write 4) and casts the result back (read 4, write e).
+Traffic cross_entropy_traffic(const Dims& d) {
+  const double n = d.tokens * d.vocab;
+  return {n * (d.e + 9.0 * d.fp32), n * (d.e + 3.0 * d.fp32)};
+}
+
+std::vector<Step> logits_steps(const Dims& d) {
+  return {
+      elementwise_step(KernelClass::LayerNorm, norm_traffic(d.ew_tokens * d.h, d.e)),   // the final norm
+      gemm_step(KernelClass::Logits, {d.tokens, d.vocab, d.h, 1}),
+      elementwise_step(KernelClass::CrossEntropy, cross_entropy_traffic(d)),
+  };
+}
+
+}  // namespace
+
+std::string_view to_string(KernelClass k) { return name_of(kKernelNames, k); }
+std::string_view to_string(Pass p) { return name_of(kPassNames, p); }
+std::optional<KernelClass> parse_kernel_class(std::string_view name) { return value_of(kKernelNames, name); }
+
+bool is_gemm(KernelClass k) {
+  switch (k) {
+    case KernelClass::QkvGemm:
+    case KernelClass::AttnScores:
+    case KernelClass::AttnContext:
+    case KernelClass::ProjGemm:
+    case KernelClass::MlpUpGemm:
+    case KernelClass::MlpDownGemm:
+    case KernelClass::Logits: return true;
+    default: return false;
+  }
+}
+
+std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch,
+                                  Pass pass) {
+  const Dims d = dims_of(m, t, s, micro_batch);
+  std::vector<Step> steps = layer_steps(d);
+  if (pass == Pass::Recompute)
+    std::erase_if(steps, [&](const Step& step) { return !recomputed(step.kind, t.recompute); });
+  return materialise(steps, pass, d);
+}
+
+std::vector<Kernel> embedding_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch,
+                                      Pass pass) {
+  if (pass == Pass::Recompute) return {};
+  const Dims d = dims_of(m, t, s, micro_batch);
+  return {kernel_of(elementwise_step(KernelClass::Embedding, embedding_traffic(d, s.tp)), pass, d)};
+}
+
+std::vector<Kernel> logits_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch,
+                                   Pass pass) {
+  if (pass == Pass::Recompute) return {};
+  const Dims d = dims_of(m, t, s, micro_batch);
+  return materialise(logits_steps(d), pass, d);
+}
+
+// Per parameter: read the gradient; read and write the fp32 master copy when there is one (else read the
+// weight itself); read and write the optimizer states; write the weight in the dtype the forward reads.
+// Tagged Pass::Backward: the update closes the step's backward half and is never recomputed.
+Kernel optimizer_kernel(const TrainingSpec& t, double params) {
+  DTSIM_ASSERT(params >= 0.0, "a GPU cannot hold a negative number of parameters");
+  const double we = bytes_per_element(t.weight_dtype);
+  const double master = t.master_weights ? 2.0 * bytes_per_element(Precision::Fp32) : we;
+  const double per_param = bytes_per_element(t.grad_dtype) + master + 2.0 * optimizer_state_bytes_per_param(t) + we;
+  Kernel k;
+  k.kind = KernelClass::OptimizerUpdate;
+  k.pass = Pass::Backward;
+  k.bytes = Bytes(params * per_param);
+  return k;
+}
+
+FlopCount total_flops(const std::vector<Kernel>& kernels) {
+  return std::accumulate(kernels.begin(), kernels.end(), FlopCount(0),
+                         [](FlopCount sum, const Kernel& k) { return sum + k.flops; });
+}
+
+Bytes total_bytes(const std::vector<Kernel>& kernels) {
+  return std::accumulate(kernels.begin(), kernels.end(), Bytes(0),
+                         [](Bytes sum, const Kernel& k) { return sum + k.bytes; });
+}
+
+}  // namespace dtsim::workloads

@@ -81,3 +81,20 @@ FlopCount total_flops(const std::vector<Kernel>& kernels);
 Bytes total_bytes(const std::vector<Kernel>& kernels);
 
 }  // namespace dtsim::workloads
+
+// fmt prints kernel classes and passes by name ("qkv-gemm", "backward"). fmt 9.1 takes format_as only when it
+// returns an integer, hence formatters.
+template <>
+struct fmt::formatter<dtsim::workloads::KernelClass> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(dtsim::workloads::KernelClass k, Ctx& ctx) const -> decltype(ctx.out()) {
+    return fmt::formatter<std::string_view>::format(dtsim::workloads::to_string(k), ctx);
+  }
+};
+template <>
+struct fmt::formatter<dtsim::workloads::Pass> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(dtsim::workloads::Pass p, Ctx& ctx) const -> decltype(ctx.out()) {
+    return fmt::formatter<std::string_view>::format(dtsim::workloads::to_string(p), ctx);
+  }
+};

@@ -1,2 +1,248 @@
-// Placeholder: filled in by the workloads issue.
+// The roofline compute model: exact times for compute- and memory-bound kernels, the GEMM shape factor, the
+// error for a precision the GPU lacks, and the calibration against Korthikanti et al.'s 22B layer times.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "topology/catalog.hpp"
+#include "topology/error.hpp"
+#include "workloads/compute_model.hpp"
+
+namespace {
+
+using namespace dtsim;
+using namespace dtsim::literals;
+using namespace dtsim::workloads;
+using topology::find_gpu;
+
+const topology::GpuSpec& a100() { return find_gpu("a100-sxm4-80gb"); }
+
+Kernel gemm(KernelClass kind, GemmShape g, Bytes bytes) {
+  Kernel k;
+  k.kind = kind;
+  k.flops = FlopCount(2 * g.m * g.n * g.k * g.batch);
+  k.bytes = bytes;
+  k.gemm = g;
+  return k;
+}
+
+Kernel streaming(KernelClass kind, Bytes bytes) {
+  Kernel k;
+  k.kind = kind;
+  k.bytes = bytes;
+  return k;
+}
+
+double fill(double d) { return d / (d + compute_constants().gemm_half_dim); }
+
+// ---- calibration: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
+// MLSys 2023, Table 4 (../shared/calibration/layer_times_22b.csv): one layer of a 22B GPT, TP 8 on a DGX A100.
+
+ModelSpec gpt_22b() {
+  ModelSpec m;
+  m.name = "gpt-22b";
+  m.layers = 48;
+  m.hidden = 6144;
+  m.heads = 64;
+  m.kv_heads = 64;
+  m.ffn_hidden = 4 * 6144;
+  m.vocab = 51200;   // irrelevant to a layer
+  m.seq_length = 2048;
+  return m;
+}
+constexpr int kMicroBatch = 4;
+constexpr int kTp = 8;
+
+struct Row {
+  const char* experiment;
+  double forward_ms;    // measured
+  double backward_ms;   // measured; with recompute it includes the recomputed forward
+  bool sequence_parallel;
+  Recompute recompute;
+};
+constexpr std::array kRows = {
+    Row{"baseline_no_recompute", 7.7, 11.9, false, Recompute::None},
+    Row{"sequence_parallel", 7.2, 11.8, true, Recompute::None},
+    Row{"full_recompute", 7.7, 19.5, false, Recompute::Full},
+    Row{"selective_recompute", 7.7, 13.2, false, Recompute::Selective},
+    Row{"selective_recompute_and_sequence_parallel", 7.2, 13.1, true, Recompute::Selective},
+};
+
+// The measured times include tensor-parallel communication, which is not compute: two all-reduces per pass of
+// the layer's activations, b s h x 2 bytes = 100.7 MB (with sequence parallelism an all-gather plus a
+// reduce-scatter of the same total volume; the recomputed forward of full recompute repeats its two). Estimated
+// here, explicitly, as a ring over 8 GPUs moving 2 (n-1)/n x S at a bus bandwidth of 180 GB/s: nccl.md gives
+// ~230 GB/s busbw for 8 GB and ~200 GB/s for 1 GB on 8 A100s over NVSwitch, still rising with size; 100 MB sits
+// lower, at about 170-190 GB/s; we take 180. That is 0.979 ms per all-reduce, 1.96 ms per pass.
+Seconds tp_comm_per_pass(const ModelSpec& m) {
+  const Bytes size(kMicroBatch * static_cast<double>(m.seq_length) * m.hidden * 2);
+  const double n = kTp;
+  const BytesPerSecond busbw = 180_GBps;
+  return 2.0 * (size * (2.0 * (n - 1.0) / n) / busbw);
+}
+
+Seconds pass_compute(const ModelSpec& m, const Row& row, Pass pass) {
+  TrainingSpec t;
+  t.recompute = row.recompute;
+  t.sequence_parallel = row.sequence_parallel;
+  const auto ks = layer_kernels(m, t, {kTp, row.sequence_parallel}, kMicroBatch, pass);
+  return kernels_time(ks, find_gpu("a100-sxm4-80gb"), Precision::Bf16);
+}
+
+struct Prediction {
+  double forward_ms;
+  double backward_ms;
+};
+
+Prediction predict(const Row& row) {
+  const ModelSpec m = gpt_22b();
+  const Seconds comm = tp_comm_per_pass(m);
+  const Seconds forward = pass_compute(m, row, Pass::Forward) + comm;
+  Seconds backward = pass_compute(m, row, Pass::Backward) + comm + pass_compute(m, row, Pass::Recompute);
+  if (row.recompute == Recompute::Full) backward += comm;
+  return {forward.value() * 1e3, backward.value() * 1e3};
+}
+
+double error(double model, double measured) { return model / measured - 1.0; }
+
+}  // namespace
+
+TEST_CASE("compute model: one efficiency row per kernel class, each with a source") {
+  std::set<KernelClass> kinds;
+  for (const KernelEfficiency& e : kernel_efficiencies()) {
+    CAPTURE(e.kind);
+    kinds.insert(e.kind);
+    CHECK(e.compute > 0.0);
+    CHECK(e.compute <= 1.0);
+    CHECK(e.memory > 0.0);
+    CHECK(e.memory <= 1.0);
+    CHECK_FALSE(e.source.empty());
+    CHECK(&efficiency_of(e.kind) == &e);
+  }
+  CHECK(kinds.size() == 16);
+  CHECK(kernel_efficiencies().size() == 16);
+  CHECK(compute_constants().gemm_half_dim > 0);
+  CHECK(compute_constants().launch_overhead > Seconds(0));
+  CHECK_FALSE(compute_constants().source.empty());
+}
+
+TEST_CASE("compute model: the shape factor is the product of d / (d + d_half), the batch multiplying m") {
+  const GemmShape g{1024, 2048, 4096, 1};
+  CHECK(gemm_shape_factor(g) == doctest::Approx(fill(1024) * fill(2048) * fill(4096)).epsilon(1e-15));
+  const GemmShape batched{2048, 2048, 96, 32};
+  CHECK(gemm_shape_factor(batched) == doctest::Approx(fill(2048 * 32) * fill(2048) * fill(96)).epsilon(1e-15));
+  CHECK(gemm_shape_factor(batched) > gemm_shape_factor({2048, 2048, 96, 1}));
+  CHECK(gemm_shape_factor({1e9, 1e9, 1e9, 1}) == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(gemm_shape_factor({1, 8192, 8192, 1}) < 0.02);
+}
+
+TEST_CASE("compute model: a large GEMM is compute-bound at peak x efficiency x shape, plus one launch") {
+  const GemmShape g{8192, 8192, 8192, 1};
+  const Kernel k = gemm(KernelClass::MlpUpGemm, g, Bytes(3 * 8192.0 * 8192 * 2));
+  const double rate = 312e12 * efficiency_of(KernelClass::MlpUpGemm).compute * gemm_shape_factor(g);
+  const Seconds want = Seconds(k.flops.value() / rate) + compute_constants().launch_overhead;
+  CHECK(kernel_time(k, a100(), Precision::Bf16).value() == doctest::Approx(want.value()).epsilon(1e-12));
+  // tf32 runs at half the bf16 peak on an A100: exactly twice the compute part.
+  const Seconds tf32 = kernel_time(k, a100(), Precision::Tf32);
+  CHECK((tf32 - compute_constants().launch_overhead).value() ==
+        doctest::Approx(2 * (want - compute_constants().launch_overhead).value()).epsilon(1e-12));
+  // An H100's bf16 peak is 989 TFLOP/s: the same GEMM runs 989/312 times faster.
+  const Seconds h100 = kernel_time(k, find_gpu("h100-sxm5-80gb"), Precision::Bf16);
+  CHECK((h100 - compute_constants().launch_overhead).value() ==
+        doctest::Approx((want - compute_constants().launch_overhead).value() * 312 / 989).epsilon(1e-12));
+}
+
+TEST_CASE("compute model: a softmax is memory-bound at bandwidth x memory efficiency, whatever the precision") {
+  const Kernel k = streaming(KernelClass::Softmax, Bytes(1e9));
+  const double rate = 2039e9 * efficiency_of(KernelClass::Softmax).memory;
+  const double want = 1e9 / rate + compute_constants().launch_overhead.value();
+  CHECK(kernel_time(k, a100(), Precision::Bf16).value() == doctest::Approx(want).epsilon(1e-12));
+  CHECK(kernel_time(k, a100(), Precision::Fp32).value() == doctest::Approx(want).epsilon(1e-12));
+  // A skinny GEMM with few FLOPs per byte is memory-bound too: matrix-vector, m = 1.
+  const Kernel gemv = gemm(KernelClass::Logits, {1, 8192, 8192, 1}, Bytes(8192.0 * 8192 * 2));
+  const double gemv_memory = 8192.0 * 8192 * 2 / (2039e9 * efficiency_of(KernelClass::Logits).memory);
+  CHECK(kernel_time(gemv, a100(), Precision::Bf16).value() >= gemv_memory);
+}
+
+TEST_CASE("compute model: skinny GEMMs are slower per FLOP than square ones") {
+  // Same FLOPs, compute-bound either way (bytes 0): only the shape factor differs.
+  const Kernel square = gemm(KernelClass::QkvGemm, {4096, 4096, 4096, 1}, Bytes(0));
+  const Kernel skinny = gemm(KernelClass::QkvGemm, {1, 4096 * 4096.0, 4096, 1}, Bytes(0));
+  const Kernel thin = gemm(KernelClass::QkvGemm, {16, 4096 * 256.0, 4096, 1}, Bytes(0));
+  REQUIRE(square.flops == skinny.flops);
+  const Seconds t_square = kernel_time(square, a100(), Precision::Bf16);
+  const Seconds t_thin = kernel_time(thin, a100(), Precision::Bf16);
+  const Seconds t_skinny = kernel_time(skinny, a100(), Precision::Bf16);
+  CHECK(t_thin.value() > 2 * t_square.value());     // m = 16: a fifth of the tile rows used
+  CHECK(t_skinny.value() > 20 * t_square.value());   // m = 1: matrix-vector
+  CHECK(t_skinny > t_thin);
+}
+
+TEST_CASE("compute model: a kernel with no work takes no time, a list takes the sum of its kernels") {
+  CHECK(kernel_time(streaming(KernelClass::Residual, Bytes(0)), a100(), Precision::Bf16) == Seconds(0));
+  const std::vector<Kernel> ks{streaming(KernelClass::Softmax, Bytes(1e8)),
+                               gemm(KernelClass::ProjGemm, {4096, 4096, 4096, 1}, Bytes(1e8)),
+                               streaming(KernelClass::LayerNorm, Bytes(3e7))};
+  Seconds sum(0);
+  for (const Kernel& k : ks) sum += kernel_time(k, a100(), Precision::Bf16);
+  CHECK(kernels_time(ks, a100(), Precision::Bf16).value() == doctest::Approx(sum.value()).epsilon(1e-15));
+  CHECK(kernels_time({}, a100(), Precision::Bf16) == Seconds(0));
+}
+
+TEST_CASE("compute model: a precision the GPU has no peak for is an input error naming what it has") {
+  const Kernel k = streaming(KernelClass::Softmax, Bytes(1e6));
+  try {
+    (void)kernel_time(k, a100(), Precision::Fp8);
+    FAIL("fp8 on an A100 must be refused");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "training.precision");
+    CHECK(e.value() == "fp8");
+    CHECK(e.reason().find("a100-sxm4-80gb") != std::string::npos);
+    CHECK(e.allowed() == "fp64, fp32, tf32, bf16, fp16, int8, int4");
+  }
+  CHECK_THROWS_AS((void)kernels_time(std::vector{k}, find_gpu("h100-sxm5-80gb"), Precision::Int4), InputError);
+  CHECK_NOTHROW((void)kernel_time(k, find_gpu("h100-sxm5-80gb"), Precision::Fp8));
+}
+
+TEST_CASE("compute model: the 22B layer's passes, compute plus explicit TP communication, land on the measurements") {
+  // The TP communication estimate: 0.979 ms per all-reduce, 1.96 ms per pass.
+  CHECK(tp_comm_per_pass(gpt_22b()).value() == doctest::Approx(2 * 100'663'296.0 * 1.75 / 180e9).epsilon(1e-12));
+
+  // Fitted: the large-GEMM efficiency, on the forward baseline. Its residual is the rounding of the constant.
+  const Prediction base = predict(kRows[0]);
+  CHECK(std::abs(error(base.forward_ms, kRows[0].forward_ms)) < 0.01);
+
+  // Checked: every other number. The tolerance, 7 %, covers: the measurements' 0.1 ms rounding (up to 1.4 %);
+  // the all-reduce estimate (170-190 GB/s busbw moves a row by up to 1.5 %); and what a sum of kernel times
+  // cannot express: Megatron overlaps the backward's input-gradient all-reduce with the weight-gradient GEMMs,
+  // so part of the backward's 1.96 ms of communication is hidden, which shows as backward rows predicted a few
+  // percent slow (the schedule's business, not the roofline's).
+  std::string table = "experiment                                  measured fwd/bwd ms   dtsim fwd/bwd ms   error\n";
+  double worst = 0;
+  for (const Row& row : kRows) {
+    CAPTURE(row.experiment);
+    const Prediction p = predict(row);
+    const double ef = error(p.forward_ms, row.forward_ms);
+    const double eb = error(p.backward_ms, row.backward_ms);
+    table += fmt::format("{:<43} {:5.1f} / {:5.1f}        {:5.2f} / {:5.2f}    {:+5.1f}% / {:+5.1f}%\n", row.experiment,
+                         row.forward_ms, row.backward_ms, p.forward_ms, p.backward_ms, 100 * ef, 100 * eb);
+    CHECK(std::abs(ef) < 0.07);
+    CHECK(std::abs(eb) < 0.07);
+    worst = std::max({worst, std::abs(ef), std::abs(eb)});
+  }
+  MESSAGE(table, fmt::format("worst |error| {:.1f}%", 100 * worst));
+
+  // The physics the rows isolate, as differences (communication cancels): sequence parallelism's saving on the
+  // forward (measured 0.5 ms) and the selective recompute's cost (measured 1.3 ms), both memory-bound work.
+  const double sp_saving = base.forward_ms - predict(kRows[1]).forward_ms;
+  const double selective_cost = predict(kRows[3]).backward_ms - base.backward_ms;
+  CHECK(std::abs(error(sp_saving, 0.5)) < 0.25);        // modelled 0.59 ms
+  CHECK(std::abs(error(selective_cost, 1.3)) < 0.25);   // modelled 1.12 ms
+}
