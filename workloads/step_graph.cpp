@@ -1,2 +1,353 @@
-// Placeholder: filled in by the workloads issue.
-namespace dtsim::workloads {}
+// generate_step: a training step's ops, one list per pipeline stage.
+//
+//   stage s, for each step of schedule_order(plan, m, s):
+//     forward (micro-batch i, chunk c):   [recv act (+TP all-gather)] [embedding] { [ZeRO-3 gather] layer TP-comm }*
+//                                         [logits] [send act]
+//     backward:                           [recv grad (+gather)] [logits'] { [gather] [recompute] layer' TP-comm
+//                                         [DP bucket] }* (reverse) [embedding'] [send grad]
+//   then: tied-embedding all-reduce (first and last stage), optimizer step, ZeRO-1/2 parameter all-gather.
+#include "workloads/step_graph.hpp"
+
+#include <algorithm>
+
+#include "topology/error.hpp"
+#include "workloads/compute_model.hpp"
+#include "workloads/schedule.hpp"
+
+namespace dtsim::workloads {
+namespace {
+
+using Index = std::uint32_t;
+
+// What every stage's generator shares.
+struct Context {
+  const Workload& w;
+  const TrainingSpec& t;
+  const topology::GpuSpec& gpu;
+  Granularity granularity;
+  Sharding sharding;
+  std::vector<int> layers;        // per virtual stage
+  std::vector<int> first_layer;   // per virtual stage
+  int virtual_stages = 0;
+  Bytes activation;               // one micro-batch's hidden states: b x s x h in the compute dtype
+  Bytes layer_weights;            // one layer's weights on one GPU, weight dtype
+  Bytes layer_grads;              // one layer's gradients on one GPU, grad dtype
+  Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
+  Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
+};
+
+// Where a layer pass talks to its TP peers (Megatron's f and g operators): two all-reduces, or with sequence
+// parallelism an all-gather before each column-parallel GEMM and a reduce-scatter after each row-parallel one
+// (backward: mirrored). Each moves the layer's b x s x h activations.
+struct CommPoint {
+  KernelClass kernel;
+  bool before;
+  CollectiveKind kind;
+};
+
+std::vector<CommPoint> tp_comm_points(Pass pass, bool sequence_parallel) {
+  using K = KernelClass;
+  using C = CollectiveKind;
+  if (pass == Pass::Forward && !sequence_parallel)
+    return {{K::ProjGemm, false, C::AllReduce}, {K::MlpDownGemm, false, C::AllReduce}};
+  if (pass == Pass::Forward)
+    return {{K::QkvGemm, true, C::AllGather}, {K::ProjGemm, false, C::ReduceScatter},
+            {K::MlpUpGemm, true, C::AllGather}, {K::MlpDownGemm, false, C::ReduceScatter}};
+  if (!sequence_parallel) return {{K::MlpUpGemm, false, C::AllReduce}, {K::QkvGemm, false, C::AllReduce}};
+  return {{K::MlpDownGemm, true, C::AllGather}, {K::MlpUpGemm, false, C::ReduceScatter},
+          {K::ProjGemm, true, C::AllGather}, {K::QkvGemm, false, C::ReduceScatter}};
+}
+
+// The ops of one stage, and the state that crosses schedule steps (the open gradient bucket).
+class StageBuilder {
+ public:
+  StageBuilder(const Context& ctx, int stage) : ctx_(ctx), stage_(stage) {}
+
+  void forward(const PipeStep& step);
+  void backward(const PipeStep& step, bool last_micro_batch);
+  void finish(double stage_params);
+  std::vector<Op> take() { return std::move(ops_); }
+
+ private:
+  Index add(OpBody body, std::vector<Index> deps = {}) {
+    ops_.push_back(Op{std::move(body), std::move(deps)});
+    return static_cast<Index>(ops_.size() - 1);
+  }
+  Index collective(CollectiveKind kind, Group group, Bytes bytes, CommPurpose purpose, int layer, int mb,
+                   std::vector<Index> deps) {
+    return add(CollectiveOp{kind, group, bytes, purpose, layer, mb}, std::move(deps));
+  }
+  std::vector<Index> compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer, int mb,
+                             std::vector<Index> deps);
+  std::vector<Index> layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps);
+  std::vector<Index> tp_collective(const CommPoint& p, int layer, int mb, std::vector<Index> deps);
+  std::vector<Index> receive(const PipeStep& step, int from_virtual);
+  void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
+  std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
+  void add_grads(Bytes bytes, int layer, int mb, Index after);
+  void flush_bucket(int layer, int mb);
+
+  [[nodiscard]] int virtual_stage(const PipeStep& s) const { return s.chunk * ctx_.w.plan.pp + stage_; }
+  [[nodiscard]] int stage_of(int virtual_stage) const { return virtual_stage % ctx_.w.plan.pp; }
+  [[nodiscard]] int chunk_of(int virtual_stage) const { return virtual_stage / ctx_.w.plan.pp; }
+
+  const Context& ctx_;
+  int stage_;
+  std::vector<Op> ops_;
+  Bytes bucket_;                       // gradient bytes waiting for the next data-parallel reduction
+  std::vector<Index> bucket_deps_;
+  std::vector<Index> dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
+  std::vector<Index> last_backward_;   // the final op of the last backward step
+  std::vector<Index> gather_window_;   // each layer pass's last op (ZeRO-3 prefetch gates on it)
+};
+
+std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer,
+                                         int mb, std::vector<Index> deps) {
+  if (kernels.empty()) return deps;
+  const Precision precision = ctx_.t.precision;
+  if (ctx_.granularity == Granularity::Layer) {
+    ComputeOp op{scope, std::nullopt, pass, layer, mb, total_flops(kernels), total_bytes(kernels),
+                 kernels_time(kernels, ctx_.gpu, precision)};
+    return {add(op, std::move(deps))};
+  }
+  Index last = 0;
+  for (const Kernel& k : kernels) {
+    last = add(ComputeOp{scope, k.kind, pass, layer, mb, k.flops, k.bytes, kernel_time(k, ctx_.gpu, precision)}, deps);
+    deps.clear();
+  }
+  return {last};
+}
+
+std::vector<Index> StageBuilder::tp_collective(const CommPoint& p, int layer, int mb, std::vector<Index> deps) {
+  const auto purpose = ctx_.sharding.sequence_parallel ? CommPurpose::SequenceParallel : CommPurpose::TensorParallel;
+  return {collective(p.kind, Group::Tp, ctx_.activation, purpose, layer, mb, std::move(deps))};
+}
+
+std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps) {
+  const auto kernels = layer_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, pass);
+  const auto compute_pass = [&](const std::vector<Kernel>& ks, std::vector<Index> d) {
+    return compute(ks, Scope::Layer, pass, layer, mb, std::move(d));
+  };
+  // Recompute repeats the forward's math, not its communication.
+  if (pass == Pass::Recompute) return compute_pass(kernels, std::move(deps));
+  std::vector<CommPoint> points;
+  if (ctx_.sharding.tp > 1) points = tp_comm_points(pass, ctx_.sharding.sequence_parallel);
+  if (ctx_.granularity == Granularity::Layer) {
+    deps = compute_pass(kernels, std::move(deps));
+    for (const CommPoint& p : points) deps = tp_collective(p, layer, mb, std::move(deps));
+    return deps;
+  }
+  for (const Kernel& k : kernels) {
+    for (const CommPoint& p : points)
+      if (p.kernel == k.kind && p.before) deps = tp_collective(p, layer, mb, std::move(deps));
+    deps = compute_pass({k}, std::move(deps));
+    for (const CommPoint& p : points)
+      if (p.kernel == k.kind && !p.before) deps = tp_collective(p, layer, mb, std::move(deps));
+  }
+  return deps;
+}
+
+std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Index> deps) {
+  if (ctx_.w.plan.zero < 3 || ctx_.w.plan.dp == 1) return deps;
+  // Prefetch depth one: the gather for this layer may start once the compute two layers back has finished.
+  std::vector<Index> gate;
+  if (gather_window_.size() >= 2) gate.push_back(gather_window_[gather_window_.size() - 2]);
+  const Index g = collective(CollectiveKind::AllGather, Group::Dp, ctx_.layer_weights, CommPurpose::ZeroParamGather,
+                             layer, mb, gate);
+  deps.push_back(g);
+  return deps;
+}
+
+std::vector<Index> StageBuilder::receive(const PipeStep& step, int from_virtual) {
+  const auto& plan = ctx_.w.plan;
+  const bool shard = ctx_.sharding.sequence_parallel || (plan.scatter_gather && plan.tp > 1);
+  const Bytes wire = shard ? ctx_.activation / plan.tp : ctx_.activation;
+  const PipeTag tag{step.micro_batch, step.chunk, step.pass};
+  const Index r = add(RecvOp{stage_of(from_virtual), wire, tag});
+  if (!shard || ctx_.sharding.sequence_parallel) return {r};
+  return {collective(CollectiveKind::AllGather, Group::Tp, ctx_.activation, CommPurpose::PipelineGather, -1,
+                     step.micro_batch, {r})};
+}
+
+void StageBuilder::send(const PipeStep& step, int to_virtual, std::vector<Index> deps) {
+  const auto& plan = ctx_.w.plan;
+  const bool shard = ctx_.sharding.sequence_parallel || (plan.scatter_gather && plan.tp > 1);
+  const Bytes wire = shard ? ctx_.activation / plan.tp : ctx_.activation;
+  add(SendOp{stage_of(to_virtual), wire, PipeTag{step.micro_batch, chunk_of(to_virtual), step.pass}}, std::move(deps));
+}
+
+void StageBuilder::forward(const PipeStep& step) {
+  const int v = virtual_stage(step);
+  const int mb = step.micro_batch;
+  std::vector<Index> deps;
+  if (v > 0) deps = receive(step, v - 1);
+  if (v == 0) deps = compute(embedding_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Forward),
+                             Scope::Embedding, Pass::Forward, -1, mb, std::move(deps));
+  const auto vi = static_cast<std::size_t>(v);
+  for (int l = ctx_.first_layer[vi]; l < ctx_.first_layer[vi] + ctx_.layers[vi]; ++l) {
+    deps = zero3_gather(l, mb, std::move(deps));
+    deps = layer_pass(l, mb, Pass::Forward, std::move(deps));
+    gather_window_.push_back(deps.front());
+  }
+  if (v == ctx_.virtual_stages - 1) {
+    compute(logits_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Forward), Scope::Logits,
+            Pass::Forward, -1, mb, std::move(deps));
+    return;
+  }
+  send(step, v + 1, std::move(deps));
+}
+
+void StageBuilder::add_grads(Bytes bytes, int layer, int mb, Index after) {
+  bucket_ += bytes;
+  bucket_deps_ = {after};
+  if (bucket_ >= ctx_.t.dp_bucket) flush_bucket(layer, mb);
+}
+
+// ZeRO 0: all-reduce; ZeRO >= 1: reduce-scatter (each rank keeps its shard of the gradients).
+void StageBuilder::flush_bucket(int layer, int mb) {
+  if (bucket_.value() <= 0 || ctx_.w.plan.dp == 1) {
+    bucket_ = Bytes(0);
+    return;
+  }
+  const auto kind = ctx_.w.plan.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
+  dp_comms_.push_back(collective(kind, Group::Dp, bucket_, CommPurpose::DataParallelGrads, layer, mb, bucket_deps_));
+  bucket_ = Bytes(0);
+}
+
+void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
+  const int v = virtual_stage(step);
+  const int mb = step.micro_batch;
+  // Gradients are reduced once per step after the last micro-batch (ZeRO 0/1), or every micro-batch (ZeRO 2/3).
+  const bool reduce = last_micro_batch || ctx_.w.plan.zero >= 2;
+  std::vector<Index> deps;
+  if (v < ctx_.virtual_stages - 1) deps = receive(step, v + 1);
+  if (v == ctx_.virtual_stages - 1) {
+    deps = compute(logits_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Backward),
+                   Scope::Logits, Pass::Backward, -1, mb, std::move(deps));
+    if (reduce && !ctx_.w.model.tied_embeddings) add_grads(ctx_.logits_grads, -1, mb, deps.front());
+  }
+  const auto vi = static_cast<std::size_t>(v);
+  for (int l = ctx_.first_layer[vi] + ctx_.layers[vi] - 1; l >= ctx_.first_layer[vi]; --l) {
+    deps = zero3_gather(l, mb, std::move(deps));
+    if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
+    deps = layer_pass(l, mb, Pass::Backward, std::move(deps));
+    gather_window_.push_back(deps.front());
+    if (reduce) add_grads(ctx_.layer_grads, l, mb, deps.front());
+  }
+  if (v == 0)
+    deps = compute(embedding_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Backward),
+                   Scope::Embedding, Pass::Backward, -1, mb, std::move(deps));
+  if (v == 0 && reduce) add_grads(ctx_.embedding_grads, -1, mb, deps.front());
+  if (v > 0) send(step, v - 1, deps);
+  last_backward_ = deps;
+}
+
+// The end of the step: the last gradient bucket, the tied-embedding reduction between the first and last
+// stage, the optimizer step on this rank's shard, and (ZeRO 1/2) the all-gather of the updated weights.
+void StageBuilder::finish(double stage_params) {
+  flush_bucket(-1, -1);
+  const auto& plan = ctx_.w.plan;
+  std::vector<Index> before_step = dp_comms_;
+  before_step.insert(before_step.end(), last_backward_.begin(), last_backward_.end());
+  const bool ends = stage_ == 0 || stage_ == plan.pp - 1;
+  if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends)
+    before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,
+                                     CommPurpose::EmbeddingGrads, -1, -1, last_backward_));
+  const double shard = plan.zero >= 1 ? stage_params / plan.dp : stage_params;
+  const Kernel k = optimizer_kernel(ctx_.t, shard);
+  const Index step = add(ComputeOp{Scope::Optimizer, std::nullopt, Pass::Forward, -1, -1, k.flops, k.bytes,
+                                   kernel_time(k, ctx_.gpu, ctx_.t.precision)},
+                         std::move(before_step));
+  if ((plan.zero == 1 || plan.zero == 2) && plan.dp > 1)
+    collective(CollectiveKind::AllGather, Group::Dp, Bytes(stage_params * bytes_per_element(ctx_.t.weight_dtype)),
+               CommPurpose::ZeroParamGather, -1, -1, {step});
+}
+
+// Parameters one GPU of `stage` holds (its TP shard): its layers, the embedding on the first virtual stage, the
+// final norm and the output layer (untied; or, tied with pp > 1, Megatron's copy of the embedding) on the last.
+double stage_parameters(const Context& ctx, int stage) {
+  const ModelSpec& m = ctx.w.model;
+  const auto& plan = ctx.w.plan;
+  double params = 0;
+  for (int v = stage; v < ctx.virtual_stages; v += plan.pp) {
+    params += ctx.layers[static_cast<std::size_t>(v)] * layer_parameters(m);
+    if (v == 0) params += embedding_parameters(m);
+    if (v == ctx.virtual_stages - 1) {
+      params += final_norm_parameters(m) + logits_parameters(m);
+      if (m.tied_embeddings && plan.pp > 1) params += static_cast<double>(m.vocab) * m.hidden;
+    }
+  }
+  return params / plan.tp;
+}
+
+Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularity granularity) {
+  const TrainingSpec& t = *w.training;
+  Context ctx{w, t, gpu, granularity, Sharding{w.plan.tp, t.sequence_parallel}, stage_layers(w.plan, w.model.layers),
+              {}, w.plan.pp * w.plan.vpp, {}, {}, {}, {}, {}};
+  int first = 0;
+  for (int n : ctx.layers) {
+    ctx.first_layer.push_back(first);
+    first += n;
+  }
+  const ModelSpec& m = w.model;
+  const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
+  ctx.activation = Bytes(tokens * m.hidden * bytes_per_element(t.precision));
+  const double layer_params = layer_parameters(m) / w.plan.tp;
+  ctx.layer_weights = Bytes(layer_params * bytes_per_element(t.weight_dtype));
+  ctx.layer_grads = Bytes(layer_params * bytes_per_element(t.grad_dtype));
+  ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
+  ctx.logits_grads = Bytes(logits_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
+  return ctx;
+}
+
+std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
+  StageBuilder b(ctx, stage);
+  for (const PipeStep& step : schedule_order(ctx.w.plan, micro_batches, stage)) {
+    if (step.pass == Pass::Forward) b.forward(step);
+    else b.backward(step, step.micro_batch == micro_batches - 1);
+  }
+  b.finish(stage_parameters(ctx, stage));
+  return b.take();
+}
+
+}  // namespace
+
+StepGraph generate_step(const Workload& w, const topology::GpuSpec& gpu, const GenerateOptions& options) {
+  DTSIM_ASSERT(w.training.has_value(), "generate_step needs a training workload");
+  const Context ctx = make_context(w, gpu, options.granularity);
+  StepGraph g{w, Placement(w.plan), options.granularity, micro_batches(w.plan, *w.training), {}};
+  for (int stage = 0; stage < w.plan.pp; ++stage) {
+    RankClass c{stage, {}, stage_ops(ctx, stage, g.micro_batches)};
+    for (int r = 0; r < g.placement.ranks(); ++r)
+      if (g.placement.coord(r).pp == stage) c.ranks.push_back(r);
+    g.classes.push_back(std::move(c));
+  }
+  return g;
+}
+
+const RankClass& StepGraph::class_of(int rank) const {
+  return classes[static_cast<std::size_t>(placement.coord(rank).pp)];
+}
+
+std::vector<int> StepGraph::group_ranks(int rank, Group group) const {
+  switch (group) {
+    case Group::Tp: return placement.group(rank, Axis::Tp);
+    case Group::Dp: return placement.group(rank, Axis::Dp);
+    case Group::Embedding: {
+      RankCoord first = placement.coord(rank);
+      RankCoord last = first;
+      first.pp = 0;
+      last.pp = placement.size(Axis::Pp) - 1;
+      return {placement.rank(first), placement.rank(last)};
+    }
+  }
+  DTSIM_ASSERT(false, "group missing from group_ranks");
+}
+
+int StepGraph::peer_rank(int rank, int peer_stage) const {
+  RankCoord c = placement.coord(rank);
+  c.pp = peer_stage;
+  return placement.rank(c);
+}
+
+}  // namespace dtsim::workloads

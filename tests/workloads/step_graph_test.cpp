@@ -1,2 +1,230 @@
-// Placeholder: filled in by the workloads issue.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/analytic_engine.hpp"
+#include "topology/catalog.hpp"
+#include "topology/error.hpp"
+#include "workloads/step_graph.hpp"
+
+using namespace dtsim;
+using namespace dtsim::workloads;
+
+namespace {
+
+// A GPT-shaped model (MHA, ffn = 4h), where Megatron's closed forms hold exactly.
+Workload gpt_job(int tp, int pp, int dp, int global_batch, int layers = 8) {
+  Workload w;
+  w.model.name = "gpt-test";
+  w.model.layers = layers;
+  w.model.hidden = 2048;
+  w.model.heads = 16;
+  w.model.kv_heads = 16;
+  w.model.ffn_hidden = 8192;
+  w.model.vocab = 51200;
+  w.model.seq_length = 2048;
+  w.training = training_defaults(Precision::Bf16);
+  w.training->global_batch = global_batch;
+  w.plan.tp = tp;
+  w.plan.pp = pp;
+  w.plan.dp = dp;
+  check_plan(w, tp * pp * dp);
+  return w;
+}
+
+const topology::GpuSpec& a100() { return topology::find_gpu("a100-sxm4-80gb"); }
+
+// Megatron-LM (Narayanan et al. SC'21, eq. 3) and Korthikanti et al.: FLOPs per iteration.
+double closed_form(const Workload& w, double factor, double vocab_divisor) {
+  const double B = w.training->global_batch, s = w.model.seq_length, l = w.model.layers, h = w.model.hidden,
+               V = w.model.vocab;
+  return factor * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (vocab_divisor * l * h));
+}
+
+struct Counts {
+  int compute = 0, sends = 0, recvs = 0;
+  std::map<std::pair<CollectiveKind, Group>, int> collectives;
+  std::map<std::pair<CollectiveKind, Group>, double> bytes;
+};
+
+Counts count(const RankClass& c) {
+  Counts n;
+  for (const Op& op : c.ops) {
+    if (std::holds_alternative<ComputeOp>(op.body)) ++n.compute;
+    if (std::holds_alternative<SendOp>(op.body)) ++n.sends;
+    if (std::holds_alternative<RecvOp>(op.body)) ++n.recvs;
+    if (const auto* k = std::get_if<CollectiveOp>(&op.body)) {
+      ++n.collectives[{k->kind, k->group}];
+      n.bytes[{k->kind, k->group}] += k->bytes.value();
+    }
+  }
+  return n;
+}
+
+// Only the layers take time: the pipeline's stages are then uniform and its bubble is the textbook one.
+void keep_only_layer_time(StepGraph& g) {
+  for (auto& c : g.classes)
+    for (auto& op : c.ops)
+      if (auto* comp = std::get_if<ComputeOp>(&op.body); comp && comp->scope != Scope::Layer) comp->duration = Seconds(0);
+}
+
+double bubble_fraction(const StepGraph& g) {
+  const auto t = sim::play_analytic(g, sim::free_communication());
+  return (t.step_time - t.classes.front().compute_busy) / t.step_time;
+}
+
+}  // namespace
+
+TEST_CASE("FLOPs summed over the generated ops equal Megatron's closed forms") {
+  auto w = gpt_job(2, 2, 2, 16);
+  auto g = generate_step(w, a100());
+  CHECK(model_flops(g).value() == doctest::Approx(closed_form(w, 72, 12)).epsilon(1e-12));
+  CHECK(hardware_flops(g).value() == doctest::Approx(closed_form(w, 72, 12)).epsilon(1e-12));
+  w.training->recompute = Recompute::Full;
+  g = generate_step(w, a100());
+  CHECK(hardware_flops(g).value() == doctest::Approx(closed_form(w, 96, 16)).epsilon(1e-12));
+  CHECK(model_flops(g).value() == doctest::Approx(closed_form(w, 72, 12)).epsilon(1e-12));
+  w.training->recompute = Recompute::Selective;   // recomputes only the attention core: 4 b s^2 h per layer
+  g = generate_step(w, a100());
+  const double extra = 4.0 * 16 * 2048.0 * 2048.0 * 2048.0 * 8;
+  CHECK(hardware_flops(g).value() == doctest::Approx(closed_form(w, 72, 12) + extra).epsilon(1e-12));
+}
+
+TEST_CASE("one TP-8 stage: op counts per rank follow the layer structure") {
+  const int layers = 8, m = 4;
+  auto g = generate_step(gpt_job(8, 1, 1, m), a100());
+  REQUIRE(g.classes.size() == 1);
+  CHECK(g.classes[0].ranks == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  const Counts n = count(g.classes[0]);
+  CHECK(n.compute == m * (2 * layers + 4) + 1);              // layers fwd+bwd, embedding and logits fwd+bwd, optimizer
+  CHECK(n.collectives.at({CollectiveKind::AllReduce, Group::Tp}) == m * layers * 4);   // two per layer per pass
+  CHECK(n.bytes.at({CollectiveKind::AllReduce, Group::Tp}) == doctest::Approx(m * layers * 4 * 2048.0 * 2048 * 2));
+  CHECK(n.sends == 0);
+  CHECK(n.recvs == 0);
+}
+
+TEST_CASE("sequence parallelism swaps each all-reduce for an all-gather and a reduce-scatter") {
+  auto w = gpt_job(8, 1, 1, 2);
+  w.training->sequence_parallel = true;
+  const Counts n = count(generate_step(w, a100()).classes[0]);
+  CHECK(n.collectives.count({CollectiveKind::AllReduce, Group::Tp}) == 0);
+  CHECK(n.collectives.at({CollectiveKind::AllGather, Group::Tp}) == 2 * 8 * 4);
+  CHECK(n.collectives.at({CollectiveKind::ReduceScatter, Group::Tp}) == 2 * 8 * 4);
+}
+
+TEST_CASE("pipeline stages send activations forward and gradients back, 1/tp each with scatter/gather") {
+  const int m = 6;
+  auto g = generate_step(gpt_job(2, 4, 1, m), a100());
+  REQUIRE(g.classes.size() == 4);
+  for (const auto& c : g.classes) {
+    Counts n = count(c);
+    const bool first = c.stage == 0, last = c.stage == 3;
+    CHECK(n.sends == (first || last ? m : 2 * m));
+    CHECK(n.recvs == (first || last ? m : 2 * m));
+    CHECK(n.collectives[{CollectiveKind::AllGather, Group::Tp}] == n.recvs);   // the gather after each recv
+    CHECK(n.collectives[{CollectiveKind::AllReduce, Group::Embedding}] == (first || last ? 1 : 0));
+    for (const Op& op : c.ops)
+      if (const auto* s = std::get_if<SendOp>(&op.body)) CHECK(s->bytes.value() == doctest::Approx(2048.0 * 2048 * 2 / 2));
+  }
+  CHECK(g.peer_rank(g.classes[1].ranks[1], 2) == g.classes[2].ranks[1]);
+}
+
+TEST_CASE("rank classes share one op list whatever the data-parallel degree") {
+  const auto small = generate_step(gpt_job(2, 2, 2, 4), a100());   // 2 micro-batches per replica, as below
+  const auto large = generate_step(gpt_job(2, 2, 512, 1024), a100());
+  CHECK(large.classes.size() == 2);
+  CHECK(large.classes[1].ranks.size() == 1024);
+  CHECK(large.classes[0].ops.size() == small.classes[0].ops.size());
+  CHECK(large.group_ranks(5, Group::Dp).size() == 512);
+  CHECK(&large.class_of(2047) == &large.classes[1]);
+}
+
+TEST_CASE("data-parallel gradients: buckets overlap the backward, ZeRO shards them") {
+  auto w = gpt_job(1, 1, 4, 8);
+  const double grads = (8 * layer_parameters(w.model) + embedding_parameters(w.model)) * 4.0;   // fp32, tied
+  auto g = generate_step(w, a100());
+  Counts n = count(g.classes[0]);
+  CHECK(n.bytes.at({CollectiveKind::AllReduce, Group::Dp}) == doctest::Approx(grads));
+  CHECK(n.collectives.at({CollectiveKind::AllReduce, Group::Dp}) > 1);          // 25 MB buckets, not one blob
+  // Each bucket waits only for backward compute; the optimizer waits for every bucket.
+  const auto& ops = g.classes[0].ops;
+  for (const Op& op : ops)
+    if (const auto* k = std::get_if<CollectiveOp>(&op.body); k && k->group == Group::Dp)
+      for (auto d : op.deps) CHECK(std::get<ComputeOp>(ops[d].body).pass == Pass::Backward);
+  CHECK(std::get<ComputeOp>(ops.back().body).scope == Scope::Optimizer);
+
+  w.plan.zero = 1;
+  n = count(generate_step(w, a100()).classes[0]);
+  CHECK(n.bytes.at({CollectiveKind::ReduceScatter, Group::Dp}) == doctest::Approx(grads));
+  CHECK(n.collectives.at({CollectiveKind::AllGather, Group::Dp}) == 1);          // updated weights, once
+  w.plan.zero = 2;
+  n = count(generate_step(w, a100()).classes[0]);
+  CHECK(n.bytes.at({CollectiveKind::ReduceScatter, Group::Dp}) == doctest::Approx(2 * grads));   // every micro-batch
+  w.plan.zero = 3;
+  n = count(generate_step(w, a100()).classes[0]);
+  CHECK(n.collectives.at({CollectiveKind::AllGather, Group::Dp}) == 2 * 8 * 2);  // each layer, fwd and bwd, per mb
+}
+
+TEST_CASE("the pipeline bubble comes out of the schedule: (p-1)/(m+p-1) for uniform stages") {
+  for (int m : {4, 8, 16}) {
+    auto g = generate_step(gpt_job(1, 4, 1, m), a100());
+    keep_only_layer_time(g);
+    CHECK(bubble_fraction(g) == doctest::Approx(3.0 / (m + 3.0)).epsilon(1e-9));
+    auto w = gpt_job(1, 4, 1, m);
+    w.plan.schedule = Schedule::Gpipe;
+    g = generate_step(w, a100());
+    keep_only_layer_time(g);
+    CHECK(bubble_fraction(g) == doctest::Approx(3.0 / (m + 3.0)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("interleaving shrinks the bubble by the number of chunks") {
+  auto w = gpt_job(1, 4, 1, 8);
+  w.plan.vpp = 2;
+  auto g = generate_step(w, a100());
+  keep_only_layer_time(g);
+  const auto t = sim::play_analytic(g, sim::free_communication());
+  const double per_micro_batch = t.classes.front().compute_busy.value() / 8;   // f + b of one rank
+  CHECK(t.step_time.value() == doctest::Approx((8 + 3.0 / 2) * per_micro_batch).epsilon(1e-9));
+}
+
+TEST_CASE("kernel granularity holds the same work as layer granularity") {
+  auto w = gpt_job(4, 2, 1, 4);
+  w.training->recompute = Recompute::Selective;
+  const auto coarse = generate_step(w, a100());
+  const auto fine = generate_step(w, a100(), {Granularity::Kernel});
+  CHECK(hardware_flops(fine).value() == doctest::Approx(hardware_flops(coarse).value()).epsilon(1e-12));
+  const auto a = sim::play_analytic(coarse, sim::free_communication());
+  const auto b = sim::play_analytic(fine, sim::free_communication());
+  CHECK(fine.classes[0].ops.size() > 3 * coarse.classes[0].ops.size());
+  CHECK(b.classes[0].compute_busy.value() == doctest::Approx(a.classes[0].compute_busy.value()).epsilon(1e-12));
+  CHECK(b.step_time.value() == doctest::Approx(a.step_time.value()).epsilon(1e-9));
+  // Each TP all-reduce follows the row-parallel GEMM (forward) or the column-parallel one (backward).
+  int reduces = 0;
+  for (const Op& op : fine.classes[0].ops) {
+    const auto* k = std::get_if<CollectiveOp>(&op.body);
+    if (!k || k->group != Group::Tp || k->kind != CollectiveKind::AllReduce) continue;
+    ++reduces;
+    REQUIRE(op.deps.size() == 1);
+    const auto& before = std::get<ComputeOp>(fine.classes[0].ops[op.deps[0]].body);
+    const auto kind = before.kernel.value();
+    if (before.pass == Pass::Forward) CHECK((kind == KernelClass::ProjGemm || kind == KernelClass::MlpDownGemm));
+    else CHECK((kind == KernelClass::QkvGemm || kind == KernelClass::MlpUpGemm));
+  }
+  CHECK(reduces == 4 * 4 * 4);   // 4 micro-batches x 4 layers per stage x 2 passes x 2
+}
+
+TEST_CASE("the step graph prints a summary and dumps DOT with the pipeline edges") {
+  const auto g = generate_step(gpt_job(2, 2, 1, 2, 2), a100());
+  const std::string s = summary(g);
+  CHECK(s.find("2 rank classes") != std::string::npos);
+  CHECK(s.find("all-reduce over tp") != std::string::npos);
+  const std::string dot = to_dot(g);
+  CHECK(dot.rfind("digraph step {", 0) == 0);
+  int dashed = 0;
+  for (std::size_t p = dot.find("style=dashed"); p != std::string::npos; p = dot.find("style=dashed", p + 1)) ++dashed;
+  CHECK(dashed == 4);   // 2 micro-batches x (activation forward + gradient back)
+  CHECK_THROWS_AS(to_dot(generate_step(gpt_job(8, 1, 1, 64), a100()), 100), InputError);
+}

@@ -1,0 +1,136 @@
+#include "sim/analytic_engine.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "topology/error.hpp"
+
+namespace dtsim::sim {
+namespace {
+
+using workloads::CollectiveOp;
+using workloads::ComputeOp;
+using workloads::Op;
+using workloads::RecvOp;
+using workloads::SendOp;
+using workloads::StepGraph;
+
+// (sender stage, receiver stage, micro-batch, chunk, direction)
+using PipeKey = std::tuple<int, int, int, int, int>;
+
+PipeKey key(int from, int to, const workloads::PipeTag& t) {
+  return {from, to, t.micro_batch, t.chunk, static_cast<int>(t.direction)};
+}
+
+class Player {
+ public:
+  Player(const StepGraph& g, const CommCosts& costs) : g_(g), costs_(costs), state_(g.classes.size()) {
+    for (std::size_t c = 0; c < g.classes.size(); ++c) state_[c].times.resize(g.classes[c].ops.size());
+  }
+
+  Timeline run() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::size_t c = 0; c < g_.classes.size(); ++c) progress |= advance(c);
+    }
+    Timeline t;
+    for (std::size_t c = 0; c < g_.classes.size(); ++c) {
+      DTSIM_ASSERT(state_[c].next == g_.classes[c].ops.size(), "the step graph deadlocks (a recv without its send)");
+      ClassTimeline ct{std::move(state_[c].times), Seconds(0), state_[c].busy};
+      for (const OpTime& o : ct.ops) ct.end = std::max(ct.end, o.end);
+      t.step_time = std::max(t.step_time, ct.end);
+      t.classes.push_back(std::move(ct));
+    }
+    return t;
+  }
+
+ private:
+  struct ClassState {
+    std::size_t next = 0;
+    std::vector<OpTime> times;
+    Seconds compute_free;
+    Seconds busy;
+    std::map<workloads::Group, Seconds> communicator_free;
+    int embedding_seen = 0;   // Embedding-group collectives reached so far
+  };
+
+  // Processes class c's ops in order until one waits on another class; true when any op was placed.
+  bool advance(std::size_t c) {
+    bool placed = false;
+    auto& s = state_[c];
+    const auto& ops = g_.classes[c].ops;
+    while (s.next < ops.size()) {
+      auto t = place(c, ops[s.next], ready(s, ops[s.next]));
+      if (!t) break;
+      s.times[s.next++] = *t;
+      placed = true;
+    }
+    return placed;
+  }
+
+  static Seconds ready(const ClassState& s, const Op& op) {
+    Seconds r;
+    for (auto d : op.deps) r = std::max(r, s.times[d].end);
+    return r;
+  }
+
+  std::optional<OpTime> place(std::size_t c, const Op& op, Seconds ready) {
+    auto& s = state_[c];
+    const int stage = g_.classes[c].stage;
+    if (const auto* comp = std::get_if<ComputeOp>(&op.body)) {
+      const Seconds start = std::max(ready, s.compute_free);
+      s.compute_free = start + comp->duration;
+      s.busy += comp->duration;
+      return OpTime{start, s.compute_free};
+    }
+    if (const auto* send = std::get_if<SendOp>(&op.body)) {
+      const Seconds end = ready + costs_.transfer(*send);
+      arrivals_[key(stage, send->peer_stage, send->tag)] = end;
+      return OpTime{ready, end};
+    }
+    if (const auto* recv = std::get_if<RecvOp>(&op.body)) {
+      auto it = arrivals_.find(key(recv->peer_stage, stage, recv->tag));
+      if (it == arrivals_.end()) return std::nullopt;
+      return OpTime{ready, std::max(ready, it->second)};
+    }
+    return collective(c, std::get<CollectiveOp>(op.body), ready);
+  }
+
+  // Tp and Dp groups live inside one class; the Embedding group joins the first and the last stage.
+  std::optional<OpTime> collective(std::size_t c, const CollectiveOp& op, Seconds ready) {
+    auto& s = state_[c];
+    Seconds start = std::max(ready, s.communicator_free[op.group]);
+    const int rank = g_.classes[c].ranks.front();
+    const int members = static_cast<int>(g_.group_ranks(rank, op.group).size());
+    if (op.group == workloads::Group::Embedding) {
+      const int k = s.embedding_seen;
+      embedding_ready_[{c, k}] = start;
+      const std::size_t partner = c == 0 ? g_.classes.size() - 1 : 0;
+      auto it = embedding_ready_.find({partner, k});
+      if (it == embedding_ready_.end()) return std::nullopt;
+      start = std::max(start, it->second);
+      ++s.embedding_seen;
+    }
+    const OpTime t{start, start + costs_.collective(op, members)};
+    s.communicator_free[op.group] = t.end;
+    return t;
+  }
+
+  const StepGraph& g_;
+  const CommCosts& costs_;
+  std::vector<ClassState> state_;
+  std::map<PipeKey, Seconds> arrivals_;
+  std::map<std::pair<std::size_t, int>, Seconds> embedding_ready_;
+};
+
+}  // namespace
+
+CommCosts free_communication() {
+  return {[](const CollectiveOp&, int) { return Seconds(0); }, [](const SendOp&) { return Seconds(0); }};
+}
+
+Timeline play_analytic(const StepGraph& graph, const CommCosts& costs) { return Player(graph, costs).run(); }
+
+}  // namespace dtsim::sim

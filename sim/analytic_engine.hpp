@@ -1,0 +1,27 @@
+// The analytic engine: plays a StepGraph with closed-form communication costs and no contention.
+//
+// Without contention every rank of a class behaves the same, so one representative per class is played.
+// Rules (StepGraph's): compute ops one at a time in list order; communication ops on one group in list order;
+// a collective starts when every member class has reached it; a recv ends when its send has arrived.
+#pragma once
+
+#include <functional>
+
+#include "sim/timeline.hpp"
+#include "workloads/step_graph.hpp"
+
+namespace dtsim::sim {
+
+struct CommCosts {
+  // Duration of a collective over `ranks` ranks, from its start.
+  std::function<Seconds(const workloads::CollectiveOp&, int ranks)> collective;
+  // Duration of a point-to-point transfer, from the send's start to its arrival.
+  std::function<Seconds(const workloads::SendOp&)> transfer;
+};
+
+// Costs that are zero: the timeline of compute and dependencies alone (the pipeline bubble, for one).
+CommCosts free_communication();
+
+Timeline play_analytic(const workloads::StepGraph& graph, const CommCosts& costs);
+
+}  // namespace dtsim::sim
