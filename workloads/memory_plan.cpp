@@ -1,2 +1,327 @@
-// Placeholder: filled in by the workloads issue.
-namespace dtsim::workloads {}
+// Memory per GPU. Training: parameters, gradients and optimizer states of one pipeline stage's layers (split
+// over tp, sharded over dp per ZeRO stage), activations after Korthikanti et al. 2022 ("Reducing Activation
+// Recomputation in Large Transformer Models", section 4) times the micro-batches the schedule keeps in flight,
+// and communication buffers. Inference: weights and KV cache over tp x pp, and a decode workspace.
+#include "workloads/memory_plan.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "topology/error.hpp"
+#include "workloads/schedule.hpp"
+
+namespace dtsim::workloads {
+namespace {
+
+constexpr double kMaskBytes = 1.0;        // a dropout mask stores one byte per element (Korthikanti et al.)
+constexpr double kLossBytes = 4.0;        // the cross-entropy loss keeps the logits in fp32
+constexpr double kMasterBytes = 4.0;      // the fp32 copy of the weights mixed precision updates
+constexpr double kWorkspaceBytes = 4.0;   // decode workspace tensors, counted as fp32 (an upper bound)
+constexpr int kBucketsInFlight = 2;       // DP overlap: one bucket reducing while the next one fills
+
+// ---------------------------------------------------------------------------------------------------------
+// Parameters per GPU. Megatron-LM splits every linear weight, the column-parallel biases (QKV, MLP up/gate)
+// and the word embedding / output projection over tp; norms, row-parallel biases (attention output, MLP
+// down) and learned position embeddings are replicated on every TP rank. Counts are exact, not /tp.
+
+double replicated_layer_parameters(const ModelSpec& m) {
+  return 2.0 * final_norm_parameters(m) + (m.bias ? 2.0 * m.hidden : 0.0);   // two norms, two row biases
+}
+
+double layer_parameters_per_gpu(const ModelSpec& m, int tp) {
+  const double replicated = replicated_layer_parameters(m);
+  return (layer_parameters(m) - replicated) / tp + replicated;
+}
+
+double word_embedding_parameters(const ModelSpec& m) { return static_cast<double>(m.vocab) * m.hidden; }
+
+double embedding_parameters_per_gpu(const ModelSpec& m, int tp) {
+  const double words = word_embedding_parameters(m);
+  return words / tp + (embedding_parameters(m) - words);   // learned positions are replicated
+}
+
+// Final norm and output projection. Tied embeddings with pp > 1: the last stage holds its own copy of the
+// word embedding (with gradients and optimizer states), all-reduced with the first stage's, as Megatron does.
+double head_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p) {
+  const double logits = m.tied_embeddings ? (p.pp > 1 ? word_embedding_parameters(m) : 0.0) : logits_parameters(m);
+  return logits / p.tp + final_norm_parameters(m);
+}
+
+int last_virtual_stage(const ParallelPlan& p) { return p.pp * p.vpp - 1; }
+
+double stage_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p, int stage) {
+  const auto layers = stage_layers(p, m.layers);
+  double n = 0.0;
+  for (int chunk = 0; chunk < p.vpp; ++chunk) {
+    const int v = chunk * p.pp + stage;
+    n += layers[static_cast<std::size_t>(v)] * layer_parameters_per_gpu(m, p.tp);
+    if (v == 0) n += embedding_parameters_per_gpu(m, p.tp);
+    if (v == last_virtual_stage(p)) n += head_parameters_per_gpu(m, p);
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Activations. Korthikanti et al. count, per layer and micro-batch (s tokens, b sequences, 16-bit tensors,
+// 1-byte dropout masks), for the GPT layer (MHA, gelu MLP of 4h):
+//   attention 11sbh + 5as^2b: QKV input 2sbh, Q and K 4sbh, softmax output 2as^2b, its dropout mask as^2b,
+//             dropout output 2as^2b, V 2sbh, output-projection input 2sbh, output dropout mask sbh;
+//   MLP 19sbh: up-projection input 2sbh, gelu input 8sbh and output 8sbh, dropout mask sbh;
+//   two norms: their inputs, 4sbh.                                         Total sbh(34 + 5as/h).
+// Generalised with e bytes per element, kv = kv_heads x head_dim, f = ffn_hidden, k = 2 MLP tensors of width f
+// (gelu: its input and output) or 3 (swiglu: gate and up outputs, and their product, the down input):
+//   replicated under TP without SP: two norm inputs, QKV input, MLP input (4e sbh), two masks (2 sbh);
+//   split over TP:                  Q (e sbh), K and V (2e sb kv), projection input (e sbh), MLP (k e sbf);
+//   attention scores, split:        softmax output, mask, dropout output: (2e + 1) a s^2 b.
+// For e = 2, kv = h, f = 4h, k = 2 these are 10sbh, 24sbh and 5as^2b: the paper's eq. 1-2 exactly. Masks are
+// counted for every model (a model trained without dropout stores 2 sbh bytes less per layer).
+
+// Stored activation elements take the compute precision's bytes; fp8 GEMMs keep bf16 activations.
+double activation_element_bytes(Precision p) { return p == Precision::Fp8 ? 2.0 : bytes_per_element(p); }
+
+struct LayerTerms {
+  double replicated;   // bytes, not split by TP unless sequence parallel
+  double split;        // bytes, split by TP
+  double scores;       // bytes, split by TP, dropped by selective recompute
+};
+
+LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batch) {
+  const double sb = static_cast<double>(m.seq_length) * micro_batch;
+  const double e = activation_element_bytes(t.precision);
+  const double h = m.hidden;
+  const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
+  const double split_width = 2.0 * h + 2.0 * m.kv_dim() + mlp_tensors * m.ffn_hidden;
+  return {sb * h * (4.0 * e + 2.0 * kMaskBytes), sb * e * split_width,
+          sb * m.seq_length * m.heads * (2.0 * e + kMaskBytes)};
+}
+
+// Embedding output dropout mask (first virtual stage): sbh bytes, /t with SP (Korthikanti section 4.3).
+double embedding_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) {
+  const double sbh = static_cast<double>(m.seq_length) * t.micro_batch * m.hidden;
+  return kMaskBytes * sbh / (t.sequence_parallel ? tp : 1);
+}
+
+// Last virtual stage (Korthikanti section 4.3): final norm input and output-projection input (e sbh each, /t
+// with SP), and the logits the loss keeps in fp32, vocab-parallel: 4 sbV / t.
+double head_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) {
+  const double sb = static_cast<double>(m.seq_length) * t.micro_batch;
+  const double inputs = 2.0 * activation_element_bytes(t.precision) * sb * m.hidden / (t.sequence_parallel ? tp : 1);
+  return inputs + kLossBytes * sb * m.vocab / tp;
+}
+
+// Bytes one in-flight forward of virtual stage v leaves on its GPU until its backward runs.
+double virtual_stage_activation_bytes(const Workload& w, int v, int layers) {
+  const TrainingSpec& t = *w.training;
+  double bytes = layers * layer_activation_bytes(w.model, t, w.plan.tp, t.micro_batch).value();
+  if (v == 0) bytes += embedding_activation_bytes(w.model, t, w.plan.tp);
+  if (v == last_virtual_stage(w.plan)) bytes += head_activation_bytes(w.model, t, w.plan.tp);
+  return bytes;
+}
+
+struct StageActivations {
+  Bytes peak;
+  int in_flight = 0;
+};
+
+// Plays the stage's schedule: each forward adds its chunk's activations, each backward frees them.
+StageActivations stage_activations(const Workload& w, int stage) {
+  const ParallelPlan& p = w.plan;
+  const auto layers = stage_layers(p, w.model.layers);
+  const auto order = schedule_order(p, micro_batches(p, *w.training), stage);
+  double live = 0.0;
+  double peak = 0.0;
+  for (const PipeStep& step : order) {
+    const int v = step.chunk * p.pp + stage;
+    const double bytes = virtual_stage_activation_bytes(w, v, layers[static_cast<std::size_t>(v)]);
+    live += step.pass == Pass::Forward ? bytes : -bytes;
+    peak = std::max(peak, live);
+  }
+  // Full recompute: the backward re-runs one layer's forward and holds its full activations meanwhile.
+  if (w.training->recompute == Recompute::Full) {
+    TrainingSpec stored = *w.training;
+    stored.recompute = Recompute::None;
+    peak += layer_activation_bytes(w.model, stored, p.tp, stored.micro_batch).value();
+  }
+  return {Bytes(peak), peak_in_flight(order)};
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Training plan of one pipeline stage.
+
+struct StageMemory {
+  MemoryParts parts;
+  int in_flight = 0;
+  double parameters = 0.0;   // per GPU, before ZeRO sharding
+};
+
+Bytes total(const MemoryParts& p) {
+  return p.params + p.grads + p.optimizer + p.activations + p.kv_cache + p.buffers;
+}
+
+double shard(const ParallelPlan& p, int zero_stage) { return p.zero >= zero_stage ? p.dp : 1; }
+
+// The largest unit ZeRO-3 gathers at once (a layer, the embedding or the output projection), per GPU.
+double largest_gathered_unit(const ModelSpec& m, const ParallelPlan& p) {
+  return std::max({layer_parameters_per_gpu(m, p.tp), embedding_parameters_per_gpu(m, p.tp),
+                   head_parameters_per_gpu(m, p)});
+}
+
+Bytes training_buffers(const Workload& w) {
+  const ParallelPlan& p = w.plan;
+  const TrainingSpec& t = *w.training;
+  if (p.dp == 1) return Bytes(0.0);
+  Bytes b = t.dp_bucket * kBucketsInFlight;
+  // ZeRO-3: the unit being computed and the next one, prefetched, gathered whole in the weight dtype.
+  if (p.zero >= 3) b += Bytes(2.0 * largest_gathered_unit(w.model, p) * bytes_per_element(t.weight_dtype));
+  return b;
+}
+
+StageMemory training_stage(const Workload& w, int stage) {
+  const TrainingSpec& t = *w.training;
+  const ParallelPlan& p = w.plan;
+  const double n = stage_parameters_per_gpu(w.model, p, stage);
+  const double optimizer_bytes = (t.master_weights ? kMasterBytes : 0.0) + optimizer_state_bytes_per_param(t);
+  const StageActivations act = stage_activations(w, stage);
+  StageMemory s;
+  s.parameters = n;
+  s.in_flight = act.in_flight;
+  s.parts.params = Bytes(n * bytes_per_element(t.weight_dtype) / shard(p, 3));
+  s.parts.grads = Bytes(n * bytes_per_element(t.grad_dtype) / shard(p, 2));
+  s.parts.optimizer = Bytes(n * optimizer_bytes / shard(p, 1));
+  s.parts.activations = act.peak;
+  s.parts.buffers = training_buffers(w);
+  return s;
+}
+
+// "6.738e9" / "108.9e6": parameter counts in notes.
+std::string count(double n) { return n >= 1e9 ? fmt::format("{:.4g}e9", n / 1e9) : fmt::format("{:.4g}e6", n / 1e6); }
+
+std::string zero_note(const ParallelPlan& p, int zero_stage) {
+  return p.zero >= zero_stage && p.dp > 1 ? fmt::format(", ZeRO-{} /dp {}", p.zero, p.dp) : "";
+}
+
+std::vector<std::string> training_notes(const Workload& w, const StageMemory& s, int stage) {
+  const TrainingSpec& t = *w.training;
+  const ParallelPlan& p = w.plan;
+  const std::string master = t.master_weights ? "4 B fp32 master + " : "";
+  const std::string sp = t.sequence_parallel ? " + sequence parallel" : "";
+  std::string act = fmt::format(
+      "activations: Korthikanti et al., recompute {}{}, tp {}, micro-batch {} x {} tokens, {} in flight on stage "
+      "{}; logits fp32 on the last stage",
+      to_string(t.recompute), sp, p.tp, t.micro_batch, w.model.seq_length, s.in_flight, stage);
+  if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
+  return {
+      fmt::format("params: {} parameters per GPU (stage {}, split over tp {}; norms and row biases "
+                  "replicated) x {} B {}{}",
+                  count(s.parameters), stage, p.tp, bytes_per_element(t.weight_dtype), to_string(t.weight_dtype),
+                  zero_note(p, 3)),
+      fmt::format("grads: same parameters x {} B {}{}", bytes_per_element(t.grad_dtype), to_string(t.grad_dtype),
+                  zero_note(p, 2)),
+      fmt::format("optimizer: {}{} {} states ({} B) per parameter{}", master, to_string(t.optimizer),
+                  to_string(t.optimizer_dtype), optimizer_state_bytes_per_param(t), zero_note(p, 1)),
+      act,
+      "kv_cache: none (training)",
+      p.dp == 1 ? std::string("buffers: none (dp 1: no gradient buckets)")
+                : fmt::format("buffers: {} DP gradient buckets of {:.4g} MB{}", kBucketsInFlight,
+                              t.dp_bucket.value() / 1e6,
+                              p.zero >= 3 ? "; ZeRO-3: two gathered units (layer or embedding), weight dtype" : ""),
+  };
+}
+
+MemoryPlan finish(MemoryPlan plan, const topology::GpuSpec& gpu) {
+  plan.per_gpu = total(plan.parts);
+  plan.capacity = gpu.memory - gpu.memory_reserve;
+  plan.margin = plan.capacity - plan.per_gpu;
+  plan.fits = plan.margin >= Bytes(0.0);
+  return plan;
+}
+
+MemoryPlan plan_training(const Workload& w, const topology::GpuSpec& gpu) {
+  int worst = 0;
+  StageMemory worst_memory = training_stage(w, 0);
+  for (int stage = 1; stage < w.plan.pp; ++stage) {
+    StageMemory s = training_stage(w, stage);
+    if (total(s.parts) > total(worst_memory.parts)) {
+      worst = stage;
+      worst_memory = s;
+    }
+  }
+  MemoryPlan plan;
+  plan.parts = worst_memory.parts;
+  plan.stage = worst;
+  plan.in_flight_micro_batches = worst_memory.in_flight;
+  plan.notes = training_notes(w, worst_memory, worst);
+  return finish(std::move(plan), gpu);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Inference: the decode step of `batch` sequences holding `context` tokens each.
+
+// One token per sequence through the widest tensors of one layer (hidden state; Q, K, V; the attention scores
+// over the whole context; the MLP) and the logits, fp32: batch x 4 B x (h + (h + 2kv + a x context + k f + V)/tp).
+// Prefill workspace (a whole prompt at once) is not counted.
+Bytes decode_workspace(const ModelSpec& m, const InferenceSpec& inf, int tp) {
+  const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
+  const double split = m.hidden + 2.0 * m.kv_dim() + static_cast<double>(m.heads) * inf.context +
+                       mlp_tensors * m.ffn_hidden + m.vocab;
+  return Bytes(inf.batch * kWorkspaceBytes * (m.hidden + split / tp));
+}
+
+MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
+  const InferenceSpec& inf = *w.inference;
+  const ParallelPlan& p = w.plan;
+  const double n = parameter_count(w.model);
+  MemoryPlan plan;
+  plan.parts.params = Bytes(n * bytes_per_element(inf.weights) / (p.tp * p.pp));
+  plan.parts.kv_cache = kv_cache_bytes(w.model, inf, p.tp) / p.pp;
+  plan.parts.activations = decode_workspace(w.model, inf, p.tp);
+  plan.in_flight_micro_batches = 1;
+  plan.notes = {
+      fmt::format("params: {} parameters x {} B {} / (tp {} x pp {}); quantisation scales not counted", count(n),
+                  bytes_per_element(inf.weights), to_string(inf.weights), p.tp, p.pp),
+      "grads: none (inference)",
+      "optimizer: none (inference)",
+      fmt::format("activations: decode workspace, one token per sequence, batch {}, fp32 (prefill not counted)",
+                  inf.batch),
+      fmt::format("kv_cache: {} layers x {} kv heads x {} dims x {} tokens x batch {} x {} B {} x 2 (K, V) / "
+                  "(tp {} x pp {})",
+                  w.model.layers, w.model.kv_heads, w.model.head_dim(), inf.context, inf.batch,
+                  bytes_per_element(inf.kv_cache), to_string(inf.kv_cache), p.tp, p.pp),
+      "buffers: none counted (inference)",
+  };
+  return finish(std::move(plan), gpu);
+}
+
+}  // namespace
+
+Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch) {
+  DTSIM_ASSERT(tp >= 1 && micro_batch >= 1, "activation bytes of a checked plan");
+  const LayerTerms l = layer_terms(m, t, micro_batch);
+  const double sp = t.sequence_parallel ? tp : 1.0;   // divides what TP alone leaves replicated
+  switch (t.recompute) {
+    case Recompute::None: return Bytes(l.replicated / sp + (l.split + l.scores) / tp);
+    case Recompute::Selective: return Bytes(l.replicated / sp + l.split / tp);
+    case Recompute::Full: {
+      const double sbh = static_cast<double>(m.seq_length) * micro_batch * m.hidden;
+      return Bytes(activation_element_bytes(t.precision) * sbh / sp);   // the layer input only
+    }
+  }
+  DTSIM_ASSERT(false, "recompute mode missing from layer_activation_bytes");
+}
+
+int in_flight_micro_batches(const ParallelPlan& plan, int micro_batches, int stage) {
+  return peak_in_flight(schedule_order(plan, micro_batches, stage));
+}
+
+Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp) {
+  DTSIM_ASSERT(tp >= 1, "kv cache of a checked plan");
+  const double per_token = 2.0 * m.layers * static_cast<double>(m.kv_dim()) * bytes_per_element(inf.kv_cache);
+  return Bytes(per_token * inf.context * inf.batch / tp);
+}
+
+MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu) {
+  DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
+  return w.training ? plan_training(w, gpu) : plan_inference(w, gpu);
+}
+
+}  // namespace dtsim::workloads

@@ -5,9 +5,12 @@
 #include <iostream>
 
 #include "results/catalog_report.hpp"
+#include "results/memory_report.hpp"
 #include "results/topology_report.hpp"
 #include "topology/builders.hpp"
 #include "topology/error.hpp"
+#include "topology/user_graph.hpp"
+#include "workloads/memory_plan.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -54,6 +57,21 @@ int print_json(const std::vector<Described>& described) {
   return 0;
 }
 
+// GPUs the scenario's cluster has: the builders' count, or the user graph's.
+int cluster_gpus(const Scenario& s) {
+  if (!s.cluster.graph) return s.cluster.gpus();
+  return located(s, [&] { return static_cast<int>(topology::read_user_graph(*s.cluster.graph).gpus().size()); });
+}
+
+// The plan is checked against the cluster first, so a bad degree is reported at its key, not as a wrong plan.
+workloads::MemoryPlan plan_memory(const Scenario& s) {
+  if (!s.workload)
+    throw InputError("model", "", "missing section: the memory command needs a model section to plan",
+                     "a scenario with model (preset or shape) and training or inference", s.file);
+  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+  return workloads::plan_memory(*s.workload, s.cluster.gpu);
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   if (!out || !(out << text)) throw InputError("--dot", path, "cannot write file", "a writable path");
@@ -90,6 +108,21 @@ int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
   }
   if (args.format == Format::Json) return print_json(described);
   for (const auto& d : described) std::cout << results::topology_table(d.row);
+  return 0;
+}
+
+int memory_command(const ScenarioArgs& args) {
+  const auto scenarios = load(args);
+  std::vector<workloads::MemoryPlan> plans;
+  for (const Scenario& s : scenarios) plans.push_back(plan_memory(s));
+  if (args.format == Format::Json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& p : plans) rows.push_back(results::memory_json(p));
+    std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
+    return 0;
+  }
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    std::cout << (i == 0 ? "" : "\n") << results::memory_table(scenarios[i].name, scenarios[i].cluster.gpu, plans[i]);
   return 0;
 }
 

@@ -20,6 +20,8 @@ struct ScenarioArgs {
 int run_command(const ScenarioArgs& args);
 int topo_command(const ScenarioArgs& args, const std::string& dot_file);
 int catalog_command(Format format);
+// The memory plan per GPU of each scenario document (DESIGN.md's `memory` object); needs a `model` section.
+int memory_command(const ScenarioArgs& args);
 
 // "key=value" -> Override; throws InputError for a malformed one.
 Override parse_set(const std::string& text);

@@ -27,7 +27,7 @@ void add_scenario_options(CLI::App* cmd, dtsim::cli::ScenarioArgs& args, bool fi
 int dispatch(int argc, char** argv) {
   CLI::App app{"dtsim: a discrete-event simulator of distributed deep-learning training"};
   app.require_subcommand(1);
-  dtsim::cli::ScenarioArgs run_args, topo_args;
+  dtsim::cli::ScenarioArgs run_args, topo_args, memory_args;
   std::string dot_file;
   Format catalog_format = Format::Table;
 
@@ -36,6 +36,8 @@ int dispatch(int argc, char** argv) {
   auto* topo = app.add_subcommand("topo", "describe a scenario's topology: devices, links, diameter, bisection");
   add_scenario_options(topo, topo_args, true);
   topo->add_option("--dot", dot_file, "write the topology as Graphviz DOT to FILE");
+  auto* memory = app.add_subcommand("memory", "memory plan per GPU (params, grads, optimizer, activations, KV cache) and fit");
+  add_scenario_options(memory, memory_args, true);
   auto* catalog = app.add_subcommand("catalog", "list the GPUs and links dtsim knows");
   catalog->add_option("--format", catalog_format, "output format")->transform(CLI::CheckedTransformer(kFormats));
 
@@ -49,6 +51,7 @@ int dispatch(int argc, char** argv) {
   }
   if (*run) return dtsim::cli::run_command(run_args);
   if (*topo) return dtsim::cli::topo_command(topo_args, dot_file);
+  if (*memory) return dtsim::cli::memory_command(memory_args);
   return dtsim::cli::catalog_command(catalog_format);
 }
 

@@ -137,3 +137,16 @@ TEST_CASE("bad arguments exit 2 with one line") {
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("memory refuses a scenario without a model section: exit 2, one line") {
+  for (const char* format : {"", " --format json"}) {
+    Result r = dtsim("memory " + src("scenarios/topologies/ring-8xa100.yaml") + format);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.starts_with("dtsim: error: "));
+    CHECK(r.err.find("ring-8xa100.yaml: model: missing section: the memory command needs a model section") !=
+          std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK(dtsim("memory").status == 2);   // the scenario file is required
+}
