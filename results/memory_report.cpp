@@ -61,9 +61,11 @@ std::string memory_verdict(const MemoryPlan& plan) {
 }
 
 std::string memory_table(const std::string& name, const topology::GpuSpec& gpu, const MemoryPlan& plan) {
-  std::string out = fmt::format("{}: memory per GPU on {}, pipeline stage {}, {} micro-batch{} in flight\n", name,
-                                gpu.name, plan.stage, plan.in_flight_micro_batches,
-                                plan.in_flight_micro_batches == 1 ? "" : "es");
+  const std::string when = plan.inference ? std::string("serving (one decode step)")
+                                         : fmt::format("pipeline stage {}, {} micro-batch{} in flight", plan.stage,
+                                                       plan.in_flight_micro_batches,
+                                                       plan.in_flight_micro_batches == 1 ? "" : "es");
+  std::string out = fmt::format("{}: memory per GPU on {}, {}\n", name, gpu.name, when);
   for (const auto& [part, bytes] : named_parts(plan.parts)) out += row(part, bytes, note_of(plan, part));
   out += row("per GPU", plan.per_gpu);
   out += row("capacity", plan.capacity,

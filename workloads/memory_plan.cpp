@@ -276,6 +276,7 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   plan.parts.kv_cache = kv_cache_bytes(w.model, inf, p.tp) / p.pp;
   plan.parts.activations = decode_workspace(w.model, inf, p.tp);
   plan.in_flight_micro_batches = 1;
+  plan.inference = true;
   plan.notes = {
       fmt::format("params: {} parameters x {} B {} / (tp {} x pp {}); quantisation scales not counted", count(n),
                   bytes_per_element(inf.weights), to_string(inf.weights), p.tp, p.pp),

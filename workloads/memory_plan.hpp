@@ -28,7 +28,8 @@ struct MemoryPlan {
   Bytes capacity;                    // memory - reserve
   Bytes margin;                      // capacity - per_gpu; negative when it does not fit
   bool fits = false;
-  int in_flight_micro_batches = 0;   // activations held at the peak, on that stage
+  int in_flight_micro_batches = 0;   // activations held at the peak, on that stage (inference: 1 decode step)
+  bool inference = false;            // a serving plan (weights, KV cache, decode workspace), not training
   std::vector<std::string> notes;    // how each part was counted, one line each
 };
 

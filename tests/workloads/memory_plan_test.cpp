@@ -94,6 +94,7 @@ TEST_CASE("S5: 7B training in bf16 with AdamW is 18 bytes per parameter, master 
   // 10 sbh + 2 sb (4h + 3f) = 572,522,496 B, the head 4 sbh + 4 sbV, the embedding mask sbh.
   CHECK(p.parts.activations.value() == 32.0 * 572522496 + 67108864 + 524288000 + 16777216);   // 18.93 GB
   CHECK(p.in_flight_micro_batches == 1);
+  CHECK_FALSE(p.inference);
   CHECK(p.parts.buffers.value() == 0.0);
   CHECK_FALSE(p.fits);   // 140 GB on a 78.5 GiB budget: the article's "an A100 80GB" is wrong
   CHECK(p.margin < Bytes(0.0));
@@ -131,6 +132,9 @@ TEST_CASE("S4/S14: LLaMA-70B weights on 4 A100 (fp32), 2 H100 (bf16), 1 and 2 RT
   // KV cache, 4096 tokens, GQA: 2 x 80 layers x 8 x 128 x 4096 x 2 B = 1.25 GiB, split over tp.
   CHECK(one.parts.kv_cache == 1280_MiB);
   CHECK(two.parts.kv_cache == 640_MiB);
+  CHECK(one.inference);
+  CHECK(one.parts.grads.value() == 0.0);
+  CHECK(one.parts.optimizer.value() == 0.0);
   CHECK(fp32.fits);
   CHECK(bf16.fits);
   CHECK_FALSE(one.fits);   // 32.1 GiB > 22.5 GiB: S14 ("a 4090 runs 70B int4") is false
