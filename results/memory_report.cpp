@@ -1,6 +1,8 @@
 #include "results/memory_report.hpp"
 
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 #include <string_view>
 #include <utility>
@@ -32,6 +34,14 @@ std::string_view note_of(const MemoryPlan& plan, std::string_view part) {
 
 double gib(Bytes b) { return to_gibibytes(b); }
 
+// Whole bytes print as integers; a fraction (a ZeRO shard of an odd count) keeps its decimals.
+nlohmann::json bytes_json(Bytes b) {
+  const double v = b.value();
+  const double whole = std::round(v);
+  if (whole == v && std::fabs(v) < 9.0e15) return static_cast<std::int64_t>(whole);
+  return v;
+}
+
 std::string row(std::string_view label, Bytes value, std::string_view comment = {}) {
   std::string line = fmt::format("  {:<12} {:>9.2f} GiB", label, gib(value));
   if (!comment.empty()) line += fmt::format("   {}", comment);
@@ -42,11 +52,11 @@ std::string row(std::string_view label, Bytes value, std::string_view comment = 
 
 nlohmann::json memory_json(const MemoryPlan& plan) {
   nlohmann::json parts = nlohmann::json::object();
-  for (const auto& [name, bytes] : named_parts(plan.parts)) parts[std::string(name)] = bytes.value();
+  for (const auto& [name, bytes] : named_parts(plan.parts)) parts[std::string(name)] = bytes_json(bytes);
   nlohmann::json j;
-  j["per_gpu_bytes"] = plan.per_gpu.value();
-  j["capacity_bytes"] = plan.capacity.value();
-  j["margin_bytes"] = plan.margin.value();
+  j["per_gpu_bytes"] = bytes_json(plan.per_gpu);
+  j["capacity_bytes"] = bytes_json(plan.capacity);
+  j["margin_bytes"] = bytes_json(plan.margin);
   j["fits"] = plan.fits;
   j["parts_bytes"] = parts;
   j["stage"] = plan.stage;
