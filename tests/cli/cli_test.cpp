@@ -150,3 +150,110 @@ TEST_CASE("memory refuses a scenario without a model section: exit 2, one line")
   }
   CHECK(dtsim("memory").status == 2);   // the scenario file is required
 }
+
+namespace {
+
+// The fit verdict of each document of a claim scenario, in order (the headers of the files say why).
+struct ClaimFits {
+  const char* file;
+  std::vector<bool> fits;
+};
+
+const std::vector<ClaimFits> kMemoryClaims = {
+    {"s01-70b-training-states.yaml", {false, false}},
+    {"s03-quantisation-saving.yaml", {true, true, true, true}},
+    {"s04-llama-70b-weights.yaml", {true, true, false, true}},
+    {"s05-7b-training-a100.yaml", {false, false}},
+    {"s06-memory-savings.yaml", {true, false, true, true, true}},
+    {"s07-llama-7b-128k-kv-cache.yaml", {true, false, true}},
+    {"s13-700b-int4-mi300x.yaml", {false, true}},
+    {"s14-70b-int4-rtx4090.yaml", {false}},
+    {"s19-sizing-guide.yaml", {false, false, true, false, true, false, true}},
+    {"s21-rules-of-thumb.yaml", {true, true, true}},
+};
+
+nlohmann::json memory_json(const std::string& claim, const std::string& extra = "") {
+  Result r = dtsim("memory " + src("scenarios/claims/" + claim) + " --format json" + extra);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.empty());
+  auto j = nlohmann::json::parse(r.out);
+  return j.is_array() ? j : nlohmann::json::array({j});
+}
+
+double sum_parts(const nlohmann::json& m) {
+  double total = 0;
+  for (const auto& [name, bytes] : m["parts_bytes"].items()) total += bytes.get<double>();
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("memory on the claim scenarios: DESIGN.md's memory object and the expected verdicts") {
+  for (const auto& claim : kMemoryClaims) {
+    CAPTURE(claim.file);
+    const auto plans = memory_json(claim.file);
+    REQUIRE(plans.size() == claim.fits.size());
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      CAPTURE(i);
+      const auto& m = plans[i];
+      for (const char* key : {"per_gpu_bytes", "capacity_bytes", "margin_bytes", "fits", "parts_bytes", "stage",
+                              "in_flight_micro_batches", "notes"})
+        CHECK(m.contains(key));
+      for (const char* part : {"params", "grads", "optimizer", "activations", "kv_cache", "buffers"})
+        CHECK(m["parts_bytes"].contains(part));
+      CHECK(m["fits"].get<bool>() == claim.fits[i]);
+      CHECK((m["margin_bytes"].get<double>() >= 0) == claim.fits[i]);
+      CHECK(m["per_gpu_bytes"].get<double>() == doctest::Approx(sum_parts(m)).epsilon(1e-12));
+      CHECK(m["notes"].size() == 6);
+    }
+  }
+}
+
+TEST_CASE("memory: the claims' headline numbers through the command") {
+  // S7: 2 x 32 layers x 4096 x 131072 tokens x 2 B = 2^36 B of bf16 KV cache; fp32 doubles it.
+  const auto s7 = memory_json("s07-llama-7b-128k-kv-cache.yaml");
+  CHECK(s7[0]["parts_bytes"]["kv_cache"].get<double>() == 68719476736.0);
+  CHECK(s7[1]["parts_bytes"]["kv_cache"].get<double>() == 2 * 68719476736.0);
+  // S1: 16 B/param of LLaMA-2-70B's 68,976,648,192 parameters with bf16 grads, 18 with fp32.
+  const auto s1 = memory_json("s01-70b-training-states.yaml");
+  const auto states = [](const nlohmann::json& m) {
+    const auto& p = m["parts_bytes"];
+    return p["params"].get<double>() + p["grads"].get<double>() + p["optimizer"].get<double>();
+  };
+  CHECK(states(s1[0]) == 16.0 * 68976648192.0);
+  CHECK(states(s1[1]) == 18.0 * 68976648192.0);
+  // S3: int8 weights are a quarter of fp32's.
+  const auto s3 = memory_json("s03-quantisation-saving.yaml");
+  CHECK(s3[2]["parts_bytes"]["params"].get<double>() * 4 == s3[0]["parts_bytes"]["params"].get<double>());
+  // S19 with pipeline parallelism: stage 0 holds pp micro-batches (1F1B).
+  const auto s19 = memory_json("s19-sizing-guide.yaml");
+  CHECK(s19[4]["in_flight_micro_batches"].get<int>() == 4);
+  CHECK(s19[6]["in_flight_micro_batches"].get<int>() == 8);
+}
+
+TEST_CASE("memory prints a table with the verdict and the shortfall") {
+  Result r = dtsim("memory " + src("scenarios/claims/s04-llama-70b-weights.yaml"));
+  REQUIRE(r.status == 0);
+  for (const char* text : {"s04-llama2-70b-int4-1xrtx4090: memory per GPU on rtx4090", "params", "kv_cache",
+                           "capacity", "22.50 GiB", "does not fit: short by 10.87 GiB", "verdict      fits"})
+    CHECK(r.out.find(text) != std::string::npos);
+  Result one = dtsim("memory " + src("scenarios/claims/s14-70b-int4-rtx4090.yaml") + " --format json");
+  REQUIRE(one.status == 0);
+  CHECK(nlohmann::json::parse(one.out).is_object());   // one document: one object
+}
+
+TEST_CASE("memory checks the plan against the cluster, naming the key and where it was given") {
+  Result set = dtsim("memory " + src("scenarios/claims/s14-70b-int4-rtx4090.yaml") + " --set parallelism.dp=2");
+  CHECK(set.status == 2);
+  CHECK(set.err.find("--set: parallelism.dp:") != std::string::npos);
+  CHECK(std::count(set.err.begin(), set.err.end(), '\n') == 1);
+
+  const fs::path bad = fs::temp_directory_path() / ("dtsim_cli_test_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(bad) << "name: bad-tp\ncluster: {gpu: a100-sxm4-80gb, gpus_per_node: 3, intra: full-mesh}\n"
+                        "model: {preset: llama2-7b}\ninference: {batch: 1}\nparallelism:\n  tp: 3\n";
+  Result r = dtsim("memory " + bad.string());
+  fs::remove(bad);
+  CHECK(r.status == 2);
+  CHECK(r.err.find(bad.string() + ":6: parallelism.tp: does not divide model.heads 32") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
