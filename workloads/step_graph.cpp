@@ -128,10 +128,11 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
   const auto compute_pass = [&](const std::vector<Kernel>& ks, std::vector<Index> d) {
     return compute(ks, Scope::Layer, pass, layer, mb, std::move(d));
   };
-  // Recompute repeats the forward's math, not its communication.
-  if (pass == Pass::Recompute) return compute_pass(kernels, std::move(deps));
+  // Full recomputation reruns the layer's forward, TP collectives included; selective recomputes only the
+  // attention core, which needs no communication.
+  const bool talks = ctx_.sharding.tp > 1 && (pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full);
   std::vector<CommPoint> points;
-  if (ctx_.sharding.tp > 1) points = tp_comm_points(pass, ctx_.sharding.sequence_parallel);
+  if (talks) points = tp_comm_points(pass == Pass::Recompute ? Pass::Forward : pass, ctx_.sharding.sequence_parallel);
   if (ctx_.granularity == Granularity::Layer) {
     deps = compute_pass(kernels, std::move(deps));
     for (const CommPoint& p : points) deps = tp_collective(p, layer, mb, std::move(deps));

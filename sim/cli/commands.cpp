@@ -6,11 +6,14 @@
 
 #include "results/catalog_report.hpp"
 #include "results/memory_report.hpp"
+#include "results/step_graph_report.hpp"
+#include "sim/analytic_engine.hpp"
 #include "results/topology_report.hpp"
 #include "topology/builders.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
 #include "workloads/memory_plan.hpp"
+#include "workloads/step_graph.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -72,6 +75,14 @@ workloads::MemoryPlan plan_memory(const Scenario& s) {
   return workloads::plan_memory(*s.workload, s.cluster.gpu);
 }
 
+workloads::StepGraph step_graph(const Scenario& s, workloads::Granularity granularity) {
+  if (!s.workload || !s.workload->training)
+    throw InputError("training", "", "missing section: the graph command needs a model and a training section to build",
+                     "a scenario with model and training", s.file);
+  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+  return located(s, [&] { return workloads::generate_step(*s.workload, s.cluster.gpu, {granularity}); });
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   if (!out || !(out << text)) throw InputError("--dot", path, "cannot write file", "a writable path");
@@ -123,6 +134,23 @@ int memory_command(const ScenarioArgs& args) {
   }
   for (std::size_t i = 0; i < plans.size(); ++i)
     std::cout << (i == 0 ? "" : "\n") << results::memory_table(scenarios[i].name, scenarios[i].cluster.gpu, plans[i]);
+  return 0;
+}
+
+int graph_command(const ScenarioArgs& args, const std::string& dot_file, bool kernels) {
+  const auto scenarios = load(args);
+  if (!dot_file.empty() && scenarios.size() != 1)
+    throw InputError("--dot", dot_file, fmt::format("the scenario holds {} documents; --dot takes", scenarios.size()),
+                     "a scenario with one document");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Scenario& s : scenarios) {
+    const auto graph = step_graph(s, kernels ? workloads::Granularity::Kernel : workloads::Granularity::Layer);
+    const auto timeline = sim::play_analytic(graph, sim::free_communication());
+    if (!dot_file.empty()) write_file(dot_file, located(s, [&] { return workloads::to_dot(graph); }));
+    if (args.format == Format::Json) rows.push_back(results::step_graph_json(graph, timeline));
+    else std::cout << (&s == &scenarios.front() ? "" : "\n") << results::step_graph_table(s.name, graph, timeline);
+  }
+  if (args.format == Format::Json) std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
   return 0;
 }
 

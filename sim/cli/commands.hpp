@@ -23,6 +23,10 @@ int catalog_command(Format format);
 // The memory plan per GPU of each scenario document (DESIGN.md's `memory` object); needs a `model` section.
 int memory_command(const ScenarioArgs& args);
 
+// The step graph of each scenario document: ops per rank class, collectives, FLOPs, and the compute-only
+// timeline; optionally as Graphviz DOT (`dot_file`), with one op per kernel when `kernels`.
+int graph_command(const ScenarioArgs& args, const std::string& dot_file, bool kernels);
+
 // "key=value" -> Override; throws InputError for a malformed one.
 Override parse_set(const std::string& text);
 

@@ -27,7 +27,9 @@ void add_scenario_options(CLI::App* cmd, dtsim::cli::ScenarioArgs& args, bool fi
 int dispatch(int argc, char** argv) {
   CLI::App app{"dtsim: a discrete-event simulator of distributed deep-learning training"};
   app.require_subcommand(1);
-  dtsim::cli::ScenarioArgs run_args, topo_args, memory_args;
+  dtsim::cli::ScenarioArgs run_args, topo_args, memory_args, graph_args;
+  std::string graph_dot;
+  bool graph_kernels = false;
   std::string dot_file;
   Format catalog_format = Format::Table;
 
@@ -38,6 +40,10 @@ int dispatch(int argc, char** argv) {
   topo->add_option("--dot", dot_file, "write the topology as Graphviz DOT to FILE");
   auto* memory = app.add_subcommand("memory", "memory plan per GPU (params, grads, optimizer, activations, KV cache) and fit");
   add_scenario_options(memory, memory_args, true);
+  auto* graph = app.add_subcommand("graph", "the step graph: ops per pipeline stage, collectives, FLOPs, compute-only timeline");
+  add_scenario_options(graph, graph_args, true);
+  graph->add_option("--dot", graph_dot, "write the step graph as Graphviz DOT to FILE (small graphs)");
+  graph->add_flag("--kernels", graph_kernels, "one op per kernel instead of one per layer pass");
   auto* catalog = app.add_subcommand("catalog", "list the GPUs and links dtsim knows");
   catalog->add_option("--format", catalog_format, "output format")->transform(CLI::CheckedTransformer(kFormats));
 
@@ -52,6 +58,7 @@ int dispatch(int argc, char** argv) {
   if (*run) return dtsim::cli::run_command(run_args);
   if (*topo) return dtsim::cli::topo_command(topo_args, dot_file);
   if (*memory) return dtsim::cli::memory_command(memory_args);
+  if (*graph) return dtsim::cli::graph_command(graph_args, graph_dot, graph_kernels);
   return dtsim::cli::catalog_command(catalog_format);
 }
 

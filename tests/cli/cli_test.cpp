@@ -1,55 +1,11 @@
 // The program as a user runs it: exit status, one-line errors, JSON output, --set, --dot.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <string>
-#include <sys/wait.h>
-#include <vector>
+#include <algorithm>
 
-namespace fs = std::filesystem;
+#include "cli/cli_support.hpp"
 
-namespace {
-
-struct Result {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-Result dtsim(const std::string& args) {
-  const fs::path err = fs::temp_directory_path() / ("dtsim_cli_test_" + std::to_string(::getpid()) + ".err");
-  const std::string cmd = std::string(DTSIM_BINARY) + " " + args + " 2>" + err.string();
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int raw = ::pclose(pipe);
-  Result r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, out, slurp(err)};
-  fs::remove(err);
-  return r;
-}
-
-std::string src(const std::string& rel) { return std::string(DTSIM_SOURCE_DIR) + "/" + rel; }
-
-std::vector<fs::path> files_in(const std::string& rel) {
-  std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(src(rel)))
-    if (e.path().extension() == ".yaml") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-}  // namespace
+using namespace cli_support;
 
 TEST_CASE("every malformed scenario gives exit 2 and its one-line message") {
   const auto files = files_in("tests/data/scenarios/bad");

@@ -103,6 +103,12 @@ TEST_CASE("one TP-8 stage: op counts per rank follow the layer structure") {
   CHECK(n.bytes.at({CollectiveKind::AllReduce, Group::Tp}) == doctest::Approx(m * layers * 4 * 2048.0 * 2048 * 2));
   CHECK(n.sends == 0);
   CHECK(n.recvs == 0);
+  // Full recomputation reruns each layer's forward with its two all-reduces; selective reruns no communication.
+  auto w = gpt_job(8, 1, 1, m);
+  w.training->recompute = Recompute::Full;
+  CHECK(count(generate_step(w, a100()).classes[0]).collectives.at({CollectiveKind::AllReduce, Group::Tp}) == m * layers * 6);
+  w.training->recompute = Recompute::Selective;
+  CHECK(count(generate_step(w, a100()).classes[0]).collectives.at({CollectiveKind::AllReduce, Group::Tp}) == m * layers * 4);
 }
 
 TEST_CASE("sequence parallelism swaps each all-reduce for an all-gather and a reduce-scatter") {
