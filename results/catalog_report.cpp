@@ -11,6 +11,7 @@
 
 #include "topology/catalog.hpp"
 #include "topology/units.hpp"
+#include "workloads/compute_model.hpp"
 #include "workloads/model.hpp"
 
 namespace dtsim::results {
@@ -132,6 +133,27 @@ json model_json(const ModelSpec& m) {
           {"source", m.source}};
 }
 
+std::string kernel_rows() {
+  const auto& c = workloads::compute_constants();
+  std::string out = fmt::format("{:<17} {:>7} {:>7}\n", "kernel", "compute", "memory");
+  for (const auto& k : workloads::kernel_efficiencies())
+    out += fmt::format("{:<17} {:>7.2f} {:>7.2f}\n", to_string(k.kind), k.compute, k.memory);
+  return out + fmt::format("GEMM shape: each dimension d scales efficiency by d / (d + {:g}); launch overhead {:g} us per kernel\n",
+                           c.gemm_half_dim, tidy(to_microseconds(c.launch_overhead)));
+}
+
+json kernels_json() {
+  const auto& c = workloads::compute_constants();
+  json rows = json::array();
+  for (const auto& k : workloads::kernel_efficiencies())
+    rows.push_back({{"kernel", std::string(to_string(k.kind))}, {"compute", k.compute}, {"memory", k.memory},
+                    {"source", k.source}});
+  return {{"efficiencies", rows},
+          {"gemm_half_dim", c.gemm_half_dim},
+          {"launch_overhead_us", tidy(to_microseconds(c.launch_overhead))},
+          {"source", c.source}};
+}
+
 }  // namespace
 
 std::string catalog_table() {
@@ -141,7 +163,8 @@ std::string catalog_table() {
   for (const auto& link : topology::link_catalog()) out += link_row(link);
   out += "\nmodel presets (params: weights, biases, norms and embeddings, counted exactly)\n" + model_header();
   for (const auto& model : workloads::model_presets()) out += model_row(model);
-  return out;
+  out += "\ncompute model (fraction of the precision's dense peak and of memory bandwidth a large kernel reaches)\n";
+  return out + kernel_rows();
 }
 
 json catalog_json() {
@@ -151,7 +174,7 @@ json catalog_json() {
   for (const auto& link : topology::link_catalog()) links.push_back(link_json(link));
   json models = json::array();
   for (const auto& model : workloads::model_presets()) models.push_back(model_json(model));
-  return {{"gpus", gpus}, {"links", links}, {"models", models}};
+  return {{"gpus", gpus}, {"links", links}, {"models", models}, {"compute", kernels_json()}};
 }
 
 }  // namespace dtsim::results

@@ -229,6 +229,7 @@ TEST_CASE("catalog table lists every GPU and link") {
   CHECK(table.find("nvlink3 x12") != std::string::npos);
   CHECK(table.find("model presets") != std::string::npos);   // details: tests/cli/scenario_loader_test.cpp
   CHECK(table.find("llama3-405b") != std::string::npos);
+  CHECK(table.find("mlp-down-gemm") != std::string::npos);
 }
 
 TEST_CASE("catalog JSON carries every entry with units in the keys") {
@@ -237,6 +238,15 @@ TEST_CASE("catalog JSON carries every entry with units in the keys") {
   REQUIRE(json.at("links").size() == link_catalog().size());
   CHECK(json.at("models").is_array());
   CHECK(json.at("models").size() >= 9);
+  // The compute model's constants: one row per kernel class, each citing its source.
+  const auto& kernels = json.at("compute").at("efficiencies");
+  CHECK(kernels.size() == 16);
+  for (const auto& k : kernels) {
+    CHECK(k.at("compute").get<double>() > 0);
+    CHECK(k.at("compute").get<double>() <= 1);
+    CHECK_FALSE(k.at("source").get<std::string>().empty());
+  }
+  CHECK(json.at("compute").at("gemm_half_dim").get<double>() > 0);
   const auto& a100 = json.at("gpus").at(1);
   CHECK(a100.at("name") == "a100-sxm4-80gb");
   CHECK(a100.at("memory_bytes") == 85'899'345'920LL);
