@@ -1,8 +1,11 @@
-// What an engine returns: when each op of each rank class started and ended, and the step time.
+// What an engine returns: when each op started and ended, per rank class (and per rank for engines that expand
+// ranks), the transfers that crossed the network, and the step time.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "topology/topology.hpp"
 #include "topology/units.hpp"
 
 namespace dtsim::sim {
@@ -13,14 +16,32 @@ struct OpTime {
 };
 
 struct ClassTimeline {
-  std::vector<OpTime> ops;     // parallel to RankClass::ops
+  std::vector<OpTime> ops;     // parallel to RankClass::ops: the class's slowest rank (the one that ends last)
   Seconds end;                 // when the class's last op ended
   Seconds compute_busy;        // sum of its compute ops' durations
 };
 
+// One rank's ops (parallel to its class's op list); filled by engines that play every rank.
+struct RankTimeline {
+  int rank = 0;
+  std::vector<OpTime> ops;
+};
+
+// One network transfer as played (a collective's step transfer or a pipeline send), for link-load counters.
+struct TransferRecord {
+  topology::NodeId src = 0;
+  topology::NodeId dst = 0;
+  Bytes bytes;
+  Seconds start;
+  Seconds end;
+};
+
 struct Timeline {
   std::vector<ClassTimeline> classes;   // parallel to StepGraph::classes
+  std::vector<RankTimeline> ranks;      // empty for the analytic engine
+  std::vector<TransferRecord> transfers;   // empty unless the engine was asked to record them
   Seconds step_time;                    // the latest end over all classes
+  std::string network_model;            // how communication was timed, for the output
 };
 
 }  // namespace dtsim::sim

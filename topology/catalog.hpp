@@ -33,6 +33,7 @@ struct LinkSpec {
   BytesPerSecond bandwidth;     // per direction, line rate
   Seconds latency;              // per hop
   double efficiency = 1.0;      // fraction of line rate a collective library moves (0, 1]
+  bool switch_reduction = false;   // an NVSwitch of this link class reduces in the switch (NVLink SHARP, NVLS)
   std::string source;
 };
 

@@ -139,9 +139,10 @@ std::vector<LinkSpec> make_links() {
        .source = "hardware.md: A100 12 links, 300 GB/s each way; efficiency 0.8 from nccl.md (about 20 of 25 GB/s "
                  "per link with NCCL); latency: NCCL tuning model, NVLink ring LL per hop"},
       {.name = "nvlink4", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(25),
-       .latency = microseconds(0.6), .efficiency = 0.8,
+       .latency = microseconds(0.6), .efficiency = 0.8, .switch_reduction = true,
        .source = "hardware.md: H100/H200 18 links, 450 GB/s each way; efficiency 0.8 (nccl.md: about 370 of 450 "
-                 "GB/s on non-reduction collectives); latency: NCCL tuning model, NVLink ring LL per hop"},
+                 "GB/s on non-reduction collectives); latency: NCCL tuning model, NVLink ring LL per hop; "
+                 "third-generation NVSwitch reduces in the switch (NVLink SHARP, nccl.md's NVLS row)"},
       {.name = "nvlink-bridge", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(25),
        .latency = microseconds(0.6), .efficiency = 0.8,
        .source = "NVIDIA A100 PCIe datasheet: NVLink bridge for 2 GPUs, 600 GB/s bidirectional over 12 links = 25 "

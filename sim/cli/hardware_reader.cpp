@@ -51,7 +51,7 @@ GpuSpec read_gpu_map(const YamlMap& m) {
 }
 
 LinkSpec read_link_map(const YamlMap& m) {
-  m.allow_only({"base", "name", "family", "bandwidth_GBps", "bandwidth_Gbps", "latency_us", "efficiency"});
+  m.allow_only({"base", "name", "family", "bandwidth_GBps", "bandwidth_Gbps", "latency_us", "efficiency", "switch_reduction"});
   const auto base = m.text("base");
   LinkSpec link = base ? topology::find_link(*base, m.dotted("base")) : LinkSpec{};
   if (!base) link.source = "scenario";
@@ -70,6 +70,7 @@ LinkSpec read_link_map(const YamlMap& m) {
   }
   if (auto v = m.number("latency_us", 0.0, true, kInf)) link.latency = microseconds(*v);
   if (auto v = m.number("efficiency", 0.0, false, 1.0)) link.efficiency = *v;
+  if (auto v = m.boolean("switch_reduction")) link.switch_reduction = *v;
   return link;
 }
 

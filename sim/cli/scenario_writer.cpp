@@ -16,6 +16,7 @@ void emit_link(YAML::Emitter& out, const char* key, const topology::LinkSpec& l)
   out << YAML::Key << "bandwidth_GBps" << YAML::Value << to_gigabytes_per_second(l.bandwidth);
   out << YAML::Key << "latency_us" << YAML::Value << to_microseconds(l.latency);
   out << YAML::Key << "efficiency" << YAML::Value << l.efficiency;
+  out << YAML::Key << "switch_reduction" << YAML::Value << l.switch_reduction;
   out << YAML::EndMap;
 }
 

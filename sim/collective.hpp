@@ -1,0 +1,76 @@
+// Collective algorithms as data: a collective over a group of ranks is lowered into transfers, each in a step.
+// Plain code, no SimGrid: the analytic engine and the SimGrid engine play the same lowering.
+//
+//   ring all-reduce, n = 4:  step 0..n-2 reduce-scatter (rank i sends S/n to i+1), step n-1..2n-3 all-gather
+//   all-reduce = reduce-scatter + all-gather, composed (one place for each); variants are rows, not copies.
+//
+// Step rule (both engines): a transfer of step k from endpoint e starts once every transfer of step k-1 into or
+// out of e has ended, plus `step_latency`; the collective starts `latency` after all its members reached it and
+// ends when its last transfer ends.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "topology/units.hpp"
+#include "workloads/step_graph.hpp"
+
+namespace dtsim::sim {
+
+enum class Algorithm { Auto, Ring, Tree, Direct, HalvingDoubling, Nvls, Hierarchical };
+std::string_view to_string(Algorithm a);
+std::optional<Algorithm> parse_algorithm(std::string_view name);
+inline constexpr std::string_view kAlgorithmNames = "auto, ring, tree, direct, halving-doubling, nvls, hierarchical";
+
+// What the algorithms need to know of where the group's ranks sit.
+struct GroupLayout {
+  std::vector<int> machine;   // per group rank, the machine (server) it is on; ranks of a machine share its fabric
+  bool nvls = false;          // every machine of the group has an NVSwitch that reduces in the switch (NVLink SHARP)
+};
+
+// An endpoint that is not a group rank: the NVSwitch of machine `Transfer::machine` (NVLS only).
+inline constexpr int kSwitch = -1;
+
+struct Transfer {
+  int src = 0;                // group rank, or kSwitch
+  int dst = 0;                // group rank, or kSwitch
+  Bytes bytes;
+  int step = 0;
+  int machine = -1;           // the machine whose switch a kSwitch endpoint is
+  std::optional<BytesPerSecond> rate;   // a cap on this transfer's rate (NVLS: the switch's reduction rate per port)
+};
+
+struct Lowered {
+  Algorithm algorithm = Algorithm::Ring;   // the one used (`auto` resolved)
+  std::vector<Transfer> transfers;         // ordered by step
+  int steps = 0;
+  Seconds latency;                         // protocol latency of the collective, once
+  Seconds step_latency;                    // protocol latency per step
+};
+
+// Protocol constants (data in the catalog, each with its source): NCCL's Simple-protocol latencies, the chunk
+// count of pipelined algorithms, the NVSwitch's in-switch reduction rate per GPU port.
+struct CollectiveTuning {
+  Seconds ring_latency;
+  Seconds tree_latency;
+  Seconds nvls_latency;
+  Seconds step_latency;
+  int chunks = 8;                          // pipelined algorithms (tree, chain broadcast) split the buffer so
+  BytesPerSecond nvls_port_rate;
+  Bytes tree_below;                        // auto: tree instead of ring across machines below this size
+  std::string source;
+};
+const CollectiveTuning& collective_tuning();
+
+// Lowers one collective of `bytes` (the buffer as nccl-tests counts it) over `layout`. Throws InputError
+// (key "simulation.collective_algo") when the algorithm cannot run on this group (NVLS without an NVSwitch,
+// halving-doubling on a group size that is not a power of two, ...).
+Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
+              const CollectiveTuning& tuning = collective_tuning());
+
+// nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce-scatter / all-gather / all-to-all (n-1)/n,
+// broadcast 1; whatever the algorithm.
+double bus_factor(workloads::CollectiveKind kind, int n);
+
+}  // namespace dtsim::sim

@@ -1,0 +1,45 @@
+// The SimGrid engine: plays a StepGraph on a topology with flow-level link contention.
+//
+// Platform built in code from our Topology (no XML): every device a host, every link split-duplex with its
+// per-direction bandwidth x protocol efficiency and its latency, a device with a finite switching capacity
+// (the star's hub) a shared link every route through it crosses, routes from topology::Router. Network model
+// set explicitly to the textbook one: CM02, no cross-traffic, no TCP-gamma cap, fairbottleneck sharing
+// (../shared/SIMGRID.md); the result's `network_model` says so.
+//
+// Every rank is played (rank classes are expanded); activities are created just in time (when their
+// dependencies are met), so live transfers stay bounded. One SimGrid engine per process: callers run each
+// simulation in a child process (run_isolated).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/collective.hpp"
+#include "sim/timeline.hpp"
+#include "topology/builders.hpp"
+#include "workloads/step_graph.hpp"
+
+namespace dtsim::sim {
+
+struct SimgridOptions {
+  Algorithm algorithm = Algorithm::Auto;
+  bool record_transfers = false;   // fill Timeline::transfers (for the trace's link counters)
+  bool ecmp = false;               // spread equal-cost routes (the cluster's `ecmp`)
+};
+
+// Plays `graph` on `topology`: rank r runs on topology.gpus()[r]. Must run in a process that has not run a
+// SimGrid simulation before (see run_isolated).
+Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topology& topology, const SimgridOptions& options);
+
+// Times one collective per size, one after the other, over the GPUs `ranks` (indices into topology.gpus()),
+// in one simulation. Same process rule as play_simgrid.
+std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
+                                      const std::vector<int>& ranks, const topology::Topology& topology,
+                                      const GroupLayout& layout, Algorithm algorithm);
+
+// Runs `work` in a forked child and returns what it returned (any bytes). An exception in the child comes back
+// as the same message: InputError as InputError, anything else as std::runtime_error.
+std::string run_isolated(const std::function<std::string()>& work);
+
+}  // namespace dtsim::sim

@@ -1,0 +1,2 @@
+// Placeholder: filled in by the engine issue.
+#include <doctest/doctest.h>
