@@ -1,2 +1,150 @@
-// Placeholder: filled in by the engine issue.
-namespace dtsim::sim {}
+// run_isolated: one SimGrid simulation per child process (SimGrid allows one Engine per process, and its clock,
+// signals and model config leak into the next one; ../shared/SIMGRID.md §7).
+//
+// Wire format, child to parent through a pipe: one tag byte, then length-prefixed strings.
+//   'R' result            'I' InputError: key, value, reason, allowed, location            'E' other: what()
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sim/simgrid_engine.hpp"
+#include "topology/error.hpp"
+
+namespace dtsim::sim {
+namespace {
+
+constexpr char kResult = 'R';
+constexpr char kInputError = 'I';
+constexpr char kOtherError = 'E';
+
+void append(std::string& out, std::string_view s) {
+  const auto n = static_cast<std::uint64_t>(s.size());
+  std::array<char, sizeof n> len{};
+  std::memcpy(len.data(), &n, sizeof n);
+  out.append(len.data(), len.size());
+  out.append(s);
+}
+
+// Reads length-prefixed strings back; throws on a truncated message.
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  std::string next() {
+    std::uint64_t n = 0;
+    if (data_.size() < sizeof n) throw std::runtime_error("simulation process sent a truncated message");
+    std::memcpy(&n, data_.data(), sizeof n);
+    data_.remove_prefix(sizeof n);
+    if (data_.size() < n) throw std::runtime_error("simulation process sent a truncated message");
+    std::string s(data_.substr(0, static_cast<std::size_t>(n)));
+    data_.remove_prefix(static_cast<std::size_t>(n));
+    return s;
+  }
+
+ private:
+  std::string_view data_;
+};
+
+std::string encode_child_result(const std::function<std::string()>& work) {
+  std::string msg;
+  try {
+    std::string result = work();
+    msg.push_back(kResult);
+    append(msg, result);
+  } catch (const InputError& e) {
+    msg.assign(1, kInputError);
+    for (const std::string* s : {&e.key(), &e.value(), &e.reason(), &e.allowed(), &e.location()}) append(msg, *s);
+  } catch (const std::exception& e) {
+    msg.assign(1, kOtherError);
+    append(msg, e.what());
+  } catch (...) {
+    msg.assign(1, kOtherError);
+    append(msg, "unknown exception in the simulation process");
+  }
+  return msg;
+}
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;   // the parent is gone or the pipe broke: nothing left to tell
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  std::array<char, 65536> buf{};
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return out;
+    out.append(buf.data(), static_cast<std::size_t>(n));
+  }
+}
+
+[[noreturn]] void run_child(int fd, const std::function<std::string()>& work) {
+  write_all(fd, encode_child_result(work));
+  ::close(fd);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::_exit(0);
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error(fmt::format("waitpid failed: {}", std::strerror(errno)));
+  return status;
+}
+
+std::string decode(const std::string& msg, int status) {
+  if (WIFSIGNALED(status))
+    throw std::runtime_error(fmt::format("simulation process died: signal {}", WTERMSIG(status)));
+  if (msg.empty())
+    throw std::runtime_error(fmt::format("simulation process died: exit status {}", WEXITSTATUS(status)));
+  Reader in(std::string_view(msg).substr(1));
+  if (msg.front() == kResult) return in.next();
+  if (msg.front() == kInputError) {
+    std::string key = in.next(), value = in.next(), reason = in.next(), allowed = in.next();
+    throw InputError(std::move(key), std::move(value), std::move(reason), std::move(allowed), in.next());
+  }
+  throw std::runtime_error(in.next());
+}
+
+}  // namespace
+
+std::string run_isolated(const std::function<std::string()>& work) {
+  std::array<int, 2> fds{};
+  if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
+  std::fflush(stdout);   // buffered output would otherwise be written twice, once by the child
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    run_child(fds[1], work);
+  }
+  ::close(fds[1]);
+  const std::string msg = read_all(fds[0]);
+  ::close(fds[0]);
+  return decode(msg, wait_for(pid));
+}
+
+}  // namespace dtsim::sim

@@ -33,10 +33,11 @@ struct SimgridOptions {
 Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topology& topology, const SimgridOptions& options);
 
 // Times one collective per size, one after the other, over the GPUs `ranks` (indices into topology.gpus()),
-// in one simulation. Same process rule as play_simgrid.
+// in one simulation; each time runs from the collective's start (the previous one's end) to its end. `ecmp` as
+// in SimgridOptions. Same process rule as play_simgrid.
 std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                       const std::vector<int>& ranks, const topology::Topology& topology,
-                                      const GroupLayout& layout, Algorithm algorithm);
+                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp = false);
 
 // Runs `work` in a forked child and returns what it returned (any bytes). An exception in the child comes back
 // as the same message: InputError as InputError, anything else as std::runtime_error.

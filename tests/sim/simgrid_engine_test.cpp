@@ -1,2 +1,387 @@
-// Placeholder: filled in by the engine issue.
+// The SimGrid engine against closed forms, on contention-free cases and on cases whose sharing is textbook.
+// Every simulation runs in its own child process (run_isolated): SimGrid allows one engine per process.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+
+#include "sim/analytic_engine.hpp"
+#include "sim/simgrid_engine.hpp"
+#include "sim/simgrid_platform.hpp"
+#include "sim/simgrid_player.hpp"
+#include "topology/builders.hpp"
+#include "topology/error.hpp"
+#include "workloads/step_graph.hpp"
+
+using namespace dtsim;
+using topology::IntraKind;
+using topology::NodeId;
+using workloads::CollectiveKind;
+
+namespace {
+
+constexpr double kTight = 1e-6;   // relative tolerance of the analytic cross-checks
+
+// Relative closeness (doctest::Approx adds an absolute 1e-6 by default: far too loose for microseconds).
+doctest::Approx near(double expected) { return doctest::Approx(expected).epsilon(kTight).scale(0); }
+
+// ---- results out of the child process -------------------------------------------------------------------------
+
+std::string pack(const std::vector<double>& v) {
+  std::string s(v.size() * sizeof(double), '\0');
+  if (!v.empty()) std::memcpy(s.data(), v.data(), s.size());
+  return s;
+}
+
+std::vector<double> unpack(const std::string& s) {
+  std::vector<double> v(s.size() / sizeof(double));
+  if (!v.empty()) std::memcpy(v.data(), s.data(), v.size() * sizeof(double));
+  return v;
+}
+
+std::vector<double> isolated(const std::function<std::vector<double>()>& work) {
+  return unpack(sim::run_isolated([&] { return pack(work()); }));
+}
+
+// ---- topologies ----------------------------------------------------------------------------------------------
+
+topology::Link make(NodeId a, NodeId b, BytesPerSecond bw, Seconds lat, double eff) {
+  return topology::Link{a, b, bw, lat, eff, "custom"};
+}
+
+NodeId gpu(topology::Topology& t, int i) {
+  return t.add_node(topology::Node{topology::NodeKind::Gpu, "gpu" + std::to_string(i), 0, std::nullopt});
+}
+
+// gpu0 ─── gpu1: 25 GB/s per direction, 1 us, efficiency 0.8
+topology::Topology two_gpus() {
+  topology::Topology t;
+  gpu(t, 0);
+  gpu(t, 1);
+  t.add_link(make(0, 1, gigabytes_per_second(25), microseconds(1), 0.8));
+  return t;
+}
+
+topology::Topology built(IntraKind intra, int gpus, std::string_view gpu_name = "a100-sxm4-80gb") {
+  return topology::build_cluster(topology::default_cluster(gpu_name, intra, 1, gpus)).topology;
+}
+
+double rate(const topology::Link& l) { return (l.bandwidth * l.efficiency).value(); }
+
+// ---- hand-built lowerings (the step rule of collective.hpp) -------------------------------------------------
+
+// Ring all-reduce: 2(n-1) steps, rank i sends S/n to rank i+1 in each.
+sim::Lowered ring_allreduce(Bytes bytes, int n, Seconds latency, Seconds step_latency) {
+  sim::Lowered l;
+  l.steps = 2 * (n - 1);
+  l.latency = latency;
+  l.step_latency = step_latency;
+  for (int step = 0; step < l.steps; ++step)
+    for (int i = 0; i < n; ++i) l.transfers.push_back(sim::Transfer{i, (i + 1) % n, bytes / n, step, -1, {}});
+  return l;
+}
+
+sim::detail::LowerFn ring_lowering(Seconds latency, Seconds step_latency) {
+  return [=](CollectiveKind, Bytes bytes, const sim::GroupLayout& layout) {
+    return ring_allreduce(bytes, static_cast<int>(layout.machine.size()), latency, step_latency);
+  };
+}
+
+// The ring's closed form without contention: every step moves S/n over a path of latency `hop` at `rate`.
+double ring_time(double bytes, int n, double latency, double step_latency, double hop, double bw) {
+  return latency + 2.0 * (n - 1) * (hop + step_latency) + 2.0 * (n - 1) / n * bytes / bw;
+}
+
+std::vector<int> first_ranks(int n) {
+  std::vector<int> r(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = i;
+  return r;
+}
+
+sim::GroupLayout one_machine(int n) { return sim::GroupLayout{std::vector<int>(static_cast<std::size_t>(n), 0), false}; }
+
+}  // namespace
+
+// ---- run_isolated ---------------------------------------------------------------------------------------------
+
+TEST_CASE("simgrid: run_isolated returns the child's bytes and its errors") {
+  CHECK(sim::run_isolated([] { return std::string("a\0b", 3); }) == std::string("a\0b", 3));
+  CHECK(sim::run_isolated([] { return std::string(1 << 20, 'x'); }).size() == (1u << 20));   // more than a pipe holds
+  try {
+    sim::run_isolated([]() -> std::string {
+      throw InputError("cluster.gpu", "h900", "unknown GPU", "a100-sxm4-80gb, h100-sxm5-80gb", "s.yaml:3");
+    });
+    FAIL("no exception");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "cluster.gpu");
+    CHECK(e.value() == "h900");
+    CHECK(e.reason() == "unknown GPU");
+    CHECK(e.allowed() == "a100-sxm4-80gb, h100-sxm5-80gb");
+    CHECK(e.location() == "s.yaml:3");
+    CHECK(std::string(e.what()) == "s.yaml:3: cluster.gpu: unknown GPU 'h900' (allowed: a100-sxm4-80gb, h100-sxm5-80gb)");
+  }
+  CHECK_THROWS_WITH_AS(sim::run_isolated([]() -> std::string { throw std::logic_error("broken"); }), "broken",
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(sim::run_isolated([]() -> std::string { std::raise(SIGKILL); return {}; }),
+                       "simulation process died: signal 9", std::runtime_error);
+}
+
+// ---- the platform and the network model ----------------------------------------------------------------------
+
+TEST_CASE("simgrid: one transfer takes latency + size / (bandwidth x efficiency)") {
+  const auto t = isolated([] {
+    const auto topo = two_gpus();
+    sim::detail::RouteNeeds needs;
+    needs.add(0, 1);
+    sim::detail::Simulation sim(topo, needs, false);
+    std::vector<double> out;
+    sim.transfer(0, 1, Bytes(1e9), [&](Seconds start, Seconds end) { out = {start.value(), end.value()}; });
+    sim.run();
+    return out;
+  });
+  REQUIRE(t.size() == 2);
+  CHECK(t[0] == 0.0);
+  CHECK(t[1] == near(1e-6 + 1e9 / 20e9));
+}
+
+TEST_CASE("simgrid: two flows in one direction share the link and opposite directions do not interfere") {
+  const auto t = isolated([] {
+    const auto topo = two_gpus();
+    sim::detail::RouteNeeds needs;
+    needs.add(0, 1);
+    needs.add(1, 0);
+    sim::detail::Simulation sim(topo, needs, false);
+    std::vector<double> out(4);
+    const std::array<std::pair<NodeId, NodeId>, 3> flows{{{0, 1}, {0, 1}, {1, 0}}};
+    for (std::size_t i = 0; i < flows.size(); ++i)
+      sim.transfer(flows[i].first, flows[i].second, Bytes(1e9), [&out, i](Seconds, Seconds end) { out[i] = end.value(); });
+    sim.after(Seconds(1.0), [&] {   // alone again: one flow 1 -> 0
+      sim.transfer(1, 0, Bytes(1e9), [&out, &sim](Seconds start, Seconds end) { out[3] = (end - start).value(); });
+    });
+    sim.run();
+    return out;
+  });
+  CHECK(t[0] == near(1e-6 + 2e9 / 20e9));
+  CHECK(t[1] == near(1e-6 + 2e9 / 20e9));
+  CHECK(t[2] == near(1e-6 + 1e9 / 20e9));   // the other half of the split-duplex link
+  CHECK(t[3] == near(1e-6 + 1e9 / 20e9));
+}
+
+TEST_CASE("simgrid: a rate cap limits one transfer and compute ops and delays take their duration") {
+  const auto t = isolated([] {
+    const auto topo = two_gpus();
+    sim::detail::RouteNeeds needs;
+    needs.add(0, 1, gigabytes_per_second(5));
+    sim::detail::Simulation sim(topo, needs, false);
+    std::vector<double> out(4);
+    sim.transfer(0, 1, Bytes(1e9), [&](Seconds, Seconds end) { out[0] = end.value(); });
+    sim.compute(0, microseconds(3.5), [&](Seconds, Seconds end) { out[1] = end.value(); });
+    sim.compute(1, Seconds(0), [&](Seconds, Seconds end) { out[2] = end.value(); });
+    sim.after(microseconds(2.25), [&] { out[3] = sim.now().value(); });
+    sim.run();
+    return out;
+  });
+  CHECK(t[0] == near(1e-6 + 1e9 / 5e9));
+  CHECK(t[1] == near(3.5e-6));
+  CHECK(t[2] == 0.0);
+  CHECK(t[3] == near(2.25e-6));
+}
+
+TEST_CASE("simgrid: the star's hub limits the traffic through it to its capacity") {
+  // 8 GPUs send to their neighbour through the hub at once: each link direction carries one flow, the hub all 8.
+  const int n = 8;
+  const auto topo = built(IntraKind::Star, n);
+  const NodeId hub = *topo.find_node("hub");
+  const double capacity = topo.node(hub).capacity->value();
+  const double bytes = 1e9;
+  const auto t = isolated([&] {
+    sim::detail::RouteNeeds needs;
+    for (int i = 0; i < n; ++i) needs.add(topo.gpus()[static_cast<std::size_t>(i)], topo.gpus()[static_cast<std::size_t>((i + 1) % n)]);
+    sim::detail::Simulation sim(topo, needs, false);
+    std::vector<double> out(n);
+    for (int i = 0; i < n; ++i)
+      sim.transfer(topo.gpus()[static_cast<std::size_t>(i)], topo.gpus()[static_cast<std::size_t>((i + 1) % n)],
+                   Bytes(bytes), [&out, i](Seconds, Seconds end) { out[static_cast<std::size_t>(i)] = end.value(); });
+    sim.run();
+    return out;
+  });
+  const double hop = topo.link(0).latency.value();
+  REQUIRE(capacity / n < rate(topo.link(0)));   // the hub, not the links, is the bottleneck
+  for (double end : t) CHECK(end == near(2 * hop + bytes / (capacity / n)));
+}
+
+// ---- collectives (hand-built lowerings) --------------------------------------------------------------------------
+
+TEST_CASE("simgrid: hand-lowered ring all-reduce on an 8-GPU ring or NVSwitch or star hub matches its closed form") {
+  const int n = 8;
+  const double bytes = 1 << 30, lat = 20e-6, step = 1.5e-6;
+  for (IntraKind intra : {IntraKind::Ring, IntraKind::NvSwitch, IntraKind::Star}) {
+    CAPTURE(topology::to_string(intra));
+    const auto topo = built(intra, n);
+    const auto t = isolated([&] {
+      const auto times = sim::detail::time_lowered(CollectiveKind::AllReduce, {Bytes(bytes), Bytes(bytes)},
+                                                   first_ranks(n), topo, one_machine(n),
+                                                   ring_lowering(Seconds(lat), Seconds(step)), false);
+      return std::vector<double>{times[0].value(), times[1].value()};
+    });
+    const topology::Link& l = topo.link(0);
+    const double hops = intra == IntraKind::Ring ? 1 : 2;
+    double bw = rate(l);
+    if (intra == IntraKind::Star) bw = std::min(bw, topo.node(*topo.find_node("hub")).capacity->value() / n);
+    const double expected = ring_time(bytes, n, lat, step, hops * l.latency.value(), bw);
+    CHECK(t[0] == near(expected));
+    CHECK(t[1] == near(expected));   // the second one, after the first: same time
+  }
+}
+
+TEST_CASE("simgrid: a step waits for the endpoint's previous step (in and out) then step_latency") {
+  // A chain 0 -> 1 -> 2 -> 3 (steps 0, 1, 2), and 0 -> 3 in step 3: rank 0's previous step is step 0.
+  const auto topo = built(IntraKind::FullMesh, 4);
+  const double lat = 5e-6, step = 2e-6, size = 1e8;
+  sim::Lowered l;
+  l.latency = Seconds(lat);
+  l.step_latency = Seconds(step);
+  l.steps = 4;
+  l.transfers = {{0, 1, Bytes(size), 0, -1, {}}, {1, 2, Bytes(size), 1, -1, {}}, {2, 3, Bytes(size), 2, -1, {}},
+                 {0, 3, Bytes(size), 3, -1, {}}};
+  const auto t = isolated([&] {
+    auto lower = [&](CollectiveKind, Bytes, const sim::GroupLayout&) { return l; };
+    return std::vector<double>{sim::detail::time_lowered(CollectiveKind::Broadcast, {Bytes(size)}, first_ranks(4), topo,
+                                                         one_machine(4), lower, false)[0].value()};
+  });
+  const double one = step + topo.link(0).latency.value() + size / rate(topo.link(0));
+  CHECK(t[0] == near(lat + 3 * one));   // the chain; 0 -> 3 ends at lat + 2 * one
+}
+
+// ---- StepGraph: SimGrid against the analytic engine -------------------------------------------------------------
+
+namespace {
+
+// A GPT-shaped model (as in tests/workloads/step_graph_test.cpp).
+workloads::Workload gpt_job(int tp, int pp, int dp, int global_batch, int layers) {
+  workloads::Workload w;
+  w.model.name = "gpt-test";
+  w.model.layers = layers;
+  w.model.hidden = 2048;
+  w.model.heads = 16;
+  w.model.kv_heads = 16;
+  w.model.ffn_hidden = 8192;
+  w.model.vocab = 51200;
+  w.model.seq_length = 2048;
+  w.training = workloads::training_defaults(topology::Precision::Bf16);
+  w.training->global_batch = global_batch;
+  w.plan.tp = tp;
+  w.plan.pp = pp;
+  w.plan.dp = dp;
+  workloads::check_plan(w, tp * pp * dp);
+  return w;
+}
+
+// Closed-form costs on a contention-free topology where every GPU pair is `hops` links of one class apart.
+sim::CommCosts ring_costs(const topology::Link& link, int hops, Seconds latency, Seconds step_latency) {
+  const double bw = rate(link), hop = hops * link.latency.value();
+  return {[=](const workloads::CollectiveOp& op, int ranks) {
+            return Seconds(ring_time(op.bytes.value(), ranks, latency.value(), step_latency.value(), hop, bw));
+          },
+          [=](const workloads::SendOp& s) { return Seconds(s.bytes.value() / bw + hop); }};
+}
+
+// step time, each class's end, then rank 0's ops (start, end).
+std::vector<double> summary(const sim::Timeline& t) {
+  std::vector<double> out{t.step_time.value()};
+  for (const auto& c : t.classes) out.push_back(c.end.value());
+  for (const auto& o : t.classes.front().ops) {
+    out.push_back(o.start.value());
+    out.push_back(o.end.value());
+  }
+  return out;
+}
+
+void compare(const std::vector<double>& simgrid, const std::vector<double>& analytic) {
+  REQUIRE(simgrid.size() == analytic.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < simgrid.size(); ++i)
+    if (analytic[i] != 0.0) worst = std::max(worst, std::abs(simgrid[i] / analytic[i] - 1));
+  MESSAGE("largest relative deviation from the analytic engine over ", simgrid.size(), " values: ", worst);
+  for (std::size_t i = 0; i < simgrid.size(); ++i) {
+    CAPTURE(i);
+    if (analytic[i] == 0.0)
+      CHECK(simgrid[i] == 0.0);
+    else
+      CHECK(simgrid[i] == near(analytic[i]));
+  }
+}
+
+void check_against_analytic(const workloads::StepGraph& g, const topology::Topology& topo, int hops) {
+  const Seconds lat = microseconds(7), step = microseconds(0.5);
+  const auto analytic = sim::play_analytic(g, ring_costs(topo.link(0), hops, lat, step));
+  const auto simgrid = isolated([&] {
+    const auto t = sim::detail::play_graph(g, topo, sim::SimgridOptions{}, ring_lowering(lat, step));
+    std::vector<double> out = summary(t);
+    // rank 0's own timeline is the class's when rank 0 ends last (every rank alike here)
+    for (const auto& o : t.ranks.front().ops) out.push_back(o.end.value());
+    return out;
+  });
+  std::vector<double> expected = summary(analytic);
+  for (const auto& o : analytic.classes.front().ops) expected.push_back(o.end.value());
+  compare(simgrid, expected);
+  CHECK(analytic.step_time > Seconds(0));
+}
+
+}  // namespace
+
+TEST_CASE("simgrid: a 4-stage pipeline on a full mesh plays as the analytic engine with closed-form costs") {
+  auto g = workloads::generate_step(gpt_job(1, 4, 1, 8, 8), topology::find_gpu("a100-sxm4-80gb"));
+  check_against_analytic(g, built(IntraKind::FullMesh, 4), 1);
+}
+
+TEST_CASE("simgrid: a TP-8 stage on an NVSwitch plays as the analytic engine with closed-form costs") {
+  auto g = workloads::generate_step(gpt_job(8, 1, 1, 4, 2), topology::find_gpu("a100-sxm4-80gb"));
+  check_against_analytic(g, built(IntraKind::NvSwitch, 8), 2);
+}
+
+TEST_CASE("simgrid: recorded transfers are every pipeline send and collective transfer with its nodes and bytes") {
+  auto g = workloads::generate_step(gpt_job(1, 2, 1, 4, 2), topology::find_gpu("a100-sxm4-80gb"));
+  const auto topo = built(IntraKind::FullMesh, 2);
+  const auto t = isolated([&] {
+    sim::SimgridOptions options;
+    options.record_transfers = true;
+    const auto timeline = sim::detail::play_graph(g, topo, options, ring_lowering(Seconds(0), Seconds(0)));
+    std::vector<double> out{static_cast<double>(timeline.transfers.size())};
+    for (const auto& r : timeline.transfers) {
+      out.push_back(r.src);
+      out.push_back(r.dst);
+      out.push_back(r.bytes.value());
+      out.push_back((r.end - r.start).value());
+    }
+    return out;
+  });
+  std::size_t sends = 0, collectives = 0;
+  for (const auto& c : g.classes)
+    for (const auto& op : c.ops) {
+      sends += std::holds_alternative<workloads::SendOp>(op.body);
+      collectives += std::holds_alternative<workloads::CollectiveOp>(op.body);
+    }
+  CHECK(collectives == 2);                              // the tied embedding's all-reduce, on both stages
+  REQUIRE(t[0] == static_cast<double>(sends + 2 * 2));   // one all-reduce over 2 ranks: 2 steps x 2 transfers
+  const double bw = rate(topo.link(0)), hop = topo.link(0).latency.value();
+  for (std::size_t i = 1; i < t.size(); i += 4) {
+    CHECK(t[i] != t[i + 1]);
+    CHECK(t[i + 3] == near(t[i + 2] / bw + hop));
+  }
+}
+
+TEST_CASE("simgrid: a plan larger than the cluster is an input error") {
+  auto g = workloads::generate_step(gpt_job(1, 4, 1, 8, 8), topology::find_gpu("a100-sxm4-80gb"));
+  const auto topo = built(IntraKind::FullMesh, 2);
+  CHECK_THROWS_AS(isolated([&] {
+                    sim::detail::play_graph(g, topo, {}, ring_lowering(Seconds(0), Seconds(0)));
+                    return std::vector<double>{};
+                  }),
+                  InputError);
+}

@@ -1,0 +1,221 @@
+#include "sim/simgrid_collective.hpp"
+
+#include <algorithm>
+
+#include "sim/simgrid_player.hpp"
+
+#include "topology/catalog.hpp"
+#include "topology/error.hpp"
+
+namespace dtsim::sim::detail {
+namespace {
+
+using topology::NodeId;
+
+// Endpoint indices of a plan: group ranks first, then one per switch in order of first use.
+class EndpointIndex {
+ public:
+  EndpointIndex(CollectivePlan& plan, int members) : plan_(plan), members_(members) {
+    for (int r = 0; r < members; ++r) plan.endpoints.push_back(Endpoint{r, -1});
+  }
+  std::uint32_t operator()(int rank, int machine) {
+    if (rank != kSwitch) {
+      DTSIM_ASSERT(rank >= 0 && rank < members_, "a lowered transfer names a rank outside its group");
+      return static_cast<std::uint32_t>(rank);
+    }
+    auto [it, added] = switches_.emplace(machine, static_cast<std::uint32_t>(plan_.endpoints.size()));
+    if (added) plan_.endpoints.push_back(Endpoint{kSwitch, machine});
+    return it->second;
+  }
+
+ private:
+  CollectivePlan& plan_;
+  int members_;
+  std::map<int, std::uint32_t> switches_;
+};
+
+bool reduces_in_switch(const std::string& link_class) {
+  for (const topology::LinkSpec& spec : topology::link_catalog())
+    if (spec.name == link_class) return spec.switch_reduction;
+  return false;
+}
+
+}  // namespace
+
+CollectivePlan make_plan(Lowered lowered, int members) {
+  CollectivePlan plan;
+  plan.lowered = std::move(lowered);
+  EndpointIndex index(plan, members);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;   // per transfer: (src, dst) endpoints
+  for (const Transfer& t : plan.lowered.transfers)
+    ends.emplace_back(index(t.src, t.machine), index(t.dst, t.machine));
+  // Each endpoint's steps, in order: its phases.
+  std::vector<std::map<int, std::uint32_t>> phase_of(plan.endpoints.size());
+  for (std::size_t i = 0; i < ends.size(); ++i)
+    for (std::uint32_t e : {ends[i].first, ends[i].second}) phase_of[e].emplace(plan.lowered.transfers[i].step, 0);
+  plan.phases.resize(plan.endpoints.size());
+  for (std::size_t e = 0; e < phase_of.size(); ++e)
+    for (auto& [step, index_in_endpoint] : phase_of[e]) {
+      index_in_endpoint = static_cast<std::uint32_t>(plan.phases[e].size());
+      plan.phases[e].push_back(CollectivePlan::Phase{step, 0, {}});
+    }
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    const int step = plan.lowered.transfers[i].step;
+    const auto [src, dst] = ends[i];
+    CollectivePlan::Ends e{src, dst, phase_of[src].at(step), phase_of[dst].at(step)};
+    plan.phases[src][e.src_phase].outgoing.push_back(static_cast<std::uint32_t>(i));
+    ++plan.phases[src][e.src_phase].transfers;
+    ++plan.phases[dst][e.dst_phase].transfers;
+    plan.ends.push_back(e);
+  }
+  return plan;
+}
+
+std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind kind, Bytes bytes,
+                                                     const GroupLayout& layout) {
+  Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  auto plan = std::make_shared<const CollectivePlan>(
+      make_plan(lower_(kind, bytes, layout), static_cast<int>(layout.machine.size())));
+  plans_.emplace(std::move(key), plan);
+  return plan;
+}
+
+Sites::Sites(const topology::Topology& topology) : topo_(topology) {
+  for (NodeId id = 0; id < topo_.nodes().size(); ++id) {
+    const topology::Node& sw = topo_.node(id);
+    if (sw.kind != topology::NodeKind::Switch || sw.capacity || sw.machine < 0) continue;
+    for (topology::LinkId l : topo_.incident(id)) {
+      const topology::Node& peer = topo_.node(topo_.other_end(l, id));
+      if (peer.kind == topology::NodeKind::Gpu && peer.machine == sw.machine &&
+          reduces_in_switch(topo_.link(l).link_class)) {
+        nvls_switch_.emplace(sw.machine, id);
+        break;
+      }
+    }
+  }
+}
+
+GroupLayout Sites::layout(const std::vector<NodeId>& gpus) const {
+  GroupLayout layout;
+  layout.nvls = !gpus.empty();
+  for (NodeId g : gpus) {
+    layout.machine.push_back(topo_.node(g).machine);
+    layout.nvls = layout.nvls && nvls_switch_.count(layout.machine.back()) > 0;
+  }
+  return layout;
+}
+
+std::vector<NodeId> Sites::endpoint_nodes(const CollectivePlan& plan, const std::vector<NodeId>& gpus) const {
+  std::vector<NodeId> nodes;
+  nodes.reserve(plan.endpoints.size());
+  for (const Endpoint& e : plan.endpoints) {
+    if (e.rank != kSwitch) {
+      nodes.push_back(gpus.at(static_cast<std::size_t>(e.rank)));
+      continue;
+    }
+    auto it = nvls_switch_.find(e.machine);
+    DTSIM_ASSERT(it != nvls_switch_.end(), "a lowering sends to the switch of a machine without an NVLS switch");
+    nodes.push_back(it->second);
+  }
+  return nodes;
+}
+
+void add_routes(RouteNeeds& needs, const CollectivePlan& plan, const std::vector<NodeId>& nodes) {
+  for (std::size_t i = 0; i < plan.ends.size(); ++i)
+    needs.add(nodes[plan.ends[i].src], nodes[plan.ends[i].dst], plan.lowered.transfers[i].rate);
+}
+
+CollectiveRun::CollectiveRun(Simulation& sim, std::shared_ptr<const CollectivePlan> plan, std::vector<NodeId> nodes,
+                             std::vector<TransferRecord>* record, Finished finished)
+    : sim_(sim), plan_(std::move(plan)), nodes_(std::move(nodes)), record_(record), finished_(std::move(finished)) {
+  for (const auto& phases : plan_->phases) {
+    auto& counts = remaining_.emplace_back();
+    for (const auto& p : phases) counts.push_back(p.transfers);
+  }
+  left_ = plan_->lowered.transfers.size();
+}
+
+void CollectiveRun::start() {
+  const Lowered& l = plan_->lowered;
+  if (left_ == 0) {
+    sim_.after(l.latency, [this] {
+      Finished done = std::move(finished_);   // may destroy *this
+      done(sim_.now());
+    });
+    return;
+  }
+  for (std::size_t e = 0; e < plan_->phases.size(); ++e)
+    if (!plan_->phases[e].empty()) launch(e, 0, l.latency + l.step_latency);
+}
+
+void CollectiveRun::launch(std::size_t endpoint, std::size_t phase, Seconds delay) {
+  if (plan_->phases[endpoint][phase].outgoing.empty()) return;
+  auto send_all = [this, endpoint, phase] {
+    for (std::uint32_t t : plan_->phases[endpoint][phase].outgoing) {
+      const CollectivePlan::Ends& e = plan_->ends[t];
+      sim_.transfer(nodes_[e.src], nodes_[e.dst], plan_->lowered.transfers[t].bytes,
+                    [this, t](Seconds start, Seconds end) { transfer_done(t, start, end); });
+    }
+  };
+  if (delay > Seconds(0)) {
+    sim_.after(delay, send_all);
+    return;
+  }
+  send_all();
+}
+
+void CollectiveRun::transfer_done(std::uint32_t t, Seconds start, Seconds end) {
+  const CollectivePlan::Ends& e = plan_->ends[t];
+  if (record_ != nullptr)
+    record_->push_back(TransferRecord{nodes_[e.src], nodes_[e.dst], plan_->lowered.transfers[t].bytes, start, end});
+  touch(e.src, e.src_phase);
+  touch(e.dst, e.dst_phase);
+  if (--left_ > 0) return;
+  Finished done = std::move(finished_);   // may destroy *this
+  done(end);
+}
+
+// One transfer of the endpoint's phase has ended; when it was the last, the next phase begins.
+void CollectiveRun::touch(std::size_t endpoint, std::size_t phase) {
+  if (--remaining_[endpoint][phase] > 0 || phase + 1 >= plan_->phases[endpoint].size()) return;
+  launch(endpoint, phase + 1, plan_->lowered.step_latency);
+}
+
+// One collective per size over `ranks`, each starting when the previous one ends.
+std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
+                                  const std::vector<int>& ranks, const topology::Topology& topology,
+                                  const GroupLayout& layout, const LowerFn& lower, bool ecmp) {
+  DTSIM_ASSERT(layout.machine.size() == ranks.size(), "a group layout gives one machine per rank");
+  std::vector<NodeId> gpus;
+  for (int r : ranks) gpus.push_back(topology.gpus().at(static_cast<std::size_t>(r)));
+  const Sites sites(topology);
+  PlanCache plans(lower);
+  RouteNeeds needs;
+  std::vector<std::shared_ptr<const CollectivePlan>> plan;
+  std::vector<std::vector<NodeId>> nodes;
+  for (Bytes size : sizes) {
+    plan.push_back(plans.get(kind, size, layout));
+    nodes.push_back(sites.endpoint_nodes(*plan.back(), gpus));
+    add_routes(needs, *plan.back(), nodes.back());
+  }
+  Simulation sim(topology, needs, ecmp);
+  std::vector<Seconds> times(sizes.size());
+  std::unique_ptr<CollectiveRun> run;
+  std::function<void(std::size_t)> next = [&](std::size_t i) {
+    if (i == sizes.size()) return;
+    const Seconds start = sim.now();
+    auto finished = [&, i, start](Seconds end) {
+      times[i] = end - start;
+      next(i + 1);   // replaces (destroys) the run that called
+    };
+    run = std::make_unique<CollectiveRun>(sim, plan[i], nodes[i], nullptr, finished);
+    run->start();
+  };
+  next(0);
+  sim.run();
+  return times;
+}
+
+}  // namespace dtsim::sim::detail

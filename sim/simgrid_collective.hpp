@@ -1,0 +1,106 @@
+// Private to dtsim_simgrid: playing one lowered collective on a Simulation, by the step rule of collective.hpp.
+//
+// Step rule as played here: a collective starts when its members have all reached it; `latency` later each
+// endpoint's first step begins. A transfer of step k from endpoint e starts `step_latency` after every transfer
+// of e's previous step (the last step before k in which e sends or receives; k-1 in every ring-like schedule)
+// has ended, into or out of e; e's first step starts `step_latency` after the `latency`. The collective ends
+// when its last transfer ends (`latency` after its start when it has none).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "sim/collective.hpp"
+#include "sim/simgrid_platform.hpp"
+#include "sim/timeline.hpp"
+#include "topology/topology.hpp"
+
+namespace dtsim::sim::detail {
+
+// An endpoint of a lowered collective: a group rank, or (rank kSwitch) the NVSwitch of `machine`.
+struct Endpoint {
+  int rank = 0;
+  int machine = -1;
+};
+
+// A lowering with its schedule: per endpoint, the steps it takes part in (its phases) in step order.
+struct CollectivePlan {
+  struct Phase {
+    int step = 0;
+    int transfers = 0;                        // transfers of this step into or out of the endpoint
+    std::vector<std::uint32_t> outgoing;      // transfers of this step the endpoint sends
+  };
+  struct Ends {
+    std::uint32_t src = 0, dst = 0;           // endpoint indices
+    std::uint32_t src_phase = 0, dst_phase = 0;
+  };
+  Lowered lowered;
+  std::vector<Endpoint> endpoints;            // the group ranks 0..n-1, then the switches
+  std::vector<std::vector<Phase>> phases;     // per endpoint
+  std::vector<Ends> ends;                     // per transfer
+};
+
+CollectivePlan make_plan(Lowered lowered, int members);
+
+using LowerFn = std::function<Lowered(workloads::CollectiveKind, Bytes, const GroupLayout&)>;
+
+// Plans memoized by (kind, size, layout): a collective repeated on many groups or micro-batches is lowered once.
+class PlanCache {
+ public:
+  explicit PlanCache(LowerFn lower) : lower_(std::move(lower)) {}
+  std::shared_ptr<const CollectivePlan> get(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout);
+
+ private:
+  using Key = std::tuple<int, double, std::vector<int>, bool>;
+  LowerFn lower_;
+  std::map<Key, std::shared_ptr<const CollectivePlan>> plans_;
+};
+
+// Where a group's ranks sit: their machines, and the NVSwitch that reduces in the switch on each machine that
+// has one. NVLS-capable: a non-blocking Switch node (no capacity limit, so not the star's hub) of the machine,
+// linked to a GPU of that machine by a link whose catalog class has `switch_reduction`.
+class Sites {
+ public:
+  explicit Sites(const topology::Topology& topology);
+  // The layout of a group of GPUs (in group-rank order): nvls when every machine has an NVLS switch.
+  [[nodiscard]] GroupLayout layout(const std::vector<topology::NodeId>& gpus) const;
+  // The node of each endpoint of `plan` for a group on `gpus`.
+  [[nodiscard]] std::vector<topology::NodeId> endpoint_nodes(const CollectivePlan& plan,
+                                                             const std::vector<topology::NodeId>& gpus) const;
+
+ private:
+  const topology::Topology& topo_;
+  std::map<int, topology::NodeId> nvls_switch_;   // by machine
+};
+
+// Adds the pairs a plan's transfers send between to `needs`.
+void add_routes(RouteNeeds& needs, const CollectivePlan& plan, const std::vector<topology::NodeId>& nodes);
+
+// One collective being played. Owned by the caller, who may destroy it inside `finished`.
+class CollectiveRun {
+ public:
+  using Finished = std::function<void(Seconds end)>;
+  CollectiveRun(Simulation& sim, std::shared_ptr<const CollectivePlan> plan, std::vector<topology::NodeId> nodes,
+                std::vector<TransferRecord>* record, Finished finished);
+  // The collective starts now.
+  void start();
+
+ private:
+  void launch(std::size_t endpoint, std::size_t phase, Seconds delay);
+  void transfer_done(std::uint32_t t, Seconds start, Seconds end);
+  void touch(std::size_t endpoint, std::size_t phase);
+
+  Simulation& sim_;
+  std::shared_ptr<const CollectivePlan> plan_;
+  std::vector<topology::NodeId> nodes_;        // per endpoint
+  std::vector<TransferRecord>* record_;
+  Finished finished_;
+  std::vector<std::vector<int>> remaining_;    // per endpoint, per phase: transfers not yet ended
+  std::size_t left_ = 0;                       // transfers not yet ended
+};
+
+}  // namespace dtsim::sim::detail

@@ -1,0 +1,357 @@
+// Plays a StepGraph on a Simulation, every rank expanded, by the rules of workloads/step_graph.hpp as the
+// analytic engine applies them:
+//  - an op is ready when its deps have ended;
+//  - compute ops run one at a time in list order (a compute op starts when it is ready and the previous
+//    compute op of its rank has ended);
+//  - collectives on one group run in list order: a rank reaches its k-th collective on a group when it is ready
+//    and its (k-1)-th on that group has ended; the k-th collective of a group instance (its sorted member ranks)
+//    starts when every member has reached it, and ends for all of them together;
+//  - a send starts when ready and ends when its transfer arrives; the recv with the same (sender, tag) ends when
+//    both it is ready and that transfer has arrived (it starts when ready).
+// Activities are started from completion callbacks only, so live transfers stay bounded.
+#include "sim/simgrid_player.hpp"
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "topology/error.hpp"
+
+namespace dtsim::sim::detail {
+namespace {
+
+using topology::NodeId;
+using workloads::CollectiveOp;
+using workloads::ComputeOp;
+using workloads::Op;
+using workloads::RecvOp;
+using workloads::SendOp;
+using workloads::StepGraph;
+
+constexpr std::size_t kGroups = 3;   // workloads::Group's values
+std::size_t index_of(workloads::Group g) { return static_cast<std::size_t>(g); }
+
+// What every rank of a class shares: dependency structure and the order of its streams.
+struct ClassIndex {
+  std::vector<std::vector<std::uint32_t>> successors;
+  std::vector<std::uint32_t> dep_counts;
+  std::vector<std::uint32_t> compute_order;
+  std::array<std::vector<std::uint32_t>, kGroups> collective_order;
+  Seconds compute_busy;
+};
+
+ClassIndex index_class(const workloads::RankClass& c) {
+  ClassIndex ix;
+  ix.successors.resize(c.ops.size());
+  for (std::uint32_t i = 0; i < c.ops.size(); ++i) {
+    const Op& op = c.ops[i];
+    ix.dep_counts.push_back(static_cast<std::uint32_t>(op.deps.size()));
+    for (std::uint32_t d : op.deps) {
+      DTSIM_ASSERT(d < i, "an op depends on a later op");
+      ix.successors[d].push_back(i);
+    }
+    if (const auto* comp = std::get_if<ComputeOp>(&op.body)) {
+      ix.compute_order.push_back(i);
+      ix.compute_busy += comp->duration;
+    }
+    if (const auto* coll = std::get_if<CollectiveOp>(&op.body)) ix.collective_order[index_of(coll->group)].push_back(i);
+  }
+  return ix;
+}
+
+struct RankState {
+  std::size_t cls = 0;
+  NodeId gpu = 0;
+  std::vector<std::uint32_t> waiting;   // per op: deps not yet ended
+  std::vector<OpTime> times;            // start holds the ready time until the op really starts
+  std::size_t ended = 0;
+  std::size_t next_compute = 0;
+  bool computing = false;
+  std::array<std::size_t, kGroups> next_collective{};
+  std::array<bool, kGroups> communicating{};
+};
+
+// (sender rank, receiver rank, micro-batch, chunk, direction)
+using PipeKey = std::tuple<int, int, int, int, int>;
+// (group, first member rank, k): the k-th collective of one group instance
+using InstanceKey = std::tuple<std::size_t, int, std::size_t>;
+
+struct Instance {
+  std::size_t members = 0;
+  std::vector<std::pair<int, std::uint32_t>> arrived;   // (rank, op)
+  Seconds start;
+  std::unique_ptr<CollectiveRun> run;
+};
+
+std::vector<int> members_of(const StepGraph& g, int rank, workloads::Group group) {
+  std::vector<int> m = g.group_ranks(rank, group);
+  std::sort(m.begin(), m.end());
+  m.erase(std::unique(m.begin(), m.end()), m.end());
+  return m;
+}
+
+std::vector<NodeId> gpus_of(const topology::Topology& topo, const std::vector<int>& ranks) {
+  std::vector<NodeId> gpus;
+  gpus.reserve(ranks.size());
+  for (int r : ranks) gpus.push_back(topo.gpus().at(static_cast<std::size_t>(r)));
+  return gpus;
+}
+
+class Player {
+ public:
+  Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans, const Sites& sites,
+         std::vector<TransferRecord>* record);
+  void start();
+  void fill(Timeline& t) const;
+
+ private:
+  const std::vector<Op>& ops(int rank) const { return g_.classes[state(rank).cls].ops; }
+  const ClassIndex& index(int rank) const { return classes_[state(rank).cls]; }
+  RankState& state(int rank) { return ranks_[static_cast<std::size_t>(rank)]; }
+  const RankState& state(int rank) const { return ranks_[static_cast<std::size_t>(rank)]; }
+
+  void ready(int rank, std::uint32_t op);
+  void ended(int rank, std::uint32_t op);
+  void try_compute(int rank);
+  void try_collective(int rank, std::size_t group);
+  void arrive(int rank, std::uint32_t op, std::size_t k);
+  void begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, const std::vector<int>& members);
+  void collective_ended(const InstanceKey& key, Seconds end);
+  void post(int rank, std::uint32_t op, const SendOp& send);
+  void receive(int rank, std::uint32_t op, const RecvOp& recv);
+  void arrival(const PipeKey& key);
+
+  const StepGraph& g_;
+  const topology::Topology& topo_;
+  Simulation& sim_;
+  PlanCache& plans_;
+  const Sites& sites_;
+  std::vector<TransferRecord>* record_;
+  std::vector<ClassIndex> classes_;
+  std::vector<RankState> ranks_;
+  std::map<InstanceKey, Instance> instances_;
+  std::map<PipeKey, Seconds> arrived_;                              // sends arrived before their recv was ready
+  std::map<PipeKey, std::pair<int, std::uint32_t>> waiting_recvs_;   // recvs ready before their send arrived
+};
+
+Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans,
+               const Sites& sites, std::vector<TransferRecord>* record)
+    : g_(g), topo_(topo), sim_(sim), plans_(plans), sites_(sites), record_(record) {
+  std::size_t total = 0;
+  for (const auto& c : g.classes) total += c.ranks.size();
+  ranks_.resize(total);
+  for (std::size_t c = 0; c < g.classes.size(); ++c) {
+    classes_.push_back(index_class(g.classes[c]));
+    for (int r : g.classes[c].ranks) {
+      DTSIM_ASSERT(r >= 0 && static_cast<std::size_t>(r) < total, "rank classes do not number ranks 0..n-1");
+      RankState& s = state(r);
+      s.cls = c;
+      s.gpu = topo.gpus().at(static_cast<std::size_t>(r));
+      s.waiting = classes_[c].dep_counts;
+      s.times.resize(g.classes[c].ops.size());
+    }
+  }
+}
+
+void Player::start() {
+  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r)
+    for (std::uint32_t i = 0; i < ops(r).size(); ++i)
+      if (index(r).dep_counts[i] == 0) ready(r, i);
+}
+
+void Player::ready(int rank, std::uint32_t op) {
+  state(rank).times[op].start = sim_.now();
+  const auto& body = ops(rank)[op].body;
+  if (std::holds_alternative<ComputeOp>(body)) return try_compute(rank);
+  if (const auto* c = std::get_if<CollectiveOp>(&body)) return try_collective(rank, index_of(c->group));
+  if (const auto* s = std::get_if<SendOp>(&body)) return post(rank, op, *s);
+  receive(rank, op, std::get<RecvOp>(body));
+}
+
+void Player::ended(int rank, std::uint32_t op) {
+  RankState& s = state(rank);
+  ++s.ended;
+  for (std::uint32_t next : index(rank).successors[op])
+    if (--s.waiting[next] == 0) ready(rank, next);
+}
+
+void Player::try_compute(int rank) {
+  RankState& s = state(rank);
+  const auto& order = index(rank).compute_order;
+  if (s.computing || s.next_compute == order.size() || s.waiting[order[s.next_compute]] > 0) return;
+  const std::uint32_t op = order[s.next_compute];
+  s.computing = true;
+  sim_.compute(s.gpu, std::get<ComputeOp>(ops(rank)[op].body).duration, [this, rank, op](Seconds start, Seconds end) {
+    RankState& st = state(rank);
+    st.times[op] = OpTime{start, end};
+    st.computing = false;
+    ++st.next_compute;
+    ended(rank, op);
+    try_compute(rank);
+  });
+}
+
+void Player::try_collective(int rank, std::size_t group) {
+  RankState& s = state(rank);
+  const auto& order = index(rank).collective_order[group];
+  const std::size_t k = s.next_collective[group];
+  if (s.communicating[group] || k == order.size() || s.waiting[order[k]] > 0) return;
+  s.communicating[group] = true;
+  arrive(rank, order[k], k);
+}
+
+void Player::arrive(int rank, std::uint32_t op, std::size_t k) {
+  const auto& c = std::get<CollectiveOp>(ops(rank)[op].body);
+  const std::vector<int> members = members_of(g_, rank, c.group);
+  const InstanceKey key{index_of(c.group), members.front(), k};
+  Instance& inst = instances_[key];
+  inst.members = members.size();
+  inst.arrived.emplace_back(rank, op);
+  if (inst.arrived.size() == inst.members) begin(key, inst, c, members);
+}
+
+void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, const std::vector<int>& members) {
+  const std::vector<NodeId> gpus = gpus_of(topo_, members);
+  auto plan = plans_.get(c.kind, c.bytes, sites_.layout(gpus));
+  std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, gpus);
+  inst.start = sim_.now();
+  inst.run = std::make_unique<CollectiveRun>(sim_, std::move(plan), std::move(nodes), record_,
+                                             [this, key](Seconds end) { collective_ended(key, end); });
+  inst.run->start();
+}
+
+// Every member's op ends together; then each member moves on to what follows.
+void Player::collective_ended(const InstanceKey& key, Seconds end) {
+  auto node = instances_.extract(key);   // destroys the run when this returns
+  const Instance& inst = node.mapped();
+  const std::size_t group = std::get<0>(key);
+  for (const auto& [rank, op] : inst.arrived) {
+    RankState& s = state(rank);
+    s.times[op] = OpTime{inst.start, end};
+    s.communicating[group] = false;
+    ++s.next_collective[group];
+  }
+  for (const auto& [rank, op] : inst.arrived) {
+    ended(rank, op);
+    try_collective(rank, group);
+  }
+}
+
+void Player::post(int rank, std::uint32_t op, const SendOp& send) {
+  const int peer = g_.peer_rank(rank, send.peer_stage);
+  const PipeKey key{rank, peer, send.tag.micro_batch, send.tag.chunk, static_cast<int>(send.tag.direction)};
+  const NodeId src = state(rank).gpu, dst = state(peer).gpu;
+  sim_.transfer(src, dst, send.bytes, [this, rank, op, key, src, dst, bytes = send.bytes](Seconds start, Seconds end) {
+    state(rank).times[op].end = end;
+    if (record_ != nullptr) record_->push_back(TransferRecord{src, dst, bytes, start, end});
+    ended(rank, op);
+    arrival(key);
+  });
+}
+
+void Player::receive(int rank, std::uint32_t op, const RecvOp& recv) {
+  const int peer = g_.peer_rank(rank, recv.peer_stage);
+  const PipeKey key{peer, rank, recv.tag.micro_batch, recv.tag.chunk, static_cast<int>(recv.tag.direction)};
+  auto it = arrived_.find(key);
+  if (it == arrived_.end()) {
+    waiting_recvs_.emplace(key, std::pair{rank, op});
+    return;
+  }
+  arrived_.erase(it);
+  state(rank).times[op].end = sim_.now();
+  ended(rank, op);
+}
+
+void Player::arrival(const PipeKey& key) {
+  auto it = waiting_recvs_.find(key);
+  if (it == waiting_recvs_.end()) {
+    arrived_.emplace(key, sim_.now());
+    return;
+  }
+  const auto [rank, op] = it->second;
+  waiting_recvs_.erase(it);
+  state(rank).times[op].end = sim_.now();
+  ended(rank, op);
+}
+
+// Per class, the timeline of the rank that ends last (the lowest such rank on a tie).
+void Player::fill(Timeline& t) const {
+  for (std::size_t c = 0; c < g_.classes.size(); ++c) {
+    ClassTimeline ct{{}, Seconds(0), classes_[c].compute_busy};
+    const std::vector<OpTime>* slowest = nullptr;
+    for (int r : g_.classes[c].ranks) {
+      const RankState& s = state(r);
+      DTSIM_ASSERT(s.ended == s.times.size(), "the step graph deadlocks (a recv without its send, or a collective "
+                                              "some member never reaches)");
+      Seconds end;
+      for (const OpTime& o : s.times) end = std::max(end, o.end);
+      if (slowest == nullptr || end > ct.end) {
+        slowest = &s.times;
+        ct.end = end;
+      }
+    }
+    if (slowest != nullptr) ct.ops = *slowest;
+    t.step_time = std::max(t.step_time, ct.end);
+    t.classes.push_back(std::move(ct));
+  }
+  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) t.ranks.push_back(RankTimeline{r, state(r).times});
+}
+
+// The pairs the graph sends between: each collective's transfers on each group instance, and each send.
+RouteNeeds collect_routes(const StepGraph& g, const topology::Topology& topo, PlanCache& plans, const Sites& sites) {
+  RouteNeeds needs;
+  std::set<std::tuple<std::size_t, int, double, int>> seen;   // (group, kind, bytes, first member)
+  for (const auto& c : g.classes) {
+    std::set<std::tuple<std::size_t, int, double>> collectives;
+    std::set<int> peers;
+    for (const Op& op : c.ops) {
+      if (const auto* coll = std::get_if<CollectiveOp>(&op.body))
+        collectives.emplace(index_of(coll->group), static_cast<int>(coll->kind), coll->bytes.value());
+      if (const auto* send = std::get_if<SendOp>(&op.body)) peers.insert(send->peer_stage);
+    }
+    for (int r : c.ranks) {
+      for (const auto& [group, kind, bytes] : collectives) {
+        const std::vector<int> members = members_of(g, r, static_cast<workloads::Group>(group));
+        if (!seen.emplace(group, kind, bytes, members.front()).second) continue;
+        const std::vector<NodeId> gpus = gpus_of(topo, members);
+        auto plan = plans.get(static_cast<workloads::CollectiveKind>(kind), Bytes(bytes), sites.layout(gpus));
+        add_routes(needs, *plan, sites.endpoint_nodes(*plan, gpus));
+      }
+      for (int stage : peers) needs.add(topo.gpus().at(static_cast<std::size_t>(r)),
+                                        topo.gpus().at(static_cast<std::size_t>(g.peer_rank(r, stage))));
+    }
+  }
+  return needs;
+}
+
+void check_fits(std::size_t ranks, const topology::Topology& topo) {
+  if (ranks <= topo.gpus().size()) return;
+  throw InputError("parallelism", std::to_string(ranks),
+                   fmt::format("the plan needs more GPUs than the cluster's {}: tp x pp x dp is", topo.gpus().size()),
+                   fmt::format("at most {}", topo.gpus().size()));
+}
+
+}  // namespace
+
+Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, const SimgridOptions& options,
+                    const LowerFn& lower) {
+  std::size_t ranks = 0;
+  for (const auto& c : graph.classes) ranks += c.ranks.size();
+  check_fits(ranks, topology);
+  const Sites sites(topology);
+  PlanCache plans(lower);
+  const RouteNeeds needs = collect_routes(graph, topology, plans, sites);
+  Simulation sim(topology, needs, options.ecmp);
+  Timeline t;
+  Player player(graph, topology, sim, plans, sites, options.record_transfers ? &t.transfers : nullptr);
+  player.start();
+  sim.run();
+  player.fill(t);
+  t.network_model = std::string(Simulation::network_model());
+  return t;
+}
+
+}  // namespace dtsim::sim::detail

@@ -1,0 +1,19 @@
+// Private to dtsim_simgrid: the SimGrid engine with the lowering as a parameter, so that tests can play
+// hand-built lowerings. play_simgrid and time_collectives pass sim::lower.
+#pragma once
+
+#include <vector>
+
+#include "sim/simgrid_collective.hpp"
+#include "sim/simgrid_engine.hpp"
+
+namespace dtsim::sim::detail {
+
+Timeline play_graph(const workloads::StepGraph& graph, const topology::Topology& topology,
+                    const SimgridOptions& options, const LowerFn& lower);
+
+std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
+                                  const std::vector<int>& ranks, const topology::Topology& topology,
+                                  const GroupLayout& layout, const LowerFn& lower, bool ecmp);
+
+}  // namespace dtsim::sim::detail
