@@ -213,7 +213,7 @@ void Simulation::run() {
 
 std::string_view Simulation::network_model() {
   return "SimGrid 3.32 flow model: CM02, crosstraffic off, TCP-gamma off, fairbottleneck; links at line rate x "
-         "protocol efficiency";
+         "protocol efficiency, switch capacities at line rate";
 }
 
 }  // namespace dtsim::sim::detail

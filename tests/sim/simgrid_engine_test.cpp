@@ -1,6 +1,7 @@
 // The SimGrid engine against closed forms, on contention-free cases and on cases whose sharing is textbook.
 // Every simulation runs in its own child process (run_isolated): SimGrid allows one engine per process.
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "sim/simgrid_player.hpp"
 #include "topology/builders.hpp"
 #include "topology/error.hpp"
+#include "topology/routing.hpp"
 #include "workloads/step_graph.hpp"
 
 using namespace dtsim;
@@ -258,6 +260,66 @@ TEST_CASE("simgrid: a step waits for the endpoint's previous step (in and out) t
   CHECK(t[0] == near(lat + 3 * one));   // the chain; 0 -> 3 ends at lat + 2 * one
 }
 
+namespace {
+
+// A ring over every GPU of a fat tree of 8-GPU NVSwitch nodes, closed form: every step of every endpoint waits
+// for the same slowest hop (latency + S/n at the path's least bandwidth x efficiency), if no two hops share a
+// link direction (true here: without ECMP the leaf crossings use spine0 in opposite directions).
+struct FatTreeRing {
+  topology::Topology topo;
+  double expected = 0;
+  double wall_s = 0;
+  double simulated = 0;
+  double peak_mib = 0;   // the simulation process's peak resident memory
+};
+
+FatTreeRing fat_tree_ring(int gpus, double bytes, Seconds lat, Seconds step) {
+  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, gpus / 8, 8);
+  spec.inter = topology::InterKind::FatTree;
+  FatTreeRing r{topology::build_cluster(spec).topology};
+  topology::Router router(r.topo);
+  double slowest = 0;
+  for (int i = 0; i < gpus; ++i) {
+    const auto route = router.route(r.topo.gpus()[static_cast<std::size_t>(i)],
+                                     r.topo.gpus()[static_cast<std::size_t>((i + 1) % gpus)]);
+    double bw = 1e300;
+    for (const auto& hop : route.hops) bw = std::min(bw, rate(r.topo.link(hop.link)));
+    slowest = std::max(slowest, route.latency.value() + bytes / gpus / bw);
+  }
+  r.expected = lat.value() + 2.0 * (gpus - 1) * (step.value() + slowest);
+  sim::GroupLayout layout;
+  for (NodeId g : r.topo.gpus()) layout.machine.push_back(r.topo.node(g).machine);
+  const auto out = isolated([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto times = sim::detail::time_lowered(CollectiveKind::AllReduce, {Bytes(bytes)}, first_ranks(gpus), r.topo,
+                                                 layout, ring_lowering(lat, step), false);
+    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return std::vector<double>{times[0].value(), wall.count(), static_cast<double>(usage.ru_maxrss) / 1024};
+  });
+  r.simulated = out[0];
+  r.wall_s = out[1];
+  r.peak_mib = out[2];
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("simgrid: 1 GiB ring all-reduce on a 64-GPU fat tree matches its closed form") {
+  const auto r = fat_tree_ring(64, 1 << 30, microseconds(20), microseconds(1));
+  MESSAGE("64 GPUs, 8,064 transfers: simulated ", r.simulated, " s in ", r.wall_s, " s of wall time, peak ",
+          r.peak_mib, " MiB");
+  CHECK(r.simulated == near(r.expected));
+}
+
+TEST_CASE("simgrid: 1 GiB ring all-reduce on a 256-GPU fat tree matches its closed form") {
+  const auto r = fat_tree_ring(256, 1 << 30, microseconds(20), microseconds(1));
+  MESSAGE("256 GPUs, 130,560 transfers: simulated ", r.simulated, " s in ", r.wall_s, " s of wall time, peak ",
+          r.peak_mib, " MiB");
+  CHECK(r.simulated == near(r.expected));
+}
+
 // ---- StepGraph: SimGrid against the analytic engine -------------------------------------------------------------
 
 namespace {
@@ -343,6 +405,23 @@ TEST_CASE("simgrid: a 4-stage pipeline on a full mesh plays as the analytic engi
 TEST_CASE("simgrid: a TP-8 stage on an NVSwitch plays as the analytic engine with closed-form costs") {
   auto g = workloads::generate_step(gpt_job(8, 1, 1, 4, 2), topology::find_gpu("a100-sxm4-80gb"));
   check_against_analytic(g, built(IntraKind::NvSwitch, 8), 2);
+}
+
+TEST_CASE("simgrid: zero-byte sends and collectives and a one-member group play as the analytic engine") {
+  using namespace workloads;
+  Workload w = gpt_job(2, 2, 1, 2, 2);
+  const PipeTag tag{0, 0, Pass::Forward};
+  auto compute = [](double ms) { return ComputeOp{Scope::Layer, std::nullopt, Pass::Forward, 0, 0, {}, {}, Seconds(ms * 1e-3)}; };
+  auto all_reduce = [](Group g, double bytes) {
+    return CollectiveOp{CollectiveKind::AllReduce, g, Bytes(bytes), CommPurpose::TensorParallel, 0, 0};
+  };
+  RankClass first{0, {0, 1}, {}};
+  first.ops = {{compute(1), {}}, {SendOp{1, Bytes(0), tag}, {0}}, {all_reduce(Group::Dp, 0), {0}},
+               {all_reduce(Group::Tp, 1 << 20), {2}}, {compute(0), {3}}};
+  RankClass second{1, {2, 3}, {}};
+  second.ops = {{RecvOp{0, Bytes(0), tag}, {}}, {compute(2), {0}}, {all_reduce(Group::Tp, 0), {1}}};
+  const StepGraph g{w, Placement(w.plan), Granularity::Layer, 1, {first, second}};
+  check_against_analytic(g, built(IntraKind::FullMesh, 4), 1);
 }
 
 TEST_CASE("simgrid: recorded transfers are every pipeline send and collective transfer with its nodes and bytes") {
