@@ -7,7 +7,7 @@
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 
-namespace dtsim::sim::detail {
+namespace dtsim::sim::flow {
 namespace {
 
 using topology::NodeId;
@@ -57,7 +57,8 @@ CollectivePlan make_plan(Lowered lowered, int members) {
   for (std::size_t e = 0; e < phase_of.size(); ++e)
     for (auto& [step, index_in_endpoint] : phase_of[e]) {
       index_in_endpoint = static_cast<std::uint32_t>(plan.phases[e].size());
-      plan.phases[e].push_back(CollectivePlan::Phase{step, 0, {}});
+      const bool chained = !plan.phases[e].empty() && plan.phases[e].back().step == step - 1;
+      plan.phases[e].push_back(CollectivePlan::Phase{step, chained, 0, {}});
     }
   for (std::size_t i = 0; i < ends.size(); ++i) {
     const int step = plan.lowered.transfers[i].step;
@@ -147,7 +148,8 @@ void CollectiveRun::start() {
     return;
   }
   for (std::size_t e = 0; e < plan_->phases.size(); ++e)
-    if (!plan_->phases[e].empty()) launch(e, 0, l.latency + l.step_latency);
+    for (std::size_t p = 0; p < plan_->phases[e].size(); ++p)
+      if (!plan_->phases[e][p].chained) launch(e, p, l.latency + l.step_latency);
 }
 
 void CollectiveRun::launch(std::size_t endpoint, std::size_t phase, Seconds delay) {
@@ -177,9 +179,10 @@ void CollectiveRun::transfer_done(std::uint32_t t, Seconds start, Seconds end) {
   done(end);
 }
 
-// One transfer of the endpoint's phase has ended; when it was the last, the next phase begins.
+// One transfer of the endpoint's phase has ended; when it was the last, the next step begins if it waits for it.
 void CollectiveRun::touch(std::size_t endpoint, std::size_t phase) {
-  if (--remaining_[endpoint][phase] > 0 || phase + 1 >= plan_->phases[endpoint].size()) return;
+  const auto& phases = plan_->phases[endpoint];
+  if (--remaining_[endpoint][phase] > 0 || phase + 1 >= phases.size() || !phases[phase + 1].chained) return;
   launch(endpoint, phase + 1, plan_->lowered.step_latency);
 }
 
@@ -218,4 +221,4 @@ std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vec
   return times;
 }
 
-}  // namespace dtsim::sim::detail
+}  // namespace dtsim::sim::flow

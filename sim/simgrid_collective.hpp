@@ -1,10 +1,10 @@
 // Private to dtsim_simgrid: playing one lowered collective on a Simulation, by the step rule of collective.hpp.
 //
-// Step rule as played here: a collective starts when its members have all reached it; `latency` later each
-// endpoint's first step begins. A transfer of step k from endpoint e starts `step_latency` after every transfer
-// of e's previous step (the last step before k in which e sends or receives; k-1 in every ring-like schedule)
-// has ended, into or out of e; e's first step starts `step_latency` after the `latency`. The collective ends
-// when its last transfer ends (`latency` after its start when it has none).
+// Step rule (collective.hpp), as played here: a collective starts when its members have all reached it. A
+// transfer of step k from endpoint e starts `step_latency` after every transfer of step k-1 into or out of e has
+// ended; when e has no transfer in step k-1 (step 0, or a gap in e's steps), `step_latency` after the
+// collective's start + `latency`. The collective ends when its last transfer ends (`latency` after its start
+// when it has none).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include "sim/timeline.hpp"
 #include "topology/topology.hpp"
 
-namespace dtsim::sim::detail {
+namespace dtsim::sim::flow {
 
 // An endpoint of a lowered collective: a group rank, or (rank kSwitch) the NVSwitch of `machine`.
 struct Endpoint {
@@ -27,10 +27,11 @@ struct Endpoint {
   int machine = -1;
 };
 
-// A lowering with its schedule: per endpoint, the steps it takes part in (its phases) in step order.
+// A lowering with its schedule: per endpoint, the steps it takes part in (its phases), in step order.
 struct CollectivePlan {
   struct Phase {
     int step = 0;
+    bool chained = false;                     // the endpoint also takes part in step - 1: this phase waits for it
     int transfers = 0;                        // transfers of this step into or out of the endpoint
     std::vector<std::uint32_t> outgoing;      // transfers of this step the endpoint sends
   };
@@ -103,4 +104,4 @@ class CollectiveRun {
   std::size_t left_ = 0;                       // transfers not yet ended
 };
 
-}  // namespace dtsim::sim::detail
+}  // namespace dtsim::sim::flow

@@ -5,24 +5,25 @@
 #include "sim/simgrid_player.hpp"
 
 namespace dtsim::sim {
+namespace {
+
+flow::LowerFn lowering(Algorithm algorithm) {
+  return [algorithm](workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout) {
+    return lower(kind, bytes, layout, algorithm);
+  };
+}
+
+}  // namespace
 
 Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topology& topology,
                       const SimgridOptions& options) {
-  const Algorithm algorithm = options.algorithm;
-  return detail::play_graph(graph, topology, options,
-                            [algorithm](workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout) {
-                              return lower(kind, bytes, layout, algorithm);
-                            });
+  return flow::play_graph(graph, topology, options, lowering(options.algorithm));
 }
 
 std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                       const std::vector<int>& ranks, const topology::Topology& topology,
                                       const GroupLayout& layout, Algorithm algorithm, bool ecmp) {
-  return detail::time_lowered(kind, sizes, ranks, topology, layout,
-                              [algorithm](workloads::CollectiveKind k, Bytes bytes, const GroupLayout& l) {
-                                return lower(k, bytes, l, algorithm);
-                              },
-                              ecmp);
+  return flow::time_lowered(kind, sizes, ranks, topology, layout, lowering(algorithm), ecmp);
 }
 
 }  // namespace dtsim::sim

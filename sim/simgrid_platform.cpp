@@ -17,7 +17,7 @@
 #include "topology/error.hpp"
 #include "topology/routing.hpp"
 
-namespace dtsim::sim::detail {
+namespace dtsim::sim::flow {
 namespace {
 
 namespace sg4 = simgrid::s4u;
@@ -216,4 +216,4 @@ std::string_view Simulation::network_model() {
          "protocol efficiency, switch capacities at line rate";
 }
 
-}  // namespace dtsim::sim::detail
+}  // namespace dtsim::sim::flow

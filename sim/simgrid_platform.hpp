@@ -21,7 +21,7 @@
 #include "topology/topology.hpp"
 #include "topology/units.hpp"
 
-namespace dtsim::sim::detail {
+namespace dtsim::sim::flow {
 
 // The directed node pairs a simulation sends between, each with the rate cap its transfers carry (if any).
 class RouteNeeds {
@@ -66,4 +66,4 @@ class Simulation {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace dtsim::sim::detail
+}  // namespace dtsim::sim::flow

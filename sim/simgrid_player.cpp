@@ -20,7 +20,7 @@
 
 #include "topology/error.hpp"
 
-namespace dtsim::sim::detail {
+namespace dtsim::sim::flow {
 namespace {
 
 using topology::NodeId;
@@ -354,4 +354,4 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   return t;
 }
 
-}  // namespace dtsim::sim::detail
+}  // namespace dtsim::sim::flow

@@ -7,7 +7,7 @@
 #include "sim/simgrid_collective.hpp"
 #include "sim/simgrid_engine.hpp"
 
-namespace dtsim::sim::detail {
+namespace dtsim::sim::flow {
 
 Timeline play_graph(const workloads::StepGraph& graph, const topology::Topology& topology,
                     const SimgridOptions& options, const LowerFn& lower);
@@ -16,4 +16,4 @@ std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vec
                                   const std::vector<int>& ranks, const topology::Topology& topology,
                                   const GroupLayout& layout, const LowerFn& lower, bool ecmp);
 
-}  // namespace dtsim::sim::detail
+}  // namespace dtsim::sim::flow

@@ -88,7 +88,7 @@ sim::Lowered ring_allreduce(Bytes bytes, int n, Seconds latency, Seconds step_la
   return l;
 }
 
-sim::detail::LowerFn ring_lowering(Seconds latency, Seconds step_latency) {
+sim::flow::LowerFn ring_lowering(Seconds latency, Seconds step_latency) {
   return [=](CollectiveKind, Bytes bytes, const sim::GroupLayout& layout) {
     return ring_allreduce(bytes, static_cast<int>(layout.machine.size()), latency, step_latency);
   };
@@ -138,9 +138,9 @@ TEST_CASE("simgrid: run_isolated returns the child's bytes and its errors") {
 TEST_CASE("simgrid: one transfer takes latency + size / (bandwidth x efficiency)") {
   const auto t = isolated([] {
     const auto topo = two_gpus();
-    sim::detail::RouteNeeds needs;
+    sim::flow::RouteNeeds needs;
     needs.add(0, 1);
-    sim::detail::Simulation sim(topo, needs, false);
+    sim::flow::Simulation sim(topo, needs, false);
     std::vector<double> out;
     sim.transfer(0, 1, Bytes(1e9), [&](Seconds start, Seconds end) { out = {start.value(), end.value()}; });
     sim.run();
@@ -154,10 +154,10 @@ TEST_CASE("simgrid: one transfer takes latency + size / (bandwidth x efficiency)
 TEST_CASE("simgrid: two flows in one direction share the link and opposite directions do not interfere") {
   const auto t = isolated([] {
     const auto topo = two_gpus();
-    sim::detail::RouteNeeds needs;
+    sim::flow::RouteNeeds needs;
     needs.add(0, 1);
     needs.add(1, 0);
-    sim::detail::Simulation sim(topo, needs, false);
+    sim::flow::Simulation sim(topo, needs, false);
     std::vector<double> out(4);
     const std::array<std::pair<NodeId, NodeId>, 3> flows{{{0, 1}, {0, 1}, {1, 0}}};
     for (std::size_t i = 0; i < flows.size(); ++i)
@@ -177,9 +177,9 @@ TEST_CASE("simgrid: two flows in one direction share the link and opposite direc
 TEST_CASE("simgrid: a rate cap limits one transfer and compute ops and delays take their duration") {
   const auto t = isolated([] {
     const auto topo = two_gpus();
-    sim::detail::RouteNeeds needs;
+    sim::flow::RouteNeeds needs;
     needs.add(0, 1, gigabytes_per_second(5));
-    sim::detail::Simulation sim(topo, needs, false);
+    sim::flow::Simulation sim(topo, needs, false);
     std::vector<double> out(4);
     sim.transfer(0, 1, Bytes(1e9), [&](Seconds, Seconds end) { out[0] = end.value(); });
     sim.compute(0, microseconds(3.5), [&](Seconds, Seconds end) { out[1] = end.value(); });
@@ -202,9 +202,9 @@ TEST_CASE("simgrid: the star's hub limits the traffic through it to its capacity
   const double capacity = topo.node(hub).capacity->value();
   const double bytes = 1e9;
   const auto t = isolated([&] {
-    sim::detail::RouteNeeds needs;
+    sim::flow::RouteNeeds needs;
     for (int i = 0; i < n; ++i) needs.add(topo.gpus()[static_cast<std::size_t>(i)], topo.gpus()[static_cast<std::size_t>((i + 1) % n)]);
-    sim::detail::Simulation sim(topo, needs, false);
+    sim::flow::Simulation sim(topo, needs, false);
     std::vector<double> out(n);
     for (int i = 0; i < n; ++i)
       sim.transfer(topo.gpus()[static_cast<std::size_t>(i)], topo.gpus()[static_cast<std::size_t>((i + 1) % n)],
@@ -226,9 +226,9 @@ TEST_CASE("simgrid: hand-lowered ring all-reduce on an 8-GPU ring or NVSwitch or
     CAPTURE(topology::to_string(intra));
     const auto topo = built(intra, n);
     const auto t = isolated([&] {
-      const auto times = sim::detail::time_lowered(CollectiveKind::AllReduce, {Bytes(bytes), Bytes(bytes)},
-                                                   first_ranks(n), topo, one_machine(n),
-                                                   ring_lowering(Seconds(lat), Seconds(step)), false);
+      const auto times = sim::flow::time_lowered(CollectiveKind::AllReduce, {Bytes(bytes), Bytes(bytes)},
+                                                 first_ranks(n), topo, one_machine(n),
+                                                 ring_lowering(Seconds(lat), Seconds(step)), false);
       return std::vector<double>{times[0].value(), times[1].value()};
     });
     const topology::Link& l = topo.link(0);
@@ -241,8 +241,10 @@ TEST_CASE("simgrid: hand-lowered ring all-reduce on an 8-GPU ring or NVSwitch or
   }
 }
 
-TEST_CASE("simgrid: a step waits for the endpoint's previous step (in and out) then step_latency") {
-  // A chain 0 -> 1 -> 2 -> 3 (steps 0, 1, 2), and 0 -> 3 in step 3: rank 0's previous step is step 0.
+TEST_CASE("simgrid: a step waits for the endpoint's step before (in and out) then step_latency") {
+  // A chain 0 -> 1 -> 2 -> 3 (steps 0, 1, 2), then 0 -> 3 and 3 -> 1 in step 3. Rank 0 has no step-2 transfer:
+  // its step-3 send starts with the collective (latency + step_latency); rank 3 received in step 2: its send
+  // waits for that.
   const auto topo = built(IntraKind::FullMesh, 4);
   const double lat = 5e-6, step = 2e-6, size = 1e8;
   sim::Lowered l;
@@ -250,14 +252,14 @@ TEST_CASE("simgrid: a step waits for the endpoint's previous step (in and out) t
   l.step_latency = Seconds(step);
   l.steps = 4;
   l.transfers = {{0, 1, Bytes(size), 0, -1, {}}, {1, 2, Bytes(size), 1, -1, {}}, {2, 3, Bytes(size), 2, -1, {}},
-                 {0, 3, Bytes(size), 3, -1, {}}};
+                 {0, 3, Bytes(size), 3, -1, {}}, {3, 1, Bytes(size), 3, -1, {}}};
   const auto t = isolated([&] {
     auto lower = [&](CollectiveKind, Bytes, const sim::GroupLayout&) { return l; };
-    return std::vector<double>{sim::detail::time_lowered(CollectiveKind::Broadcast, {Bytes(size)}, first_ranks(4), topo,
-                                                         one_machine(4), lower, false)[0].value()};
+    return std::vector<double>{sim::flow::time_lowered(CollectiveKind::Broadcast, {Bytes(size)}, first_ranks(4), topo,
+                                                       one_machine(4), lower, false)[0].value()};
   });
   const double one = step + topo.link(0).latency.value() + size / rate(topo.link(0));
-  CHECK(t[0] == near(lat + 3 * one));   // the chain; 0 -> 3 ends at lat + 2 * one
+  CHECK(t[0] == near(lat + 4 * one));   // 0 -> 3 ends at lat + one, 3 -> 1 at lat + 4 one
 }
 
 namespace {
@@ -291,8 +293,8 @@ FatTreeRing fat_tree_ring(int gpus, double bytes, Seconds lat, Seconds step) {
   for (NodeId g : r.topo.gpus()) layout.machine.push_back(r.topo.node(g).machine);
   const auto out = isolated([&] {
     const auto t0 = std::chrono::steady_clock::now();
-    const auto times = sim::detail::time_lowered(CollectiveKind::AllReduce, {Bytes(bytes)}, first_ranks(gpus), r.topo,
-                                                 layout, ring_lowering(lat, step), false);
+    const auto times = sim::flow::time_lowered(CollectiveKind::AllReduce, {Bytes(bytes)}, first_ranks(gpus), r.topo,
+                                               layout, ring_lowering(lat, step), false);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
@@ -383,7 +385,7 @@ void check_against_analytic(const workloads::StepGraph& g, const topology::Topol
   const Seconds lat = microseconds(7), step = microseconds(0.5);
   const auto analytic = sim::play_analytic(g, ring_costs(topo.link(0), hops, lat, step));
   const auto simgrid = isolated([&] {
-    const auto t = sim::detail::play_graph(g, topo, sim::SimgridOptions{}, ring_lowering(lat, step));
+    const auto t = sim::flow::play_graph(g, topo, sim::SimgridOptions{}, ring_lowering(lat, step));
     std::vector<double> out = summary(t);
     // rank 0's own timeline is the class's when rank 0 ends last (every rank alike here)
     for (const auto& o : t.ranks.front().ops) out.push_back(o.end.value());
@@ -430,7 +432,7 @@ TEST_CASE("simgrid: recorded transfers are every pipeline send and collective tr
   const auto t = isolated([&] {
     sim::SimgridOptions options;
     options.record_transfers = true;
-    const auto timeline = sim::detail::play_graph(g, topo, options, ring_lowering(Seconds(0), Seconds(0)));
+    const auto timeline = sim::flow::play_graph(g, topo, options, ring_lowering(Seconds(0), Seconds(0)));
     std::vector<double> out{static_cast<double>(timeline.transfers.size())};
     for (const auto& r : timeline.transfers) {
       out.push_back(r.src);
@@ -459,7 +461,7 @@ TEST_CASE("simgrid: a plan larger than the cluster is an input error") {
   auto g = workloads::generate_step(gpt_job(1, 4, 1, 8, 8), topology::find_gpu("a100-sxm4-80gb"));
   const auto topo = built(IntraKind::FullMesh, 2);
   CHECK_THROWS_AS(isolated([&] {
-                    sim::detail::play_graph(g, topo, {}, ring_lowering(Seconds(0), Seconds(0)));
+                    sim::flow::play_graph(g, topo, {}, ring_lowering(Seconds(0), Seconds(0)));
                     return std::vector<double>{};
                   }),
                   InputError);
