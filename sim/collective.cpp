@@ -1,2 +1,237 @@
-// Placeholder: filled in by the engine issue.
-namespace dtsim::sim {}
+// lower(): resolve `auto`, check that the algorithm can run on the group, pick its builder from the table,
+// and put the transfers in their canonical order. The algorithms themselves are in collective_algorithms.cpp.
+#include "sim/collective.hpp"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "sim/collective_schedule.hpp"
+#include "topology/error.hpp"
+#include "topology/name_table.hpp"
+
+namespace dtsim::sim {
+namespace {
+
+using detail::Builder;
+using detail::Request;
+using workloads::CollectiveKind;
+
+constexpr std::string_view kKey = "simulation.collective_algo";
+
+constexpr topology::NameTable<Algorithm, 7> kAlgorithms{{{Algorithm::Auto, "auto"},
+                                                         {Algorithm::Ring, "ring"},
+                                                         {Algorithm::Tree, "tree"},
+                                                         {Algorithm::Direct, "direct"},
+                                                         {Algorithm::HalvingDoubling, "halving-doubling"},
+                                                         {Algorithm::Nvls, "nvls"},
+                                                         {Algorithm::Hierarchical, "hierarchical"}}};
+
+// Per operation, the builder that runs it; nullptr: the algorithm does not implement the operation.
+struct Ops {
+  Builder all_reduce = nullptr;
+  Builder all_gather = nullptr;
+  Builder reduce_scatter = nullptr;
+  Builder all_to_all = nullptr;
+  Builder broadcast = nullptr;
+
+  [[nodiscard]] Builder of(CollectiveKind kind) const {
+    switch (kind) {
+      case CollectiveKind::AllReduce: return all_reduce;
+      case CollectiveKind::AllGather: return all_gather;
+      case CollectiveKind::ReduceScatter: return reduce_scatter;
+      case CollectiveKind::AllToAll: return all_to_all;
+      case CollectiveKind::Broadcast: return broadcast;
+    }
+    return nullptr;
+  }
+};
+
+// Throws InputError when the group cannot run the algorithm (the hardware or the group's shape).
+using Check = void (*)(const Request&, CollectiveKind);
+
+// One algorithm: its protocol latencies, what it needs of the group, and its builder per operation.
+struct Row {
+  Algorithm algorithm;
+  Seconds CollectiveTuning::*latency;
+  bool per_step_latency;   // false for NVLS: NCCL's model charges it no per-hop latency (its base covers it)
+  Check check;
+  Ops ops;
+};
+
+void check_nvls(const Request& r, CollectiveKind kind);
+void check_power_of_two(const Request& r, CollectiveKind kind);
+void check_equal_machines(const Request& r, CollectiveKind kind);
+
+template <Builder RS, Builder AG>
+constexpr Builder kAllReduce = detail::reduce_scatter_then_all_gather<RS, AG>;
+
+// The variants, one row each.
+constexpr std::array<Row, 6> kRows{{
+    {Algorithm::Ring, &CollectiveTuning::ring_latency, true, nullptr,
+     {.all_reduce = kAllReduce<detail::ring_reduce_scatter, detail::ring_all_gather>,
+      .all_gather = detail::ring_all_gather,
+      .reduce_scatter = detail::ring_reduce_scatter,
+      .broadcast = detail::chain_broadcast}},
+    {Algorithm::Tree, &CollectiveTuning::tree_latency, true, nullptr,
+     {.all_reduce = detail::tree_all_reduce, .broadcast = detail::tree_broadcast}},
+    {Algorithm::Direct, &CollectiveTuning::ring_latency, true, nullptr,
+     {.all_reduce = kAllReduce<detail::direct_exchange, detail::direct_exchange>,
+      .all_gather = detail::direct_exchange,
+      .reduce_scatter = detail::direct_exchange,
+      .all_to_all = detail::direct_exchange,
+      .broadcast = detail::direct_broadcast}},
+    {Algorithm::HalvingDoubling, &CollectiveTuning::ring_latency, true, check_power_of_two,
+     {.all_reduce = kAllReduce<detail::halving_reduce_scatter, detail::doubling_all_gather>,
+      .all_gather = detail::doubling_all_gather,
+      .reduce_scatter = detail::halving_reduce_scatter}},
+    {Algorithm::Nvls, &CollectiveTuning::nvls_latency, false, check_nvls,
+     {.all_reduce = detail::nvls_all_reduce}},
+    {Algorithm::Hierarchical, &CollectiveTuning::ring_latency, true, check_equal_machines,
+     {.all_reduce = kAllReduce<detail::hierarchical_reduce_scatter, detail::hierarchical_all_gather>,
+      .all_gather = detail::hierarchical_all_gather,
+      .reduce_scatter = detail::hierarchical_reduce_scatter}},
+}};
+
+const Row& row_of(Algorithm a) {
+  const auto* it = std::ranges::find(kRows, a, &Row::algorithm);
+  DTSIM_ASSERT(it != kRows.end(), "every algorithm but auto has a row");
+  return *it;
+}
+
+// What the user may choose instead: auto and every other algorithm that implements `kind`.
+std::string alternatives(CollectiveKind kind, Algorithm except) {
+  std::string out(to_string(Algorithm::Auto));
+  for (const Row& row : kRows)
+    if (row.algorithm != except && row.ops.of(kind) != nullptr) out += fmt::format(", {}", to_string(row.algorithm));
+  return out;
+}
+
+[[noreturn]] void refuse(Algorithm a, CollectiveKind kind, const std::string& reason) {
+  throw InputError(std::string(kKey), std::string(to_string(a)), reason, alternatives(kind, a));
+}
+
+void check_nvls(const Request& r, CollectiveKind kind) {
+  if (!r.layout->nvls)
+    refuse(Algorithm::Nvls, kind, "this group's machines have no NVSwitch that reduces in the switch (NVLink "
+                                  "SHARP), as needed by");
+  const auto machines = detail::ranks_by_machine(r).size();
+  if (machines > 1)
+    refuse(Algorithm::Nvls, kind, fmt::format("this group spans {} machines; NVLS across machines (NVLS+tree) is "
+                                              "not modelled by", machines));
+}
+
+void check_power_of_two(const Request& r, CollectiveKind kind) {
+  const int n = r.size();
+  if ((n & (n - 1)) != 0)
+    refuse(Algorithm::HalvingDoubling, kind,
+           fmt::format("a group of {} ranks is not a power of two, as needed by", n));
+}
+
+void check_equal_machines(const Request& r, CollectiveKind kind) {
+  std::set<std::size_t> sizes;
+  std::vector<std::size_t> listed;
+  for (const detail::Ranks& m : detail::ranks_by_machine(r)) {
+    sizes.insert(m.size());
+    listed.push_back(m.size());
+  }
+  if (sizes.size() > 1)
+    refuse(Algorithm::Hierarchical, kind,
+           fmt::format("this group's machines hold unequal numbers of its ranks ({}); equal numbers are needed by",
+                       fmt::join(listed, ", ")));
+}
+
+bool spans_machines(const GroupLayout& layout) {
+  return std::ranges::any_of(layout.machine, [&](int m) { return m != layout.machine.front(); });
+}
+
+// What NCCL would pick (src/graph/tuning.cc picks by its cost model; this is the outcome of it on the systems
+// in nccl.md): NVLS inside an NVLS machine, tree for small and medium all-reduces across machines, rings
+// otherwise; all-to-all is point-to-point (direct) in NCCL.
+Algorithm resolve_auto(CollectiveKind kind, Bytes bytes, const GroupLayout& layout, const CollectiveTuning& t) {
+  if (kind == CollectiveKind::AllToAll) return Algorithm::Direct;
+  if (kind != CollectiveKind::AllReduce) return Algorithm::Ring;
+  if (spans_machines(layout)) return bytes < t.tree_below ? Algorithm::Tree : Algorithm::Ring;
+  return layout.nvls ? Algorithm::Nvls : Algorithm::Ring;
+}
+
+auto order_key(const Transfer& t) { return std::tie(t.step, t.src, t.dst, t.machine); }
+
+// Sorted by step, src, dst; transfers with the same endpoints in the same step (the two trees of a double
+// binary tree can meet on one edge) merge into one: they start together and share one path, so one flow of
+// their summed bytes ends when the later of the two would.
+std::vector<Transfer> canonical(std::vector<Transfer> transfers) {
+  std::ranges::stable_sort(transfers, [](const Transfer& a, const Transfer& b) { return order_key(a) < order_key(b); });
+  std::vector<Transfer> out;
+  for (const Transfer& t : transfers) {
+    if (!out.empty() && order_key(out.back()) == order_key(t) && out.back().rate == t.rate) {
+      out.back().bytes += t.bytes;
+      continue;
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+// A step without transfers would cut the step rule's chain of waits: the next step would start at once.
+void assert_steps_contiguous(const std::vector<Transfer>& transfers, int steps) {
+  int next = 0;
+  for (const Transfer& t : transfers)
+    if (t.step == next) ++next;
+  DTSIM_ASSERT(next == steps, "a collective's steps are numbered 0..steps-1 without gaps");
+}
+
+detail::Ranks all_ranks(int n) {
+  detail::Ranks ranks(static_cast<std::size_t>(n));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return ranks;
+}
+
+}  // namespace
+
+std::string_view to_string(Algorithm a) { return topology::name_of(kAlgorithms, a); }
+std::optional<Algorithm> parse_algorithm(std::string_view name) { return topology::value_of(kAlgorithms, name); }
+
+Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
+              const CollectiveTuning& tuning) {
+  DTSIM_ASSERT(!layout.machine.empty(), "a collective needs at least one rank");
+  DTSIM_ASSERT(bytes >= Bytes(0), "a collective moves a non-negative number of bytes");
+  const Algorithm resolved = algorithm == Algorithm::Auto ? resolve_auto(kind, bytes, layout, tuning) : algorithm;
+  const Row& row = row_of(resolved);
+  const Builder build = row.ops.of(kind);
+  if (build == nullptr) refuse(resolved, kind, fmt::format("{} is not implemented by", to_string(kind)));
+  const Request request{all_ranks(static_cast<int>(layout.machine.size())), bytes, &layout, &tuning};
+  if (row.check != nullptr) row.check(request, kind);
+
+  Lowered out;
+  out.algorithm = resolved;
+  if (request.size() == 1) return out;   // a group of one moves nothing and waits for no one
+  detail::Schedule s = build(request);
+  out.transfers = canonical(std::move(s.transfers));
+  assert_steps_contiguous(out.transfers, s.steps);
+  out.steps = s.steps;
+  out.latency = tuning.*row.latency;
+  out.step_latency = row.per_step_latency ? tuning.step_latency : Seconds(0);
+  return out;
+}
+
+double bus_factor(workloads::CollectiveKind kind, int n) {
+  DTSIM_ASSERT(n >= 1, "a collective needs at least one rank");
+  const double ranks = n;
+  switch (kind) {
+    case CollectiveKind::AllReduce: return 2.0 * (ranks - 1.0) / ranks;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllToAll: return (ranks - 1.0) / ranks;
+    case CollectiveKind::Broadcast: return 1.0;
+  }
+  DTSIM_ASSERT(false, "unknown collective kind");
+  return 0.0;
+}
+
+}  // namespace dtsim::sim

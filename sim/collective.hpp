@@ -10,6 +10,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -56,7 +57,8 @@ struct CollectiveTuning {
   Seconds tree_latency;
   Seconds nvls_latency;
   Seconds step_latency;
-  int chunks = 8;                          // pipelined algorithms (tree, chain broadcast) split the buffer so
+  int chunks = 8;                          // pipelined algorithms (tree, chain broadcast, NVLS) split the buffer
+                                           // into this many chunks
   BytesPerSecond nvls_port_rate;
   Bytes tree_below;                        // auto: tree instead of ring across machines below this size
   std::string source;
@@ -74,3 +76,12 @@ Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& la
 double bus_factor(workloads::CollectiveKind kind, int n);
 
 }  // namespace dtsim::sim
+
+// fmt prints algorithms by name ("halving-doubling"); fmt 9.1 takes format_as only when it returns an integer.
+template <>
+struct fmt::formatter<dtsim::sim::Algorithm> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(dtsim::sim::Algorithm a, Ctx& ctx) const -> decltype(ctx.out()) {
+    return fmt::formatter<std::string_view>::format(dtsim::sim::to_string(a), ctx);
+  }
+};

@@ -1,2 +1,592 @@
-// Placeholder: filled in by the engine issue.
+// Collective lowering: bytes per rank against each algorithm's known optimum, step counts, the step rule's chain,
+// the errors, auto's choices, nccl-tests' bus factors, determinism, and a contention-free playback of the step
+// rule against closed forms (ring all-reduce exactly; 8x H100 NVLS and ring against nccl.md's figures).
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sim/collective.hpp"
+#include "topology/catalog.hpp"
+#include "topology/error.hpp"
+
+namespace {
+
+using namespace dtsim;
+using namespace dtsim::sim;
+using namespace dtsim::literals;
+using workloads::CollectiveKind;
+
+constexpr double kExact = 1e-12;
+constexpr std::array kKinds = {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+                               CollectiveKind::AllToAll, CollectiveKind::Broadcast};
+constexpr std::array kAlgorithms = {Algorithm::Auto,           Algorithm::Ring, Algorithm::Tree,
+                                    Algorithm::Direct,         Algorithm::HalvingDoubling,
+                                    Algorithm::Nvls,           Algorithm::Hierarchical};
+
+bool close(double got, double want, double tolerance = kExact) {
+  return std::abs(got - want) <= tolerance * std::max(1.0, std::abs(want));
+}
+
+GroupLayout on_machines(std::vector<int> machine, bool nvls = false) { return {std::move(machine), nvls}; }
+
+// n ranks on one machine (id 0).
+GroupLayout one_machine(int n, bool nvls = false) {
+  return on_machines(std::vector<int>(static_cast<std::size_t>(n), 0), nvls);
+}
+
+// `machines` machines of `per_machine` consecutive ranks each.
+GroupLayout blocks(int machines, int per_machine) {
+  std::vector<int> m;
+  for (int r = 0; r < machines * per_machine; ++r) m.push_back(r / per_machine);
+  return on_machines(std::move(m));
+}
+
+// Bytes each rank sends and receives, in units of the buffer S.
+struct Totals {
+  std::vector<double> sent;
+  std::vector<double> received;
+};
+
+Totals totals(const Lowered& l, int n, Bytes s) {
+  Totals t{std::vector<double>(static_cast<std::size_t>(n)), std::vector<double>(static_cast<std::size_t>(n))};
+  for (const Transfer& x : l.transfers) {
+    if (x.src != kSwitch) t.sent[static_cast<std::size_t>(x.src)] += x.bytes / s;
+    if (x.dst != kSwitch) t.received[static_cast<std::size_t>(x.dst)] += x.bytes / s;
+  }
+  return t;
+}
+
+// Every rank sends and receives exactly `share` of the buffer.
+void check_every_rank_moves(const Lowered& l, int n, double share) {
+  const Totals t = totals(l, n, 1_GiB);
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    CHECK(close(t.sent[static_cast<std::size_t>(r)], share));
+    CHECK(close(t.received[static_cast<std::size_t>(r)], share));
+  }
+}
+
+Lowered lower_on(CollectiveKind kind, const GroupLayout& g, Algorithm a, Bytes s = 1_GiB) {
+  return lower(kind, s, g, a);
+}
+
+// An endpoint: a group rank, or the switch of a machine.
+using Endpoint = std::pair<int, int>;
+Endpoint source(const Transfer& t) { return {t.src, t.src == kSwitch ? t.machine : -1}; }
+Endpoint destination(const Transfer& t) { return {t.dst, t.dst == kSwitch ? t.machine : -1}; }
+
+// For k > 0, the sender of a step-k transfer has some step k-1 transfer into or out of it: the step rule then
+// chains the steps at every rank (true of ring, direct, halving-doubling, hierarchical, NVLS and the chain).
+bool every_step_waits_at_its_sender(const Lowered& l) {
+  std::set<std::tuple<int, int, int>> touched;   // (step, endpoint)
+  for (const Transfer& t : l.transfers) {
+    touched.emplace(t.step, source(t).first, source(t).second);
+    touched.emplace(t.step, destination(t).first, destination(t).second);
+  }
+  return std::ranges::all_of(l.transfers, [&](const Transfer& t) {
+    return t.step == 0 || touched.contains({t.step - 1, source(t).first, source(t).second});
+  });
+}
+
+// Contention-free playback of the step rule: a transfer of step k from endpoint e starts `step_latency` after
+// the later of the collective's start (`latency`) and the end of every step k-1 transfer into or out of e; it
+// lasts `hop` + bytes / min(bandwidth, its rate cap). Exact when no two transfers of a step share a link
+// direction (each rank one link per direction, or its own port on a switch).
+Seconds play(const Lowered& l, BytesPerSecond bandwidth, Seconds hop) {
+  std::map<Endpoint, Seconds> previous;   // per endpoint, the end of its transfers of the previous step
+  Seconds end = l.latency;
+  for (int step = 0; step < l.steps; ++step) {
+    std::map<Endpoint, Seconds> current;
+    for (const Transfer& t : l.transfers) {
+      if (t.step != step) continue;
+      const auto waited = previous.find(source(t));
+      const Seconds start = std::max(l.latency, waited == previous.end() ? Seconds(0) : waited->second);
+      const BytesPerSecond rate = t.rate ? std::min(bandwidth, *t.rate) : bandwidth;
+      const Seconds done = start + l.step_latency + hop + t.bytes / rate;
+      for (const Endpoint& e : {source(t), destination(t)}) current[e] = std::max(current[e], done);
+      end = std::max(end, done);
+    }
+    previous = std::move(current);
+  }
+  return end;
+}
+
+// The operations each algorithm implements (auto implements all): stated here independently of the library.
+bool implements(Algorithm a, CollectiveKind kind) {
+  using K = CollectiveKind;
+  switch (a) {
+    case Algorithm::Auto:
+    case Algorithm::Direct: return true;
+    case Algorithm::Ring: return kind != K::AllToAll;
+    case Algorithm::Tree: return kind == K::AllReduce || kind == K::Broadcast;
+    case Algorithm::HalvingDoubling:
+    case Algorithm::Hierarchical: return kind == K::AllReduce || kind == K::AllGather || kind == K::ReduceScatter;
+    case Algorithm::Nvls: return kind == K::AllReduce;
+  }
+  return false;
+}
+
+// The InputError `f` throws, if it throws one.
+template <class F>
+std::optional<InputError> input_error(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+int log2_of(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("collective: algorithm names round-trip; unknown names are refused") {
+  std::vector<std::string> names;
+  for (Algorithm a : kAlgorithms) {
+    CHECK(parse_algorithm(to_string(a)) == a);
+    names.emplace_back(to_string(a));
+  }
+  CHECK(fmt::format("{}", fmt::join(names, ", ")) == kAlgorithmNames);
+  CHECK(fmt::format("{}", Algorithm::HalvingDoubling) == "halving-doubling");
+  CHECK_FALSE(parse_algorithm("Ring").has_value());
+  CHECK_FALSE(parse_algorithm("recursive-doubling").has_value());
+}
+
+TEST_CASE("collective: tuning: NCCL's Simple latencies; a ring step over NVLink costs NCCL's 3.4 us hop") {
+  const CollectiveTuning& t = collective_tuning();
+  CHECK(close(to_microseconds(t.ring_latency), 8.4));
+  CHECK(close(to_microseconds(t.tree_latency), 8.4));
+  CHECK(to_microseconds(t.nvls_latency) >= 23.0);
+  CHECK(to_microseconds(t.nvls_latency) <= 25.0);
+  for (const char* link : {"nvlink3", "nvlink4"})
+    CHECK(close(to_microseconds(t.step_latency + topology::find_link(link).latency), 3.4));
+  CHECK(t.chunks == 8);
+  CHECK(t.tree_below == 64_MiB);
+  CHECK_FALSE(t.source.empty());
+}
+
+TEST_CASE("collective: ring reduce-scatter and all-gather: n-1 steps of S/n to the next rank") {
+  for (int n : {2, 3, 5, 8}) {
+    CAPTURE(n);
+    for (CollectiveKind kind : {CollectiveKind::ReduceScatter, CollectiveKind::AllGather}) {
+      const Lowered l = lower_on(kind, one_machine(n), Algorithm::Ring);
+      CHECK(l.algorithm == Algorithm::Ring);
+      CHECK(l.steps == n - 1);
+      CHECK(l.transfers.size() == static_cast<std::size_t>(n * (n - 1)));
+      check_every_rank_moves(l, n, (n - 1.0) / n);
+      for (const Transfer& t : l.transfers) CHECK(t.dst == (t.src + 1) % n);
+    }
+  }
+}
+
+TEST_CASE("collective: ring all-reduce is the reduce-scatter followed by the all-gather") {
+  for (int n : {2, 3, 4, 7, 8}) {
+    CAPTURE(n);
+    const GroupLayout g = one_machine(n);
+    const Lowered ar = lower_on(CollectiveKind::AllReduce, g, Algorithm::Ring);
+    const Lowered rs = lower_on(CollectiveKind::ReduceScatter, g, Algorithm::Ring);
+    const Lowered ag = lower_on(CollectiveKind::AllGather, g, Algorithm::Ring);
+    CHECK(ar.steps == 2 * (n - 1));
+    check_every_rank_moves(ar, n, 2.0 * (n - 1) / n);
+    REQUIRE(ar.transfers.size() == rs.transfers.size() + ag.transfers.size());
+    for (std::size_t i = 0; i < ar.transfers.size(); ++i) {
+      const bool first = i < rs.transfers.size();
+      const Transfer& want = first ? rs.transfers[i] : ag.transfers[i - rs.transfers.size()];
+      const Transfer& got = ar.transfers[i];
+      CHECK(got.step == want.step + (first ? 0 : rs.steps));
+      CHECK(std::tie(got.src, got.dst) == std::tie(want.src, want.dst));
+      CHECK(got.bytes == want.bytes);
+    }
+  }
+}
+
+TEST_CASE("collective: ring broadcast: a chain from rank 0, chunk c crossing hop h in step c+h") {
+  const int n = 5;
+  const int k = collective_tuning().chunks;
+  const Lowered l = lower_on(CollectiveKind::Broadcast, one_machine(n), Algorithm::Ring);
+  CHECK(l.steps == k + n - 2);
+  const Totals t = totals(l, n, 1_GiB);
+  for (int r = 0; r < n; ++r) {
+    CHECK(close(t.sent[static_cast<std::size_t>(r)], r + 1 < n ? 1.0 : 0.0));
+    CHECK(close(t.received[static_cast<std::size_t>(r)], r > 0 ? 1.0 : 0.0));
+  }
+  for (const Transfer& x : l.transfers) {
+    CHECK(x.dst == x.src + 1);
+    CHECK(x.step - x.src >= 0);
+    CHECK(x.step - x.src < k);
+    CHECK(close(x.bytes / 1_GiB, 1.0 / k));
+  }
+}
+
+TEST_CASE("collective: direct: one step of S/n to every peer; all-reduce in two") {
+  const int n = 6;
+  const GroupLayout g = blocks(2, 3);
+  for (CollectiveKind kind : {CollectiveKind::AllToAll, CollectiveKind::ReduceScatter, CollectiveKind::AllGather}) {
+    CAPTURE(workloads::to_string(kind));
+    const Lowered l = lower_on(kind, g, Algorithm::Direct);
+    CHECK(l.steps == 1);
+    CHECK(l.transfers.size() == static_cast<std::size_t>(n * (n - 1)));
+    check_every_rank_moves(l, n, (n - 1.0) / n);
+  }
+  const Lowered ar = lower_on(CollectiveKind::AllReduce, g, Algorithm::Direct);
+  CHECK(ar.steps == 2);
+  check_every_rank_moves(ar, n, 2.0 * (n - 1) / n);
+
+  const Lowered b = lower_on(CollectiveKind::Broadcast, g, Algorithm::Direct);
+  CHECK(b.steps == 1);
+  const Totals t = totals(b, n, 1_GiB);
+  CHECK(close(t.sent[0], n - 1.0));
+  for (int r = 1; r < n; ++r) CHECK(close(t.received[static_cast<std::size_t>(r)], 1.0));
+}
+
+TEST_CASE("collective: halving-doubling: log2 n steps each way, exchanging with the partner at a power-of-two distance") {
+  for (int n : {2, 4, 8, 16}) {
+    CAPTURE(n);
+    const int steps = log2_of(n);
+    const GroupLayout g = one_machine(n);
+    const Lowered rs = lower_on(CollectiveKind::ReduceScatter, g, Algorithm::HalvingDoubling);
+    const Lowered ag = lower_on(CollectiveKind::AllGather, g, Algorithm::HalvingDoubling);
+    const Lowered ar = lower_on(CollectiveKind::AllReduce, g, Algorithm::HalvingDoubling);
+    CHECK(rs.steps == steps);
+    CHECK(ag.steps == steps);
+    CHECK(ar.steps == 2 * steps);
+    check_every_rank_moves(rs, n, (n - 1.0) / n);
+    check_every_rank_moves(ag, n, (n - 1.0) / n);
+    check_every_rank_moves(ar, n, 2.0 * (n - 1) / n);
+    CHECK(rs.transfers.size() == static_cast<std::size_t>(n * steps));
+    for (const Transfer& t : rs.transfers) {   // halving: distance n/2^(j+1), S/2^(j+1)
+      CHECK((t.src ^ t.dst) == n >> (t.step + 1));
+      CHECK(close(t.bytes / 1_GiB, 1.0 / (1 << (t.step + 1))));
+    }
+    for (const Transfer& t : ag.transfers) {   // doubling: distance 2^j, S·2^j/n
+      CHECK((t.src ^ t.dst) == 1 << t.step);
+      CHECK(close(t.bytes / 1_GiB, static_cast<double>(1 << t.step) / n));
+    }
+  }
+}
+
+TEST_CASE("collective: tree all-reduce: NCCL's double binary tree, half the buffer each, pipelined") {
+  const int k = collective_tuning().chunks;
+  for (int n : {2, 3, 4, 5, 8, 13, 16, 64}) {
+    CAPTURE(n);
+    const Lowered l = lower_on(CollectiveKind::AllReduce, blocks(n, 1), Algorithm::Tree);
+    const Totals t = totals(l, n, 1_GiB);
+    // Each tree moves its half up and down each of its n-1 edges: 2 trees x 2 directions x (n-1) x S/2.
+    double sent = 0;
+    double received = 0;
+    for (int r = 0; r < n; ++r) {
+      CAPTURE(r);
+      const auto i = static_cast<std::size_t>(r);
+      sent += t.sent[i];
+      received += t.received[i];
+      // Interior in one tree (S/2 up, S/2 to each of two children), leaf in the other (S/2 up): at most 2S.
+      CHECK(t.sent[i] <= 2.0 + kExact);
+      CHECK(t.received[i] <= 2.0 + kExact);
+      CHECK(t.sent[i] >= 1.0 - kExact);
+    }
+    CHECK(close(sent, 2.0 * (n - 1)));
+    CHECK(close(received, 2.0 * (n - 1)));
+    // chunks + 2 D - 1 steps, D the height of NCCL's tree: ceil(log2 n).
+    CHECK(l.steps == k + 2 * log2_of(n) - 1);
+    CHECK(l.latency == collective_tuning().tree_latency);
+  }
+}
+
+TEST_CASE("collective: tree all-reduce on two ranks: the buffer once each way, in chunks + 1 steps") {
+  const Lowered l = lower_on(CollectiveKind::AllReduce, blocks(2, 1), Algorithm::Tree);
+  const BytesPerSecond b = 20_GBps;
+  const Seconds hop = 1.0_us;
+  const Seconds want = 1_GiB / b + (collective_tuning().chunks + 1) * (hop + l.step_latency) + l.latency;
+  CHECK(close(play(l, b, hop) / want, 1.0));
+}
+
+TEST_CASE("collective: tree broadcast: down NCCL's first tree from rank 0, every rank receiving the buffer once") {
+  const int n = 8;
+  const Lowered l = lower_on(CollectiveKind::Broadcast, blocks(n, 1), Algorithm::Tree);
+  CHECK(l.steps == collective_tuning().chunks + log2_of(n) - 1);
+  const Totals t = totals(l, n, 1_GiB);
+  CHECK(close(t.received[0], 0.0));
+  CHECK(close(t.sent[0], 1.0));   // NCCL's tree root has one child
+  for (int r = 1; r < n; ++r) CHECK(close(t.received[static_cast<std::size_t>(r)], 1.0));
+}
+
+TEST_CASE("collective: nvls: every rank sends S up to its machine's switch and gets S back, capped at the port rate") {
+  const CollectiveTuning& tuning = collective_tuning();
+  const int n = 8;
+  const Lowered l = lower_on(CollectiveKind::AllReduce, on_machines(std::vector<int>(n, 3), true), Algorithm::Nvls);
+  CHECK(l.algorithm == Algorithm::Nvls);
+  CHECK(l.steps == tuning.chunks + 1);
+  CHECK(l.latency == tuning.nvls_latency);
+  CHECK(l.step_latency == Seconds(0));
+  check_every_rank_moves(l, n, 1.0);
+  for (const Transfer& t : l.transfers) {
+    CHECK((t.src == kSwitch) != (t.dst == kSwitch));
+    CHECK(t.machine == 3);
+    REQUIRE(t.rate.has_value());
+    CHECK(*t.rate == tuning.nvls_port_rate);
+    CHECK(t.step - (t.src == kSwitch ? 1 : 0) >= 0);
+  }
+}
+
+TEST_CASE("collective: hierarchical: ring inside machines, ring across them among equal local indices, ring inside again") {
+  const int machines = 4;
+  const int local = 3;
+  const int n = machines * local;
+  // Machines interleaved and numbered out of order: local index = position among the machine's ranks.
+  std::vector<int> m;
+  for (int r = 0; r < n; ++r) m.push_back(10 - r % machines);
+  const GroupLayout g = on_machines(m);
+  const Lowered ar = lower_on(CollectiveKind::AllReduce, g, Algorithm::Hierarchical);
+  CHECK(ar.steps == 2 * (local - 1) + 2 * (machines - 1));
+  check_every_rank_moves(ar, n, 2.0 * (n - 1) / n);
+  const auto machine_of = [&](int r) { return m[static_cast<std::size_t>(r)]; };
+  const auto local_of = [&](int r) { return r / machines; };
+  for (const Transfer& t : ar.transfers) {
+    CAPTURE(t.step);
+    const bool inter = t.step >= local - 1 && t.step < local - 1 + 2 * (machines - 1);
+    CHECK((machine_of(t.src) != machine_of(t.dst)) == inter);
+    if (inter) CHECK(local_of(t.src) == local_of(t.dst));
+    CHECK(close(t.bytes / 1_GiB, inter ? 1.0 / n : 1.0 / local));
+  }
+  for (CollectiveKind kind : {CollectiveKind::ReduceScatter, CollectiveKind::AllGather}) {
+    const Lowered l = lower_on(kind, g, Algorithm::Hierarchical);
+    CHECK(l.steps == (local - 1) + (machines - 1));
+    check_every_rank_moves(l, n, (n - 1.0) / n);
+  }
+}
+
+TEST_CASE("collective: hierarchical on one machine is the ring") {
+  const GroupLayout g = one_machine(4);
+  const Lowered h = lower_on(CollectiveKind::AllReduce, g, Algorithm::Hierarchical);
+  const Lowered r = lower_on(CollectiveKind::AllReduce, g, Algorithm::Ring);
+  REQUIRE(h.transfers.size() == r.transfers.size());
+  for (std::size_t i = 0; i < h.transfers.size(); ++i) {
+    CHECK(std::tie(h.transfers[i].step, h.transfers[i].src, h.transfers[i].dst) ==
+          std::tie(r.transfers[i].step, r.transfers[i].src, r.transfers[i].dst));
+    CHECK(h.transfers[i].bytes == r.transfers[i].bytes);
+  }
+}
+
+TEST_CASE("collective: every step but the first waits at its sender on the previous one") {
+  const std::vector<std::pair<Algorithm, GroupLayout>> cases = {
+      {Algorithm::Ring, one_machine(5)},        {Algorithm::Direct, blocks(2, 3)},
+      {Algorithm::HalvingDoubling, blocks(2, 4)}, {Algorithm::Hierarchical, blocks(3, 4)},
+      {Algorithm::Hierarchical, blocks(4, 1)},  {Algorithm::Nvls, one_machine(8, true)}};
+  for (const auto& [algorithm, g] : cases)
+    for (CollectiveKind kind : kKinds) {
+      CAPTURE(to_string(algorithm));
+      CAPTURE(workloads::to_string(kind));
+      if (!implements(algorithm, kind)) continue;
+      const Lowered l = lower_on(kind, g, algorithm);
+      CHECK(l.steps > 0);
+      CHECK(every_step_waits_at_its_sender(l));
+    }
+}
+
+TEST_CASE("collective: an algorithm that cannot run on the group is refused, naming simulation.collective_algo") {
+  struct Refusal {
+    Algorithm algorithm;
+    CollectiveKind kind;
+    GroupLayout layout;
+    std::string reason;
+  };
+  const std::vector<Refusal> refusals = {
+      {Algorithm::Nvls, CollectiveKind::AllReduce, one_machine(8, false), "NVSwitch"},
+      {Algorithm::Nvls, CollectiveKind::AllReduce, on_machines({0, 0, 1, 1}, true), "not modelled"},
+      {Algorithm::Nvls, CollectiveKind::AllGather, one_machine(8, true), "all-gather is not implemented"},
+      {Algorithm::HalvingDoubling, CollectiveKind::AllReduce, one_machine(6), "6 ranks is not a power of two"},
+      {Algorithm::HalvingDoubling, CollectiveKind::Broadcast, one_machine(8), "broadcast is not implemented"},
+      {Algorithm::Hierarchical, CollectiveKind::AllReduce, on_machines({0, 0, 0, 1}), "unequal numbers"},
+      {Algorithm::Hierarchical, CollectiveKind::AllToAll, blocks(2, 2), "all-to-all is not implemented"},
+      {Algorithm::Tree, CollectiveKind::AllToAll, blocks(4, 1), "all-to-all is not implemented"},
+      {Algorithm::Tree, CollectiveKind::ReduceScatter, blocks(4, 1), "reduce-scatter is not implemented"},
+      {Algorithm::Ring, CollectiveKind::AllToAll, one_machine(4), "all-to-all is not implemented"},
+  };
+  for (const Refusal& r : refusals) {
+    CAPTURE(to_string(r.algorithm));
+    CAPTURE(workloads::to_string(r.kind));
+    const auto e = input_error([&] { (void)lower(r.kind, 1_MiB, r.layout, r.algorithm); });
+    REQUIRE(e.has_value());
+    CHECK(e->key() == "simulation.collective_algo");
+    CHECK(e->value() == to_string(r.algorithm));
+    CHECK(e->reason().find(r.reason) != std::string::npos);
+    CHECK(e->allowed().starts_with("auto"));
+    CHECK(e->allowed().find(to_string(r.algorithm)) == std::string::npos);
+  }
+  // The alternatives offered are those that implement the operation.
+  const auto e = input_error([] { (void)lower(CollectiveKind::AllToAll, 1_MiB, blocks(4, 1), Algorithm::Tree); });
+  REQUIRE(e.has_value());
+  CHECK(e->allowed() == "auto, direct");
+  CHECK(std::string(e->what()) == "simulation.collective_algo: all-to-all is not implemented by 'tree' (allowed: "
+                                  "auto, direct)");
+}
+
+TEST_CASE("collective: each algorithm implements its operations and refuses the others") {
+  for (Algorithm a : kAlgorithms)
+    for (CollectiveKind kind : kKinds) {
+      CAPTURE(to_string(a));
+      CAPTURE(workloads::to_string(kind));
+      const GroupLayout g = a == Algorithm::Nvls ? one_machine(8, true) : blocks(2, 4);
+      const auto e = input_error([&] { (void)lower_on(kind, g, a); });
+      CHECK(e.has_value() != implements(a, kind));
+    }
+}
+
+TEST_CASE("collective: auto picks what NCCL would") {
+  const CollectiveTuning& t = collective_tuning();
+  const auto pick = [](CollectiveKind kind, Bytes s, const GroupLayout& g) {
+    return lower(kind, s, g, Algorithm::Auto).algorithm;
+  };
+  const GroupLayout nvswitch = one_machine(8, true);
+  const GroupLayout plain = one_machine(8, false);
+  GroupLayout cluster = blocks(4, 8);
+  CHECK(pick(CollectiveKind::AllToAll, 1_MiB, nvswitch) == Algorithm::Direct);
+  CHECK(pick(CollectiveKind::AllToAll, 1_GiB, cluster) == Algorithm::Direct);
+  CHECK(pick(CollectiveKind::AllReduce, 1_GiB, nvswitch) == Algorithm::Nvls);
+  CHECK(pick(CollectiveKind::AllReduce, 1_MiB, nvswitch) == Algorithm::Nvls);
+  CHECK(pick(CollectiveKind::AllReduce, 1_GiB, plain) == Algorithm::Ring);
+  CHECK(pick(CollectiveKind::AllReduce, 1_MiB, cluster) == Algorithm::Tree);
+  CHECK(pick(CollectiveKind::AllReduce, t.tree_below - Bytes(1), cluster) == Algorithm::Tree);
+  CHECK(pick(CollectiveKind::AllReduce, t.tree_below, cluster) == Algorithm::Ring);
+  cluster.nvls = true;   // NVLS across machines (NVLS+tree) is not modelled: tree or ring
+  CHECK(pick(CollectiveKind::AllReduce, 1_MiB, cluster) == Algorithm::Tree);
+  CHECK(pick(CollectiveKind::AllReduce, 1_GiB, cluster) == Algorithm::Ring);
+  for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::Broadcast}) {
+    CHECK(pick(kind, 1_MiB, nvswitch) == Algorithm::Ring);
+    CHECK(pick(kind, 1_MiB, cluster) == Algorithm::Ring);
+  }
+  // auto lowers exactly as the algorithm it resolves to.
+  const Lowered a = lower(CollectiveKind::AllReduce, 1_MiB, cluster, Algorithm::Auto);
+  const Lowered tree = lower(CollectiveKind::AllReduce, 1_MiB, cluster, Algorithm::Tree);
+  CHECK(a.transfers.size() == tree.transfers.size());
+  CHECK(a.steps == tree.steps);
+  CHECK(a.latency == tree.latency);
+}
+
+TEST_CASE("collective: base and per-step latencies per algorithm") {
+  const CollectiveTuning& t = collective_tuning();
+  const GroupLayout g = blocks(2, 4);
+  for (Algorithm a : {Algorithm::Ring, Algorithm::Direct, Algorithm::HalvingDoubling, Algorithm::Hierarchical}) {
+    const Lowered l = lower_on(CollectiveKind::AllReduce, g, a);
+    CHECK(l.latency == t.ring_latency);
+    CHECK(l.step_latency == t.step_latency);
+  }
+  CHECK(lower_on(CollectiveKind::AllReduce, g, Algorithm::Tree).latency == t.tree_latency);
+  CollectiveTuning other = t;
+  other.ring_latency = 1.0_us;
+  other.step_latency = 2.0_us;
+  const Lowered l = lower(CollectiveKind::AllReduce, 1_MiB, g, Algorithm::Ring, other);
+  CHECK(l.latency == 1.0_us);
+  CHECK(l.step_latency == 2.0_us);
+}
+
+TEST_CASE("collective: bus factors as nccl-tests prints them, whatever the algorithm") {
+  CHECK(close(bus_factor(CollectiveKind::AllReduce, 8), 1.75));
+  CHECK(close(bus_factor(CollectiveKind::AllGather, 8), 0.875));
+  CHECK(close(bus_factor(CollectiveKind::ReduceScatter, 8), 0.875));
+  CHECK(close(bus_factor(CollectiveKind::AllToAll, 8), 0.875));
+  CHECK(close(bus_factor(CollectiveKind::Broadcast, 8), 1.0));
+  CHECK(close(bus_factor(CollectiveKind::AllReduce, 3), 4.0 / 3.0));
+  CHECK(close(bus_factor(CollectiveKind::AllReduce, 1), 0.0));
+}
+
+TEST_CASE("collective: a group of one moves nothing") {
+  const GroupLayout g = one_machine(1, true);
+  for (Algorithm a : kAlgorithms)
+    for (CollectiveKind kind : kKinds) {
+      CAPTURE(to_string(a));
+      CAPTURE(workloads::to_string(kind));
+      if (!implements(a, kind)) continue;
+      const Lowered l = lower_on(kind, g, a);
+      CHECK(l.transfers.empty());
+      CHECK(l.steps == 0);
+      CHECK(l.latency == Seconds(0));
+    }
+}
+
+TEST_CASE("collective: lowering is deterministic and in canonical order; fractional bytes are kept") {
+  for (Algorithm a : kAlgorithms)
+    for (CollectiveKind kind : kKinds) {
+      CAPTURE(to_string(a));
+      CAPTURE(workloads::to_string(kind));
+      if (!implements(a, kind)) continue;
+      const GroupLayout g = a == Algorithm::Nvls ? one_machine(8, true) : blocks(2, 4);
+      const Lowered x = lower_on(kind, g, a, Bytes(1000));
+      const Lowered y = lower_on(kind, g, a, Bytes(1000));
+      REQUIRE(x.transfers.size() == y.transfers.size());
+      CHECK(x.steps == y.steps);
+      for (std::size_t i = 0; i < x.transfers.size(); ++i) {
+        const Transfer& p = x.transfers[i];
+        const Transfer& q = y.transfers[i];
+        CHECK(std::tie(p.step, p.src, p.dst, p.machine, p.bytes, p.rate) ==
+              std::tie(q.step, q.src, q.dst, q.machine, q.bytes, q.rate));
+        if (i > 0) {
+          const Transfer& o = x.transfers[i - 1];
+          CHECK(std::tie(o.step, o.src, o.dst, o.machine) < std::tie(p.step, p.src, p.dst, p.machine));
+        }
+      }
+    }
+  const Lowered thirds = lower_on(CollectiveKind::ReduceScatter, one_machine(3), Algorithm::Ring, Bytes(1000));
+  for (const Transfer& t : thirds.transfers) CHECK(t.bytes.value() == 1000.0 / 3.0);
+}
+
+TEST_CASE("collective: closed form: ring all-reduce, one link per direction of bandwidth B") {
+  // 2(n-1)/n S/B + 2(n-1)(hop + step latency) + base latency.
+  const BytesPerSecond b = 20_GBps;
+  const Seconds hop = 0.6_us;
+  for (int n : {2, 3, 8, 16})
+    for (Bytes s : {1_KiB, 1_GiB}) {
+      CAPTURE(n);
+      const Lowered l = lower(CollectiveKind::AllReduce, s, one_machine(n), Algorithm::Ring);
+      const Seconds want = 2.0 * (n - 1) / n * (s / b) + 2.0 * (n - 1) * (hop + l.step_latency) + l.latency;
+      CHECK(close(play(l, b, hop) / want, 1.0));
+    }
+  // Over NVLink, one ring step costs NCCL's Simple per-hop latency, 3.4 us: 8.4 + 14 x 3.4 us at zero size.
+  const Lowered empty = lower(CollectiveKind::AllReduce, Bytes(0), one_machine(8), Algorithm::Ring);
+  CHECK(close(to_microseconds(play(empty, b, topology::find_link("nvlink4").latency)), 8.4 + 14 * 3.4, 1e-9));
+}
+
+TEST_CASE("collective: closed form: pipelined chain broadcast") {
+  const BytesPerSecond b = 20_GBps;
+  const Seconds hop = 1.0_us;
+  const int n = 6;
+  const Lowered l = lower(CollectiveKind::Broadcast, 1_GiB, one_machine(n), Algorithm::Ring);
+  const int k = collective_tuning().chunks;
+  const Seconds want = (k + n - 2) * (1_GiB / k / b + hop + l.step_latency) + l.latency;
+  CHECK(close(play(l, b, hop) / want, 1.0));
+}
+
+TEST_CASE("collective: 8x H100: NVLS all-reduce reaches nccl.md's ~480 GB/s busbw, the ring ~370") {
+  const topology::GpuSpec& h100 = topology::find_gpu("h100-sxm5-80gb");
+  const topology::LinkSpec& link = topology::find_link(h100.gpu_link);
+  const BytesPerSecond per_gpu = link.bandwidth * (h100.gpu_link_count * link.efficiency);   // one direction
+  const Bytes s = 8_GB;
+  const GroupLayout node = one_machine(8, link.switch_reduction);
+  REQUIRE(node.nvls);
+  const Lowered nvls = lower(CollectiveKind::AllReduce, s, node, Algorithm::Auto);
+  REQUIRE(nvls.algorithm == Algorithm::Nvls);
+  const double nvls_algbw = to_gigabytes_per_second(s / play(nvls, per_gpu, link.latency));
+  CHECK(nvls_algbw == doctest::Approx(275.0).epsilon(0.02));
+  CHECK(nvls_algbw * bus_factor(CollectiveKind::AllReduce, 8) == doctest::Approx(480.0).epsilon(0.02));
+  // Each GPU's link budget to the switch is more than the switch reduces per port: the switch is the limit.
+  CHECK(collective_tuning().nvls_port_rate < per_gpu);
+
+  const Lowered ring = lower(CollectiveKind::AllReduce, s, node, Algorithm::Ring);
+  const double ring_busbw = to_gigabytes_per_second(s / play(ring, per_gpu, link.latency)) * 1.75;
+  CHECK(ring_busbw == doctest::Approx(370.0).epsilon(0.05));
+}
