@@ -5,7 +5,7 @@
 namespace dtsim::results {
 namespace {
 
-std::string layout(const topology::ClusterSpec& c) {
+std::string layout_of(const topology::ClusterSpec& c) {
   if (c.graph) return fmt::format("graph {}", *c.graph);
   std::string s = c.gpus_per_node == 1
                       ? fmt::format("{}x1", c.nodes)
@@ -23,13 +23,15 @@ double gbps(BytesPerSecond b) { return to_gigabytes_per_second(b); }
 
 }  // namespace
 
+std::string cluster_layout(const topology::ClusterSpec& c) { return layout_of(c); }
+
 nlohmann::json topology_json(const TopologyRow& row) {
   const auto& p = row.properties;
   const auto& c = *row.cluster;
   nlohmann::json j;
   j["name"] = row.name;
   j["gpu"] = c.gpu.name;
-  j["layout"] = layout(c);
+  j["layout"] = layout_of(c);
   j["gpus"] = p.gpus;
   j["switches"] = p.switches;
   j["nics"] = p.nics;
@@ -46,7 +48,7 @@ nlohmann::json topology_json(const TopologyRow& row) {
 std::string topology_table(const TopologyRow& row) {
   const auto& p = row.properties;
   std::string out = fmt::format("{}: {} x {}\n", row.name, p.gpus, row.cluster->gpu.name);
-  out += fmt::format("  layout           {}\n", layout(*row.cluster));
+  out += fmt::format("  layout           {}\n", layout_of(*row.cluster));
   out += fmt::format("  devices          {} GPUs, {} switches, {} NICs, {} CPUs\n", p.gpus, p.switches, p.nics, p.cpus);
   out += fmt::format("  links            {}\n", p.links);
   out += fmt::format("  diameter         {} hops\n", p.diameter_hops);
@@ -63,7 +65,7 @@ std::string topology_comparison(const std::vector<TopologyRow>& rows) {
   for (const auto& r : rows) {
     const auto& p = r.properties;
     out += fmt::format("{:<24} {:<16} {:>5} {:<44} {:>9.1f} {:>10.1f} {:>10.1f} {:>5}\n", r.name, r.cluster->gpu.name,
-                       p.gpus, layout(*r.cluster), gbps(r.cluster->gpu_budget()), gbps(p.injection_per_gpu),
+                       p.gpus, layout_of(*r.cluster), gbps(r.cluster->gpu_budget()), gbps(p.injection_per_gpu),
                        gbps(p.bisection), p.diameter_hops);
   }
   return out;

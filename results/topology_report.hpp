@@ -16,6 +16,9 @@ struct TopologyRow {
   topology::TopologyProperties properties;
 };
 
+// "32x8 nvswitch (nvlink3) + fat-tree (ib-hdr)"
+std::string cluster_layout(const topology::ClusterSpec& c);
+
 nlohmann::json topology_json(const TopologyRow& row);
 // One block per topology (`dtsim topo`).
 std::string topology_table(const TopologyRow& row);

@@ -86,7 +86,8 @@ class Player {
       return OpTime{start, s.compute_free};
     }
     if (const auto* send = std::get_if<SendOp>(&op.body)) {
-      const Seconds end = ready + costs_.transfer(*send);
+      const int from = g_.classes[c].ranks.front();
+      const Seconds end = ready + costs_.transfer(*send, from, g_.peer_rank(from, send->peer_stage));
       arrivals_[key(stage, send->peer_stage, send->tag)] = end;
       return OpTime{ready, end};
     }
@@ -103,7 +104,7 @@ class Player {
     auto& s = state_[c];
     Seconds start = std::max(ready, s.communicator_free[op.group]);
     const int rank = g_.classes[c].ranks.front();
-    const int members = static_cast<int>(g_.group_ranks(rank, op.group).size());
+    const auto members = g_.group_ranks(rank, op.group);
     if (op.group == workloads::Group::Embedding) {
       const int k = s.embedding_seen;
       embedding_ready_[{c, k}] = start;
@@ -128,7 +129,8 @@ class Player {
 }  // namespace
 
 CommCosts free_communication() {
-  return {[](const CollectiveOp&, int) { return Seconds(0); }, [](const SendOp&) { return Seconds(0); }};
+  return {[](const CollectiveOp&, const std::vector<int>&) { return Seconds(0); },
+          [](const SendOp&, int, int) { return Seconds(0); }};
 }
 
 Timeline play_analytic(const StepGraph& graph, const CommCosts& costs) { return Player(graph, costs).run(); }

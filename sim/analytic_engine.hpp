@@ -13,10 +13,10 @@
 namespace dtsim::sim {
 
 struct CommCosts {
-  // Duration of a collective over `ranks` ranks, from its start.
-  std::function<Seconds(const workloads::CollectiveOp&, int ranks)> collective;
-  // Duration of a point-to-point transfer, from the send's start to its arrival.
-  std::function<Seconds(const workloads::SendOp&)> transfer;
+  // Duration of a collective over the ranks `group` (ascending), from its start.
+  std::function<Seconds(const workloads::CollectiveOp&, const std::vector<int>& group)> collective;
+  // Duration of a point-to-point transfer from rank `from` to rank `to`, from the send's start to its arrival.
+  std::function<Seconds(const workloads::SendOp&, int from, int to)> transfer;
 };
 
 // Costs that are zero: the timeline of compute and dependencies alone (the pipeline bubble, for one).

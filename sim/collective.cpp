@@ -150,13 +150,24 @@ bool spans_machines(const GroupLayout& layout) {
   return std::ranges::any_of(layout.machine, [&](int m) { return m != layout.machine.front(); });
 }
 
+// Below this size a tree beats a ring across the group's machines: the ring's latency grows with the machine
+// count (2(m-1) steps), the tree's with its logarithm, so the crossover (tree_below at 1,024 machines) scales
+// with m - 1.
+Bytes tree_threshold(const GroupLayout& layout, const CollectiveTuning& t) {
+  std::vector<int> machines = layout.machine;
+  std::ranges::sort(machines);
+  const auto distinct = std::unique(machines.begin(), machines.end()) - machines.begin();
+  return t.tree_below * (static_cast<double>(distinct - 1) / 1023.0);
+}
+
 // What NCCL would pick (src/graph/tuning.cc picks by its cost model; this is the outcome of it on the systems
 // in nccl.md): NVLS inside an NVLS machine, tree for small and medium all-reduces across machines, rings
 // otherwise; all-to-all is point-to-point (direct) in NCCL.
 Algorithm resolve_auto(CollectiveKind kind, Bytes bytes, const GroupLayout& layout, const CollectiveTuning& t) {
   if (kind == CollectiveKind::AllToAll) return Algorithm::Direct;
+  if (layout.direct_links && kind != CollectiveKind::Broadcast) return Algorithm::Direct;
   if (kind != CollectiveKind::AllReduce) return Algorithm::Ring;
-  if (spans_machines(layout)) return bytes < t.tree_below ? Algorithm::Tree : Algorithm::Ring;
+  if (spans_machines(layout)) return bytes < tree_threshold(layout, t) ? Algorithm::Tree : Algorithm::Ring;
   return layout.nvls ? Algorithm::Nvls : Algorithm::Ring;
 }
 

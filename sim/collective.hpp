@@ -28,6 +28,9 @@ inline constexpr std::string_view kAlgorithmNames = "auto, ring, tree, direct, h
 struct GroupLayout {
   std::vector<int> machine;   // per group rank, the machine (server) it is on; ranks of a machine share its fabric
   bool nvls = false;          // every machine of the group has an NVSwitch that reduces in the switch (NVLink SHARP)
+  bool direct_links = false;  // every pair of ranks has a link of its own (a full mesh): a ring would use 2 of
+                              // each GPU's n-1 links, so auto sends to every peer at once (direct), as NCCL's
+                              // multiple rings over a mesh do
 };
 
 // An endpoint that is not a group rank: the NVSwitch of machine `Transfer::machine` (NVLS only).
@@ -60,7 +63,8 @@ struct CollectiveTuning {
   int chunks = 8;                          // pipelined algorithms (tree, chain broadcast, NVLS) split the buffer
                                            // into this many chunks
   BytesPerSecond nvls_port_rate;
-  Bytes tree_below;                        // auto: tree instead of ring across machines below this size
+  Bytes tree_below;                        // auto: tree instead of ring across 1,024 machines below this size;
+                                           // the threshold scales with (machines - 1)
   std::string source;
 };
 const CollectiveTuning& collective_tuning();

@@ -2,6 +2,8 @@
 // sequence of them, one after the other.
 #include "sim/simgrid_collective.hpp"
 
+#include "sim/analytic_costs.hpp"
+
 #include "sim/simgrid_player.hpp"
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
@@ -73,7 +75,7 @@ CollectivePlan make_plan(Lowered lowered, int members) {
 
 std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind kind, Bytes bytes,
                                                      const GroupLayout& layout) {
-  Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls};
+  Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls, layout.direct_links};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   auto plan = std::make_shared<const CollectivePlan>(
@@ -104,6 +106,7 @@ GroupLayout Sites::layout(const std::vector<NodeId>& gpus) const {
     layout.machine.push_back(topo_.node(g).machine);
     layout.nvls = layout.nvls && nvls_switch_.count(layout.machine.back()) > 0;
   }
+  layout.direct_links = fully_linked(gpus, topo_);
   return layout;
 }
 

@@ -56,7 +56,7 @@ class PlanCache {
   std::shared_ptr<const CollectivePlan> get(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout);
 
  private:
-  using Key = std::tuple<int, double, std::vector<int>, bool>;
+  using Key = std::tuple<int, double, std::vector<int>, bool, bool>;
   LowerFn lower_;
   std::map<Key, std::shared_ptr<const CollectivePlan>> plans_;
 };

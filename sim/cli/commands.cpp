@@ -1,5 +1,7 @@
 #include "sim/cli/commands.hpp"
 
+#include "sim/cli/command_support.hpp"
+
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
@@ -17,24 +19,6 @@
 
 namespace dtsim::cli {
 namespace {
-
-std::vector<Scenario> load(const ScenarioArgs& args) {
-  std::vector<Override> overrides;
-  for (const auto& s : args.sets) overrides.push_back(parse_set(s));
-  if (args.file.empty()) return load_scenarios(default_scenario_text(), "<default scenario>", overrides);
-  return load_scenario_file(args.file, overrides);
-}
-
-// Errors raised while building know the key, not the file: add where the scenario gave that key.
-template <class Fn>
-auto located(const Scenario& s, Fn fn) {
-  try {
-    return fn();
-  } catch (const InputError& e) {
-    if (!e.location().empty()) throw;
-    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), locate(s, e.key()));
-  }
-}
 
 struct Described {
   topology::BuiltTopology built;
@@ -60,12 +44,6 @@ int print_json(const std::vector<Described>& described) {
   return 0;
 }
 
-// GPUs the scenario's cluster has: the builders' count, or the user graph's.
-int cluster_gpus(const Scenario& s) {
-  if (!s.cluster.graph) return s.cluster.gpus();
-  return located(s, [&] { return static_cast<int>(topology::read_user_graph(*s.cluster.graph).gpus().size()); });
-}
-
 // The plan is checked against the cluster first, so a bad degree is reported at its key, not as a wrong plan.
 workloads::MemoryPlan plan_memory(const Scenario& s) {
   if (!s.workload)
@@ -83,10 +61,6 @@ workloads::StepGraph step_graph(const Scenario& s, workloads::Granularity granul
   return located(s, [&] { return workloads::generate_step(*s.workload, s.cluster.gpu, {granularity}); });
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out || !(out << text)) throw InputError("--dot", path, "cannot write file", "a writable path");
-}
 
 }  // namespace
 
@@ -97,17 +71,6 @@ Override parse_set(const std::string& text) {
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }
 
-int run_command(const ScenarioArgs& args) {
-  const auto scenarios = load(args);
-  const auto described = describe_all(scenarios);
-  if (args.format == Format::Json) return print_json(described);
-  std::vector<results::TopologyRow> rows;
-  for (const auto& d : described) rows.push_back(d.row);
-  std::cout << results::topology_comparison(rows);
-  std::cout << "\n(topology comparison only: the step simulation arrives with the SimGrid engine)\n";
-  return 0;
-}
-
 int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
   const auto scenarios = load(args);
   const auto described = describe_all(scenarios);
@@ -115,10 +78,16 @@ int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
     if (described.size() != 1)
       throw InputError("--dot", dot_file, fmt::format("the scenario holds {} topologies; --dot takes", described.size()),
                        "a scenario with one topology");
-    write_file(dot_file, topology::to_dot(described.front().built.topology));
+    write_file(dot_file, topology::to_dot(described.front().built.topology), "--dot");
   }
   if (args.format == Format::Json) return print_json(described);
-  for (const auto& d : described) std::cout << results::topology_table(d.row);
+  if (described.size() > 1) {   // several documents or sweep points: side by side
+    std::vector<results::TopologyRow> rows;
+    for (const auto& d : described) rows.push_back(d.row);
+    std::cout << results::topology_comparison(rows);
+    return 0;
+  }
+  std::cout << results::topology_table(described.front().row);
   return 0;
 }
 
@@ -146,7 +115,7 @@ int graph_command(const ScenarioArgs& args, const std::string& dot_file, bool ke
   for (const Scenario& s : scenarios) {
     const auto graph = step_graph(s, kernels ? workloads::Granularity::Kernel : workloads::Granularity::Layer);
     const auto timeline = sim::play_analytic(graph, sim::free_communication());
-    if (!dot_file.empty()) write_file(dot_file, located(s, [&] { return workloads::to_dot(graph); }));
+    if (!dot_file.empty()) write_file(dot_file, located(s, [&] { return workloads::to_dot(graph); }), "--dot");
     if (args.format == Format::Json) rows.push_back(results::step_graph_json(graph, timeline));
     else std::cout << (&s == &scenarios.front() ? "" : "\n") << results::step_graph_table(s.name, graph, timeline);
   }
@@ -158,6 +127,24 @@ int catalog_command(Format format) {
   if (format == Format::Json) std::cout << results::catalog_json().dump(2) << "\n";
   else std::cout << results::catalog_table();
   return 0;
+}
+
+std::vector<Scenario> load(const ScenarioArgs& args) {
+  std::vector<Override> overrides;
+  for (const auto& s : args.sets) overrides.push_back(parse_set(s));
+  if (args.file.empty()) return load_scenarios(default_scenario_text(), "<default scenario>", overrides);
+  return load_scenario_file(args.file, overrides);
+}
+
+// GPUs the scenario's cluster has: the builders' count, or the user graph's.
+int cluster_gpus(const Scenario& s) {
+  if (!s.cluster.graph) return s.cluster.gpus();
+  return located(s, [&] { return static_cast<int>(topology::read_user_graph(*s.cluster.graph).gpus().size()); });
+}
+
+void write_file(const std::string& path, const std::string& text, const std::string& key) {
+  std::ofstream out(path);
+  if (!out || !(out << text)) throw InputError(key, path, "cannot write file", "a writable path");
 }
 
 }  // namespace dtsim::cli

@@ -9,7 +9,7 @@
 
 namespace dtsim::cli {
 
-enum class Format { Table, Json };
+enum class Format { Table, Json, Csv };
 
 struct ScenarioArgs {
   std::string file;                 // empty = the embedded default scenario
@@ -17,7 +17,15 @@ struct ScenarioArgs {
   Format format = Format::Table;
 };
 
-int run_command(const ScenarioArgs& args);
+// Where `run` writes besides stdout: a Perfetto trace, and a directory with result.json, result.csv and
+// scenario.resolved.yaml (plus trace.json when a trace is asked for).
+struct RunOutputs {
+  std::string trace;
+  std::string dir;
+};
+
+// Simulates one step of each scenario point (DESIGN.md's result fields), as a table, JSON or CSV.
+int run_command(const ScenarioArgs& args, const RunOutputs& outputs);
 int topo_command(const ScenarioArgs& args, const std::string& dot_file);
 int catalog_command(Format format);
 // The memory plan per GPU of each scenario document (DESIGN.md's `memory` object); needs a `model` section.
@@ -26,6 +34,28 @@ int memory_command(const ScenarioArgs& args);
 // The step graph of each scenario document: ops per rank class, collectives, FLOPs, and the compute-only
 // timeline; optionally as Graphviz DOT (`dot_file`), with one op per kernel when `kernels`.
 int graph_command(const ScenarioArgs& args, const std::string& dot_file, bool kernels);
+
+// `dtsim collective` flags (DESIGN.md): the cluster, the operation and algorithm, the sizes.
+struct CollectiveArgs {
+  std::string gpu;
+  int gpus = 8;
+  std::string intra = "nvswitch";
+  std::string intra_link;            // empty: the GPU's own link
+  int nodes = 1;
+  std::string inter = "none";
+  std::string inter_link;            // empty: the cluster default
+  int nics_per_node = 0;             // 0: one per GPU
+  std::string op = "allreduce";
+  std::string algo = "auto";
+  std::string min = "8";
+  std::string max = "8G";
+  double step_factor = 2.0;
+  Format format = Format::Table;
+};
+
+int collective_command(const CollectiveArgs& args);
+// "128M" -> 134217728: bytes with an optional K, M or G suffix (powers of 1024, as nccl-tests reads them).
+double parse_size(const std::string& text, const std::string& key);
 
 // "key=value" -> Override; throws InputError for a malformed one.
 Override parse_set(const std::string& text);

@@ -16,12 +16,14 @@ constexpr int kBadInput = 2;
 constexpr int kInternal = 3;
 
 const std::map<std::string, Format> kFormats = {{"table", Format::Table}, {"json", Format::Json}};
+const std::map<std::string, Format> kRunFormats = {{"table", Format::Table}, {"json", Format::Json}, {"csv", Format::Csv}};
 
-void add_scenario_options(CLI::App* cmd, dtsim::cli::ScenarioArgs& args, bool file_required) {
+void add_scenario_options(CLI::App* cmd, dtsim::cli::ScenarioArgs& args, bool file_required,
+                          const std::map<std::string, Format>& formats = kFormats) {
   auto* file = cmd->add_option("scenario", args.file, "scenario YAML file");
   if (file_required) file->required();
   cmd->add_option("--set", args.sets, "override a scenario key: key=value (repeatable)");
-  cmd->add_option("--format", args.format, "output format")->transform(CLI::CheckedTransformer(kFormats));
+  cmd->add_option("--format", args.format, "output format")->transform(CLI::CheckedTransformer(formats));
 }
 
 int dispatch(int argc, char** argv) {
@@ -34,7 +36,10 @@ int dispatch(int argc, char** argv) {
   Format catalog_format = Format::Table;
 
   auto* run = app.add_subcommand("run", "simulate one step of a scenario (no file: the embedded default)");
-  add_scenario_options(run, run_args, false);
+  add_scenario_options(run, run_args, false, kRunFormats);
+  dtsim::cli::RunOutputs run_outputs;
+  run->add_option("--trace", run_outputs.trace, "write a Perfetto/Chrome trace of the step to FILE");
+  run->add_option("--out", run_outputs.dir, "write result.json, result.csv and scenario.resolved.yaml to DIR");
   auto* topo = app.add_subcommand("topo", "describe a scenario's topology: devices, links, diameter, bisection");
   add_scenario_options(topo, topo_args, true);
   topo->add_option("--dot", dot_file, "write the topology as Graphviz DOT to FILE");
@@ -44,6 +49,22 @@ int dispatch(int argc, char** argv) {
   add_scenario_options(graph, graph_args, true);
   graph->add_option("--dot", graph_dot, "write the step graph as Graphviz DOT to FILE (small graphs)");
   graph->add_flag("--kernels", graph_kernels, "one op per kernel instead of one per layer pass");
+  dtsim::cli::CollectiveArgs coll;
+  auto* collective = app.add_subcommand("collective", "nccl-tests-style table of one collective on a cluster");
+  collective->add_option("--gpu", coll.gpu, "GPU catalog name")->required();
+  collective->add_option("--gpus", coll.gpus, "total GPUs (--nodes x GPUs per node)");
+  collective->add_option("--intra", coll.intra, "nvswitch | full-mesh | ring | star | pcie");
+  collective->add_option("--intra-link", coll.intra_link, "link catalog name (default: the GPU's own link)");
+  collective->add_option("--nodes", coll.nodes, "nodes (servers)");
+  collective->add_option("--inter", coll.inter, "none | switch | fat-tree | rail-optimized");
+  collective->add_option("--inter-link", coll.inter_link, "NIC link catalog name");
+  collective->add_option("--nics-per-node", coll.nics_per_node, "NICs per node (default: one per GPU)");
+  collective->add_option("--op", coll.op, "allreduce | allgather | reducescatter | alltoall | broadcast");
+  collective->add_option("--algo", coll.algo, "auto | ring | tree | direct | halving-doubling | nvls | hierarchical");
+  collective->add_option("--min", coll.min, "smallest size: bytes with an optional K, M or G suffix");
+  collective->add_option("--max", coll.max, "largest size");
+  collective->add_option("--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
+  collective->add_option("--format", coll.format, "output format")->transform(CLI::CheckedTransformer(kFormats));
   auto* catalog = app.add_subcommand("catalog", "list the GPUs and links dtsim knows");
   catalog->add_option("--format", catalog_format, "output format")->transform(CLI::CheckedTransformer(kFormats));
 
@@ -55,7 +76,8 @@ int dispatch(int argc, char** argv) {
     std::cerr << "dtsim: error: " << e.what() << " (see dtsim --help)\n";
     return kBadInput;
   }
-  if (*run) return dtsim::cli::run_command(run_args);
+  if (*run) return dtsim::cli::run_command(run_args, run_outputs);
+  if (*collective) return dtsim::cli::collective_command(coll);
   if (*topo) return dtsim::cli::topo_command(topo_args, dot_file);
   if (*memory) return dtsim::cli::memory_command(memory_args);
   if (*graph) return dtsim::cli::graph_command(graph_args, graph_dot, graph_kernels);

@@ -8,9 +8,33 @@
 #include <vector>
 
 #include "topology/cluster.hpp"
+#include "sim/collective.hpp"
 #include "workloads/plan.hpp"
+#include "workloads/step_graph.hpp"
 
 namespace dtsim::cli {
+
+enum class EngineKind { Simgrid, Analytic };
+
+// The `simulation` section: which engine plays the step and how collectives are lowered.
+struct SimulationSpec {
+  EngineKind engine = EngineKind::Simgrid;
+  sim::Algorithm collective_algo = sim::Algorithm::Auto;
+  workloads::Granularity granularity = workloads::Granularity::Layer;
+};
+
+// The `reference` section: published figures to print beside dtsim's (the founding article's claims, a paper's
+// measurement), keyed by result field (`scaling_efficiency`, `step_time_s`, `tp_comm_ms`, ...).
+struct Reference {
+  std::string source;
+  std::map<std::string, double> values;
+};
+
+// Which point of its file's `sweep:` a scenario is: its index in sweep order and the values it took.
+struct SweepPoint {
+  int index = -1;                                         // -1: the scenario has no sweep
+  std::vector<std::pair<std::string, std::string>> values;   // dotted key -> value (flow-style YAML)
+};
 
 struct Scenario {
   std::string name;
@@ -18,6 +42,9 @@ struct Scenario {
   // The job: present when the scenario has a `model` section (then also `training` or `inference`, and
   // `parallelism`, whose `dp` defaults to gpus / (tp x pp)). A topology-only scenario has none.
   std::optional<workloads::Workload> workload;
+  SimulationSpec simulation;
+  Reference reference;
+  SweepPoint point;
   std::string file;                          // where it was read from ("<default>" for the embedded one)
   std::map<std::string, std::string> origin; // dotted key -> "file:line" (or "--set") where it was given
 };
@@ -29,7 +56,8 @@ struct Override {
 };
 
 // Loads every YAML document of `text` (documents separated by `---`) as one scenario each, applying
-// `overrides` to each. Throws InputError with the file, line, key, value and what is allowed.
+// `overrides` to each; a document with `sweep:` axes gives one scenario per point, in sweep order (cartesian
+// product of the axes, first axis outermost; the axes under `sweep.zip` advance together as one axis). Throws InputError with the file, line, key, value and what is allowed.
 std::vector<Scenario> load_scenarios(const std::string& text, const std::string& file,
                                      const std::vector<Override>& overrides = {});
 std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides = {});

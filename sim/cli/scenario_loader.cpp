@@ -7,6 +7,8 @@
 
 #include "sim/cli/hardware_reader.hpp"
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/simulation_reader.hpp"
+#include "sim/cli/sweep.hpp"
 #include "sim/cli/workload_reader.hpp"
 #include "sim/cli/yaml_reader.hpp"
 #include "topology/error.hpp"
@@ -86,24 +88,15 @@ YAML::Node parse_override_value(const Override& o) {
 }
 
 // Sets `key` (dotted) in `root` to the override's value, creating maps on the way.
-void apply_override(YAML::Node root, const Override& o) {
-  std::vector<YAML::Node> chain{root};
-  std::string_view rest = o.key;
-  std::vector<std::string> parts;
-  while (!rest.empty()) {
-    const auto dot = rest.find('.');
-    parts.emplace_back(rest.substr(0, dot));
-    rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
-  }
-  if (parts.empty() || std::any_of(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); }))
-    throw InputError("--set", o.key, "malformed key", "a dotted key such as cluster.intra", "--set");
-  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (!chain.back()[parts[i]].IsDefined() || chain.back()[parts[i]].IsNull()) chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
-    if (!chain.back()[parts[i]].IsMap())
-      throw InputError(o.key, o.value, fmt::format("'{}' is not a map, so cannot take", parts[i]), "a key inside a map", "--set");
-    chain.push_back(chain.back()[parts[i]]);
-  }
-  chain.back()[parts.back()] = parse_override_value(o);
+void apply_override(YAML::Node root, const Override& o) { set_dotted(root, o.key, parse_override_value(o), "--set"); }
+
+// A --set on a key the sweep varies would be overwritten at every point: refuse it rather than ignore it.
+void check_not_swept(const SweepPoint& point, const std::vector<Override>& overrides) {
+  for (const auto& o : overrides)
+    for (const auto& [key, value] : point.values)
+      if (o.key == key || o.key.starts_with(key + ".") || key.starts_with(o.key + "."))
+        throw InputError(o.key, o.value, fmt::format("is varied by the scenario's sweep (axis {}), so cannot be set:", key),
+                         "a key the sweep does not vary, or --set on sweep." + key, "--set");
 }
 
 Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t index,
@@ -111,12 +104,14 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   Scenario s;
   s.file = file;
   YamlMap top(doc, "", file, &s.origin, &overridden);
-  top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism"});
+  top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism", "simulation", "reference"});
   const std::string stem = file.front() == '<' ? "default" : std::filesystem::path(file).stem().string();
   s.name = top.text("name").value_or(index == 0 ? stem : fmt::format("{}-{}", stem, index));
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
   s.cluster = read_cluster(top.map("cluster"), file);
   s.workload = read_workload(top, s.cluster, s.name);
+  if (top.has("simulation")) s.simulation = read_simulation(top.map("simulation"));
+  if (top.has("reference")) s.reference = read_reference(top.map("reference"));
   return s;
 }
 
@@ -136,7 +131,13 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
   std::vector<Scenario> out;
   for (std::size_t i = 0; i < docs.size(); ++i) {
     for (const Override& o : overrides) apply_override(docs[i], o);
-    out.push_back(read_scenario(docs[i], file, i, overridden));
+    for (auto& p : expand_sweep(docs[i], file)) {
+      check_not_swept(p.point, overrides);
+      Scenario s = read_scenario(p.doc, file, i, overridden);
+      s.name += p.name_suffix;
+      s.point = std::move(p.point);
+      out.push_back(std::move(s));
+    }
   }
   return out;
 }

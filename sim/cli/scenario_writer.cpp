@@ -151,6 +151,23 @@ void emit_workload(YAML::Emitter& out, const workloads::Workload& w) {
   emit_plan(out, w.plan);
 }
 
+
+void emit_simulation(YAML::Emitter& out, const SimulationSpec& s) {
+  out << YAML::Key << "simulation" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "engine" << YAML::Value << (s.engine == EngineKind::Simgrid ? "simgrid" : "analytic");
+  out << YAML::Key << "collective_algo" << YAML::Value << std::string(sim::to_string(s.collective_algo));
+  out << YAML::Key << "granularity" << YAML::Value
+      << (s.granularity == workloads::Granularity::Layer ? "layer" : "kernel");
+  out << YAML::EndMap;
+}
+
+void emit_reference(YAML::Emitter& out, const Reference& r) {
+  out << YAML::Key << "reference" << YAML::Value << YAML::BeginMap;
+  if (!r.source.empty()) out << YAML::Key << "source" << YAML::Value << r.source;
+  for (const auto& [key, value] : r.values) out << YAML::Key << key << YAML::Value << value;
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 std::string to_yaml(const Scenario& scenario) {
@@ -160,6 +177,8 @@ std::string to_yaml(const Scenario& scenario) {
   out << YAML::Key << "name" << YAML::Value << scenario.name;
   emit_cluster(out, scenario.cluster);
   if (scenario.workload) emit_workload(out, *scenario.workload);
+  emit_simulation(out, scenario.simulation);
+  if (!scenario.reference.source.empty() || !scenario.reference.values.empty()) emit_reference(out, scenario.reference);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -63,17 +63,18 @@ TEST_CASE("--dot writes a graph that names every GPU") {
   for (const char* n : {"gpu0", "gpu1", "gpu2", "gpu3", "hub"}) CHECK(text.find(n) != std::string::npos);
 }
 
-TEST_CASE("run with no file compares the default cluster on six interconnects") {
-  Result r = dtsim("run --format json");
+TEST_CASE("topo on the default scenario compares its six interconnects side by side") {
+  Result r = dtsim("topo " + src("scenarios/default.yaml") + " --format json");
   REQUIRE(r.status == 0);
   auto rows = nlohmann::json::parse(r.out);
   REQUIRE(rows.is_array());
   CHECK(rows.size() == 6);
   CHECK(rows[0]["bisection_GBps"].get<double>() > rows[2]["bisection_GBps"].get<double>());   // nvswitch > ring
   CHECK(rows[2]["bisection_GBps"].get<double>() >= rows[3]["bisection_GBps"].get<double>());  // ring >= star
-  Result table = dtsim("run");
+  Result table = dtsim("topo " + src("scenarios/default.yaml"));
   CHECK(table.status == 0);
   CHECK(table.out.find("8xa100-100gbe") != std::string::npos);
+  CHECK(table.out.find("bisection") != std::string::npos);
 }
 
 TEST_CASE("catalog lists GPUs and links, as a table and as JSON") {

@@ -460,19 +460,28 @@ TEST_CASE("collective: auto picks what NCCL would") {
   CHECK(pick(CollectiveKind::AllReduce, 1_GiB, nvswitch) == Algorithm::Nvls);
   CHECK(pick(CollectiveKind::AllReduce, 1_MiB, nvswitch) == Algorithm::Nvls);
   CHECK(pick(CollectiveKind::AllReduce, 1_GiB, plain) == Algorithm::Ring);
-  CHECK(pick(CollectiveKind::AllReduce, 1_MiB, cluster) == Algorithm::Tree);
-  CHECK(pick(CollectiveKind::AllReduce, t.tree_below - Bytes(1), cluster) == Algorithm::Tree);
-  CHECK(pick(CollectiveKind::AllReduce, t.tree_below, cluster) == Algorithm::Ring);
+  GroupLayout mesh = plain;   // every pair linked: a ring would leave most links idle
+  mesh.direct_links = true;
+  CHECK(pick(CollectiveKind::AllReduce, 1_GiB, mesh) == Algorithm::Direct);
+  CHECK(pick(CollectiveKind::AllGather, 1_MiB, mesh) == Algorithm::Direct);
+  CHECK(pick(CollectiveKind::Broadcast, 1_MiB, mesh) == Algorithm::Ring);
+  const Bytes at4 = t.tree_below * (3.0 / 1023.0);   // the crossover scales with machines - 1
+  CHECK(pick(CollectiveKind::AllReduce, 64_KiB, cluster) == Algorithm::Tree);
+  CHECK(pick(CollectiveKind::AllReduce, at4 - Bytes(1), cluster) == Algorithm::Tree);
+  CHECK(pick(CollectiveKind::AllReduce, at4, cluster) == Algorithm::Ring);
+  CHECK(pick(CollectiveKind::AllReduce, 1_MiB, cluster) == Algorithm::Ring);
+  CHECK(pick(CollectiveKind::AllReduce, t.tree_below - Bytes(1), blocks(1024, 1)) == Algorithm::Tree);
+  CHECK(pick(CollectiveKind::AllReduce, t.tree_below, blocks(1024, 1)) == Algorithm::Ring);
   cluster.nvls = true;   // NVLS across machines (NVLS+tree) is not modelled: tree or ring
-  CHECK(pick(CollectiveKind::AllReduce, 1_MiB, cluster) == Algorithm::Tree);
+  CHECK(pick(CollectiveKind::AllReduce, 64_KiB, cluster) == Algorithm::Tree);
   CHECK(pick(CollectiveKind::AllReduce, 1_GiB, cluster) == Algorithm::Ring);
   for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::Broadcast}) {
     CHECK(pick(kind, 1_MiB, nvswitch) == Algorithm::Ring);
     CHECK(pick(kind, 1_MiB, cluster) == Algorithm::Ring);
   }
   // auto lowers exactly as the algorithm it resolves to.
-  const Lowered a = lower(CollectiveKind::AllReduce, 1_MiB, cluster, Algorithm::Auto);
-  const Lowered tree = lower(CollectiveKind::AllReduce, 1_MiB, cluster, Algorithm::Tree);
+  const Lowered a = lower(CollectiveKind::AllReduce, 64_KiB, cluster, Algorithm::Auto);
+  const Lowered tree = lower(CollectiveKind::AllReduce, 64_KiB, cluster, Algorithm::Tree);
   CHECK(a.transfers.size() == tree.transfers.size());
   CHECK(a.steps == tree.steps);
   CHECK(a.latency == tree.latency);

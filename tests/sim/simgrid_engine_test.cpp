@@ -291,10 +291,11 @@ workloads::Workload gpt_job(int tp, int pp, int dp, int global_batch, int layers
 // Closed-form costs on a contention-free topology where every GPU pair is `hops` links of one class apart.
 sim::CommCosts ring_costs(const topology::Link& link, int hops, Seconds latency, Seconds step_latency) {
   const double bw = rate(link), hop = hops * link.latency.value();
-  return {[=](const workloads::CollectiveOp& op, int ranks) {
-            return Seconds(ring_time(op.bytes.value(), ranks, latency.value(), step_latency.value(), hop, bw));
+  return {[=](const workloads::CollectiveOp& op, const std::vector<int>& group) {
+            return Seconds(ring_time(op.bytes.value(), static_cast<int>(group.size()), latency.value(),
+                                     step_latency.value(), hop, bw));
           },
-          [=](const workloads::SendOp& s) { return Seconds(s.bytes.value() / bw + hop); }};
+          [=](const workloads::SendOp& s, int, int) { return Seconds(s.bytes.value() / bw + hop); }};
 }
 
 // step time, each class's end, then rank 0's ops (start, end).
@@ -569,13 +570,14 @@ namespace {
 
 // Costs from the same lowering, played by the contention-free step rule on the first GPUs of `topo`.
 sim::CommCosts lowered_costs(const topology::Topology& topo, sim::Algorithm algorithm, bool nvls) {
-  return {[&topo, algorithm, nvls](const workloads::CollectiveOp& op, int ranks) {
-            const sim::GroupLayout layout{std::vector<int>(static_cast<std::size_t>(ranks), 0), nvls};
+  return {[&topo, algorithm, nvls](const workloads::CollectiveOp& op, const std::vector<int>& group) {
+            const int ranks = static_cast<int>(group.size());
+            const sim::GroupLayout layout{std::vector<int>(static_cast<std::size_t>(ranks), 0), nvls, false};
             const auto l = sim::lower(op.kind, op.bytes, layout, algorithm);
             std::optional<NodeId> sw = topo.find_node("nvswitch");
             return Seconds(step_rule_time(l, topo, first_gpus(topo, ranks), sw));
           },
-          [&topo](const workloads::SendOp& s) {
+          [&topo](const workloads::SendOp& s, int, int) {
             return Seconds(s.bytes.value() / rate(topo.link(0)) + topo.link(0).latency.value());
           }};
 }

@@ -1,0 +1,153 @@
+#include "results/run_report.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "results/memory_report.hpp"
+
+namespace dtsim::results {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string verdict(const json& memory) {
+  if (memory.at("fits").get<bool>()) return fmt::format("fits ({:.1f} GiB spare)", memory.at("margin_bytes").get<double>() / kGiB);
+  return fmt::format("does not fit: short by {:.1f} GiB", -memory.at("margin_bytes").get<double>() / kGiB);
+}
+
+// How dtsim's figure for a reference key reads in the table.
+std::string dtsim_value(const json& row, const std::string& key) {
+  if (key == "tp_comm_ms") return fmt::format("{:.1f} ms", row.at("tp_comm_s").get<double>() * 1e3);
+  if (key == "tp_comm_GB") return fmt::format("{:.1f} GB", row.at("tp_comm_bytes").get<double>() / 1e9);
+  if (key == "memory_GB") return fmt::format("{:.1f} GB", row.at("memory").at("per_gpu_bytes").get<double>() / 1e9);
+  const double v = row.at(key).get<double>();
+  if (key == "scaling_efficiency" || key == "mfu" || key == "hfu") return fmt::format("{:.0f} %", v * 100);
+  return fmt::format("{:.4g}", v);
+}
+
+std::string reference_value(const std::string& key, double v) {
+  if (key == "scaling_efficiency" || key == "mfu" || key == "hfu") return fmt::format("{:.0f} %", v * 100);
+  if (key == "tp_comm_ms") return fmt::format("{:g} ms", v);
+  if (key.ends_with("_GB")) return fmt::format("{:g} GB", v);
+  return fmt::format("{:.4g}", v);
+}
+
+void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  for (const auto& [key, value] : j.items()) {
+    const std::string name = prefix.empty() ? key : prefix + "." + key;
+    if (key == "scenario" || key == "notes") continue;
+    if (value.is_object()) flatten(value, name, out);
+    else if (value.is_string()) out.emplace_back(name, value.get<std::string>());
+    else out.emplace_back(name, value.dump());
+  }
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q(1, '"');
+  for (char c : s) {
+    q += c;
+    if (c == '"') q += '"';
+  }
+  q += '"';
+  return q;
+}
+
+}  // namespace
+
+json run_json(const RunInfo& info, const StepMetrics& m, const workloads::MemoryPlan& memory) {
+  json reference = json::object();
+  if (!info.reference_source.empty()) reference["source"] = info.reference_source;
+  for (const auto& [k, v] : info.reference) reference[k] = v;
+  return {{"name", info.name},
+          {"layout", info.layout},
+          {"gpus", m.gpus},
+          {"step_time_s", m.step_time.value()},
+          {"tokens_per_s", m.tokens_per_s},
+          {"tflops_per_gpu", m.tflops_per_gpu},
+          {"hw_tflops_per_gpu", m.hw_tflops_per_gpu},
+          {"mfu", m.mfu},
+          {"hfu", m.hfu},
+          {"scaling_efficiency", m.scaling_efficiency},
+          {"ideal_time_s", m.ideal_time.value()},
+          {"breakdown_s",
+           {{"compute", m.breakdown.compute.value()},
+            {"exposed_comm", m.breakdown.exposed_comm.value()},
+            {"pipeline_bubble", m.breakdown.pipeline_bubble.value()},
+            {"other", m.breakdown.other.value()}}},
+          {"tp_comm_s", m.tp_comm.value()},
+          {"tp_comm_bytes", m.tp_comm_bytes.value()},
+          {"memory", memory_json(memory)},
+          {"engine", info.engine},
+          {"network_model", info.network_model},
+          {"collective_algo", info.collective_algo},
+          {"reference", reference}};
+}
+
+std::string run_table(const std::vector<json>& rows) {
+  std::string out = fmt::format("{:<28} {:>5} {:>9} {:>9} {:>7} {:>5} {:>6} {:>8} {:>8} {:>8}  {}\n", "configuration",
+                                "gpus", "step_s", "tokens/s", "TFLOP/s", "MFU", "scale", "compute", "comm", "bubble",
+                                "memory per GPU");
+  for (const auto& r : rows) {
+    const auto& b = r.at("breakdown_s");
+    out += fmt::format("{:<28} {:>5} {:>9.3f} {:>9.0f} {:>7.1f} {:>4.0f}% {:>5.0f}% {:>8.3f} {:>8.3f} {:>8.3f}  {}\n",
+                       r.at("name").get<std::string>(), r.at("gpus").get<int>(), r.at("step_time_s").get<double>(),
+                       r.at("tokens_per_s").get<double>(), r.at("tflops_per_gpu").get<double>(),
+                       100 * r.at("mfu").get<double>(), 100 * r.at("scaling_efficiency").get<double>(),
+                       b.at("compute").get<double>(), b.at("exposed_comm").get<double>(),
+                       b.at("pipeline_bubble").get<double>(), verdict(r.at("memory")));
+  }
+  out += "(TFLOP/s: model FLOPs per GPU; scale: scaling efficiency; compute / comm / bubble: seconds of the critical "
+         "GPU's step busy, waiting on communication, waiting on the pipeline)\n";
+  std::string refs;
+  for (const auto& r : rows)
+    for (const auto& [key, value] : r.at("reference").items())
+      if (key != "source")
+        refs += fmt::format("  {:<28} {:<20} {:>14} {:>14}\n", r.at("name").get<std::string>(), key,
+                            reference_value(key, value.get<double>()), dtsim_value(r, key));
+  if (refs.empty()) return out;
+  const auto& first = rows.front().at("reference");
+  const std::string source = first.contains("source") ? first.at("source").get<std::string>() : "reference";
+  return out + fmt::format("\n{} beside dtsim:\n  {:<28} {:<20} {:>14} {:>14}\n", source, "configuration", "figure",
+                           "published", "dtsim") + refs;
+}
+
+std::string run_csv(const std::vector<json>& rows) {
+  std::vector<std::string> columns;
+  std::vector<std::map<std::string, std::string>> cells;
+  for (const auto& r : rows) {
+    std::vector<std::pair<std::string, std::string>> flat;
+    flatten(r, "", flat);
+    std::map<std::string, std::string> row;
+    for (auto& [k, v] : flat) {
+      if (std::find(columns.begin(), columns.end(), k) == columns.end()) columns.push_back(k);
+      row[k] = v;
+    }
+    cells.push_back(std::move(row));
+  }
+  // The identifying and headline columns first, the rest as the JSON has them (alphabetical).
+  const std::vector<std::string> first = {"name", "point.index", "gpus", "layout", "step_time_s", "tokens_per_s",
+                                          "tflops_per_gpu", "hw_tflops_per_gpu", "mfu", "hfu", "scaling_efficiency"};
+  std::stable_sort(columns.begin(), columns.end(), [&](const std::string& a, const std::string& b) {
+    const auto rank = [&](const std::string& c) { return std::find(first.begin(), first.end(), c) - first.begin(); };
+    return rank(a) < rank(b);
+  });
+  std::string out;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (i) out += ',';
+    out += csv_field(columns[i]);
+  }
+  out += '\n';
+  for (const auto& row : cells) {
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      if (i) out += ',';
+      if (auto it = row.find(columns[i]); it != row.end()) out += csv_field(it->second);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace dtsim::results

@@ -1,0 +1,37 @@
+// `dtsim run` output: one result object per simulated configuration (DESIGN.md's JSON fields), a side-by-side
+// table, and CSV rows flattened with dots.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "results/step_metrics.hpp"
+#include "workloads/memory_plan.hpp"
+
+namespace dtsim::results {
+
+// What the table and the CSV need beyond the metrics: names, where the configuration came from, references.
+struct RunInfo {
+  std::string name;
+  std::string layout;                             // "1x8 nvswitch (nvlink3)"
+  std::string engine;                             // "simgrid" | "analytic"
+  std::string network_model;
+  std::string collective_algo;
+  std::string reference_source;
+  std::map<std::string, double> reference;        // result field -> published figure
+};
+
+// DESIGN.md's result object: step_time_s, tokens_per_s, tflops_per_gpu, hw_tflops_per_gpu, mfu, hfu,
+// scaling_efficiency, breakdown_s {compute, exposed_comm, pipeline_bubble, other}, memory, gpus; plus name,
+// layout, ideal_time_s, tp_comm_s, tp_comm_bytes, engine, network_model, collective_algo and reference.
+nlohmann::json run_json(const RunInfo& info, const StepMetrics& m, const workloads::MemoryPlan& memory);
+
+// One row per configuration; then, for rows with references, the published figure beside dtsim's.
+std::string run_table(const std::vector<nlohmann::json>& rows);
+
+// Header and rows, every field flattened with dots ("breakdown_s.compute"); `scenario` and notes left out.
+std::string run_csv(const std::vector<nlohmann::json>& rows);
+
+}  // namespace dtsim::results

@@ -1,0 +1,121 @@
+#include "sim/analytic_costs.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "topology/error.hpp"
+
+namespace dtsim::sim {
+namespace {
+
+using topology::NodeId;
+using topology::Topology;
+
+// The bandwidth a lone transfer gets on `route`: its narrowest link at line rate x efficiency, and no more than
+// the capacity of a device it crosses (the star's hub).
+BytesPerSecond route_rate(const topology::Route& route, const Topology& topo) {
+  BytesPerSecond rate(1e300);
+  for (const auto& hop : route.hops) {
+    const auto& link = topo.link(hop.link);
+    rate = std::min(rate, link.bandwidth * link.efficiency);
+    for (NodeId n : {link.a, link.b})
+      if (const auto& cap = topo.node(n).capacity) rate = std::min(rate, *cap);
+  }
+  return rate;
+}
+
+// The switch of `machine` that its GPUs hang off (NVLS endpoints).
+NodeId machine_switch(const Topology& topo, NodeId gpu) {
+  for (auto l : topo.incident(gpu)) {
+    const NodeId other = topo.other_end(l, gpu);
+    if (topo.node(other).kind == topology::NodeKind::Switch) return other;
+  }
+  throw InputError("simulation.collective_algo", "nvls", "needs GPUs attached to an NVSwitch:", "another algorithm");
+}
+
+NodeId endpoint(int e, int machine_hint, const std::vector<NodeId>& gpus, const Topology& topo,
+                const std::vector<int>& machine_first) {
+  if (e != kSwitch) return gpus[static_cast<std::size_t>(e)];
+  return machine_switch(topo, gpus[static_cast<std::size_t>(machine_first.at(static_cast<std::size_t>(machine_hint)))]);
+}
+
+}  // namespace
+
+bool fully_linked(const std::vector<NodeId>& gpus, const Topology& topology) {
+  if (gpus.size() < 3) return false;   // two GPUs: ring and direct are the same
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    std::vector<NodeId> peers;
+    for (auto l : topology.incident(gpus[i])) peers.push_back(topology.other_end(l, gpus[i]));
+    for (std::size_t j = i + 1; j < gpus.size(); ++j)
+      if (std::find(peers.begin(), peers.end(), gpus[j]) == peers.end()) return false;
+  }
+  return true;
+}
+
+GroupLayout group_layout(const std::vector<int>& group, const Topology& topology, bool nvls) {
+  GroupLayout layout;
+  layout.nvls = nvls;
+  for (int r : group) layout.machine.push_back(topology.node(topology.gpus()[static_cast<std::size_t>(r)]).machine);
+  std::vector<NodeId> gpus;
+  for (int r : group) gpus.push_back(topology.gpus()[static_cast<std::size_t>(r)]);
+  layout.direct_links = fully_linked(gpus, topology);
+  return layout;
+}
+
+// The step rule: a transfer of step k from endpoint e starts when every transfer of step k-1 into or out of e
+// has ended, plus the step latency; step 0 starts after the collective's latency.
+Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, const Topology& topology,
+                     topology::Router& router) {
+  if (lowered.transfers.empty()) return Seconds(0);
+  // The first group rank on each machine, to find that machine's switch.
+  std::vector<int> machine_first;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const auto m = static_cast<std::size_t>(topology.node(gpus[i]).machine);
+    if (machine_first.size() <= m) machine_first.resize(m + 1, -1);
+    if (machine_first[m] < 0) machine_first[m] = static_cast<int>(i);
+  }
+  std::map<NodeId, Seconds> previous_step_end, this_step_end;   // per endpoint
+  int step = 0;
+  Seconds end = lowered.latency;
+  for (const Transfer& t : lowered.transfers) {
+    if (t.step != step) {
+      previous_step_end = std::move(this_step_end);
+      this_step_end.clear();
+      step = t.step;
+    }
+    const NodeId src = endpoint(t.src, t.machine, gpus, topology, machine_first);
+    const NodeId dst = endpoint(t.dst, t.machine, gpus, topology, machine_first);
+    Seconds start = lowered.latency;
+    if (auto it = previous_step_end.find(src); it != previous_step_end.end()) start = it->second;
+    start += lowered.step_latency;
+    const auto route = router.route(src, dst);
+    BytesPerSecond rate = route_rate(route, topology);
+    if (t.rate) rate = std::min(rate, *t.rate);
+    const Seconds finish = start + route.latency + t.bytes / rate;
+    for (NodeId e : {src, dst}) this_step_end[e] = std::max(this_step_end[e], finish);
+    end = std::max(end, finish);
+  }
+  return end;
+}
+
+CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvls, bool ecmp) {
+  auto router = std::make_shared<topology::Router>(topology, ecmp);
+  const auto gpus_of = [&topology](const std::vector<int>& group) {
+    std::vector<NodeId> out;
+    for (int r : group) out.push_back(topology.gpus()[static_cast<std::size_t>(r)]);
+    return out;
+  };
+  CommCosts costs;
+  costs.collective = [&topology, router, algorithm, nvls, gpus_of](const workloads::CollectiveOp& op,
+                                                                    const std::vector<int>& group) {
+    const auto lowered = lower(op.kind, op.bytes, group_layout(group, topology, nvls), algorithm);
+    return lowered_time(lowered, gpus_of(group), topology, *router);
+  };
+  costs.transfer = [&topology, router](const workloads::SendOp& op, int from, int to) {
+    const auto route = router->route(topology.gpus()[static_cast<std::size_t>(from)], topology.gpus()[static_cast<std::size_t>(to)]);
+    return route.latency + op.bytes / route_rate(route, topology);
+  };
+  return costs;
+}
+
+}  // namespace dtsim::sim

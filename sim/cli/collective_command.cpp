@@ -1,0 +1,118 @@
+// `dtsim collective`: one collective over every GPU of a cluster described by flags, timed by the SimGrid
+// engine at sizes from --min to --max, printed as nccl-tests prints it.
+#include <cmath>
+#include <fmt/format.h>
+#include <iostream>
+#include <sstream>
+
+#include "results/collective_report.hpp"
+#include "results/topology_report.hpp"
+#include "sim/analytic_costs.hpp"
+#include "sim/cli/command_support.hpp"
+#include "sim/simgrid_engine.hpp"
+#include "topology/builders.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using workloads::CollectiveKind;
+
+CollectiveKind parse_op(const std::string& op) {
+  if (op == "allreduce") return CollectiveKind::AllReduce;
+  if (op == "allgather") return CollectiveKind::AllGather;
+  if (op == "reducescatter") return CollectiveKind::ReduceScatter;
+  if (op == "alltoall") return CollectiveKind::AllToAll;
+  if (op == "broadcast") return CollectiveKind::Broadcast;
+  throw InputError("--op", op, "unknown collective", "allreduce, allgather, reducescatter, alltoall, broadcast");
+}
+
+template <class E, class Parse>
+E parse_named(const std::string& key, const std::string& value, Parse parse, std::string_view allowed) {
+  auto v = parse(value);
+  if (!v) throw InputError(key, value, "unknown value", std::string(allowed));
+  return *v;
+}
+
+topology::ClusterSpec cluster_of(const CollectiveArgs& a) {
+  if (a.gpus < 1 || a.nodes < 1 || a.gpus % a.nodes != 0)
+    throw InputError("--gpus", std::to_string(a.gpus), fmt::format("must be a positive multiple of --nodes {}:", a.nodes),
+                     "a total GPU count divisible by the node count");
+  const auto intra = parse_named<topology::IntraKind>("--intra", a.intra, topology::parse_intra_kind, topology::kIntraNames);
+  auto c = topology::default_cluster(topology::find_gpu(a.gpu, "--gpu").name, intra, a.nodes, a.gpus / a.nodes);
+  if (!a.intra_link.empty()) c.intra_link = topology::find_link(a.intra_link, "--intra-link");
+  c.inter = parse_named<topology::InterKind>("--inter", a.inter, topology::parse_inter_kind, topology::kInterNames);
+  if (!a.inter_link.empty()) c.inter_link = topology::find_link(a.inter_link, "--inter-link");
+  if (a.nics_per_node > 0) c.nics_per_node = a.nics_per_node;
+  return c;
+}
+
+std::vector<Bytes> sizes(const CollectiveArgs& a) {
+  const double lo = parse_size(a.min, "--min"), hi = parse_size(a.max, "--max");
+  if (hi < lo) throw InputError("--max", a.max, fmt::format("is below --min {}:", a.min), "a size >= --min");
+  if (!(a.step_factor > 1.0)) throw InputError("--step-factor", fmt::format("{:g}", a.step_factor), "must exceed 1:", "a factor > 1");
+  std::vector<Bytes> out;
+  for (double s = lo; s <= hi * (1 + 1e-12) && out.size() < 200; s *= a.step_factor) out.push_back(Bytes(std::round(s)));
+  return out;
+}
+
+std::string serialize(const std::vector<Seconds>& times) {
+  std::string out;
+  for (auto t : times) out += fmt::format("{:.17g}\n", t.value());
+  return out;
+}
+
+std::vector<Seconds> deserialize(const std::string& text) {
+  std::vector<Seconds> out;
+  std::istringstream in(text);
+  for (double v; in >> v;) out.emplace_back(v);
+  return out;
+}
+
+}  // namespace
+
+double parse_size(const std::string& text, const std::string& key) {
+  const std::string allowed = "bytes with an optional K, M or G suffix (powers of 1024), e.g. 8, 64K, 128M, 8G";
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw InputError(key, text, "not a size", allowed);
+  }
+  const std::string suffix = text.substr(used);
+  double scale = 1;
+  if (suffix == "K") scale = 1024.0;
+  else if (suffix == "M") scale = 1024.0 * 1024;
+  else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) throw InputError(key, text, "unknown size suffix", allowed);
+  if (!(v > 0) || !std::isfinite(v)) throw InputError(key, text, "must be positive", allowed);
+  return v * scale;
+}
+
+int collective_command(const CollectiveArgs& a) {
+  const auto kind = parse_op(a.op);
+  const auto algorithm = parse_named<sim::Algorithm>("--algo", a.algo, sim::parse_algorithm, sim::kAlgorithmNames);
+  const auto cluster = cluster_of(a);
+  const auto points = sizes(a);
+  const auto built = topology::build_cluster(cluster);
+  const bool nvls = cluster.intra == topology::IntraKind::NvSwitch && cluster.intra_link.switch_reduction;
+  std::vector<int> ranks(static_cast<std::size_t>(a.gpus));
+  for (int i = 0; i < a.gpus; ++i) ranks[static_cast<std::size_t>(i)] = i;
+  const auto layout = sim::group_layout(ranks, built.topology, nvls);
+  std::vector<results::CollectiveRow> rows;
+  for (const auto& s : points)   // lowering first: an algorithm that cannot run here fails before any simulation
+    rows.push_back({s, Seconds(0), sim::bus_factor(kind, a.gpus),
+                    std::string(sim::to_string(sim::lower(kind, s, layout, algorithm).algorithm))});
+  const auto times = deserialize(sim::run_isolated(
+      [&] { return serialize(sim::time_collectives(kind, points, ranks, built.topology, layout, algorithm)); }));
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].time = times.at(i);
+  if (a.format == Format::Json) {
+    std::cout << results::collective_json(rows).dump(2) << "\n";
+    return 0;
+  }
+  std::cout << results::collective_table(fmt::format("{} over {} x {}, {}; SimGrid flow model", a.op, a.gpus,
+                                                     cluster.gpu.name, results::cluster_layout(cluster)), rows);
+  return 0;
+}
+
+}  // namespace dtsim::cli

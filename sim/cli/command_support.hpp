@@ -1,0 +1,32 @@
+// What the subcommands share: loading the scenario of the arguments, locating errors raised after loading, the
+// GPU count of a scenario's cluster, writing files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/cli/commands.hpp"
+#include "topology/error.hpp"
+
+namespace dtsim::cli {
+
+std::vector<Scenario> load(const ScenarioArgs& args);
+
+// Errors raised while building know the key, not the file: add where the scenario gave that key.
+template <class Fn>
+auto located(const Scenario& s, Fn fn) {
+  try {
+    return fn();
+  } catch (const InputError& e) {
+    if (!e.location().empty()) throw;
+    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), locate(s, e.key()));
+  }
+}
+
+// GPUs the scenario's cluster has: the builders' count, or the user graph's.
+int cluster_gpus(const Scenario& s);
+
+// Writes `text` to `path`; `key` names the option that gave the path in the error.
+void write_file(const std::string& path, const std::string& text, const std::string& key);
+
+}  // namespace dtsim::cli

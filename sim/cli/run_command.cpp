@@ -1,0 +1,134 @@
+// `dtsim run`: each scenario point simulated in its own process (one SimGrid engine per process), its result
+// object printed as a table, JSON or CSV, and written with the resolved scenario under --out.
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <yaml-cpp/yaml.h>
+
+#include "results/run_report.hpp"
+#include "results/topology_report.hpp"
+#include "results/trace.hpp"
+#include "sim/analytic_costs.hpp"
+#include "sim/cli/command_support.hpp"
+#include "sim/simgrid_engine.hpp"
+#include "topology/builders.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using nlohmann::json;
+
+// The resolved scenario as JSON (through its YAML): numbers stay numbers, booleans booleans.
+json yaml_to_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    json out = json::object();
+    for (const auto& kv : n) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+    return out;
+  }
+  if (n.IsSequence()) {
+    json out = json::array();
+    for (const auto& v : n) out.push_back(yaml_to_json(v));
+    return out;
+  }
+  if (!n.IsScalar()) return nullptr;
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "!") return s;   // quoted in the YAML: a string
+  long long i = 0;
+  double d = 0;
+  bool b = false;
+  if (YAML::convert<long long>::decode(n, i)) return i;
+  if (YAML::convert<double>::decode(n, d)) return d;
+  if (YAML::convert<bool>::decode(n, b)) return b;
+  return s;
+}
+
+bool nvls_capable(const topology::ClusterSpec& c) {
+  return c.intra == topology::IntraKind::NvSwitch && c.intra_link.switch_reduction;
+}
+
+sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+  const bool nvls = nvls_capable(s.cluster);
+  if (s.simulation.engine == EngineKind::Analytic) {
+    auto t = sim::play_analytic(g, sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.ecmp));
+    t.network_model = "analytic: closed form per transfer (route latency + bytes / narrowest link x efficiency), no contention";
+    return t;
+  }
+  sim::SimgridOptions options;
+  options.algorithm = s.simulation.collective_algo;
+  options.record_transfers = trace;
+  options.ecmp = s.cluster.ecmp;
+  return sim::play_simgrid(g, topo, options);
+}
+
+// One point, start to finish: runs in a child process.
+json simulate(const Scenario& s, const std::string& trace_path) {
+  const auto& w = *s.workload;
+  const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
+  const auto graph = located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); });
+  const auto memory = workloads::plan_memory(w, s.cluster.gpu);
+  const auto timeline = play(s, graph, built.topology, !trace_path.empty());
+  const auto metrics = results::step_metrics(graph, timeline, s.cluster.gpu, results::single_gpu_compute(w, s.cluster.gpu));
+  if (!trace_path.empty())
+    write_file(trace_path, results::trace_json(graph, timeline, built.topology, s.cluster.ecmp), "--trace");
+  results::RunInfo info{s.name,
+                        s.cluster.graph ? *s.cluster.graph : results::cluster_layout(s.cluster),
+                        s.simulation.engine == EngineKind::Simgrid ? "simgrid" : "analytic",
+                        timeline.network_model,
+                        std::string(sim::to_string(s.simulation.collective_algo)),
+                        s.reference.source,
+                        s.reference.values};
+  return results::run_json(info, metrics, memory);
+}
+
+json run_point(const Scenario& s, const std::string& trace_path) {
+  if (!s.workload || !s.workload->training)
+    throw InputError("training", "", "missing section: run simulates a training step and needs",
+                     "a scenario with model and training (for the topology alone: dtsim topo)", s.file);
+  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+  json row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
+  if (s.point.index >= 0) {
+    json values = json::object();
+    for (const auto& [k, v] : s.point.values) values[k] = yaml_to_json(YAML::Load(v));
+    row["point"] = {{"index", s.point.index}, {"values", values}};
+  }
+  row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
+  return row;
+}
+
+std::string json_text(const std::vector<json>& rows, bool sweep) {
+  if (rows.size() == 1 && !sweep) return rows.front().dump(2) + "\n";
+  return json(rows).dump(2) + "\n";
+}
+
+void write_outputs(const std::string& dir, const std::vector<Scenario>& scenarios, const std::vector<json>& rows, bool sweep) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError("--out", dir, fmt::format("cannot create directory ({})", ec.message()), "a writable path");
+  write_file(dir + "/result.json", json_text(rows, sweep), "--out");
+  write_file(dir + "/result.csv", results::run_csv(rows), "--out");
+  std::string yaml;
+  for (const auto& s : scenarios) yaml += (yaml.empty() ? "" : "---\n") + to_yaml(s);
+  write_file(dir + "/scenario.resolved.yaml", yaml, "--out");
+}
+
+}  // namespace
+
+int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
+  const auto scenarios = load(args);
+  std::string trace = outputs.trace;
+  if (trace.empty() && !outputs.dir.empty() && scenarios.size() == 1) trace = outputs.dir + "/trace.json";
+  if (!outputs.trace.empty() && scenarios.size() != 1)
+    throw InputError("--trace", outputs.trace, fmt::format("the scenario has {} points; --trace takes", scenarios.size()),
+                     "a scenario with one point (pick one with --set)");
+  if (!outputs.dir.empty()) std::filesystem::create_directories(outputs.dir);
+  std::vector<json> rows;
+  for (const auto& s : scenarios) rows.push_back(run_point(s, trace));
+  const bool sweep = scenarios.front().point.index >= 0;
+  if (!outputs.dir.empty()) write_outputs(outputs.dir, scenarios, rows, sweep);
+  if (args.format == Format::Json) std::cout << json_text(rows, sweep);
+  else if (args.format == Format::Csv) std::cout << results::run_csv(rows);
+  else std::cout << results::run_table(rows);
+  return 0;
+}
+
+}  // namespace dtsim::cli

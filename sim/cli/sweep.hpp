@@ -1,0 +1,35 @@
+// `sweep:` axes: one scenario document becomes one document per point. Private to the scenario loader.
+//
+//   sweep:
+//     training.micro_batch: [1, 2, 4]      # an axis: a dotted key and its values
+//     zip:                                 # axes that advance together, as one axis (lists of equal length)
+//       name: [nvswitch, ring]
+//       cluster.intra: [nvswitch, ring]
+//
+// Points are the cartesian product of the axes, the first axis outermost; each point is the document without
+// `sweep`, with every axis key set to its value (a value may be a whole map, e.g. a `cluster`).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+#include "sim/cli/scenario.hpp"
+
+namespace dtsim::cli {
+
+struct ExpandedPoint {
+  YAML::Node doc;
+  SweepPoint point;
+  std::string name_suffix;   // "[micro_batch=2]" unless the point sets `name` itself
+};
+
+// The points of `doc` (one point with index -1 when it has no `sweep`). `file` names errors.
+std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string& file);
+
+// Sets the dotted `key` of `root` to `value`, creating maps on the way; throws InputError at `location` when a
+// part of the path is not a map.
+void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value, const std::string& location);
+
+}  // namespace dtsim::cli
