@@ -67,7 +67,10 @@ void build_pcie(Topology& topo, const ClusterSpec& spec, MachineDevices& m, int 
   const int sockets = spec.effective_sockets();
   const int switches = spec.gpus_per_node / spec.pcie.gpus_per_switch;
   const BytesPerSecond slot = spec.intra_link.bandwidth;
-  for (int s = 0; s < sockets; ++s) m.cpus.push_back(add_device(topo, NodeKind::Cpu, fmt::format("{}cpu{}", pre, s), machine));
+  std::optional<BytesPerSecond> root_complex;
+  if (spec.pcie.root_complex.value() > 0) root_complex = spec.pcie.root_complex;
+  for (int s = 0; s < sockets; ++s)
+    m.cpus.push_back(topo.add_node(Node{NodeKind::Cpu, fmt::format("{}cpu{}", pre, s), machine, root_complex}));
   const BytesPerSecond upi = spec.pcie.socket_link.bandwidth * static_cast<double>(spec.pcie.socket_links);
   for (int s = 1; s < sockets; ++s)
     topo.add_link(make_link(m.cpus[static_cast<std::size_t>(s - 1)], m.cpus[static_cast<std::size_t>(s)],

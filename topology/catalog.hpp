@@ -62,6 +62,10 @@ struct GpuSpec {
 // arithmetic (integer kB/s in max-flow) cannot overflow.
 inline constexpr BytesPerSecond kMaxLinkBandwidth = gigabytes_per_second(1e6);
 
+// What a CPU socket's root complex sustains for GPU peer-to-peer traffic routed through it (catalog data, with
+// its source in catalog_data.cpp); the PCIe box's default.
+BytesPerSecond pcie_root_complex_throughput();
+
 std::span<const GpuSpec> gpu_catalog();
 std::span<const LinkSpec> link_catalog();
 

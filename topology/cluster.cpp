@@ -48,6 +48,7 @@ ClusterSpec default_cluster(std::string_view gpu, IntraKind intra, int nodes, in
   spec.nic_link = find_link(spec.gpu.host_link, "cluster.nic_link");
   spec.inter_link = find_link("ib-hdr", "cluster.inter_link");
   spec.pcie.socket_link = find_link("upi", "cluster.socket_link");
+  spec.pcie.root_complex = pcie_root_complex_throughput();
   return spec;
 }
 

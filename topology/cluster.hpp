@@ -25,6 +25,8 @@ struct PcieLayout {
   int sockets = 0;          // 0 = two when there are 4 or more PCIe switches, else one
   LinkSpec socket_link;     // one CPU-interconnect link (UPI)
   int socket_links = 3;     // links between the two sockets
+  BytesPerSecond root_complex;   // GPU peer-to-peer throughput one socket's root complex sustains (CPU and
+                                 // memory; both directions together); zero = unlimited
 };
 
 // Leaf-spine fabric for fat-tree and rail-optimized.

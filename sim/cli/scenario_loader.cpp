@@ -25,7 +25,9 @@ int read_int(const YamlMap& m, const std::string& key, int fallback, long long m
 }
 
 void read_pcie(const YamlMap& m, ClusterSpec& c) {
-  m.allow_only({"gpus_per_switch", "sockets", "socket_link", "socket_links"});
+  m.allow_only({"gpus_per_switch", "sockets", "socket_link", "socket_links", "root_complex_GBps"});
+  if (auto v = m.number("root_complex_GBps", 0.0, true, to_gigabytes_per_second(topology::kMaxLinkBandwidth)))
+    c.pcie.root_complex = gigabytes_per_second(*v);
   c.pcie.gpus_per_switch = read_int(m, "gpus_per_switch", c.pcie.gpus_per_switch, 1, 64);
   c.pcie.sockets = read_int(m, "sockets", c.pcie.sockets, 1, 2);
   c.pcie.socket_links = read_int(m, "socket_links", c.pcie.socket_links, 1, 8);
@@ -70,6 +72,7 @@ ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
   c.oversubscription = m.number("oversubscription", 0.0, false, 1000.0).value_or(1.0);
   c.ecmp = m.boolean("ecmp").value_or(false);
   c.pcie.socket_link = topology::find_link("upi", "cluster.pcie.socket_link");
+  c.pcie.root_complex = topology::pcie_root_complex_throughput();
   if (m.has("pcie")) read_pcie(m.map("pcie"), c);
   if (m.has("fabric")) read_fabric(m.map("fabric"), c);
   if (auto g = m.text("graph")) {

@@ -64,6 +64,7 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c) {
   out << YAML::Key << "sockets" << YAML::Value << c.effective_sockets();
   emit_link(out, "socket_link", c.pcie.socket_link);
   out << YAML::Key << "socket_links" << YAML::Value << c.pcie.socket_links;
+  out << YAML::Key << "root_complex_GBps" << YAML::Value << to_gigabytes_per_second(c.pcie.root_complex);
   out << YAML::EndMap;
   out << YAML::Key << "fabric" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "leaf_ports" << YAML::Value << c.fabric.leaf_ports;

@@ -111,7 +111,10 @@ TEST_CASE("per-link bandwidths and efficiencies") {
   CHECK(find_link("pcie4").bandwidth.value() == 31.5e9);
   CHECK(find_link("pcie5").bandwidth == 63_GBps);
   CHECK(find_link("upi").bandwidth.value() == 20.8e9);
-  CHECK(find_link("nvlink4").efficiency == 0.8);
+  // One protocol efficiency per link family (NVLink's fitted on nccl.md's 8x A100 all-reduce row).
+  CHECK(find_link("nvlink4").efficiency == doctest::Approx(0.767));
+  for (const char* nvlink : {"nvlink2", "nvlink3", "nvlink-bridge"})
+    CHECK(find_link(nvlink).efficiency == find_link("nvlink4").efficiency);
   CHECK(find_link("ib-ndr").efficiency == 0.94);
   CHECK(find_link("eth-100g").efficiency == 0.875);
   CHECK(find_link("upi").family == LinkFamily::CpuInterconnect);
