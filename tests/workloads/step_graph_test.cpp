@@ -7,32 +7,14 @@
 #include "sim/analytic_engine.hpp"
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
+#include "workloads/gpt_job.hpp"
 #include "workloads/step_graph.hpp"
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::gpt_job;
 
 namespace {
-
-// A GPT-shaped model (MHA, ffn = 4h), where Megatron's closed forms hold exactly.
-Workload gpt_job(int tp, int pp, int dp, int global_batch, int layers = 8) {
-  Workload w;
-  w.model.name = "gpt-test";
-  w.model.layers = layers;
-  w.model.hidden = 2048;
-  w.model.heads = 16;
-  w.model.kv_heads = 16;
-  w.model.ffn_hidden = 8192;
-  w.model.vocab = 51200;
-  w.model.seq_length = 2048;
-  w.training = training_defaults(Precision::Bf16);
-  w.training->global_batch = global_batch;
-  w.plan.tp = tp;
-  w.plan.pp = pp;
-  w.plan.dp = dp;
-  check_plan(w, tp * pp * dp);
-  return w;
-}
 
 const topology::GpuSpec& a100() { return topology::find_gpu("a100-sxm4-80gb"); }
 

@@ -1,0 +1,27 @@
+// A GPT-shaped job for tests (MHA, ffn = 4h), where Megatron's closed forms hold exactly.
+#pragma once
+
+#include "workloads/plan.hpp"
+
+namespace dtsim::test {
+
+inline workloads::Workload gpt_job(int tp, int pp, int dp, int global_batch, int layers = 8) {
+  workloads::Workload w;
+  w.model.name = "gpt-test";
+  w.model.layers = layers;
+  w.model.hidden = 2048;
+  w.model.heads = 16;
+  w.model.kv_heads = 16;
+  w.model.ffn_hidden = 8192;
+  w.model.vocab = 51200;
+  w.model.seq_length = 2048;
+  w.training = workloads::training_defaults(topology::Precision::Bf16);
+  w.training->global_batch = global_batch;
+  w.plan.tp = tp;
+  w.plan.pp = pp;
+  w.plan.dp = dp;
+  workloads::check_plan(w, tp * pp * dp);
+  return w;
+}
+
+}  // namespace dtsim::test
