@@ -1,6 +1,6 @@
 // Collective lowering: bytes per rank against each algorithm's known optimum, step counts, the step rule's chain,
-// the errors, auto's choices of algorithm and protocol, nccl-tests' bus factors, determinism, and a contention-free playback of the step
-// rule against closed forms (ring all-reduce exactly; 8x H100 NVLS and ring against nccl.md's figures).
+// the errors, auto's choices of algorithm and protocol, nccl-tests' bus factors, determinism, and a
+// contention-free playback of the step rule against closed forms (ring all-reduce exactly; 8x H100 NVLS and ring against nccl.md's figures).
 #include <doctest/doctest.h>
 
 #include <algorithm>
