@@ -155,7 +155,7 @@ int log2_of(int n) {
 
 }  // namespace
 
-TEST_CASE("collective: algorithm names round-trip; unknown names are refused") {
+TEST_CASE("collective: algorithm names round-trip, unknown names are refused") {
   std::vector<std::string> names;
   for (Algorithm a : kAlgorithms) {
     CHECK(parse_algorithm(to_string(a)) == a);
@@ -167,7 +167,7 @@ TEST_CASE("collective: algorithm names round-trip; unknown names are refused") {
   CHECK_FALSE(parse_algorithm("recursive-doubling").has_value());
 }
 
-TEST_CASE("collective: tuning: NCCL's latencies per protocol; a ring step over NVLink costs NCCL's per-hop figure") {
+TEST_CASE("collective: tuning: NCCL's latencies per protocol, a ring step over NVLink costs NCCL's per-hop figure") {
   const CollectiveTuning& t = collective_tuning();
   CHECK(close(to_microseconds(t.ll.ring_latency), 6.6));
   CHECK(close(to_microseconds(t.ll128.ring_latency), 14.0));
@@ -248,7 +248,7 @@ TEST_CASE("collective: ring broadcast: a chain from rank 0, chunk c crossing hop
   }
 }
 
-TEST_CASE("collective: direct: one step of S/n to every peer; all-reduce in two") {
+TEST_CASE("collective: direct: one step of S/n to every peer, all-reduce in two") {
   const int n = 6;
   const GroupLayout g = blocks(2, 3);
   for (CollectiveKind kind : {CollectiveKind::AllToAll, CollectiveKind::ReduceScatter, CollectiveKind::AllGather}) {
@@ -550,7 +550,7 @@ TEST_CASE("collective: a group of one moves nothing") {
     }
 }
 
-TEST_CASE("collective: lowering is deterministic and in canonical order; fractional bytes are kept") {
+TEST_CASE("collective: lowering is deterministic and in canonical order, fractional bytes are kept") {
   for (Algorithm a : kAlgorithms)
     for (CollectiveKind kind : kKinds) {
       CAPTURE(to_string(a));
@@ -643,7 +643,7 @@ TEST_CASE("collective: 8x A100 on NVSwitch: the ring all-reduce of 8 GB lands on
   CHECK(busbw == doctest::Approx(230.0).epsilon(0.01));   // the row the NVLink efficiency is fitted on
 }
 
-TEST_CASE("collective: protocol names round-trip; unknown names are refused") {
+TEST_CASE("collective: protocol names round-trip, unknown names are refused") {
   std::vector<std::string> names;
   for (Protocol p : {Protocol::Auto, Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     CHECK(parse_protocol(to_string(p)) == p);
@@ -698,7 +698,7 @@ TEST_CASE("collective: auto protocol: LL for small, LL128 for medium, Simple for
   CHECK(lower(CollectiveKind::AllReduce, 8_KiB, blocks(4, 8), Algorithm::Auto).protocol == Protocol::LL);
 }
 
-TEST_CASE("collective: explicit protocols are honoured; bytes on the wire are the payload / efficiency") {
+TEST_CASE("collective: explicit protocols are honoured, bytes on the wire are the payload / efficiency") {
   const CollectiveTuning& t = collective_tuning();
   const GroupLayout g = one_machine(8);
   const Lowered base = lower(CollectiveKind::AllReduce, 1_GiB, g, Algorithm::Ring, Protocol::Simple);
@@ -719,7 +719,7 @@ TEST_CASE("collective: explicit protocols are honoured; bytes on the wire are th
               2.0 / 8.0));
 }
 
-TEST_CASE("collective: nvls runs Simple only; LL and LL128 on nvls are refused, naming the protocol") {
+TEST_CASE("collective: nvls runs Simple only, LL and LL128 on nvls are refused, naming the protocol") {
   const GroupLayout g = one_machine(8, true);
   for (Bytes s : {Bytes(8), 64_KiB, 1_GiB}) {
     const Lowered l = lower(CollectiveKind::AllReduce, s, g, Algorithm::Auto);
