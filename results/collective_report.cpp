@@ -16,16 +16,17 @@ nlohmann::json collective_json(const std::vector<CollectiveRow>& rows) {
                    {"time_us", to_microseconds(r.time)},
                    {"algbw_GBps", algbw_GBps(r)},
                    {"busbw_GBps", algbw_GBps(r) * r.bus_factor},
-                   {"algorithm", r.algorithm}});
+                   {"algorithm", r.algorithm},
+                   {"protocol", r.protocol}});
   return out;
 }
 
 std::string collective_table(const std::string& title, const std::vector<CollectiveRow>& rows) {
-  std::string out = fmt::format("# {}\n#\n# {:>14} {:>12} {:>11} {:>11}  {}\n", title, "size (B)", "time (us)",
-                                "algbw (GB/s)", "busbw (GB/s)", "algorithm");
+  std::string out = fmt::format("# {}\n#\n# {:>14} {:>12} {:>11} {:>11}  {:<16} {}\n", title, "size (B)", "time (us)",
+                                "algbw (GB/s)", "busbw (GB/s)", "algorithm", "protocol");
   for (const auto& r : rows)
-    out += fmt::format("  {:>14.0f} {:>12.2f} {:>11.2f} {:>11.2f}  {}\n", r.size.value(), to_microseconds(r.time),
-                       algbw_GBps(r), algbw_GBps(r) * r.bus_factor, r.algorithm);
+    out += fmt::format("  {:>14.0f} {:>12.2f} {:>11.2f} {:>11.2f}  {:<16} {}\n", r.size.value(),
+                       to_microseconds(r.time), algbw_GBps(r), algbw_GBps(r) * r.bus_factor, r.algorithm, r.protocol);
   return out;
 }
 

@@ -24,6 +24,9 @@ using workloads::CollectiveKind;
 
 constexpr std::string_view kKey = "simulation.collective_algo";
 
+constexpr topology::NameTable<Protocol, 4> kProtocols{
+    {{Protocol::Auto, "auto"}, {Protocol::LL, "ll"}, {Protocol::LL128, "ll128"}, {Protocol::Simple, "simple"}}};
+
 constexpr topology::NameTable<Algorithm, 7> kAlgorithms{{{Algorithm::Auto, "auto"},
                                                          {Algorithm::Ring, "ring"},
                                                          {Algorithm::Tree, "tree"},
@@ -55,11 +58,13 @@ struct Ops {
 // Throws InputError when the group cannot run the algorithm (the hardware or the group's shape).
 using Check = void (*)(const Request&, CollectiveKind);
 
-// One algorithm: its protocol latencies, what it needs of the group, and its builder per operation.
+// Whose latencies an algorithm pays: NCCL's ring, tree or NVLS figures.
+enum class Family { RingLike, Tree, Nvls };
+
+// One algorithm: its latency family, what it needs of the group, and its builder per operation.
 struct Row {
   Algorithm algorithm;
-  Seconds CollectiveTuning::*latency;
-  bool per_step_latency;   // false for NVLS: NCCL's model charges it no per-hop latency (its base covers it)
+  Family family;
   Check check;
   Ops ops;
 };
@@ -73,26 +78,26 @@ constexpr Builder kAllReduce = detail::reduce_scatter_then_all_gather<RS, AG>;
 
 // The variants, one row each.
 constexpr std::array<Row, 6> kRows{{
-    {Algorithm::Ring, &CollectiveTuning::ring_latency, true, nullptr,
+    {Algorithm::Ring, Family::RingLike, nullptr,
      {.all_reduce = kAllReduce<detail::ring_reduce_scatter, detail::ring_all_gather>,
       .all_gather = detail::ring_all_gather,
       .reduce_scatter = detail::ring_reduce_scatter,
       .broadcast = detail::chain_broadcast}},
-    {Algorithm::Tree, &CollectiveTuning::tree_latency, true, nullptr,
+    {Algorithm::Tree, Family::Tree, nullptr,
      {.all_reduce = detail::tree_all_reduce, .broadcast = detail::tree_broadcast}},
-    {Algorithm::Direct, &CollectiveTuning::ring_latency, true, nullptr,
+    {Algorithm::Direct, Family::RingLike, nullptr,
      {.all_reduce = kAllReduce<detail::direct_exchange, detail::direct_exchange>,
       .all_gather = detail::direct_exchange,
       .reduce_scatter = detail::direct_exchange,
       .all_to_all = detail::direct_exchange,
       .broadcast = detail::direct_broadcast}},
-    {Algorithm::HalvingDoubling, &CollectiveTuning::ring_latency, true, check_power_of_two,
+    {Algorithm::HalvingDoubling, Family::RingLike, check_power_of_two,
      {.all_reduce = kAllReduce<detail::halving_reduce_scatter, detail::doubling_all_gather>,
       .all_gather = detail::doubling_all_gather,
       .reduce_scatter = detail::halving_reduce_scatter}},
-    {Algorithm::Nvls, &CollectiveTuning::nvls_latency, false, check_nvls,
+    {Algorithm::Nvls, Family::Nvls, check_nvls,
      {.all_reduce = detail::nvls_all_reduce}},
-    {Algorithm::Hierarchical, &CollectiveTuning::ring_latency, true, check_equal_machines,
+    {Algorithm::Hierarchical, Family::RingLike, check_equal_machines,
      {.all_reduce = kAllReduce<detail::hierarchical_reduce_scatter, detail::hierarchical_all_gather>,
       .all_gather = detail::hierarchical_all_gather,
       .reduce_scatter = detail::hierarchical_reduce_scatter}},
@@ -171,6 +176,65 @@ Algorithm resolve_auto(CollectiveKind kind, Bytes bytes, const GroupLayout& layo
   return layout.nvls ? Algorithm::Nvls : Algorithm::Ring;
 }
 
+// What one collective costs under one protocol.
+struct Costs {
+  Seconds latency;        // once
+  Seconds step_latency;   // per step, on top of the links' hop latency
+  double efficiency;      // payload per byte on the wire
+};
+
+// nullopt: the family does not run the protocol (NVLS runs Simple only, and NCCL charges it no per-hop term).
+std::optional<Costs> costs_of(Family family, Protocol p, const CollectiveTuning& t) {
+  const ProtocolCosts& c = t.of(p);
+  switch (family) {
+    case Family::RingLike: return Costs{c.ring_latency, c.step_latency, c.efficiency};
+    case Family::Tree: return Costs{c.tree_latency, c.step_latency, c.efficiency};
+    case Family::Nvls:
+      if (p != Protocol::Simple) return std::nullopt;
+      return Costs{t.nvls_latency, Seconds(0), c.efficiency};
+  }
+  return std::nullopt;
+}
+
+// The most payload any rank sends or receives (the switch of an NVLS machine is not a rank).
+Bytes busiest_rank(const detail::Schedule& s, int n) {
+  std::vector<Bytes> sent(static_cast<std::size_t>(n)), received(static_cast<std::size_t>(n));
+  for (const Transfer& t : s.transfers) {
+    if (t.src != kSwitch) sent[static_cast<std::size_t>(t.src)] += t.bytes;
+    if (t.dst != kSwitch) received[static_cast<std::size_t>(t.dst)] += t.bytes;
+  }
+  Bytes most(0);
+  for (std::size_t r = 0; r < sent.size(); ++r) most = std::max({most, sent[r], received[r]});
+  return most;
+}
+
+// Auto's estimate (collective.hpp): base + steps x step latency + busiest rank's wire bytes / nominal bandwidth.
+Seconds estimate(const Costs& c, const detail::Schedule& s, Bytes busiest, const CollectiveTuning& t) {
+  return c.latency + s.steps * c.step_latency + busiest / (c.efficiency * t.choice_bandwidth);
+}
+
+Protocol resolve_protocol(Protocol asked, Family family, const detail::Schedule& s, Bytes busiest,
+                          const CollectiveTuning& t) {
+  if (asked != Protocol::Auto) return asked;
+  std::optional<Protocol> best;
+  Seconds best_time;
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    const auto c = costs_of(family, p, t);
+    if (!c) continue;
+    const Seconds time = estimate(*c, s, busiest, t);
+    if (best && !(time < best_time)) continue;
+    best = p;
+    best_time = time;
+  }
+  DTSIM_ASSERT(best.has_value(), "every algorithm runs Simple");
+  return *best;
+}
+
+[[noreturn]] void refuse_protocol(Protocol p, Algorithm a) {
+  throw InputError("protocol", std::string(to_string(p)),
+                   fmt::format("the {} algorithm does not run this protocol", to_string(a)), "auto, simple");
+}
+
 auto order_key(const Transfer& t) { return std::tie(t.step, t.src, t.dst, t.machine); }
 
 // Sorted by step, src, dst; transfers with the same endpoints in the same step (the two trees of a double
@@ -207,9 +271,27 @@ detail::Ranks all_ranks(int n) {
 
 std::string_view to_string(Algorithm a) { return topology::name_of(kAlgorithms, a); }
 std::optional<Algorithm> parse_algorithm(std::string_view name) { return topology::value_of(kAlgorithms, name); }
+std::string_view to_string(Protocol p) { return topology::name_of(kProtocols, p); }
+std::optional<Protocol> parse_protocol(std::string_view name) { return topology::value_of(kProtocols, name); }
+
+const ProtocolCosts& CollectiveTuning::of(Protocol p) const {
+  switch (p) {
+    case Protocol::LL: return ll;
+    case Protocol::LL128: return ll128;
+    case Protocol::Simple: return simple;
+    case Protocol::Auto: break;
+  }
+  DTSIM_ASSERT(false, "auto is resolved before its costs are looked up");
+  return simple;
+}
 
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
               const CollectiveTuning& tuning) {
+  return lower(kind, bytes, layout, algorithm, Protocol::Auto, tuning);
+}
+
+Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
+              Protocol protocol, const CollectiveTuning& tuning) {
   DTSIM_ASSERT(!layout.machine.empty(), "a collective needs at least one rank");
   DTSIM_ASSERT(bytes >= Bytes(0), "a collective moves a non-negative number of bytes");
   const Algorithm resolved = algorithm == Algorithm::Auto ? resolve_auto(kind, bytes, layout, tuning) : algorithm;
@@ -218,16 +300,20 @@ Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& la
   if (build == nullptr) refuse(resolved, kind, fmt::format("{} is not implemented by", to_string(kind)));
   const Request request{all_ranks(static_cast<int>(layout.machine.size())), bytes, &layout, &tuning};
   if (row.check != nullptr) row.check(request, kind);
+  if (protocol != Protocol::Auto && !costs_of(row.family, protocol, tuning)) refuse_protocol(protocol, resolved);
 
   Lowered out;
   out.algorithm = resolved;
+  detail::Schedule s = request.size() == 1 ? detail::Schedule{} : build(request);
+  out.protocol = resolve_protocol(protocol, row.family, s, busiest_rank(s, request.size()), tuning);
   if (request.size() == 1) return out;   // a group of one moves nothing and waits for no one
-  detail::Schedule s = build(request);
+  const Costs costs = *costs_of(row.family, out.protocol, tuning);
+  for (Transfer& t : s.transfers) t.bytes = t.bytes / costs.efficiency;   // the protocol's flags and padding
   out.transfers = canonical(std::move(s.transfers));
   assert_steps_contiguous(out.transfers, s.steps);
   out.steps = s.steps;
-  out.latency = tuning.*row.latency;
-  out.step_latency = row.per_step_latency ? tuning.step_latency : Seconds(0);
+  out.latency = costs.latency;
+  out.step_latency = costs.step_latency;
   return out;
 }
 

@@ -24,6 +24,13 @@ std::string_view to_string(Algorithm a);
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 inline constexpr std::string_view kAlgorithmNames = "auto, ring, tree, direct, halving-doubling, nvls, hierarchical";
 
+// NCCL's protocols: LL (8-byte stores of 4 data bytes + 4 flag bytes: lowest latency, half the payload), LL128
+// (128-byte lines carrying 120 data bytes), Simple (full payload, highest latency). Auto picks one per call.
+enum class Protocol { Auto, LL, LL128, Simple };
+std::string_view to_string(Protocol p);
+std::optional<Protocol> parse_protocol(std::string_view name);
+inline constexpr std::string_view kProtocolNames = "auto, ll, ll128, simple";
+
 // What the algorithms need to know of where the group's ranks sit.
 struct GroupLayout {
   std::vector<int> machine;   // per group rank, the machine (server) it is on; ranks of a machine share its fabric
@@ -47,33 +54,53 @@ struct Transfer {
 
 struct Lowered {
   Algorithm algorithm = Algorithm::Ring;   // the one used (`auto` resolved)
-  std::vector<Transfer> transfers;         // ordered by step
+  Protocol protocol = Protocol::Simple;    // the one used (`auto` resolved)
+  std::vector<Transfer> transfers;         // ordered by step; bytes on the wire (payload / the protocol's efficiency)
   int steps = 0;
   Seconds latency;                         // protocol latency of the collective, once
   Seconds step_latency;                    // protocol latency per step
 };
 
-// Protocol constants (data in the catalog, each with its source): NCCL's Simple-protocol latencies, the chunk
-// count of pipelined algorithms, the NVSwitch's in-switch reduction rate per GPU port.
-struct CollectiveTuning {
+// One protocol's costs. Ring-like algorithms (ring, direct, halving-doubling, hierarchical) pay `ring_latency`
+// once, the tree `tree_latency`; every step adds `step_latency` on top of the links' own hop latency.
+struct ProtocolCosts {
   Seconds ring_latency;
   Seconds tree_latency;
-  Seconds nvls_latency;
   Seconds step_latency;
+  double efficiency = 1.0;   // payload bytes per byte on the wire, in (0, 1]
+};
+
+// Protocol constants (data in the catalog, each with its source): NCCL's latencies per protocol, the chunk
+// count of pipelined algorithms, the NVSwitch's in-switch reduction rate per GPU port.
+struct CollectiveTuning {
+  ProtocolCosts ll;
+  ProtocolCosts ll128;
+  ProtocolCosts simple;
+  Seconds nvls_latency;                    // NVLS runs Simple only; no per-step latency (NCCL's model has none)
+  BytesPerSecond choice_bandwidth;         // auto protocol: the nominal per-rank bandwidth of its time estimate
   int chunks = 8;                          // pipelined algorithms (tree, chain broadcast, NVLS) split the buffer
                                            // into this many chunks
   BytesPerSecond nvls_port_rate;
   Bytes tree_below;                        // auto: tree instead of ring across 1,024 machines below this size;
                                            // the threshold scales with (machines - 1)
   std::string source;
+
+  [[nodiscard]] const ProtocolCosts& of(Protocol p) const;   // LL, LL128 or Simple
 };
 const CollectiveTuning& collective_tuning();
 
 // Lowers one collective of `bytes` (the buffer as nccl-tests counts it) over `layout`. Throws InputError
 // (key "simulation.collective_algo") when the algorithm cannot run on this group (NVLS without an NVSwitch,
-// halving-doubling on a group size that is not a power of two, ...).
+// halving-doubling on a group size that is not a power of two, ...), and (key "protocol") when the algorithm
+// cannot run the protocol (NVLS with LL or LL128).
+//
+// Protocol::Auto picks, among the protocols the algorithm runs, the least estimated time
+//   T_p = base latency_p + steps x step_latency_p + W / (efficiency_p x tuning.choice_bandwidth),
+// W the most payload bytes any rank sends or receives; ties go to the lower-latency protocol (LL, LL128, Simple).
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
               const CollectiveTuning& tuning = collective_tuning());
+Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
+              Protocol protocol, const CollectiveTuning& tuning = collective_tuning());
 
 // nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce-scatter / all-gather / all-to-all (n-1)/n,
 // broadcast 1; whatever the algorithm.
@@ -87,5 +114,12 @@ struct fmt::formatter<dtsim::sim::Algorithm> : fmt::formatter<std::string_view> 
   template <class Ctx>
   auto format(dtsim::sim::Algorithm a, Ctx& ctx) const -> decltype(ctx.out()) {
     return fmt::formatter<std::string_view>::format(dtsim::sim::to_string(a), ctx);
+  }
+};
+template <>
+struct fmt::formatter<dtsim::sim::Protocol> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(dtsim::sim::Protocol p, Ctx& ctx) const -> decltype(ctx.out()) {
+    return fmt::formatter<std::string_view>::format(dtsim::sim::to_string(p), ctx);
   }
 };

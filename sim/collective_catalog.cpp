@@ -1,7 +1,25 @@
 // Protocol constants of the collective algorithms, as data, with their sources (calibration/nccl.md).
 //
-// - ring_latency, tree_latency: NCCL's base latency for the Simple protocol (src/graph/tuning.cc; nccl.md: Ring
-//   and Tree Simple 8.4 us). Large messages, which dominate training, use Simple.
+// - Protocols (ll, ll128, simple): NCCL's base latencies (src/graph/tuning.cc via nccl.md), ring {LL 6.6, LL128
+//   14.0, Simple 8.4} us, tree {6.8, 14.0, 8.4} us. The ring, direct, halving-doubling and hierarchical lowerings
+//   pay the ring figure.
+// - step_latency per protocol: NCCL's ring per-hop latency over NVLink, {LL 0.6, LL128 1.9, Simple 3.4} us
+//   (nccl.md), minus the link's own hop latency, which the topology's links already carry (NVLink 0.6 us, link
+//   catalog): {0, 1.3, 2.8} us, so one ring step over NVLink costs NCCL's per-hop figure. Over PCIe (1 us per
+//   hop) a step then costs {1.0, 2.3, 3.8} us where NCCL says {1.0, 2.5, 5.7}: one constant per protocol for
+//   every link family, as the engines have one per step; PCIe collectives are bandwidth-bound far sooner than
+//   that gap matters. Trees use the ring's per-step figures (nccl.md lists NCCL's ring per-hop only).
+// - efficiency: payload per byte on the wire. LL stores 4 data bytes with a 4-byte flag in each 8-byte word
+//   (nccl.md: LL moves 50 % payload); LL128 carries 120 useful bytes per 128-byte line (NCCL source,
+//   src/include/device.h: NCCL_LL128_DATAELEMS = NCCL_LL128_LINEELEMS - 1, 15 of 16 8-byte elements);
+//   Simple moves the full line rate (its own overhead is in the links' fitted efficiency). lower() divides each
+//   transfer's bytes by it; nccl-tests' busbw still counts the buffer.
+// - choice_bandwidth: auto's protocol estimate needs a per-rank bandwidth that lower() does not know (it sees
+//   the group's layout, not its links); 20 GB/s is one NVLink3 link's effective rate (nccl.md: 25 GB/s line
+//   rate, ~20 effective), the rate of one NCCL channel on one link. On 8 ranks, ring all-reduce (14 steps,
+//   W = 1.75 S per rank) then picks LL below ~313 KB (6.6 + 3.5 S/B = 32.2 + 1.87 S/B), LL128 up to ~2.6 MB
+//   (32.2 + 1.87 S/B = 47.6 + 1.75 S/B) and Simple above. NCCL's selection also caps LL's bandwidth low (about
+//   30-40 % of the bus); that cap is not modelled, the efficiency alone penalises LL.
 // - nvls_latency: nccl.md gives NVLS Simple 23-25 us; 24 us, the middle. NCCL's model adds no per-hop term to
 //   NVLS, so lower() charges NVLS no step_latency (the links still add their own hop latency).
 // - step_latency: NCCL charges a Simple ring 3.4 us per hop over NVLink (nccl.md). Part of that is the link's
@@ -32,16 +50,27 @@ using namespace dtsim::literals;
 
 const CollectiveTuning& collective_tuning() {
   static const CollectiveTuning tuning{
-      .ring_latency = microseconds(8.4),
-      .tree_latency = microseconds(8.4),
+      .ll = {.ring_latency = microseconds(6.6),
+             .tree_latency = microseconds(6.8),
+             .step_latency = microseconds(0.6 - 0.6),
+             .efficiency = 0.5},
+      .ll128 = {.ring_latency = microseconds(14.0),
+                .tree_latency = microseconds(14.0),
+                .step_latency = microseconds(1.9 - 0.6),
+                .efficiency = 120.0 / 128.0},
+      .simple = {.ring_latency = microseconds(8.4),
+                 .tree_latency = microseconds(8.4),
+                 .step_latency = microseconds(3.4 - 0.6),
+                 .efficiency = 1.0},
       .nvls_latency = microseconds(24.0),
-      .step_latency = microseconds(3.4 - 0.6),
+      .choice_bandwidth = gigabytes_per_second(20.0),
       .chunks = 8,
       .nvls_port_rate = gigabytes_per_second(310.0),
       .tree_below = 64_MiB,
-      .source = "NCCL tuning model (src/graph/tuning.cc via calibration/nccl.md): base latency Ring/Tree Simple "
-                "8.4 us, NVLS Simple 23-25 us; per step NCCL's Simple NVLink hop 3.4 us minus the link's own "
-                "0.6 us; chunks = NCCL_STEPS (8); NVLS port rate fitted on 8x H100 NVLS all-reduce algbw ~275 GB/s "
+      .source = "NCCL tuning model (src/graph/tuning.cc via calibration/nccl.md): base latency Ring {LL 6.6, "
+                "LL128 14.0, Simple 8.4} us, Tree {6.8, 14.0, 8.4} us, NVLS Simple 23-25 us; per step NCCL's NVLink "
+                "ring hop {0.6, 1.9, 3.4} us minus the link's own 0.6 us; payload efficiency LL 1/2 (nccl.md), "
+                "LL128 120/128 (NCCL LL128 lines); auto's estimate at 20 GB/s per rank (one NVLink3 link, nccl.md); chunks = NCCL_STEPS (8); NVLS port rate fitted on 8x H100 NVLS all-reduce algbw ~275 GB/s "
                 "(busbw ~480, nccl.md); tree below 64 MiB (tree/ring crossover of these lowerings on 1,024 ranks, HDR to NDR)"};
   return tuning;
 }

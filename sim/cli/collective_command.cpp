@@ -100,9 +100,11 @@ int collective_command(const CollectiveArgs& a) {
   for (int i = 0; i < a.gpus; ++i) ranks[static_cast<std::size_t>(i)] = i;
   const auto layout = sim::group_layout(ranks, built.topology, nvls);
   std::vector<results::CollectiveRow> rows;
-  for (const auto& s : points)   // lowering first: an algorithm that cannot run here fails before any simulation
-    rows.push_back({s, Seconds(0), sim::bus_factor(kind, a.gpus),
-                    std::string(sim::to_string(sim::lower(kind, s, layout, algorithm).algorithm))});
+  for (const auto& s : points) {   // lowering first: an algorithm that cannot run here fails before any simulation
+    const sim::Lowered l = sim::lower(kind, s, layout, algorithm);
+    rows.push_back({s, Seconds(0), sim::bus_factor(kind, a.gpus), std::string(sim::to_string(l.algorithm)),
+                    std::string(sim::to_string(l.protocol))});
+  }
   const auto times = deserialize(sim::run_isolated(
       [&] { return serialize(sim::time_collectives(kind, points, ranks, built.topology, layout, algorithm)); }));
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].time = times.at(i);

@@ -139,9 +139,12 @@ TEST_CASE("collective: nccl-tests columns, busbw under the links' bound, the lat
   }
   CHECK(field(rows.front(), "time_us") > 5.0);                 // tens of microseconds: latency-bound
   CHECK(field(rows.back(), "busbw_GBps") > 50 * field(rows.front(), "busbw_GBps"));
+  CHECK(rows.front().at("protocol").get<std::string>() == "ll");        // 8 bytes
+  CHECK(rows.back().at("protocol").get<std::string>() == "simple");     // 1 GiB
   const auto table = dtsim("collective --gpu a100-sxm4-80gb --gpus 8 --min 1M --max 4M");
   CHECK(table.status == 0);
   CHECK(table.out.find("busbw") != std::string::npos);
+  CHECK(table.out.find("protocol") != std::string::npos);
 }
 
 TEST_CASE("collective and run refuse bad input with exit 2 and one line") {

@@ -1,6 +1,6 @@
 // Collective lowering: bytes per rank against each algorithm's known optimum, step counts, the step rule's chain,
-// the errors, auto's choices, nccl-tests' bus factors, determinism, and a contention-free playback of the step
-// rule against closed forms (ring all-reduce exactly; 8x H100 NVLS and ring against nccl.md's figures).
+// the errors, auto's choices of algorithm and protocol, nccl-tests' bus factors, determinism, and a
+// contention-free playback of the step rule against closed forms (ring all-reduce exactly; 8x H100 NVLS and ring against nccl.md's figures).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -155,7 +155,7 @@ int log2_of(int n) {
 
 }  // namespace
 
-TEST_CASE("collective: algorithm names round-trip; unknown names are refused") {
+TEST_CASE("collective: algorithm names round-trip, unknown names are refused") {
   std::vector<std::string> names;
   for (Algorithm a : kAlgorithms) {
     CHECK(parse_algorithm(to_string(a)) == a);
@@ -167,14 +167,29 @@ TEST_CASE("collective: algorithm names round-trip; unknown names are refused") {
   CHECK_FALSE(parse_algorithm("recursive-doubling").has_value());
 }
 
-TEST_CASE("collective: tuning: NCCL's Simple latencies; a ring step over NVLink costs NCCL's 3.4 us hop") {
+TEST_CASE("collective: tuning: NCCL's latencies per protocol, a ring step over NVLink costs NCCL's per-hop figure") {
   const CollectiveTuning& t = collective_tuning();
-  CHECK(close(to_microseconds(t.ring_latency), 8.4));
-  CHECK(close(to_microseconds(t.tree_latency), 8.4));
+  CHECK(close(to_microseconds(t.ll.ring_latency), 6.6));
+  CHECK(close(to_microseconds(t.ll128.ring_latency), 14.0));
+  CHECK(close(to_microseconds(t.simple.ring_latency), 8.4));
+  CHECK(close(to_microseconds(t.ll.tree_latency), 6.8));
+  CHECK(close(to_microseconds(t.ll128.tree_latency), 14.0));
+  CHECK(close(to_microseconds(t.simple.tree_latency), 8.4));
   CHECK(to_microseconds(t.nvls_latency) >= 23.0);
   CHECK(to_microseconds(t.nvls_latency) <= 25.0);
-  for (const char* link : {"nvlink3", "nvlink4"})
-    CHECK(close(to_microseconds(t.step_latency + topology::find_link(link).latency), 3.4));
+  for (const char* link : {"nvlink3", "nvlink4"}) {
+    const Seconds hop = topology::find_link(link).latency;
+    CHECK(close(to_microseconds(t.ll.step_latency + hop), 0.6));
+    CHECK(close(to_microseconds(t.ll128.step_latency + hop), 1.9));
+    CHECK(close(to_microseconds(t.simple.step_latency + hop), 3.4));
+  }
+  CHECK(t.ll.efficiency == 0.5);
+  CHECK(t.ll128.efficiency == 120.0 / 128.0);
+  CHECK(t.simple.efficiency == 1.0);
+  CHECK(&t.of(Protocol::LL) == &t.ll);
+  CHECK(&t.of(Protocol::LL128) == &t.ll128);
+  CHECK(&t.of(Protocol::Simple) == &t.simple);
+  CHECK(t.choice_bandwidth == 20_GBps);
   CHECK(t.chunks == 8);
   CHECK(t.tree_below == 64_MiB);
   CHECK_FALSE(t.source.empty());
@@ -233,7 +248,7 @@ TEST_CASE("collective: ring broadcast: a chain from rank 0, chunk c crossing hop
   }
 }
 
-TEST_CASE("collective: direct: one step of S/n to every peer; all-reduce in two") {
+TEST_CASE("collective: direct: one step of S/n to every peer, all-reduce in two") {
   const int n = 6;
   const GroupLayout g = blocks(2, 3);
   for (CollectiveKind kind : {CollectiveKind::AllToAll, CollectiveKind::ReduceScatter, CollectiveKind::AllGather}) {
@@ -303,7 +318,7 @@ TEST_CASE("collective: tree all-reduce: NCCL's double binary tree, half the buff
     CHECK(close(received, 2.0 * (n - 1)));
     // chunks + 2 D - 1 steps, D the height of NCCL's tree: ceil(log2 n).
     CHECK(l.steps == k + 2 * log2_of(n) - 1);
-    CHECK(l.latency == collective_tuning().tree_latency);
+    CHECK(l.latency == collective_tuning().simple.tree_latency);
   }
 }
 
@@ -487,19 +502,26 @@ TEST_CASE("collective: auto picks what NCCL would") {
   CHECK(a.latency == tree.latency);
 }
 
-TEST_CASE("collective: base and per-step latencies per algorithm") {
+TEST_CASE("collective: base and per-step latencies per algorithm and protocol") {
   const CollectiveTuning& t = collective_tuning();
   const GroupLayout g = blocks(2, 4);
-  for (Algorithm a : {Algorithm::Ring, Algorithm::Direct, Algorithm::HalvingDoubling, Algorithm::Hierarchical}) {
-    const Lowered l = lower_on(CollectiveKind::AllReduce, g, a);
-    CHECK(l.latency == t.ring_latency);
-    CHECK(l.step_latency == t.step_latency);
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    CAPTURE(to_string(p));
+    for (Algorithm a : {Algorithm::Ring, Algorithm::Direct, Algorithm::HalvingDoubling, Algorithm::Hierarchical}) {
+      const Lowered l = lower(CollectiveKind::AllReduce, 1_MiB, g, a, p);
+      CHECK(l.protocol == p);
+      CHECK(l.latency == t.of(p).ring_latency);
+      CHECK(l.step_latency == t.of(p).step_latency);
+    }
+    const Lowered tree = lower(CollectiveKind::AllReduce, 1_MiB, g, Algorithm::Tree, p);
+    CHECK(tree.latency == t.of(p).tree_latency);
+    CHECK(tree.step_latency == t.of(p).step_latency);
   }
-  CHECK(lower_on(CollectiveKind::AllReduce, g, Algorithm::Tree).latency == t.tree_latency);
+  CHECK(lower_on(CollectiveKind::AllReduce, g, Algorithm::Tree).latency == t.simple.tree_latency);
   CollectiveTuning other = t;
-  other.ring_latency = 1.0_us;
-  other.step_latency = 2.0_us;
-  const Lowered l = lower(CollectiveKind::AllReduce, 1_MiB, g, Algorithm::Ring, other);
+  other.simple.ring_latency = 1.0_us;
+  other.simple.step_latency = 2.0_us;
+  const Lowered l = lower(CollectiveKind::AllReduce, 1_MiB, g, Algorithm::Ring, Protocol::Simple, other);
   CHECK(l.latency == 1.0_us);
   CHECK(l.step_latency == 2.0_us);
 }
@@ -528,7 +550,7 @@ TEST_CASE("collective: a group of one moves nothing") {
     }
 }
 
-TEST_CASE("collective: lowering is deterministic and in canonical order; fractional bytes are kept") {
+TEST_CASE("collective: lowering is deterministic and in canonical order, fractional bytes are kept") {
   for (Algorithm a : kAlgorithms)
     for (CollectiveKind kind : kKinds) {
       CAPTURE(to_string(a));
@@ -550,24 +572,33 @@ TEST_CASE("collective: lowering is deterministic and in canonical order; fractio
         }
       }
     }
-  const Lowered thirds = lower_on(CollectiveKind::ReduceScatter, one_machine(3), Algorithm::Ring, Bytes(1000));
+  const Lowered thirds =
+      lower(CollectiveKind::ReduceScatter, Bytes(1000), one_machine(3), Algorithm::Ring, Protocol::Simple);
   for (const Transfer& t : thirds.transfers) CHECK(t.bytes.value() == 1000.0 / 3.0);
 }
 
 TEST_CASE("collective: closed form: ring all-reduce, one link per direction of bandwidth B") {
-  // 2(n-1)/n S/B + 2(n-1)(hop + step latency) + base latency.
+  // 2(n-1)/n (S / efficiency)/B + 2(n-1)(hop + step latency) + base latency, whichever protocol auto picks.
   const BytesPerSecond b = 20_GBps;
   const Seconds hop = 0.6_us;
   for (int n : {2, 3, 8, 16})
-    for (Bytes s : {1_KiB, 1_GiB}) {
+    for (Bytes s : {1_KiB, 1_MiB, 1_GiB}) {
       CAPTURE(n);
+      CAPTURE(s.value());
       const Lowered l = lower(CollectiveKind::AllReduce, s, one_machine(n), Algorithm::Ring);
-      const Seconds want = 2.0 * (n - 1) / n * (s / b) + 2.0 * (n - 1) * (hop + l.step_latency) + l.latency;
+      const Bytes wire = s / collective_tuning().of(l.protocol).efficiency;
+      const Seconds want = 2.0 * (n - 1) / n * (wire / b) + 2.0 * (n - 1) * (hop + l.step_latency) + l.latency;
       CHECK(close(play(l, b, hop) / want, 1.0));
     }
-  // Over NVLink, one ring step costs NCCL's Simple per-hop latency, 3.4 us: 8.4 + 14 x 3.4 us at zero size.
-  const Lowered empty = lower(CollectiveKind::AllReduce, Bytes(0), one_machine(8), Algorithm::Ring);
-  CHECK(close(to_microseconds(play(empty, b, topology::find_link("nvlink4").latency)), 8.4 + 14 * 3.4, 1e-9));
+  // Over NVLink, one ring step costs NCCL's per-hop latency: Simple 8.4 + 14 x 3.4 us at zero size, LL 6.6 +
+  // 14 x 0.6.
+  const Seconds nvlink = topology::find_link("nvlink4").latency;
+  const auto empty = [](Protocol p) {
+    return lower(CollectiveKind::AllReduce, Bytes(0), one_machine(8), Algorithm::Ring, p);
+  };
+  CHECK(close(to_microseconds(play(empty(Protocol::Simple), b, nvlink)), 8.4 + 14 * 3.4, 1e-9));
+  CHECK(close(to_microseconds(play(empty(Protocol::LL128), b, nvlink)), 14.0 + 14 * 1.9, 1e-9));
+  CHECK(close(to_microseconds(play(empty(Protocol::LL), b, nvlink)), 6.6 + 14 * 0.6, 1e-9));
 }
 
 TEST_CASE("collective: closed form: pipelined chain broadcast") {
@@ -610,4 +641,101 @@ TEST_CASE("collective: 8x A100 on NVSwitch: the ring all-reduce of 8 GB lands on
   CHECK(ring.algorithm == Algorithm::Ring);   // A100's NVSwitch does not reduce in the switch
   const double busbw = to_gigabytes_per_second(s / play(ring, per_gpu, link.latency)) * 1.75;
   CHECK(busbw == doctest::Approx(230.0).epsilon(0.01));   // the row the NVLink efficiency is fitted on
+}
+
+TEST_CASE("collective: protocol names round-trip, unknown names are refused") {
+  std::vector<std::string> names;
+  for (Protocol p : {Protocol::Auto, Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    CHECK(parse_protocol(to_string(p)) == p);
+    names.emplace_back(to_string(p));
+  }
+  CHECK(fmt::format("{}", fmt::join(names, ", ")) == kProtocolNames);
+  CHECK(fmt::format("{}", Protocol::LL128) == "ll128");
+  CHECK_FALSE(parse_protocol("LL").has_value());
+  CHECK_FALSE(parse_protocol("ll64").has_value());
+}
+
+TEST_CASE("collective: 8x A100 on NVSwitch: an 8-byte all-reduce runs LL, ~15 us as NCCL's model says") {
+  const auto& a100 = topology::find_gpu("a100-sxm4-80gb");
+  const topology::LinkSpec& link = topology::find_link(a100.gpu_link);
+  const BytesPerSecond per_gpu = link.bandwidth * (a100.gpu_link_count * link.efficiency);
+  const Bytes s(8);
+  const Lowered l = lower(CollectiveKind::AllReduce, s, one_machine(8, link.switch_reduction), Algorithm::Auto);
+  REQUIRE(l.algorithm == Algorithm::Ring);
+  CHECK(l.protocol == Protocol::LL);
+  // base_LL + 2(n-1) x NVLink hop (LL adds nothing to it) + 2(n-1) chunks of S/n at half payload. One link
+  // latency per step, as NCCL counts a GPU-to-GPU hop; the topology's NVSwitch route crosses two links (GPU to
+  // switch to GPU), so the SimGrid engine charges 2 x 0.6 us per step there (23.4 us for this all-reduce).
+  const Seconds want = 6.6_us + 14 * link.latency + 14 * ((s / 8.0 / 0.5) / per_gpu);
+  CHECK(close(play(l, per_gpu, link.latency) / want, 1.0));
+  CHECK(to_microseconds(play(l, per_gpu, link.latency)) == doctest::Approx(15.0).epsilon(0.01));
+}
+
+TEST_CASE("collective: auto protocol: LL for small, LL128 for medium, Simple for large messages") {
+  const GroupLayout g = one_machine(8);
+  const auto pick = [&](Bytes s) { return lower(CollectiveKind::AllReduce, s, g, Algorithm::Ring).protocol; };
+  CHECK(pick(Bytes(8)) == Protocol::LL);
+  CHECK(pick(64_KiB) == Protocol::LL);
+  CHECK(pick(256_KiB) == Protocol::LL);
+  CHECK(pick(512_KiB) == Protocol::LL128);
+  CHECK(pick(2_MiB) == Protocol::LL128);
+  CHECK(pick(4_MiB) == Protocol::Simple);
+  CHECK(pick(1_GiB) == Protocol::Simple);
+  CHECK(pick(8_GB) == Protocol::Simple);
+  // The pick has the least estimate T_p = base_p + 14 step_p + 1.75 S / (efficiency_p x 20 GB/s), restated here.
+  const CollectiveTuning& t = collective_tuning();
+  for (double kib = 1; kib <= 16384; kib *= 1.25) {
+    const Bytes s = 1_KiB * kib;
+    CAPTURE(kib);
+    const auto estimate = [&](Protocol p) {
+      const ProtocolCosts& c = t.of(p);
+      return c.ring_latency + 14 * c.step_latency + 1.75 * s / (c.efficiency * 20_GBps);
+    };
+    const Seconds chosen = estimate(pick(s));
+    for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) CHECK(chosen <= estimate(p));
+  }
+  // Multi-machine trees choose the same way.
+  CHECK(lower(CollectiveKind::AllReduce, 8_KiB, blocks(4, 8), Algorithm::Auto).protocol == Protocol::LL);
+}
+
+TEST_CASE("collective: explicit protocols are honoured, bytes on the wire are the payload / efficiency") {
+  const CollectiveTuning& t = collective_tuning();
+  const GroupLayout g = one_machine(8);
+  const Lowered base = lower(CollectiveKind::AllReduce, 1_GiB, g, Algorithm::Ring, Protocol::Simple);
+  REQUIRE(base.protocol == Protocol::Simple);
+  check_every_rank_moves(base, 8, 1.75);
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
+    for (Bytes s : {Bytes(8), 1_GiB}) {
+      CAPTURE(to_string(p));
+      const Lowered l = lower(CollectiveKind::AllReduce, s, g, Algorithm::Ring, p);
+      const Lowered simple = lower(CollectiveKind::AllReduce, s, g, Algorithm::Ring, Protocol::Simple);
+      CHECK(l.protocol == p);
+      CHECK(l.steps == simple.steps);
+      REQUIRE(l.transfers.size() == simple.transfers.size());
+      for (std::size_t i = 0; i < l.transfers.size(); ++i)
+        CHECK(close(l.transfers[i].bytes / simple.transfers[i].bytes, 1.0 / t.of(p).efficiency));
+    }
+  CHECK(close(lower(CollectiveKind::AllGather, 1_GiB, g, Algorithm::Ring, Protocol::LL).transfers[0].bytes / 1_GiB,
+              2.0 / 8.0));
+}
+
+TEST_CASE("collective: nvls runs Simple only, LL and LL128 on nvls are refused, naming the protocol") {
+  const GroupLayout g = one_machine(8, true);
+  for (Bytes s : {Bytes(8), 64_KiB, 1_GiB}) {
+    const Lowered l = lower(CollectiveKind::AllReduce, s, g, Algorithm::Auto);
+    CHECK(l.algorithm == Algorithm::Nvls);
+    CHECK(l.protocol == Protocol::Simple);
+    CHECK(l.latency == collective_tuning().nvls_latency);
+  }
+  CHECK(lower(CollectiveKind::AllReduce, 8_KiB, g, Algorithm::Nvls, Protocol::Simple).protocol == Protocol::Simple);
+  for (Protocol p : {Protocol::LL, Protocol::LL128}) {
+    const auto e = input_error([&] { (void)lower(CollectiveKind::AllReduce, 8_KiB, g, Algorithm::Nvls, p); });
+    REQUIRE(e.has_value());
+    const std::string what = e->what();
+    CHECK(what.find("protocol") != std::string::npos);
+    CHECK(what.find(std::string(to_string(p))) != std::string::npos);
+    CHECK(what.find("simple") != std::string::npos);
+  }
+  // A small all-reduce on the same machine forced onto the ring takes LL.
+  CHECK(lower(CollectiveKind::AllReduce, Bytes(8), g, Algorithm::Ring).protocol == Protocol::LL);
 }
