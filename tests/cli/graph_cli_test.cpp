@@ -34,7 +34,7 @@ TEST_CASE("graph: JSON per rank class, and FLOPs that match Megatron's closed fo
   CHECK(j.at("bubble_fraction").get<double>() == doctest::Approx(0.0));
 }
 
-TEST_CASE("graph: a pipeline shows its bubble; --dot writes the graph") {
+TEST_CASE("graph: a pipeline shows its bubble, --dot writes the graph") {
   const fs::path dot = fs::temp_directory_path() / ("dtsim_graph_" + std::to_string(::getpid()) + ".dot");
   const auto r = dtsim("graph " + src("scenarios/models/custom-1.4b-4xa100-ring.yaml") +
                        " --set parallelism.pp=4 --set training.global_batch=16 --set training.micro_batch=4 --dot " +

@@ -128,7 +128,7 @@ TEST_CASE("a topology-only scenario has no workload") {
   CHECK_FALSE(load_one("cluster: {gpu: t4}").workload.has_value());
 }
 
-TEST_CASE("a preset gives the model; training takes mixed-precision defaults; dp is what tp x pp leave") {
+TEST_CASE("a preset gives the model, training takes mixed-precision defaults, dp is what tp x pp leave") {
   const Scenario s = load_one(kLlamaTp8);
   REQUIRE(s.workload.has_value());
   const workloads::Workload& w = *s.workload;
@@ -160,7 +160,7 @@ TEST_CASE("a preset gives the model; training takes mixed-precision defaults; dp
   CHECK(locate(s, "model.preset") == "test.yaml:4");
 }
 
-TEST_CASE("explicit model keys override the preset; kv_heads follows heads for an MHA preset") {
+TEST_CASE("explicit model keys override the preset, kv_heads follows heads for an MHA preset") {
   const Scenario s = load_one(with_cluster(R"(
 model: {preset: gpt3-175b, layers: 48, heads: 64, vocab: 50257, norm: rmsnorm, bias: false}
 training: {global_batch: 8, precision: fp32}
@@ -182,7 +182,7 @@ training: {global_batch: 8, precision: fp32}
             .workload->model.kv_heads == 8);
 }
 
-TEST_CASE("without a preset every size is required; the model takes the scenario's name") {
+TEST_CASE("without a preset every size is required, the model takes the scenario's name") {
   const std::string shape = "layers: 2, hidden: 64, heads: 4, ffn_hidden: 256, vocab: 1000, seq_length: 128";
   const Scenario s = load_one("name: tiny\n" + with_cluster("model: {" + shape + "}\ntraining: {global_batch: 8}"));
   CHECK(s.workload->model.name == "tiny");
@@ -272,7 +272,7 @@ TEST_CASE("dp that cannot be derived is an error naming the GPUs and tp x pp") {
             .find("parallelism.dp: cannot be derived: the cluster's 8 GPUs") != std::string::npos);
 }
 
-TEST_CASE("sections: a model needs exactly one of training and inference; the others need a model") {
+TEST_CASE("sections: a model needs exactly one of training and inference, the others need a model") {
   CHECK(error_of(with_cluster("model: {preset: bert-base}")).find(
             "test.yaml:2: model: needs a training or an inference section, and neither is given") != std::string::npos);
   CHECK(error_of(with_cluster("model: {preset: bert-base}\ntraining: {global_batch: 8}\ninference: {batch: 1}"))
@@ -283,8 +283,8 @@ TEST_CASE("sections: a model needs exactly one of training and inference; the ot
   }
   CHECK(error_of(with_cluster("model: {preset: bert-base}\ntraining: {micro_batch: 2}"))
             .find("training.global_batch: missing required key") != std::string::npos);
-  CHECK(error_of(with_cluster("model: {preset: bert-base}\ninference: {}\nsimulation: {engine: analytic}"))
-            .find("simulation: unknown key") != std::string::npos);
+  CHECK(error_of(with_cluster("model: {preset: bert-base}\ninference: {}\nplots: {engine: analytic}"))
+            .find("plots: unknown key") != std::string::npos);
 }
 
 TEST_CASE("every key is checked: unknown keys, enums, ranges, types") {
@@ -400,7 +400,7 @@ inference: {batch: 3, context: 5000, weights: int8, kv_cache: fp8}
   CHECK(to_yaml(load_one(inference)).find("preset:") == std::string::npos);
 }
 
-TEST_CASE("every scenario shipped in scenarios/ loads; those under models/ describe a job that passes the plan checks") {
+TEST_CASE("every scenario shipped in scenarios/ loads, those under models/ describe a job that passes the plan checks") {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(DTSIM_SOURCE_DIR) / "scenarios"))

@@ -37,7 +37,7 @@ TEST_CASE("cartesian axes: first axis outermost, every point named after its val
                                                                                {"training.micro_batch", "4"}});
 }
 
-TEST_CASE("zipped axes advance together; a value may be a whole map; the point's name can be swept") {
+TEST_CASE("zipped axes advance together, a value may be a whole map, the point's name can be swept") {
   const auto all = load_scenarios(std::string(kBase) +
                                       "sweep:\n  zip:\n    name: [a, b]\n"
                                       "    cluster: [{gpu: a100-sxm4-80gb, intra: star}, {gpu: a100-pcie-80gb, intra: pcie}]\n"

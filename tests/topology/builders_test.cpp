@@ -48,7 +48,7 @@ TEST_CASE("full-mesh: the budget split over n-1 peers") {
   check_builder({IntraKind::FullMesh, 8, 28, 0, 300.0 / 7, 16 * 300.0 / 7, 1});
 }
 
-TEST_CASE("ring: the budget split over two neighbours; a balanced cut crosses two links") {
+TEST_CASE("ring: the budget split over two neighbours, a balanced cut crosses two links") {
   check_builder({IntraKind::Ring, 4, 4, 0, 150, 2 * 150, 2});
   check_builder({IntraKind::Ring, 8, 8, 0, 150, 2 * 150, 4});
 }
@@ -75,7 +75,7 @@ TEST_CASE("every builder spends the same per-GPU budget") {
   }
 }
 
-TEST_CASE("the star's hub is the bottleneck; nvswitch beats ring beats star on bisection") {
+TEST_CASE("the star's hub is the bottleneck, nvswitch beats ring beats star on bisection") {
   auto bis = [](IntraKind k) { return describe(build_cluster(default_cluster("a100-sxm4-80gb", k, 1, 8))).bisection; };
   CHECK(bis(IntraKind::NvSwitch) > bis(IntraKind::FullMesh));
   CHECK(bis(IntraKind::FullMesh) > bis(IntraKind::Ring));

@@ -86,7 +86,7 @@ TEST_CASE("name lists follow catalog order") {
   CHECK(link_names().starts_with("nvlink2, nvlink3, "));
 }
 
-TEST_CASE("an 80GB card has 80 GiB; the H200 what nvidia-smi shows") {
+TEST_CASE("an 80GB card has 80 GiB, the H200 what nvidia-smi shows") {
   CHECK(find_gpu("a100-sxm4-80gb").memory == 80_GiB);
   CHECK(find_gpu("a100-sxm4-80gb").memory.value() == 85'899'345'920.0);
   CHECK(find_gpu("h100-sxm5-80gb").memory == 80_GiB);

@@ -32,7 +32,7 @@ TEST_CASE("nvswitch: two hops through the switch, up then down") {
   CHECK(to_gigabytes_per_second(r.bottleneck) == doctest::Approx(300));
 }
 
-TEST_CASE("ring: shortest way round; ties go the deterministic way; ECMP sees both") {
+TEST_CASE("ring: shortest way round, ties go the deterministic way, ECMP sees both") {
   BuiltTopology b = build_cluster(default_cluster("a100-sxm4-80gb", IntraKind::Ring, 1, 8));
   Router router(b.topology);
   const auto& g = b.topology.gpus();
@@ -89,7 +89,7 @@ TEST_CASE("the route cache stays correct past its bound") {
   CHECK(router.hops(g[0], g[1]) == 4);
 }
 
-TEST_CASE("full mesh: one direct hop; star: through the hub; PCIe box: up the tree and across UPI") {
+TEST_CASE("full mesh: one direct hop, star: through the hub, PCIe box: up the tree and across UPI") {
   auto path = [](const char* gpu, IntraKind k, int n, std::size_t s, std::size_t d) {
     BuiltTopology b = build_cluster(default_cluster(gpu, k, 1, n));
     Router router(b.topology);

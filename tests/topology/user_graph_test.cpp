@@ -122,7 +122,7 @@ TEST_CASE("YAML GPUs are ranked in the order they are declared") {
   CHECK(t.node(t.gpus()[1]).name == "a");
 }
 
-TEST_CASE("DOT nodes are ordered by name, digits as numbers; node defaults and edge chains apply") {
+TEST_CASE("DOT nodes are ordered by name, digits as numbers, node defaults and edge chains apply") {
   const Topology t = parse_dot_graph(
       "graph g { node [kind=gpu]; gpu10; gpu2; gpu1; edge [bandwidth_GBps=50, latency_us=1];"
       " gpu10 -- gpu2 -- gpu1 }",

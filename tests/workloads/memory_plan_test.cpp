@@ -100,7 +100,7 @@ TEST_CASE("S5: 7B training in bf16 with AdamW is 18 bytes per parameter, master 
   CHECK(p.margin < Bytes(0.0));
 }
 
-TEST_CASE("S1: 70B in bf16, unsharded: 16 B/param with 16-bit grads is the article's 1.1 TB; dtsim's default 18") {
+TEST_CASE("S1: 70B in bf16, unsharded: 16 B/param with 16-bit grads is the article's 1.1 TB, dtsim's default 18") {
   Workload w = training(llama2_70b(), {}, 1, Recompute::Full);
   CHECK(to_gigabytes(states(plan_memory(w, find_gpu("mi300x")))) == doctest::Approx(18.0 * 68.9766).epsilon(1e-5));
   w.training->grad_dtype = Precision::Bf16;
@@ -335,7 +335,7 @@ TEST_CASE("the most loaded stage is reported") {
   CHECK(p.in_flight_micro_batches == 8);
 }
 
-TEST_CASE("capacity subtracts the reserve; margin and verdict follow its sign") {
+TEST_CASE("capacity subtracts the reserve, margin and verdict follow its sign") {
   topology::GpuSpec gpu = find_gpu("a100-sxm4-80gb");
   const Workload w = serving(llama2_7b(), Precision::Bf16, 4096);
   const MemoryPlan p = plan_memory(w, gpu);
