@@ -30,7 +30,13 @@ void build_hub(Topology& topo, const ClusterSpec& spec, const MachineDevices& m,
   std::optional<BytesPerSecond> capacity;
   if (limited) capacity = spec.gpu_budget();
   NodeId hub = topo.add_node(Node{NodeKind::Switch, name, machine, capacity});
-  for (NodeId g : m.gpus) topo.add_link(make_link(g, hub, spec.intra_link, spec.gpu_budget()));
+  // A link class's latency is GPU to GPU (NCCL's per-hop figure is measured through the NVSwitch), so each of
+  // the two links a GPU-to-GPU route crosses here carries half of it.
+  for (NodeId g : m.gpus) {
+    Link link = make_link(g, hub, spec.intra_link, spec.gpu_budget());
+    link.latency = link.latency / 2.0;
+    topo.add_link(link);
+  }
 }
 
 void build_full_mesh(Topology& topo, const ClusterSpec& spec, const MachineDevices& m) {
