@@ -82,8 +82,8 @@ json simulate(const Scenario& s, const std::string& trace_path) {
 
 json run_point(const Scenario& s, const std::string& trace_path) {
   if (!s.workload || !s.workload->training)
-    throw InputError("training", "", "missing section: run simulates a training step and needs",
-                     "a scenario with model and training (for the topology alone: dtsim topo)", s.file);
+    throw InputError("training", "", "missing section: run simulates a training step",
+                     "a scenario with model and training sections; for the topology alone, dtsim topo", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
   json row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
   if (s.point.index >= 0) {
@@ -119,7 +119,7 @@ int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
   if (trace.empty() && !outputs.dir.empty() && scenarios.size() == 1) trace = outputs.dir + "/trace.json";
   if (!outputs.trace.empty() && scenarios.size() != 1)
     throw InputError("--trace", outputs.trace, fmt::format("the scenario has {} points; --trace takes", scenarios.size()),
-                     "a scenario with one point (pick one with --set)");
+                     "a scenario without sweep axes (one point's resolved scenario is in --out DIR)");
   if (!outputs.dir.empty()) std::filesystem::create_directories(outputs.dir);
   std::vector<json> rows;
   for (const auto& s : scenarios) rows.push_back(run_point(s, trace));
