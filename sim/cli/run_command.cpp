@@ -100,10 +100,13 @@ std::string json_text(const std::vector<json>& rows, bool sweep) {
   return json(rows).dump(2) + "\n";
 }
 
-void write_outputs(const std::string& dir, const std::vector<Scenario>& scenarios, const std::vector<json>& rows, bool sweep) {
+void make_directory(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError("--out", dir, fmt::format("cannot create directory ({})", ec.message()), "a writable path");
+}
+
+void write_outputs(const std::string& dir, const std::vector<Scenario>& scenarios, const std::vector<json>& rows, bool sweep) {
   write_file(dir + "/result.json", json_text(rows, sweep), "--out");
   write_file(dir + "/result.csv", results::run_csv(rows), "--out");
   std::string yaml;
@@ -120,7 +123,7 @@ int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
   if (!outputs.trace.empty() && scenarios.size() != 1)
     throw InputError("--trace", outputs.trace, fmt::format("the scenario has {} points; --trace takes", scenarios.size()),
                      "a scenario without sweep axes (one point's resolved scenario is in --out DIR)");
-  if (!outputs.dir.empty()) std::filesystem::create_directories(outputs.dir);
+  if (!outputs.dir.empty()) make_directory(outputs.dir);   // before the runs: the trace goes there
   std::vector<json> rows;
   for (const auto& s : scenarios) rows.push_back(run_point(s, trace));
   const bool sweep = scenarios.front().point.index >= 0;

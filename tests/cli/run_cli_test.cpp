@@ -152,7 +152,9 @@ TEST_CASE("collective and run refuse bad input with exit 2 and one line") {
                                  "collective --gpu a100-sxm4-80gb --gpus 6 --algo halving-doubling",
                                  "collective --gpu a100-sxm4-80gb --algo nvls", "collective --gpu nope",
                                  "collective --gpu a100-sxm4-80gb --gpus 8 --nodes 3",
-                                 "run " + src("scenarios/topologies/ring-8xa100.yaml")}) {
+                                 "run " + src("scenarios/topologies/ring-8xa100.yaml"),
+                                 "run " + src("scenarios/models/gpt-22b-tp8.yaml") + " --out /proc/dtsim-cannot-write",
+                                 "run --trace /tmp/dtsim-one-point-only.json"}) {
     CAPTURE(args);
     const auto e = dtsim(args);
     CHECK(e.status == 2);
