@@ -99,7 +99,7 @@ void check_not_swept(const SweepPoint& point, const std::vector<Override>& overr
     for (const auto& [key, value] : point.values)
       if (o.key == key || o.key.starts_with(key + ".") || key.starts_with(o.key + "."))
         throw InputError(o.key, o.value, fmt::format("is varied by the scenario's sweep (axis {}), so cannot be set:", key),
-                         "a key the sweep does not vary, or --set on sweep." + key, "--set");
+                         "a key the sweep does not vary (to change the axis, edit the file's sweep)", "--set");
 }
 
 Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t index,
