@@ -30,6 +30,13 @@ struct SimgridOptions {
   Algorithm algorithm = Algorithm::Auto;
   bool record_transfers = false;   // fill Timeline::transfers (for the trace's link counters)
   bool ecmp = false;               // spread equal-cost routes (the cluster's `ecmp`)
+  // Collective memoization (DESIGN.md "Scale"): a collective on an ISOLATED group instance (no directed link or
+  // switch capacity its lowered transfers can use is usable by another group instance's collectives or by a
+  // pipeline send) takes a time that depends only on (kind, bytes, GPUs, lowering): the first one is played
+  // and its duration kept; later ones are played as one timer of that duration. Groups that share a link are
+  // always played in full (Timeline::memo_refused_collectives counts those). With record_transfers, a
+  // replayed collective records the transfers of the one played in full, shifted to its start.
+  bool memoize = true;
 };
 
 // Plays `graph` on `topology`: rank r runs on topology.gpus()[r]. Must run in a process that has not run a

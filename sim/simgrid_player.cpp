@@ -9,16 +9,26 @@
 //  - a send starts when ready and ends when its transfer arrives; the recv with the same (sender, tag) ends when
 //    both it is ready and that transfer has arrived (it starts when ready).
 // Activities are started from completion callbacks only, so live transfers stay bounded.
+//
+// Memoization (SimgridOptions::memoize): before the run, each group instance (group, sorted member ranks) gets
+// the directed links and switch capacities its lowered transfers' routes cross (every collective it runs), and
+// the pipeline sends get theirs; an instance none of whose resources another instance or a send uses is
+// isolated. Its collectives run one at a time and alone on their links, so a collective's duration depends only
+// on (lowering, GPUs): the first is played in full and its duration (and recorded transfers, relative to its
+// start) kept; the next ones with the same key are one timer of that duration. (FATPIPE rate caps are per
+// flow, shared with nobody: not a resource here.)
 #include "sim/simgrid_player.hpp"
 
 #include <algorithm>
 #include <array>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "topology/error.hpp"
+#include "topology/routing.hpp"
 
 namespace dtsim::sim::flow {
 namespace {
@@ -81,9 +91,28 @@ using InstanceKey = std::tuple<std::size_t, int, std::size_t>;
 
 struct Instance {
   std::size_t members = 0;
+  std::vector<TransferRecord> recorded;   // an isolated instance's transfers while it is played in full
   std::vector<std::pair<int, std::uint32_t>> arrived;   // (rank, op)
   Seconds start;
   std::unique_ptr<CollectiveRun> run;
+};
+
+// A group instance: (group, its first member rank); groups partition the ranks, so that names it.
+using GroupInstance = std::pair<std::size_t, int>;
+// What a replayed collective must match: its plan (kind, bytes, layout, lowering: algorithm and protocol) and
+// its GPUs.
+using MemoKey = std::pair<const CollectivePlan*, std::vector<NodeId>>;
+
+struct Played {
+  Seconds duration;
+  std::vector<TransferRecord> transfers;   // times from the collective's start (when recording)
+};
+
+struct Memo {
+  std::set<GroupInstance> isolated;
+  std::map<MemoKey, Played> played;
+  std::size_t replayed = 0;
+  std::size_t refused = 0;
 };
 
 std::vector<int> members_of(const StepGraph& g, int rank, workloads::Group group) {
@@ -103,7 +132,7 @@ std::vector<NodeId> gpus_of(const topology::Topology& topo, const std::vector<in
 class Player {
  public:
   Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans, const Sites& sites,
-         std::vector<TransferRecord>* record);
+         std::vector<TransferRecord>* record, Memo* memo);
   void start();
   void fill(Timeline& t) const;
 
@@ -120,6 +149,8 @@ class Player {
   void arrive(int rank, std::uint32_t op, std::size_t k);
   void begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, const std::vector<int>& members);
   void collective_ended(const InstanceKey& key, Seconds end);
+  void replay(const InstanceKey& key, const Played& played);
+  void memoized(const InstanceKey& key, MemoKey memo_key, Seconds end);
   void post(int rank, std::uint32_t op, const SendOp& send);
   void receive(int rank, std::uint32_t op, const RecvOp& recv);
   void arrival(const PipeKey& key);
@@ -130,6 +161,7 @@ class Player {
   PlanCache& plans_;
   const Sites& sites_;
   std::vector<TransferRecord>* record_;
+  Memo* memo_;   // null: play every collective in full
   std::vector<ClassIndex> classes_;
   std::vector<RankState> ranks_;
   std::map<InstanceKey, Instance> instances_;
@@ -138,8 +170,8 @@ class Player {
 };
 
 Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans,
-               const Sites& sites, std::vector<TransferRecord>* record)
-    : g_(g), topo_(topo), sim_(sim), plans_(plans), sites_(sites), record_(record) {
+               const Sites& sites, std::vector<TransferRecord>* record, Memo* memo)
+    : g_(g), topo_(topo), sim_(sim), plans_(plans), sites_(sites), record_(record), memo_(memo) {
   std::size_t total = 0;
   for (const auto& c : g.classes) total += c.ranks.size();
   ranks_.resize(total);
@@ -216,11 +248,54 @@ void Player::arrive(int rank, std::uint32_t op, std::size_t k) {
 void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, const std::vector<int>& members) {
   const std::vector<NodeId> gpus = gpus_of(topo_, members);
   auto plan = plans_.get(c.kind, c.bytes, sites_.layout(gpus));
-  std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, gpus);
   inst.start = sim_.now();
-  inst.run = std::make_unique<CollectiveRun>(sim_, std::move(plan), std::move(nodes), record_,
-                                             [this, key](Seconds end) { collective_ended(key, end); });
+  const bool isolated = memo_ != nullptr && memo_->isolated.count(GroupInstance{std::get<0>(key), std::get<1>(key)}) > 0;
+  if (memo_ != nullptr && !isolated) ++memo_->refused;
+  std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, gpus);
+  if (!isolated) {
+    inst.run = std::make_unique<CollectiveRun>(sim_, std::move(plan), std::move(nodes), record_,
+                                               [this, key](Seconds end) { collective_ended(key, end); });
+    inst.run->start();
+    return;
+  }
+  MemoKey memo_key{plan.get(), gpus};
+  auto it = memo_->played.find(memo_key);
+  if (it != memo_->played.end()) return replay(key, it->second);
+  inst.run = std::make_unique<CollectiveRun>(
+      sim_, std::move(plan), std::move(nodes), record_ != nullptr ? &inst.recorded : nullptr,
+      [this, key, memo_key = std::move(memo_key)](Seconds end) mutable { memoized(key, std::move(memo_key), end); });
   inst.run->start();
+}
+
+// An isolated collective played in full has ended: keep what it took, then end it as any other.
+void Player::memoized(const InstanceKey& key, MemoKey memo_key, Seconds end) {
+  Instance& inst = instances_.at(key);
+  Played played{end - inst.start, {}};
+  if (record_ != nullptr) {
+    for (TransferRecord r : inst.recorded) {
+      record_->push_back(r);
+      r.start -= inst.start;
+      r.end -= inst.start;
+      played.transfers.push_back(r);
+    }
+  }
+  memo_->played.emplace(std::move(memo_key), std::move(played));
+  collective_ended(key, end);
+}
+
+// One timer of the kept duration; the kept transfers are recorded shifted to this start.
+void Player::replay(const InstanceKey& key, const Played& played) {
+  ++memo_->replayed;
+  sim_.after(played.duration, [this, key, &played] {
+    const Seconds start = instances_.at(key).start;
+    if (record_ != nullptr)
+      for (TransferRecord r : played.transfers) {
+        r.start += start;
+        r.end += start;
+        record_->push_back(r);
+      }
+    collective_ended(key, sim_.now());
+  });
 }
 
 // Every member's op ends together; then each member moves on to what follows.
@@ -300,8 +375,16 @@ void Player::fill(Timeline& t) const {
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) t.ranks.push_back(RankTimeline{r, state(r).times});
 }
 
+// The directed node pairs each group instance's collectives send between, and those of the pipeline sends.
+struct Traffic {
+  std::map<GroupInstance, std::set<RouteNeeds::Pair>> instances;
+  std::set<RouteNeeds::Pair> sends;
+};
+
 // The pairs the graph sends between: each collective's transfers on each group instance, and each send.
-RouteNeeds collect_routes(const StepGraph& g, const topology::Topology& topo, PlanCache& plans, const Sites& sites) {
+// Fills `traffic` when not null.
+RouteNeeds collect_routes(const StepGraph& g, const topology::Topology& topo, PlanCache& plans, const Sites& sites,
+                          Traffic* traffic) {
   RouteNeeds needs;
   std::set<std::tuple<std::size_t, int, double, int>> seen;   // (group, kind, bytes, first member)
   for (const auto& c : g.classes) {
@@ -318,13 +401,66 @@ RouteNeeds collect_routes(const StepGraph& g, const topology::Topology& topo, Pl
         if (!seen.emplace(group, kind, bytes, members.front()).second) continue;
         const std::vector<NodeId> gpus = gpus_of(topo, members);
         auto plan = plans.get(static_cast<workloads::CollectiveKind>(kind), Bytes(bytes), sites.layout(gpus));
-        add_routes(needs, *plan, sites.endpoint_nodes(*plan, gpus));
+        const std::vector<NodeId> nodes = sites.endpoint_nodes(*plan, gpus);
+        add_routes(needs, *plan, nodes);
+        if (traffic == nullptr) continue;
+        auto& pairs = traffic->instances[GroupInstance{group, members.front()}];
+        for (const CollectivePlan::Ends& e : plan->ends)
+          if (nodes[e.src] != nodes[e.dst]) pairs.emplace(nodes[e.src], nodes[e.dst]);
       }
-      for (int stage : peers) needs.add(topo.gpus().at(static_cast<std::size_t>(r)),
-                                        topo.gpus().at(static_cast<std::size_t>(g.peer_rank(r, stage))));
+      for (int stage : peers) {
+        const NodeId src = topo.gpus().at(static_cast<std::size_t>(r));
+        const NodeId dst = topo.gpus().at(static_cast<std::size_t>(g.peer_rank(r, stage)));
+        needs.add(src, dst);
+        if (traffic != nullptr && src != dst) traffic->sends.emplace(src, dst);
+      }
     }
   }
   return needs;
+}
+
+// The group instances whose resources (directed links, switch capacities) no other instance and no send uses.
+std::set<GroupInstance> isolated_instances(const Traffic& traffic, const topology::Topology& topo, bool ecmp) {
+  topology::Router router(topo, ecmp);
+  const std::uint64_t links = topo.links().size();
+  // The resources a pair's route crosses, as Simulation builds it: each hop's link in its direction, and the
+  // capacity of every node visited.
+  auto resources = [&](const RouteNeeds::Pair& pair) {
+    std::vector<std::uint64_t> out;
+    NodeId at = pair.first;
+    if (topo.node(at).capacity) out.push_back(2 * links + at);
+    for (const topology::Hop& hop : router.route(pair.first, pair.second).hops) {
+      out.push_back(2 * static_cast<std::uint64_t>(hop.link) + (hop.forward ? 1 : 0));
+      at = topo.other_end(hop.link, at);
+      if (topo.node(at).capacity) out.push_back(2 * links + at);
+    }
+    return out;
+  };
+  constexpr int kShared = -1, kSends = -2;
+  std::unordered_map<std::uint64_t, int> owner;   // resource -> its only user, or kShared
+  auto use = [&](std::uint64_t resource, int user) {
+    auto [it, added] = owner.emplace(resource, user);
+    if (!added && it->second != user) it->second = kShared;
+  };
+  for (const auto& pair : traffic.sends)
+    for (std::uint64_t r : resources(pair)) use(r, kSends);
+  std::vector<std::pair<GroupInstance, std::vector<std::uint64_t>>> used;
+  for (const auto& [instance, pairs] : traffic.instances) {
+    const int id = static_cast<int>(used.size());
+    auto& mine = used.emplace_back(instance, std::vector<std::uint64_t>{}).second;
+    for (const auto& pair : pairs)
+      for (std::uint64_t r : resources(pair)) {
+        use(r, id);
+        mine.push_back(r);
+      }
+  }
+  std::set<GroupInstance> isolated;
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    const auto& mine = used[i].second;
+    if (std::all_of(mine.begin(), mine.end(), [&](std::uint64_t r) { return owner.at(r) == static_cast<int>(i); }))
+      isolated.insert(used[i].first);
+  }
+  return isolated;
 }
 
 void check_fits(std::size_t ranks, const topology::Topology& topo) {
@@ -343,13 +479,19 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   check_fits(ranks, topology);
   const Sites sites(topology);
   PlanCache plans(lower);
-  const RouteNeeds needs = collect_routes(graph, topology, plans, sites);
+  Traffic traffic;
+  const RouteNeeds needs = collect_routes(graph, topology, plans, sites, options.memoize ? &traffic : nullptr);
+  Memo memo;
+  if (options.memoize) memo.isolated = isolated_instances(traffic, topology, options.ecmp);
   Simulation sim(topology, needs, options.ecmp);
   Timeline t;
-  Player player(graph, topology, sim, plans, sites, options.record_transfers ? &t.transfers : nullptr);
+  Player player(graph, topology, sim, plans, sites, options.record_transfers ? &t.transfers : nullptr,
+                options.memoize ? &memo : nullptr);
   player.start();
   sim.run();
   player.fill(t);
+  t.memoized_collectives = memo.replayed;
+  t.memo_refused_collectives = memo.refused;
   t.network_model = std::string(Simulation::network_model());
   return t;
 }

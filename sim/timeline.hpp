@@ -2,6 +2,7 @@
 // ranks), the transfers that crossed the network, and the step time.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct Timeline {
   std::vector<TransferRecord> transfers;   // empty unless the engine was asked to record them
   Seconds step_time;                    // the latest end over all classes
   std::string network_model;            // how communication was timed, for the output
+  // SimGrid collective memoization (SimgridOptions::memoize): collectives replayed from the cache, and
+  // collectives played in full because their group instance shares a link with other traffic.
+  std::size_t memoized_collectives = 0;
+  std::size_t memo_refused_collectives = 0;
 };
 
 }  // namespace dtsim::sim

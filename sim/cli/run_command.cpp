@@ -57,6 +57,7 @@ sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topol
   options.algorithm = s.simulation.collective_algo;
   options.record_transfers = trace;
   options.ecmp = s.cluster.ecmp;
+  options.memoize = s.simulation.memoize;
   return sim::play_simgrid(g, topo, options);
 }
 

@@ -21,6 +21,7 @@ struct SimulationSpec {
   EngineKind engine = EngineKind::Simgrid;
   sim::Algorithm collective_algo = sim::Algorithm::Auto;
   workloads::Granularity granularity = workloads::Granularity::Layer;
+  bool memoize = true;   // SimGrid: replay collectives on isolated groups (sim::SimgridOptions::memoize)
 };
 
 // The `reference` section: published figures to print beside dtsim's (the founding article's claims, a paper's

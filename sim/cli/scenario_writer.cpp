@@ -159,6 +159,7 @@ void emit_simulation(YAML::Emitter& out, const SimulationSpec& s) {
   out << YAML::Key << "collective_algo" << YAML::Value << std::string(sim::to_string(s.collective_algo));
   out << YAML::Key << "granularity" << YAML::Value
       << (s.granularity == workloads::Granularity::Layer ? "layer" : "kernel");
+  out << YAML::Key << "memoize" << YAML::Value << s.memoize;
   out << YAML::EndMap;
 }
 

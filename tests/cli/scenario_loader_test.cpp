@@ -338,6 +338,17 @@ TEST_CASE("--set reaches the workload sections") {
   CHECK(error_of(kLlamaTp8, {{"training.precision", "fp4"}}).starts_with("--set: training.precision: "));
 }
 
+TEST_CASE("simulation.memoize: on by default, read, overridden, written back, strict") {
+  CHECK(load_one(kLlamaTp8).simulation.memoize);
+  const Scenario off = load_one(std::string(kLlamaTp8) + "simulation: {memoize: false}\n");
+  CHECK_FALSE(off.simulation.memoize);
+  CHECK(to_yaml(off).find("memoize: false") != std::string::npos);
+  CHECK_FALSE(load_one(to_yaml(off)).simulation.memoize);
+  CHECK_FALSE(load_one(kLlamaTp8, {{"simulation.memoize", "false"}}).simulation.memoize);
+  CHECK(error_of(std::string(kLlamaTp8) + "simulation: {memoize: sometimes}\n")
+            .find("simulation.memoize: not a boolean 'sometimes'") != std::string::npos);
+}
+
 TEST_CASE("order names: permutations of tp, dp, pp, innermost first") {
   using workloads::Axis;
   for (const char* name : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {

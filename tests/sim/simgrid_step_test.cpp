@@ -341,3 +341,84 @@ TEST_CASE("simgrid: an algorithm the group cannot run is an input error from the
                   }),
                   InputError);
 }
+
+namespace {
+
+// step time, memoized collectives, refused collectives, recorded transfers, their bytes and summed durations.
+std::vector<double> memo_run(const workloads::StepGraph& g, const topology::Topology& topo, bool memoize,
+                             bool record = false) {
+  return isolated([&] {
+    sim::SimgridOptions options;
+    options.memoize = memoize;
+    options.record_transfers = record;
+    const auto t = sim::play_simgrid(g, topo, options);
+    double bytes = 0, busy = 0;
+    for (const auto& r : t.transfers) {
+      bytes += r.bytes.value();
+      busy += (r.end - r.start).value();
+    }
+    return std::vector<double>{t.step_time.value(), static_cast<double>(t.memoized_collectives),
+                               static_cast<double>(t.memo_refused_collectives),
+                               static_cast<double>(t.transfers.size()), bytes, busy};
+  });
+}
+
+}  // namespace
+
+// 2 nodes x 4 A100s, one NIC per node on one switch: both data-parallel rings (tp=2, dp=4) cross each node's
+// NIC, and inside a node they share the GPUs' NVSwitch links with the TP pairs. No group is isolated: the
+// shortcut refuses every collective, and the step is the one played in full.
+TEST_CASE("simgrid: memo refuses groups whose links carry other traffic (DP rings sharing a NIC)") {
+  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 4);
+  spec.inter = topology::InterKind::Switch;
+  spec.nics_per_node = 1;
+  const auto topo = topology::build_cluster(spec).topology;
+  const auto g = workloads::generate_step(gpt_job(2, 1, 4, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
+  const auto on = memo_run(g, topo, true);
+  const auto off = memo_run(g, topo, false);
+  MESSAGE("step time memo on ", on[0], " s, off ", off[0], " s; refused ", on[2]);
+  CHECK(on[0] == doctest::Approx(off[0]).epsilon(0.01).scale(0));
+  CHECK(on[0] == off[0]);   // nothing replayed: the very same simulation
+  CHECK(on[1] == 0);
+  CHECK(on[2] > 0);
+  CHECK(off[1] == 0);
+  CHECK(off[2] == 0);
+}
+
+// TP=8 on one NVSwitch node, 4 micro-batches: the TP group is alone on its links, so its repeated collectives
+// are replayed; the step time is the fully played one.
+TEST_CASE("simgrid: memo replays the collectives of an isolated TP-8 group and keeps the step time") {
+  const auto topo = built(IntraKind::NvSwitch, 8);
+  const auto g = workloads::generate_step(gpt_job(8, 1, 1, 4, 2), topology::find_gpu("a100-sxm4-80gb"));
+  const auto on = memo_run(g, topo, true);
+  const auto off = memo_run(g, topo, false);
+  MESSAGE("step time memo on ", on[0], " s, off ", off[0], " s; memoized ", on[1], " collectives");
+  CHECK(on[0] == doctest::Approx(off[0]).epsilon(1e-9).scale(0));
+  CHECK(on[1] > 0);
+  CHECK(on[2] == 0);
+}
+
+// Recorded transfers (the trace's link counters) survive replay: the same transfers, bytes and busy time.
+TEST_CASE("simgrid: memo replays the recorded transfers of the collective it reuses") {
+  const auto topo = built(IntraKind::NvSwitch, 8);
+  const auto g = workloads::generate_step(gpt_job(8, 1, 1, 4, 2), topology::find_gpu("a100-sxm4-80gb"));
+  const auto on = memo_run(g, topo, true, true);
+  const auto off = memo_run(g, topo, false, true);
+  CHECK(on[1] > 0);
+  CHECK(on[3] == off[3]);
+  CHECK(on[4] == doctest::Approx(off[4]).epsilon(1e-12).scale(0));
+  CHECK(on[5] == doctest::Approx(off[5]).epsilon(1e-9).scale(0));
+}
+
+// A pipeline: the sends between stages cross other links than the stages' TP groups (an NVSwitch node per
+// stage), so TP collectives still replay, and the step time holds.
+TEST_CASE("simgrid: memo with pipeline sends keeps the step time of the full play") {
+  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 4);
+  spec.inter = topology::InterKind::Switch;
+  const auto topo = topology::build_cluster(spec).topology;
+  const auto g = workloads::generate_step(gpt_job(4, 2, 1, 8, 4), topology::find_gpu("a100-sxm4-80gb"));
+  const auto on = memo_run(g, topo, true);
+  const auto off = memo_run(g, topo, false);
+  MESSAGE("step time memo on ", on[0], " s, off ", off[0], " s; memoized ", on[1], ", refused ", on[2]);
+  CHECK(on[0] == doctest::Approx(off[0]).epsilon(1e-9).scale(0));
+}
