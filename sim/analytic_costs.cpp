@@ -64,8 +64,17 @@ GroupLayout group_layout(const std::vector<int>& group, const Topology& topology
 
 // The step rule: a transfer of step k from endpoint e starts when every transfer of step k-1 into or out of e
 // has ended, plus the step latency; step 0 starts after the collective's latency.
+PairPaths::PairPaths(const Topology& topology, bool ecmp) : topology_(topology), router_(topology, ecmp) {}
+
+const PairPaths::Path& PairPaths::path(NodeId src, NodeId dst) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
+  if (auto it = paths_.find(key); it != paths_.end()) return it->second;
+  const auto route = router_.route(src, dst);
+  return paths_.emplace(key, Path{route.latency, route_rate(route, topology_)}).first->second;
+}
+
 Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, const Topology& topology,
-                     topology::Router& router) {
+                     PairPaths& paths) {
   if (lowered.transfers.empty()) return Seconds(0);
   // The first group rank on each machine, to find that machine's switch.
   std::vector<int> machine_first;
@@ -88,10 +97,10 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
     Seconds start = lowered.latency;
     if (auto it = previous_step_end.find(src); it != previous_step_end.end()) start = it->second;
     start += lowered.step_latency;
-    const auto route = router.route(src, dst);
-    BytesPerSecond rate = route_rate(route, topology);
+    const auto& path = paths.path(src, dst);
+    BytesPerSecond rate = path.rate;
     if (t.rate) rate = std::min(rate, *t.rate);
-    const Seconds finish = start + route.latency + t.bytes / rate;
+    const Seconds finish = start + path.latency + t.bytes / rate;
     for (NodeId e : {src, dst}) this_step_end[e] = std::max(this_step_end[e], finish);
     end = std::max(end, finish);
   }
@@ -99,21 +108,21 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
 }
 
 CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvls, bool ecmp) {
-  auto router = std::make_shared<topology::Router>(topology, ecmp);
+  auto paths = std::make_shared<PairPaths>(topology, ecmp);
   const auto gpus_of = [&topology](const std::vector<int>& group) {
     std::vector<NodeId> out;
     for (int r : group) out.push_back(topology.gpus()[static_cast<std::size_t>(r)]);
     return out;
   };
   CommCosts costs;
-  costs.collective = [&topology, router, algorithm, nvls, gpus_of](const workloads::CollectiveOp& op,
+  costs.collective = [&topology, paths, algorithm, nvls, gpus_of](const workloads::CollectiveOp& op,
                                                                     const std::vector<int>& group) {
     const auto lowered = lower(op.kind, op.bytes, group_layout(group, topology, nvls), algorithm);
-    return lowered_time(lowered, gpus_of(group), topology, *router);
+    return lowered_time(lowered, gpus_of(group), topology, *paths);
   };
-  costs.transfer = [&topology, router](const workloads::SendOp& op, int from, int to) {
-    const auto route = router->route(topology.gpus()[static_cast<std::size_t>(from)], topology.gpus()[static_cast<std::size_t>(to)]);
-    return route.latency + op.bytes / route_rate(route, topology);
+  costs.transfer = [&topology, paths](const workloads::SendOp& op, int from, int to) {
+    const auto& path = paths->path(topology.gpus()[static_cast<std::size_t>(from)], topology.gpus()[static_cast<std::size_t>(to)]);
+    return path.latency + op.bytes / path.rate;
   };
   return costs;
 }

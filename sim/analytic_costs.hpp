@@ -4,7 +4,9 @@
 // contention-free case this is what the SimGrid engine computes.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <unordered_map>
 
 #include "sim/analytic_engine.hpp"
 #include "sim/collective.hpp"
@@ -18,9 +20,27 @@ bool fully_linked(const std::vector<topology::NodeId>& gpus, const topology::Top
 // The layout of the ranks `group` (indices into topology.gpus()): their machines, and NVLS when `nvls`.
 GroupLayout group_layout(const std::vector<int>& group, const topology::Topology& topology, bool nvls);
 
+// A lone transfer's path between two devices: its latency and the rate it gets (narrowest link at line rate x
+// efficiency, no more than a crossed device's capacity). Memoized per pair: a step plays the same pairs again
+// and again, and the router's per-source cache cannot hold every source of a large cluster.
+class PairPaths {
+ public:
+  PairPaths(const topology::Topology& topology, bool ecmp);
+  struct Path {
+    Seconds latency;
+    BytesPerSecond rate;
+  };
+  const Path& path(topology::NodeId src, topology::NodeId dst);
+
+ private:
+  const topology::Topology& topology_;
+  topology::Router router_;
+  std::unordered_map<std::uint64_t, Path> paths_;
+};
+
 // Duration of one lowered collective whose group rank i is GPU `gpus[i]`, played contention-free.
 Seconds lowered_time(const Lowered& lowered, const std::vector<topology::NodeId>& gpus, const topology::Topology& topology,
-                     topology::Router& router);
+                     PairPaths& paths);
 
 // Costs for play_analytic on `topology` (rank r on topology.gpus()[r]). The costs keep a reference to
 // `topology` and own a router.
