@@ -87,19 +87,20 @@ json run_json(const RunInfo& info, const StepMetrics& m, const workloads::Memory
 }
 
 std::string run_table(const std::vector<json>& rows) {
-  std::string out = fmt::format("{:<28} {:>5} {:>9} {:>9} {:>7} {:>5} {:>6} {:>8} {:>8} {:>8}  {}\n", "configuration",
-                                "gpus", "step_s", "tokens/s", "TFLOP/s", "MFU", "scale", "compute", "comm", "bubble",
-                                "memory per GPU");
+  std::string out = fmt::format("{:<28} {:>5} {:>9} {:>9} {:>7} {:>5} {:>5} {:>6} {:>8} {:>8} {:>8}  {}\n",
+                                "configuration", "gpus", "step_s", "tokens/s", "TFLOP/s", "MFU", "HFU", "scale",
+                                "compute", "comm", "bubble", "memory per GPU");
   for (const auto& r : rows) {
     const auto& b = r.at("breakdown_s");
-    out += fmt::format("{:<28} {:>5} {:>9.3f} {:>9.0f} {:>7.1f} {:>4.0f}% {:>5.0f}% {:>8.3f} {:>8.3f} {:>8.3f}  {}\n",
+    out += fmt::format("{:<28} {:>5} {:>9.3f} {:>9.0f} {:>7.1f} {:>4.0f}% {:>4.0f}% {:>5.0f}% {:>8.3f} {:>8.3f} {:>8.3f}  {}\n",
                        r.at("name").get<std::string>(), r.at("gpus").get<int>(), r.at("step_time_s").get<double>(),
                        r.at("tokens_per_s").get<double>(), r.at("tflops_per_gpu").get<double>(),
-                       100 * r.at("mfu").get<double>(), 100 * r.at("scaling_efficiency").get<double>(),
+                       100 * r.at("mfu").get<double>(), 100 * r.at("hfu").get<double>(),
+                       100 * r.at("scaling_efficiency").get<double>(),
                        b.at("compute").get<double>(), b.at("exposed_comm").get<double>(),
                        b.at("pipeline_bubble").get<double>(), verdict(r.at("memory")));
   }
-  out += "(TFLOP/s: model FLOPs per GPU; scale: scaling efficiency; compute / comm / bubble: seconds of the critical "
+  out += "(TFLOP/s: model FLOPs per GPU; HFU counts recomputed FLOPs; scale: scaling efficiency; compute / comm / bubble: seconds of the critical "
          "GPU's step busy, waiting on communication, waiting on the pipeline)\n";
   std::string refs;
   for (const auto& r : rows)
