@@ -19,6 +19,8 @@
 // flow, shared with nobody: not a resource here.)
 #include "sim/simgrid_player.hpp"
 
+#include "sim/simgrid_isolation.hpp"
+
 #include <algorithm>
 #include <array>
 #include <set>
@@ -98,7 +100,6 @@ struct Instance {
 };
 
 // A group instance: (group, its first member rank); groups partition the ranks, so that names it.
-using GroupInstance = std::pair<std::size_t, int>;
 // What a replayed collective must match: its plan (kind, bytes, layout, lowering: algorithm and protocol) and
 // its GPUs.
 using MemoKey = std::pair<const CollectivePlan*, std::vector<NodeId>>;
@@ -375,12 +376,6 @@ void Player::fill(Timeline& t) const {
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) t.ranks.push_back(RankTimeline{r, state(r).times});
 }
 
-// The directed node pairs each group instance's collectives send between, and those of the pipeline sends.
-struct Traffic {
-  std::map<GroupInstance, std::set<RouteNeeds::Pair>> instances;
-  std::set<RouteNeeds::Pair> sends;
-};
-
 // The pairs the graph sends between: each collective's transfers on each group instance, and each send.
 // Fills `traffic` when not null.
 RouteNeeds collect_routes(const StepGraph& g, const topology::Topology& topo, PlanCache& plans, const Sites& sites,
@@ -417,50 +412,6 @@ RouteNeeds collect_routes(const StepGraph& g, const topology::Topology& topo, Pl
     }
   }
   return needs;
-}
-
-// The group instances whose resources (directed links, switch capacities) no other instance and no send uses.
-std::set<GroupInstance> isolated_instances(const Traffic& traffic, const topology::Topology& topo, bool ecmp) {
-  topology::Router router(topo, ecmp);
-  const std::uint64_t links = topo.links().size();
-  // The resources a pair's route crosses, as Simulation builds it: each hop's link in its direction, and the
-  // capacity of every node visited.
-  auto resources = [&](const RouteNeeds::Pair& pair) {
-    std::vector<std::uint64_t> out;
-    NodeId at = pair.first;
-    if (topo.node(at).capacity) out.push_back(2 * links + at);
-    for (const topology::Hop& hop : router.route(pair.first, pair.second).hops) {
-      out.push_back(2 * static_cast<std::uint64_t>(hop.link) + (hop.forward ? 1 : 0));
-      at = topo.other_end(hop.link, at);
-      if (topo.node(at).capacity) out.push_back(2 * links + at);
-    }
-    return out;
-  };
-  constexpr int kShared = -1, kSends = -2;
-  std::unordered_map<std::uint64_t, int> owner;   // resource -> its only user, or kShared
-  auto use = [&](std::uint64_t resource, int user) {
-    auto [it, added] = owner.emplace(resource, user);
-    if (!added && it->second != user) it->second = kShared;
-  };
-  for (const auto& pair : traffic.sends)
-    for (std::uint64_t r : resources(pair)) use(r, kSends);
-  std::vector<std::pair<GroupInstance, std::vector<std::uint64_t>>> used;
-  for (const auto& [instance, pairs] : traffic.instances) {
-    const int id = static_cast<int>(used.size());
-    auto& mine = used.emplace_back(instance, std::vector<std::uint64_t>{}).second;
-    for (const auto& pair : pairs)
-      for (std::uint64_t r : resources(pair)) {
-        use(r, id);
-        mine.push_back(r);
-      }
-  }
-  std::set<GroupInstance> isolated;
-  for (std::size_t i = 0; i < used.size(); ++i) {
-    const auto& mine = used[i].second;
-    if (std::all_of(mine.begin(), mine.end(), [&](std::uint64_t r) { return owner.at(r) == static_cast<int>(i); }))
-      isolated.insert(used[i].first);
-  }
-  return isolated;
 }
 
 void check_fits(std::size_t ranks, const topology::Topology& topo) {
