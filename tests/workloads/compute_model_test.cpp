@@ -45,18 +45,7 @@ double fill(double d) { return d / (d + compute_constants().gemm_half_dim); }
 // ---- calibration: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
 // MLSys 2023, Table 4 (../shared/calibration/layer_times_22b.csv): one layer of a 22B GPT, TP 8 on a DGX A100.
 
-ModelSpec gpt_22b() {
-  ModelSpec m;
-  m.name = "gpt-22b";
-  m.layers = 48;
-  m.hidden = 6144;
-  m.heads = 64;
-  m.kv_heads = 64;
-  m.ffn_hidden = 4 * 6144;
-  m.vocab = 51200;   // irrelevant to a layer
-  m.seq_length = 2048;
-  return m;
-}
+const ModelSpec& gpt_22b() { return find_model("gpt-22b"); }   // 48 layers, h 6144, 64 heads, s 2048
 constexpr int kMicroBatch = 4;
 constexpr int kTp = 8;
 

@@ -21,37 +21,11 @@ constexpr double kExact = 1e-12;
 
 double rel_err(double got, double want) { return std::abs(got - want) / std::abs(want); }
 
-// GPT-3 175B's shape (Brown et al. 2020): MHA, gelu, ffn = 4h, learned positions.
-ModelSpec gpt3_like() {
-  ModelSpec m;
-  m.name = "gpt3-like";
-  m.layers = 96;
-  m.hidden = 12288;
-  m.heads = 96;
-  m.kv_heads = 96;
-  m.ffn_hidden = 4 * 12288;
-  m.vocab = 51200;
-  m.seq_length = 2048;
-  return m;
-}
+// GPT-3 175B's shape (Brown et al. 2020): MHA, gelu, ffn = 4h, learned positions; from the preset catalog.
+const ModelSpec& gpt3_like() { return find_model("gpt3-175b"); }
 
-// LLaMA-2 70B's shape: GQA with 8 KV heads (kv_dim 1024), swiglu, ffn 28672, rotary positions.
-ModelSpec llama_like() {
-  ModelSpec m;
-  m.name = "llama-like";
-  m.layers = 80;
-  m.hidden = 8192;
-  m.heads = 64;
-  m.kv_heads = 8;
-  m.ffn_hidden = 28672;
-  m.vocab = 32000;
-  m.seq_length = 4096;
-  m.activation = Activation::Swiglu;
-  m.norm = Norm::RmsNorm;
-  m.positions = Positions::Rotary;
-  m.bias = false;
-  return m;
-}
+// LLaMA-2 70B's shape: GQA with 8 KV heads (kv_dim 1024), swiglu, ffn 28672, rotary positions, no biases.
+const ModelSpec& llama_like() { return find_model("llama2-70b"); }
 
 TrainingSpec training(Recompute r = Recompute::None) {
   TrainingSpec t;
