@@ -25,8 +25,7 @@ using Dir = sg4::LinkInRoute::Direction;
 using topology::LinkId;
 using topology::NodeId;
 
-// Hosts compute at 1e9 "flop/s", so a compute op of d seconds is an Exec of d * 1e9 flops. (At 1 flop/s a
-// microsecond op would be 1e-6 flops, below SimGrid's work-amount precision of 1e-5, and end at once.)
+// Hosts only send and receive (compute ops are timers), but SimGrid wants a speed.
 constexpr double kHostSpeed = 1e9;
 
 // The textbook flow model (../shared/SIMGRID.md §3): time = latency + size / bandwidth, no cross-traffic, no
@@ -182,11 +181,12 @@ Simulation::Simulation(const topology::Topology& topology, const RouteNeeds& nee
 
 Simulation::~Simulation() = default;
 
-void Simulation::compute(NodeId node, Seconds duration, Done done) {
-  sg4::ExecPtr exec = sg4::Exec::init();
-  exec->set_flops_amount(duration.value() * kHostSpeed);
-  exec->set_host(impl_->host(node));
-  impl_->start(exec, std::move(done));
+// A GPU runs one compute op at a time (the caller's rule) at a speed nobody shares, so an op of d seconds
+// ends d after it starts: a kernel timer, not an Exec. (An Exec would sit in maestro's list of live activities,
+// whose every completion scans it: ../shared/SIMGRID.md §5, pitfall 2.)
+void Simulation::compute(NodeId /*node*/, Seconds duration, Done done) {
+  const Seconds start = now();
+  after(duration, [this, start, done = std::move(done)] { done(start, now()); });
 }
 
 void Simulation::transfer(NodeId src, NodeId dst, Bytes bytes, Done done) {
