@@ -1,8 +1,6 @@
 #include "topology/routing.hpp"
 
 #include <algorithm>
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/breadth_first_search.hpp>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -13,16 +11,9 @@
 namespace dtsim::topology {
 namespace {
 
-constexpr std::size_t kMaxCachedTrees = 256;
-
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
-                                    boost::property<boost::edge_index_t, LinkId>>;
-
-Graph to_boost(const Topology& topo) {
-  Graph g(topo.nodes().size());
-  for (LinkId l = 0; l < topo.links().size(); ++l) boost::add_edge(topo.link(l).a, topo.link(l).b, l, g);
-  return g;
-}
+// A tree holds about 20 bytes per node (a 16,384-GPU fabric: about 1 MB); callers mostly ask for routes grouped
+// by source.
+constexpr std::size_t kMaxCachedTrees = 64;
 
 // splitmix64: a stateless mix so that ECMP choices are spread and reproducible.
 std::uint64_t mix(std::uint64_t x) {
@@ -32,59 +23,76 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Fills dist (hops from src) and returns the nodes in BFS order.
-struct LayerVisitor : boost::default_bfs_visitor {
-  std::vector<int>* dist;
-  std::vector<NodeId>* order;
-  void discover_vertex(std::size_t v, const Graph&) const { order->push_back(static_cast<NodeId>(v)); }
-  void tree_edge(Graph::edge_descriptor e, const Graph& g) const {
-    (*dist)[boost::target(e, g)] = (*dist)[boost::source(e, g)] + 1;
-  }
-};
-
 }  // namespace
 
-struct Router::BoostGraph {
-  Graph graph;
-};
-
-Router::Router(const Topology& topo, bool ecmp)
-    : topo_(topo), ecmp_(ecmp), graph_(std::make_unique<BoostGraph>(BoostGraph{to_boost(topo)})) {}
+Router::Router(const Topology& topo, bool ecmp) : topo_(topo), ecmp_(ecmp) {
+  for (NodeId v = 0; v < topo.nodes().size(); ++v) {
+    arc_first_.push_back(static_cast<std::uint32_t>(arcs_.size()));
+    for (LinkId l : topo.incident(v)) {
+      const Link& link = topo.link(l);
+      arcs_.push_back(Arc{topo.other_end(l, v), l, link.b == v, link.bandwidth.value()});
+    }
+    std::sort(arcs_.begin() + arc_first_.back(), arcs_.end(),
+              [](const Arc& a, const Arc& b) { return a.peer != b.peer ? a.peer < b.peer : a.link < b.link; });
+  }
+  arc_first_.push_back(static_cast<std::uint32_t>(arcs_.size()));
+}
 Router::~Router() = default;
 
+// Breadth-first layers from `src`, then per node in that order its best arriving hops: from the previous layer,
+// of the widest bottleneck (every predecessor's width is final before a node is looked at). Arcs are sorted by
+// (peer, link), so the hops come out in the order the tie-break wants.
 const Router::Tree& Router::tree(NodeId src) {
   if (auto it = trees_.find(src); it != trees_.end()) return it->second;
-  if (trees_.size() >= kMaxCachedTrees) {
-    trees_.erase(order_.front());
+  Tree t;
+  if (trees_.size() >= kMaxCachedTrees) {   // reuse the evicted tree's storage
+    auto evicted = trees_.extract(order_.front());
     order_.pop_front();
+    t = std::move(evicted.mapped());
   }
   const auto n = topo_.nodes().size();
-  Tree t{std::vector<int>(n, -1), std::vector<double>(n, 0.0), std::vector<std::vector<Hop>>(n)};
-  t.dist[src] = 0;
+  t.dist.assign(n, -1);
+  t.first.assign(n + 1, 0);
+  t.preds.clear();
   std::vector<NodeId> order;
-  LayerVisitor vis;
-  vis.dist = &t.dist;
-  vis.order = &order;
-  boost::breadth_first_search(graph_->graph, src, boost::visitor(vis));
-  t.width[src] = std::numeric_limits<double>::infinity();
-  for (NodeId v : order) {   // BFS order: every predecessor's width is final before v is looked at
-    if (v == src) continue;
-    for (LinkId l : topo_.incident(v)) {
-      const NodeId u = topo_.other_end(l, v);
-      if (t.dist[u] != t.dist[v] - 1) continue;
-      const double w = std::min(t.width[u], topo_.link(l).bandwidth.value());
-      if (w > t.width[v] * (1 + 1e-12)) {
-        t.width[v] = w;
-        t.preds[v].clear();
+  order.reserve(n);
+  t.dist[src] = 0;
+  order.push_back(src);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const NodeId u = order[i];
+    for (std::uint32_t a = arc_first_[u]; a < arc_first_[u + 1]; ++a)
+      if (t.dist[arcs_[a].peer] < 0) {
+        t.dist[arcs_[a].peer] = t.dist[u] + 1;
+        order.push_back(arcs_[a].peer);
       }
-      if (w >= t.width[v] * (1 - 1e-12)) t.preds[v].push_back(Hop{l, topo_.link(l).b == v});
-    }
-    std::sort(t.preds[v].begin(), t.preds[v].end(), [&](const Hop& a, const Hop& b) {
-      const NodeId ua = topo_.other_end(a.link, v);
-      const NodeId ub = topo_.other_end(b.link, v);
-      return ua != ub ? ua < ub : a.link < b.link;
-    });
   }
+  std::vector<double> width(n, 0.0);
+  width[src] = std::numeric_limits<double>::infinity();
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> range(n, {0, 0});
+  std::vector<Hop> found;
+  found.reserve(n + n / 2);
+  for (NodeId v : order) {
+    if (v == src) continue;
+    const auto begin = static_cast<std::uint32_t>(found.size());
+    for (std::uint32_t a = arc_first_[v]; a < arc_first_[v + 1]; ++a) {
+      const Arc& arc = arcs_[a];
+      if (t.dist[arc.peer] != t.dist[v] - 1) continue;
+      const double w = std::min(width[arc.peer], arc.bandwidth);
+      if (w > width[v] * (1 + 1e-12)) {
+        width[v] = w;
+        found.resize(begin);
+      }
+      if (w >= width[v] * (1 - 1e-12)) found.push_back(Hop{arc.link, arc.forward});
+    }
+    range[v] = {begin, static_cast<std::uint32_t>(found.size())};
+  }
+  // Laid out by node id, so that into(v) is one contiguous range.
+  t.preds.reserve(found.size());
+  for (NodeId v = 0; v < n; ++v) {
+    t.first[v] = static_cast<std::uint32_t>(t.preds.size());
+    t.preds.insert(t.preds.end(), found.begin() + range[v].first, found.begin() + range[v].second);
+  }
+  t.first[n] = static_cast<std::uint32_t>(t.preds.size());
   order_.push_back(src);
   return trees_.emplace(src, std::move(t)).first->second;
 }
@@ -105,7 +113,7 @@ Route Router::route(NodeId src, NodeId dst) {
   const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
   std::vector<Hop> hops;
   for (NodeId v = dst; v != src;) {
-    const auto& preds = t.preds[v];
+    const auto preds = t.into(v);
     const Hop h = ecmp_ ? preds[mix(salt ^ v) % preds.size()] : preds.front();
     hops.push_back(h);
     v = topo_.other_end(h.link, v);
@@ -126,7 +134,7 @@ std::vector<Route> Router::equal_cost_routes(NodeId src, NodeId dst, std::size_t
       out.push_back(make_route(stack));
       return;
     }
-    for (const Hop& h : t.preds[v]) {
+    for (const Hop& h : t.into(v)) {
       stack.push_back(h);
       walk(topo_.other_end(h.link, v));
       stack.pop_back();

@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <list>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -38,18 +40,25 @@ class Router {
   [[nodiscard]] std::vector<Route> equal_cost_routes(NodeId src, NodeId dst, std::size_t limit);
 
  private:
-  struct Tree {   // shortest-path DAG from one source
+  struct Tree {   // shortest-path DAG from one source, flat: no allocation per node
     std::vector<int> dist;
-    std::vector<double> width;
-    std::vector<std::vector<Hop>> preds;   // hops arriving at each node on a best path, sorted
+    std::vector<std::uint32_t> first;   // per node, its hops in `preds`: [first[v], first[v + 1])
+    std::vector<Hop> preds;             // hops arriving at each node on a best path, sorted
+    [[nodiscard]] std::span<const Hop> into(NodeId v) const { return {preds.data() + first[v], preds.data() + first[v + 1]}; }
   };
   const Tree& tree(NodeId src);
   Route make_route(std::vector<Hop> reversed) const;
 
-  struct BoostGraph;
+  struct Arc {   // a link arriving at a node: from `peer`, over `link` (forward when the node is its b end)
+    NodeId peer;
+    LinkId link;
+    bool forward;
+    double bandwidth;
+  };
   const Topology& topo_;
   bool ecmp_;
-  std::unique_ptr<BoostGraph> graph_;
+  std::vector<std::uint32_t> arc_first_;   // per node, its arcs sorted by (peer, link): [arc_first_[v], arc_first_[v + 1])
+  std::vector<Arc> arcs_;
   std::unordered_map<NodeId, Tree> trees_;
   std::list<NodeId> order_;   // least recently computed first; bounded cache
 };
