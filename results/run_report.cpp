@@ -83,6 +83,7 @@ json run_json(const RunInfo& info, const StepMetrics& m, const workloads::Memory
           {"engine", info.engine},
           {"network_model", info.network_model},
           {"collective_algo", info.collective_algo},
+          {"shortcuts", info.shortcuts},
           {"reference", reference}};
 }
 

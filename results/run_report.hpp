@@ -21,11 +21,13 @@ struct RunInfo {
   std::string collective_algo;
   std::string reference_source;
   std::map<std::string, double> reference;        // result field -> published figure
+  nlohmann::json shortcuts = nlohmann::json::object();   // the SimGrid engine's scale shortcuts: what applied
 };
 
 // DESIGN.md's result object: step_time_s, tokens_per_s, tflops_per_gpu, hw_tflops_per_gpu, mfu, hfu,
 // scaling_efficiency, breakdown_s {compute, exposed_comm, pipeline_bubble, other}, memory, gpus; plus name,
-// layout, ideal_time_s, tp_comm_s, tp_comm_bytes, engine, network_model, collective_algo and reference.
+// layout, ideal_time_s, tp_comm_s, tp_comm_bytes, engine, network_model, collective_algo, shortcuts and
+// reference.
 nlohmann::json run_json(const RunInfo& info, const StepMetrics& m, const workloads::MemoryPlan& memory);
 
 // One row per configuration; then, for rows with references, the published figure beside dtsim's.

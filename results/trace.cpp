@@ -91,7 +91,9 @@ void link_counters(json& events, const sim::Timeline& t, const topology::Topolog
 std::string trace_json(const workloads::StepGraph& g, const sim::Timeline& t, const topology::Topology& topo, bool ecmp) {
   json events = json::array();
   if (!t.ranks.empty() && g.placement.ranks() <= kTraceAllRanksUpTo) {
-    for (const auto& r : t.ranks) rank_events(events, r.rank, g.class_of(r.rank), r.ops);
+    for (const auto& r : t.ranks)
+      rank_events(events, r.rank, g.class_of(r.rank),
+                  r.same_as >= 0 ? t.ranks.at(static_cast<std::size_t>(r.same_as)).ops : r.ops);
   } else {
     for (std::size_t c = 0; c < g.classes.size(); ++c)
       rank_events(events, g.classes[c].ranks.front(), g.classes[c], t.classes[c].ops);

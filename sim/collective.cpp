@@ -331,4 +331,23 @@ double bus_factor(workloads::CollectiveKind kind, int n) {
   return 0.0;
 }
 
+std::optional<Lowered> aggregate_steps(const Lowered& lowered) {
+  if (lowered.steps < 2 || lowered.transfers.empty() ||
+      lowered.transfers.size() % static_cast<std::size_t>(lowered.steps) != 0)
+    return std::nullopt;
+  const std::size_t per_step = lowered.transfers.size() / static_cast<std::size_t>(lowered.steps);
+  const auto same = [](const Transfer& a, const Transfer& b) {
+    return a.src == b.src && a.dst == b.dst && a.bytes == b.bytes && a.machine == b.machine && a.rate == b.rate;
+  };
+  for (std::size_t i = 0; i < lowered.transfers.size(); ++i) {
+    const Transfer& t = lowered.transfers[i];
+    if (t.step != static_cast<int>(i / per_step) || !same(t, lowered.transfers[i % per_step])) return std::nullopt;
+  }
+  Lowered out = lowered;
+  out.transfers.resize(per_step);
+  for (Transfer& t : out.transfers) t.bytes = t.bytes * static_cast<double>(lowered.steps);
+  out.steps = 1;
+  return out;
+}
+
 }  // namespace dtsim::sim

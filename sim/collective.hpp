@@ -102,6 +102,13 @@ Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& la
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
               Protocol protocol, const CollectiveTuning& tuning = collective_tuning());
 
+// Aggregated flows (DESIGN.md "Scale"): a lowering whose steps all move the same transfers (same ends, bytes
+// and rate cap, in the same order: a ring's 2(n-1) steps) as one step whose transfers each carry the bytes of
+// all of them; `steps` keeps the count it stands for. nullopt when the steps differ (tree, halving-doubling,
+// NVLS, hierarchical) or there is one step: nothing to aggregate. The aggregate's latencies are the original's;
+// whoever plays it adds the difference between the two played contention-free (lowered_time).
+std::optional<Lowered> aggregate_steps(const Lowered& lowered);
+
 // nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce-scatter / all-gather / all-to-all (n-1)/n,
 // broadcast 1; whatever the algorithm.
 double bus_factor(workloads::CollectiveKind kind, int n);

@@ -2,7 +2,7 @@
 // sequence of them, one after the other.
 #include "sim/simgrid_collective.hpp"
 
-#include "sim/analytic_costs.hpp"
+#include <algorithm>
 
 #include "sim/simgrid_player.hpp"
 #include "topology/catalog.hpp"
@@ -81,8 +81,11 @@ std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind k
   auto plan = std::make_shared<const CollectivePlan>(
       make_plan(lower_(kind, bytes, layout), static_cast<int>(layout.machine.size())));
   plans_.emplace(std::move(key), plan);
+  by_address_.emplace(plan.get(), plan);
   return plan;
 }
+
+std::shared_ptr<const CollectivePlan> PlanCache::find(const CollectivePlan* plan) const { return by_address_.at(plan); }
 
 Sites::Sites(const topology::Topology& topology) : topo_(topology) {
   for (NodeId id = 0; id < topo_.nodes().size(); ++id) {
@@ -99,18 +102,30 @@ Sites::Sites(const topology::Topology& topology) : topo_(topology) {
   }
 }
 
+// The machines of `gpus`, distinct, ascending.
+std::vector<int> Sites::machines(const std::vector<NodeId>& gpus) const {
+  std::vector<int> ids;
+  for (NodeId g : gpus) ids.push_back(topo_.node(g).machine);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
 GroupLayout Sites::layout(const std::vector<NodeId>& gpus) const {
+  const std::vector<int> ids = machines(gpus);
   GroupLayout layout;
   layout.nvls = !gpus.empty();
   for (NodeId g : gpus) {
-    layout.machine.push_back(topo_.node(g).machine);
-    layout.nvls = layout.nvls && nvls_switch_.count(layout.machine.back()) > 0;
+    const int machine = topo_.node(g).machine;
+    layout.machine.push_back(static_cast<int>(std::lower_bound(ids.begin(), ids.end(), machine) - ids.begin()));
+    layout.nvls = layout.nvls && nvls_switch_.count(machine) > 0;
   }
   layout.direct_links = fully_linked(gpus, topo_);
   return layout;
 }
 
 std::vector<NodeId> Sites::endpoint_nodes(const CollectivePlan& plan, const std::vector<NodeId>& gpus) const {
+  std::vector<int> ids;   // machine labels to machines, for switch endpoints
   std::vector<NodeId> nodes;
   nodes.reserve(plan.endpoints.size());
   for (const Endpoint& e : plan.endpoints) {
@@ -118,7 +133,8 @@ std::vector<NodeId> Sites::endpoint_nodes(const CollectivePlan& plan, const std:
       nodes.push_back(gpus.at(static_cast<std::size_t>(e.rank)));
       continue;
     }
-    auto it = nvls_switch_.find(e.machine);
+    if (ids.empty()) ids = machines(gpus);
+    auto it = nvls_switch_.find(ids.at(static_cast<std::size_t>(e.machine)));
     DTSIM_ASSERT(it != nvls_switch_.end(), "a lowering sends to the switch of a machine without an NVLS switch");
     nodes.push_back(it->second);
   }
@@ -130,9 +146,33 @@ void add_routes(RouteNeeds& needs, const CollectivePlan& plan, const std::vector
     needs.add(nodes[plan.ends[i].src], nodes[plan.ends[i].dst], plan.lowered.transfers[i].rate);
 }
 
+Aggregates::Aggregates(const topology::Topology& topology, bool ecmp) : topo_(topology), paths_(topology, ecmp) {}
+
+std::optional<Aggregates::Choice> Aggregates::of(const std::shared_ptr<const CollectivePlan>& plan,
+                                                 const std::vector<NodeId>& gpus) {
+  auto [it, added] = plans_.emplace(plan.get(), nullptr);
+  if (added)
+    if (auto aggregate = aggregate_steps(plan->lowered)) {
+      const auto members = std::count_if(plan->endpoints.begin(), plan->endpoints.end(),
+                                         [](const Endpoint& e) { return e.rank != kSwitch; });
+      it->second = std::make_shared<const CollectivePlan>(make_plan(std::move(*aggregate), static_cast<int>(members)));
+    }
+  if (it->second == nullptr) return std::nullopt;
+  auto [tail, fresh] = tails_.emplace(std::pair{plan.get(), gpus}, Seconds(0));
+  if (fresh)
+    tail->second = std::max(Seconds(0), lowered_time(plan->lowered, gpus, topo_, paths_) -
+                                            lowered_time(it->second->lowered, gpus, topo_, paths_));
+  return Choice{it->second, tail->second};
+}
+
 CollectiveRun::CollectiveRun(Simulation& sim, std::shared_ptr<const CollectivePlan> plan, std::vector<NodeId> nodes,
-                             std::vector<TransferRecord>* record, Finished finished)
-    : sim_(sim), plan_(std::move(plan)), nodes_(std::move(nodes)), record_(record), finished_(std::move(finished)) {
+                             std::vector<TransferRecord>* record, Finished finished, Seconds tail)
+    : sim_(sim),
+      plan_(std::move(plan)),
+      nodes_(std::move(nodes)),
+      record_(record),
+      finished_(std::move(finished)),
+      tail_(tail) {
   for (const auto& phases : plan_->phases) {
     auto& counts = remaining_.emplace_back();
     for (const auto& p : phases) counts.push_back(p.transfers);
@@ -177,6 +217,13 @@ void CollectiveRun::transfer_done(std::uint32_t t, Seconds start, Seconds end) {
   touch(e.src, e.src_phase);
   touch(e.dst, e.dst_phase);
   if (--left_ > 0) return;
+  if (tail_ > Seconds(0)) {
+    sim_.after(tail_, [this] {
+      Finished done = std::move(finished_);   // may destroy *this
+      done(sim_.now());
+    });
+    return;
+  }
   Finished done = std::move(finished_);   // may destroy *this
   done(end);
 }
@@ -191,8 +238,13 @@ void CollectiveRun::touch(std::size_t endpoint, std::size_t phase) {
 // One collective per size over `ranks`, each starting when the previous one ends.
 std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                   const std::vector<int>& ranks, const topology::Topology& topology,
-                                  const GroupLayout& layout, const LowerFn& lower, bool ecmp) {
+                                  const GroupLayout& layout, const LowerFn& lower, bool ecmp, bool aggregate) {
   DTSIM_ASSERT(layout.machine.size() == ranks.size(), "a group layout gives one machine per rank");
+  GroupLayout labelled = layout;   // machines as Sites labels them: 0, 1, ... in ascending order of id
+  std::vector<int> ids = layout.machine;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (int& m : labelled.machine) m = static_cast<int>(std::lower_bound(ids.begin(), ids.end(), m) - ids.begin());
   std::vector<NodeId> gpus;
   for (int r : ranks) gpus.push_back(topology.gpus().at(static_cast<std::size_t>(r)));
   const Sites sites(topology);
@@ -200,12 +252,21 @@ std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vec
   RouteNeeds needs;
   std::vector<std::shared_ptr<const CollectivePlan>> plan;
   std::vector<std::vector<NodeId>> nodes;
+  std::vector<Seconds> tails;
+  Aggregates aggregates(topology, ecmp);
   for (Bytes size : sizes) {
-    plan.push_back(plans.get(kind, size, layout));
+    plan.push_back(plans.get(kind, size, labelled));
+    tails.emplace_back();
+    if (aggregate)
+      if (auto choice = aggregates.of(plan.back(), gpus)) {
+        plan.back() = std::move(choice->plan);
+        tails.back() = choice->tail;
+      }
     nodes.push_back(sites.endpoint_nodes(*plan.back(), gpus));
     add_routes(needs, *plan.back(), nodes.back());
   }
-  Simulation sim(topology, needs, ecmp);
+  RouteResources routes(topology, ecmp);
+  Simulation sim(topology, needs, routes);
   std::vector<Seconds> times(sizes.size());
   std::unique_ptr<CollectiveRun> run;
   std::function<void(std::size_t)> next = [&](std::size_t i) {
@@ -215,7 +276,7 @@ std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vec
       times[i] = end - start;
       next(i + 1);   // replaces (destroys) the run that called
     };
-    run = std::make_unique<CollectiveRun>(sim, plan[i], nodes[i], nullptr, finished);
+    run = std::make_unique<CollectiveRun>(sim, plan[i], nodes[i], nullptr, finished, tails[i]);
     run->start();
   };
   next(0);

@@ -11,9 +11,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <vector>
 
+#include "sim/analytic_costs.hpp"
 #include "sim/collective.hpp"
 #include "sim/simgrid_platform.hpp"
 #include "sim/timeline.hpp"
@@ -54,11 +56,14 @@ class PlanCache {
  public:
   explicit PlanCache(LowerFn lower) : lower_(std::move(lower)) {}
   std::shared_ptr<const CollectivePlan> get(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout);
+  // The plan `get` returned as `plan` (owned here).
+  [[nodiscard]] std::shared_ptr<const CollectivePlan> find(const CollectivePlan* plan) const;
 
  private:
   using Key = std::tuple<int, double, std::vector<int>, bool, bool>;
   LowerFn lower_;
   std::map<Key, std::shared_ptr<const CollectivePlan>> plans_;
+  std::map<const CollectivePlan*, std::shared_ptr<const CollectivePlan>> by_address_;
 };
 
 // Where a group's ranks sit: their machines, and the NVSwitch that reduces in the switch on each machine that
@@ -67,15 +72,39 @@ class PlanCache {
 class Sites {
  public:
   explicit Sites(const topology::Topology& topology);
-  // The layout of a group of GPUs (in group-rank order): nvls when every machine has an NVLS switch.
+  // The layout of a group of GPUs (in group-rank order): nvls when every machine has an NVLS switch. Machines
+  // are labelled 0, 1, ... in ascending order of id, so that groups placed alike share one plan (a switch
+  // endpoint's machine is such a label).
   [[nodiscard]] GroupLayout layout(const std::vector<topology::NodeId>& gpus) const;
   // The node of each endpoint of `plan` for a group on `gpus`.
   [[nodiscard]] std::vector<topology::NodeId> endpoint_nodes(const CollectivePlan& plan,
                                                              const std::vector<topology::NodeId>& gpus) const;
 
  private:
+  [[nodiscard]] std::vector<int> machines(const std::vector<topology::NodeId>& gpus) const;
+
   const topology::Topology& topo_;
   std::map<int, topology::NodeId> nvls_switch_;   // by machine
+};
+
+// Aggregated flows (SimgridOptions::aggregate): per plan, its aggregate (sim::aggregate_steps) when it has one,
+// and per set of GPUs the tail the aggregate adds so that, played contention-free, it takes what the stepped
+// plan takes (lowered_time of each; never negative).
+class Aggregates {
+ public:
+  Aggregates(const topology::Topology& topology, bool ecmp);
+  struct Choice {
+    std::shared_ptr<const CollectivePlan> plan;
+    Seconds tail;
+  };
+  // nullopt when `plan` has no aggregate.
+  std::optional<Choice> of(const std::shared_ptr<const CollectivePlan>& plan, const std::vector<topology::NodeId>& gpus);
+
+ private:
+  const topology::Topology& topo_;
+  PairPaths paths_;
+  std::map<const CollectivePlan*, std::shared_ptr<const CollectivePlan>> plans_;   // null: none
+  std::map<std::pair<const CollectivePlan*, std::vector<topology::NodeId>>, Seconds> tails_;
 };
 
 // Adds the pairs a plan's transfers send between to `needs`.
@@ -85,8 +114,9 @@ void add_routes(RouteNeeds& needs, const CollectivePlan& plan, const std::vector
 class CollectiveRun {
  public:
   using Finished = std::function<void(Seconds end)>;
+  // The collective ends `tail` after its last transfer (an aggregate's latencies, Aggregates).
   CollectiveRun(Simulation& sim, std::shared_ptr<const CollectivePlan> plan, std::vector<topology::NodeId> nodes,
-                std::vector<TransferRecord>* record, Finished finished);
+                std::vector<TransferRecord>* record, Finished finished, Seconds tail = Seconds(0));
   // The collective starts now.
   void start();
 
@@ -100,6 +130,7 @@ class CollectiveRun {
   std::vector<topology::NodeId> nodes_;        // per endpoint
   std::vector<TransferRecord>* record_;
   Finished finished_;
+  Seconds tail_;
   std::vector<std::vector<int>> remaining_;    // per endpoint, per phase: transfers not yet ended
   std::size_t left_ = 0;                       // transfers not yet ended
 };

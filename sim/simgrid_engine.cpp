@@ -22,8 +22,8 @@ Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topolog
 
 std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                       const std::vector<int>& ranks, const topology::Topology& topology,
-                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp) {
-  return flow::time_lowered(kind, sizes, ranks, topology, layout, lowering(algorithm), ecmp);
+                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp, bool aggregate) {
+  return flow::time_lowered(kind, sizes, ranks, topology, layout, lowering(algorithm), ecmp, aggregate);
 }
 
 }  // namespace dtsim::sim

@@ -32,11 +32,24 @@ struct SimgridOptions {
   bool ecmp = false;               // spread equal-cost routes (the cluster's `ecmp`)
   // Collective memoization (DESIGN.md "Scale"): a collective on an ISOLATED group instance (no directed link or
   // switch capacity its lowered transfers can use is usable by another group instance's collectives or by a
-  // pipeline send) takes a time that depends only on (kind, bytes, GPUs, lowering): the first one is played
-  // and its duration kept; later ones are played as one timer of that duration. Groups that share a link are
-  // always played in full (Timeline::memo_refused_collectives counts those). With record_transfers, a
-  // replayed collective records the transfers of the one played in full, shifted to its start.
+  // pipeline send) takes a time that depends only on its plan (kind, bytes, lowering) and on the sub-topology
+  // its transfers cross: one collective per (plan, sub-topology) is played apart before the step, and every
+  // collective of an isolated instance is a timer of that duration. Groups that share a link are always played
+  // in full (Timeline::memo_refused_collectives counts those). With record_transfers, a replayed collective
+  // records the transfers of the one played, on its own nodes.
   bool memoize = true;
+  // Aggregated flows (DESIGN.md "Scale"): a collective whose lowering moves the same transfers in every step (a
+  // ring) is played as one flow per transfer carrying every step's bytes, then a tail of the latencies the
+  // steps would have added (sim::aggregate_steps, flow::Aggregates). Contention-free it takes exactly the
+  // stepped time; under contention its flows share links at the ring's steady pace. Lowerings whose steps
+  // differ (tree, halving-doubling, NVLS) are always played step by step.
+  bool aggregate = true;
+  // Symmetry across the ranks of each TP group (DESIGN.md "Scale"): when every TP group is isolated and moving
+  // each rank one place along its TP group maps the rest of the traffic, routes and link capacities onto
+  // themselves, only the first rank of each TP group is played, on links whose capacity is divided by the
+  // number of its images that share them; every other rank has its timeline (RankTimeline::same_as). Refused
+  // otherwise, with the reason in Timeline::symmetry. Checks and proof sketch: simgrid_symmetry.hpp.
+  bool symmetry = true;
 };
 
 // Plays `graph` on `topology`: rank r runs on topology.gpus()[r]. Must run in a process that has not run a
@@ -44,11 +57,12 @@ struct SimgridOptions {
 Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topology& topology, const SimgridOptions& options);
 
 // Times one collective per size, one after the other, over the GPUs `ranks` (indices into topology.gpus()),
-// in one simulation; each time runs from the collective's start (the previous one's end) to its end. `ecmp` as
-// in SimgridOptions. Same process rule as play_simgrid.
+// in one simulation; each time runs from the collective's start (the previous one's end) to its end. `ecmp` and
+// `aggregate` as in SimgridOptions. Same process rule as play_simgrid.
 std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                       const std::vector<int>& ranks, const topology::Topology& topology,
-                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp = false);
+                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp = false,
+                                      bool aggregate = true);
 
 // Runs `work` in a forked child and returns what it returned (any bytes). An exception in the child comes back
 // as the same message: InputError as InputError, anything else as std::runtime_error.

@@ -21,7 +21,6 @@ namespace dtsim::sim::flow {
 namespace {
 
 namespace sg4 = simgrid::s4u;
-using Dir = sg4::LinkInRoute::Direction;
 using topology::LinkId;
 using topology::NodeId;
 
@@ -50,14 +49,40 @@ void RouteNeeds::add(NodeId src, NodeId dst, std::optional<BytesPerSecond> rate)
   DTSIM_ASSERT(added || it->second == rate, "transfers between one pair of nodes carry different rate caps");
 }
 
+RouteResources::RouteResources(const topology::Topology& topo, bool ecmp) : topo_(topo), router_(topo, ecmp) {}
+
+const std::vector<Resource>& RouteResources::operator()(const RouteNeeds::Pair& pair) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(pair.first) << 32) | pair.second;
+  auto [it, added] = routes_.emplace(key, std::vector<Resource>{});
+  if (!added) return it->second;
+  const std::uint64_t links = topo_.links().size();
+  std::vector<Resource>& out = it->second;
+  NodeId at = pair.first;
+  if (topo_.node(at).capacity) out.push_back(2 * links + at);
+  for (const topology::Hop& hop : router_.route(pair.first, pair.second).hops) {
+    out.push_back(2 * static_cast<std::uint64_t>(hop.link) + (hop.forward ? 1 : 0));
+    at = topo_.other_end(hop.link, at);
+    if (topo_.node(at).capacity) out.push_back(2 * links + at);
+  }
+  return out;
+}
+
+std::pair<double, double> RouteResources::offer(Resource r) const {
+  const std::uint64_t links = topo_.links().size();
+  if (r >= 2 * links) return {topo_.node(static_cast<NodeId>(r - 2 * links)).capacity->value(), 0.0};
+  const topology::Link& l = topo_.link(static_cast<topology::LinkId>(r / 2));
+  return {(l.bandwidth * l.efficiency).value(), l.latency.value()};
+}
+
 struct Simulation::Impl {
-  Impl(const topology::Topology& topology, const RouteNeeds& needs, bool ecmp);
+  Impl(const topology::Topology& topology, const RouteNeeds& needs, RouteResources& routes, const Shares& shares);
 
   sg4::Host* host(NodeId id);
-  sg4::Link* link(LinkId id);
+  sg4::Link* link(LinkId id, bool forward);
+  double share(Resource r) const;
   sg4::Link* capacity_link(NodeId id);
   sg4::Link* rate_link(BytesPerSecond rate);
-  std::vector<sg4::LinkInRoute> route(topology::Router& router, RouteNeeds::Pair pair, std::optional<BytesPerSecond> rate);
+  std::vector<sg4::LinkInRoute> route(RouteResources& routes, RouteNeeds::Pair pair, std::optional<BytesPerSecond> rate);
 
   void start(const sg4::ActivityPtr& activity, Done done);
   void completed(const sg4::Activity& activity);
@@ -72,7 +97,8 @@ struct Simulation::Impl {
   std::unique_ptr<sg4::Engine> engine;   // declared first: destroyed after every activity reference below
   sg4::NetZone* zone = nullptr;
   std::vector<sg4::Host*> hosts;         // by node id; null where no transfer starts or ends
-  std::vector<sg4::Link*> links;         // by link id; null until a route uses the link
+  Shares shares;
+  std::vector<std::array<sg4::Link*, 2>> links;   // by link id, backward and forward; null until a route uses it
   std::unordered_map<NodeId, sg4::Link*> capacity_links;
   std::vector<std::pair<BytesPerSecond, sg4::Link*>> rate_links;
   std::unordered_map<const sg4::Activity*, Pending> pending;   // looked up, never iterated
@@ -80,17 +106,17 @@ struct Simulation::Impl {
   std::exception_ptr failure;
 };
 
-Simulation::Impl::Impl(const topology::Topology& topology, const RouteNeeds& needs, bool ecmp)
+Simulation::Impl::Impl(const topology::Topology& topology, const RouteNeeds& needs, RouteResources& routes,
+                       const Shares& s)
     : topo(topology),
       engine(make_engine()),
       hosts(topology.nodes().size(), nullptr),
-      links(topology.links().size(), nullptr) {
-  zone = sg4::create_full_zone("dtsim");
-  for (NodeId g : topo.gpus()) host(g);
-  topology::Router router(topo, ecmp);
+      shares(s),
+      links(topology.links().size(), {nullptr, nullptr}) {
+  zone = sg4::create_full_zone("dtsim");   // its routing table is hosts x hosts: hosts only where needed
   for (const auto& [pair, rate] : needs.pairs()) {
     if (pair.first == pair.second) continue;
-    const std::vector<sg4::LinkInRoute> path = route(router, pair, rate);
+    const std::vector<sg4::LinkInRoute> path = route(routes, pair, rate);
     zone->add_route(host(pair.first)->get_netpoint(), host(pair.second)->get_netpoint(), nullptr, nullptr, path,
                     false);
   }
@@ -105,12 +131,21 @@ sg4::Host* Simulation::Impl::host(NodeId id) {
   return h;
 }
 
-sg4::Link* Simulation::Impl::link(LinkId id) {
-  sg4::Link*& l = links.at(id);
+double Simulation::Impl::share(Resource r) const {
+  auto it = shares.find(r);
+  return it == shares.end() ? 1.0 : it->second;
+}
+
+// One direction of a topology link (a split-duplex link is two such, one per direction).
+sg4::Link* Simulation::Impl::link(LinkId id, bool forward) {
+  sg4::Link*& l = links.at(id)[forward ? 1 : 0];
   if (l != nullptr) return l;
   const topology::Link& spec = topo.link(id);
-  l = zone->create_split_duplex_link(fmt::format("l{}", id), (spec.bandwidth * spec.efficiency).value())
-          ->set_latency(spec.latency.value());
+  const Resource r = 2 * static_cast<Resource>(id) + (forward ? 1 : 0);
+  l = zone->create_link(fmt::format("l{}{}", id, forward ? '+' : '-'),
+                        (spec.bandwidth * spec.efficiency).value() / share(r))
+          ->set_latency(spec.latency.value())
+          ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
   return l;
 }
 
@@ -118,7 +153,8 @@ sg4::Link* Simulation::Impl::link(LinkId id) {
 sg4::Link* Simulation::Impl::capacity_link(NodeId id) {
   auto [it, added] = capacity_links.emplace(id, nullptr);
   if (added)
-    it->second = zone->create_link(fmt::format("cap{}", id), topo.node(id).capacity->value())
+    it->second = zone->create_link(fmt::format("cap{}", id),
+                                   topo.node(id).capacity->value() / share(2 * topo.links().size() + id))
                      ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
   return it->second;
 }
@@ -133,18 +169,15 @@ sg4::Link* Simulation::Impl::rate_link(BytesPerSecond rate) {
   return l;
 }
 
-std::vector<sg4::LinkInRoute> Simulation::Impl::route(topology::Router& router, RouteNeeds::Pair pair,
+std::vector<sg4::LinkInRoute> Simulation::Impl::route(RouteResources& routes, RouteNeeds::Pair pair,
                                                       std::optional<BytesPerSecond> rate) {
   std::vector<sg4::LinkInRoute> path;
-  NodeId at = pair.first;
-  auto visit = [&](NodeId node) {
-    if (topo.node(node).capacity) path.emplace_back(capacity_link(node));
-  };
-  visit(at);
-  for (const topology::Hop& hop : router.route(pair.first, pair.second).hops) {
-    path.emplace_back(link(hop.link), hop.forward ? Dir::UP : Dir::DOWN);
-    at = topo.other_end(hop.link, at);
-    visit(at);
+  const Resource capacities = 2 * static_cast<Resource>(topo.links().size());   // the first capacity resource
+  for (Resource r : routes(pair)) {
+    if (r >= capacities)
+      path.emplace_back(capacity_link(static_cast<NodeId>(r - capacities)));
+    else
+      path.emplace_back(link(static_cast<LinkId>(r / 2), r % 2 == 1));
   }
   if (rate) path.emplace_back(rate_link(*rate));
   return path;
@@ -176,8 +209,9 @@ void Simulation::Impl::guarded(const std::function<void()>& f) {
   }
 }
 
-Simulation::Simulation(const topology::Topology& topology, const RouteNeeds& needs, bool ecmp)
-    : impl_(std::make_unique<Impl>(topology, needs, ecmp)) {}
+Simulation::Simulation(const topology::Topology& topology, const RouteNeeds& needs, RouteResources& routes,
+                       const Shares& shares)
+    : impl_(std::make_unique<Impl>(topology, needs, routes, shares)) {}
 
 Simulation::~Simulation() = default;
 

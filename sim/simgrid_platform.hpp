@@ -1,8 +1,8 @@
 // Private to dtsim_simgrid: one SimGrid simulation over a Topology, behind an interface free of SimGrid types,
 // so that the StepGraph player and the collective runner never include SimGrid.
 //
-// Platform: one FullZone; a host per GPU and per other node a transfer starts or ends at; a split-duplex link
-// per topology link (bandwidth x efficiency per direction, the link's latency) that a route uses; per node with
+// Platform: one FullZone; a host per GPU and per other node a transfer starts or ends at; per topology link and
+// direction a route uses, one SHARED link (bandwidth x efficiency, the link's latency); per node with
 // a finite switching capacity (the star's hub) one SHARED link of that capacity, crossed once by every route
 // that visits the node; per rate cap (NVLS) one FATPIPE link of that rate, which caps each flow on it alone.
 // Routes come from topology::Router and are added, each direction on its own, only for the pairs in RouteNeeds.
@@ -11,17 +11,26 @@
 // callbacks start what follows (../shared/SIMGRID.md §5).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
+#include "topology/routing.hpp"
 #include "topology/topology.hpp"
 #include "topology/units.hpp"
 
 namespace dtsim::sim::flow {
+
+// A resource SimGrid shares between flows: a topology link in one direction (2 x link + 1 forward, 2 x link
+// backward) or a device's switching capacity (2 x links + node).
+using Resource = std::uint64_t;
+// Resources whose capacity a simulation divides: each flow played on them stands for that many (symmetry).
+using Shares = std::unordered_map<Resource, double>;
 
 // The directed node pairs a simulation sends between, each with the rate cap its transfers carry (if any).
 class RouteNeeds {
@@ -35,13 +44,29 @@ class RouteNeeds {
   std::map<Pair, std::optional<BytesPerSecond>> pairs_;
 };
 
+// The resources of each pair's route (topology::Router's route), memoized per pair.
+class RouteResources {
+ public:
+  RouteResources(const topology::Topology& topo, bool ecmp);
+  const std::vector<Resource>& operator()(const RouteNeeds::Pair& pair);
+  // What a resource offers: bandwidth x efficiency and latency of a link, or a node's capacity (latency 0).
+  [[nodiscard]] std::pair<double, double> offer(Resource r) const;
+
+ private:
+  const topology::Topology& topo_;
+  topology::Router router_;
+  std::unordered_map<std::uint64_t, std::vector<Resource>> routes_;
+};
+
 class Simulation {
  public:
   using Done = std::function<void(Seconds start, Seconds end)>;
 
   // Creates the process's SimGrid engine (one per process), configures the textbook network model and builds
-  // the platform with the routes of `needs`.
-  Simulation(const topology::Topology& topology, const RouteNeeds& needs, bool ecmp);
+  // the platform with the routes of `needs` (from `routes`), each resource in `shares` at 1/share of its
+  // capacity. Hosts are the nodes of `needs` only.
+  Simulation(const topology::Topology& topology, const RouteNeeds& needs, RouteResources& routes,
+             const Shares& shares = {});
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;

@@ -1,4 +1,4 @@
-// Plays a StepGraph on a Simulation, every rank expanded, by the rules of workloads/step_graph.hpp as the
+// Plays a StepGraph on a Simulation, every rank expanded (but where symmetry applies), by the rules of workloads/step_graph.hpp as the
 // analytic engine applies them:
 //  - an op is ready when its deps have ended;
 //  - compute ops run one at a time in list order (a compute op starts when it is ready and the previous
@@ -10,16 +10,17 @@
 //    both it is ready and that transfer has arrived (it starts when ready).
 // Activities are started from completion callbacks only, so live transfers stay bounded.
 //
-// Memoization (SimgridOptions::memoize): before the run, each group instance (group, sorted member ranks) gets
-// the directed links and switch capacities its lowered transfers' routes cross (every collective it runs), and
-// the pipeline sends get theirs; an instance none of whose resources another instance or a send uses is
-// isolated. Its collectives run one at a time and alone on their links, so a collective's duration depends only
-// on (lowering, GPUs): the first is played in full and its duration (and recorded transfers, relative to its
-// start) kept; the next ones with the same key are one timer of that duration. (FATPIPE rate caps are per
-// flow, shared with nobody: not a resource here.)
+// The scale shortcuts (DESIGN.md "Scale"), each with its switch in SimgridOptions:
+//  - memoization (simgrid_memo.hpp): collectives of isolated group instances are timers of a duration played
+//    apart, once per (plan, sub-topology);
+//  - aggregated flows (Aggregates): a ring's alike steps as one flow per transfer and a latency tail;
+//  - symmetry (simgrid_symmetry.hpp): one rank of each TP group is played, its images' share of the links it
+//    shares with them taken off their capacity.
 #include "sim/simgrid_player.hpp"
 
 #include "sim/simgrid_isolation.hpp"
+#include "sim/simgrid_memo.hpp"
+#include "sim/simgrid_symmetry.hpp"
 
 #include <algorithm>
 #include <array>
@@ -93,27 +94,9 @@ using InstanceKey = std::tuple<std::size_t, int, std::size_t>;
 
 struct Instance {
   std::size_t members = 0;
-  std::vector<TransferRecord> recorded;   // an isolated instance's transfers while it is played in full
   std::vector<std::pair<int, std::uint32_t>> arrived;   // (rank, op)
   Seconds start;
   std::unique_ptr<CollectiveRun> run;
-};
-
-// A group instance: (group, its first member rank); groups partition the ranks, so that names it.
-// What a replayed collective must match: its plan (kind, bytes, layout, lowering: algorithm and protocol) and
-// its GPUs.
-using MemoKey = std::pair<const CollectivePlan*, std::vector<NodeId>>;
-
-struct Played {
-  Seconds duration;
-  std::vector<TransferRecord> transfers;   // times from the collective's start (when recording)
-};
-
-struct Memo {
-  std::set<GroupInstance> isolated;
-  std::map<MemoKey, Played> played;
-  std::size_t replayed = 0;
-  std::size_t refused = 0;
 };
 
 std::vector<int> members_of(const StepGraph& g, int rank, workloads::Group group) {
@@ -133,7 +116,11 @@ std::vector<NodeId> gpus_of(const topology::Topology& topo, const std::vector<in
 class Player {
  public:
   Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans, const Sites& sites,
-         std::vector<TransferRecord>* record, Memo* memo);
+         std::vector<TransferRecord>* record, const Memo* memo, Aggregates* aggregates,
+         const std::vector<int>* representative);
+  [[nodiscard]] std::size_t replayed() const { return replayed_; }
+  [[nodiscard]] std::size_t refused() const { return refused_; }
+  [[nodiscard]] std::size_t aggregated() const { return aggregated_; }
   void start();
   void fill(Timeline& t) const;
 
@@ -141,6 +128,9 @@ class Player {
   const std::vector<Op>& ops(int rank) const { return g_.classes[state(rank).cls].ops; }
   const ClassIndex& index(int rank) const { return classes_[state(rank).cls]; }
   RankState& state(int rank) { return ranks_[static_cast<std::size_t>(rank)]; }
+  [[nodiscard]] bool played(int rank) const {
+    return representative_ == nullptr || (*representative_)[static_cast<std::size_t>(rank)] == rank;
+  }
   const RankState& state(int rank) const { return ranks_[static_cast<std::size_t>(rank)]; }
 
   void ready(int rank, std::uint32_t op);
@@ -150,8 +140,7 @@ class Player {
   void arrive(int rank, std::uint32_t op, std::size_t k);
   void begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, const std::vector<int>& members);
   void collective_ended(const InstanceKey& key, Seconds end);
-  void replay(const InstanceKey& key, const Played& played);
-  void memoized(const InstanceKey& key, MemoKey memo_key, Seconds end);
+  void replay(const InstanceKey& key, const Memo::Played& played, const std::vector<NodeId>& gpus);
   void post(int rank, std::uint32_t op, const SendOp& send);
   void receive(int rank, std::uint32_t op, const RecvOp& recv);
   void arrival(const PipeKey& key);
@@ -162,7 +151,12 @@ class Player {
   PlanCache& plans_;
   const Sites& sites_;
   std::vector<TransferRecord>* record_;
-  Memo* memo_;   // null: play every collective in full
+  const Memo* memo_;   // null: play every collective in full
+  std::size_t replayed_ = 0;
+  std::size_t refused_ = 0;
+  Aggregates* aggregates_;   // null: play every step of every collective
+  const std::vector<int>* representative_;   // symmetry: per rank the rank played for it; null: all played
+  std::size_t aggregated_ = 0;
   std::vector<ClassIndex> classes_;
   std::vector<RankState> ranks_;
   std::map<InstanceKey, Instance> instances_;
@@ -171,8 +165,17 @@ class Player {
 };
 
 Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans,
-               const Sites& sites, std::vector<TransferRecord>* record, Memo* memo)
-    : g_(g), topo_(topo), sim_(sim), plans_(plans), sites_(sites), record_(record), memo_(memo) {
+               const Sites& sites, std::vector<TransferRecord>* record, const Memo* memo, Aggregates* aggregates,
+               const std::vector<int>* representative)
+    : g_(g),
+      topo_(topo),
+      sim_(sim),
+      plans_(plans),
+      sites_(sites),
+      record_(record),
+      memo_(memo),
+      aggregates_(aggregates),
+      representative_(representative) {
   std::size_t total = 0;
   for (const auto& c : g.classes) total += c.ranks.size();
   ranks_.resize(total);
@@ -183,6 +186,7 @@ Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& s
       RankState& s = state(r);
       s.cls = c;
       s.gpu = topo.gpus().at(static_cast<std::size_t>(r));
+      if (!played(r)) continue;
       s.waiting = classes_[c].dep_counts;
       s.times.resize(g.classes[c].ops.size());
     }
@@ -191,7 +195,8 @@ Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& s
 
 void Player::start() {
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r)
-    for (std::uint32_t i = 0; i < ops(r).size(); ++i)
+    if (played(r))
+      for (std::uint32_t i = 0; i < ops(r).size(); ++i)
       if (index(r).dep_counts[i] == 0) ready(r, i);
 }
 
@@ -241,7 +246,10 @@ void Player::arrive(int rank, std::uint32_t op, std::size_t k) {
   const std::vector<int> members = members_of(g_, rank, c.group);
   const InstanceKey key{index_of(c.group), members.front(), k};
   Instance& inst = instances_[key];
-  inst.members = members.size();
+  inst.members = representative_ == nullptr
+                     ? members.size()
+                     : static_cast<std::size_t>(std::count_if(members.begin(), members.end(),
+                                                              [this](int r) { return played(r); }));
   inst.arrived.emplace_back(rank, op);
   if (inst.arrived.size() == inst.members) begin(key, inst, c, members);
 }
@@ -250,51 +258,35 @@ void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c
   const std::vector<NodeId> gpus = gpus_of(topo_, members);
   auto plan = plans_.get(c.kind, c.bytes, sites_.layout(gpus));
   inst.start = sim_.now();
-  const bool isolated = memo_ != nullptr && memo_->isolated.count(GroupInstance{std::get<0>(key), std::get<1>(key)}) > 0;
-  if (memo_ != nullptr && !isolated) ++memo_->refused;
-  std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, gpus);
-  if (!isolated) {
-    inst.run = std::make_unique<CollectiveRun>(sim_, std::move(plan), std::move(nodes), record_,
-                                               [this, key](Seconds end) { collective_ended(key, end); });
-    inst.run->start();
-    return;
+  if (memo_ != nullptr) {
+    const GroupInstance instance{std::get<0>(key), std::get<1>(key)};
+    if (memo_->isolated(instance)) return replay(key, memo_->played(instance, plan.get()), gpus);
+    ++refused_;
   }
-  MemoKey memo_key{plan.get(), gpus};
-  auto it = memo_->played.find(memo_key);
-  if (it != memo_->played.end()) return replay(key, it->second);
+  Seconds tail;
+  if (aggregates_ != nullptr)
+    if (auto choice = aggregates_->of(plan, gpus)) {
+      ++aggregated_;
+      plan = std::move(choice->plan);
+      tail = choice->tail;
+    }
+  std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, gpus);
   inst.run = std::make_unique<CollectiveRun>(
-      sim_, std::move(plan), std::move(nodes), record_ != nullptr ? &inst.recorded : nullptr,
-      [this, key, memo_key = std::move(memo_key)](Seconds end) mutable { memoized(key, std::move(memo_key), end); });
+      sim_, std::move(plan), std::move(nodes), record_, [this, key](Seconds end) { collective_ended(key, end); }, tail);
   inst.run->start();
 }
 
-// An isolated collective played in full has ended: keep what it took, then end it as any other.
-void Player::memoized(const InstanceKey& key, MemoKey memo_key, Seconds end) {
-  Instance& inst = instances_.at(key);
-  Played played{end - inst.start, {}};
-  if (record_ != nullptr) {
-    for (TransferRecord r : inst.recorded) {
-      record_->push_back(r);
-      r.start -= inst.start;
-      r.end -= inst.start;
-      played.transfers.push_back(r);
-    }
-  }
-  memo_->played.emplace(std::move(memo_key), std::move(played));
-  collective_ended(key, end);
-}
-
-// One timer of the kept duration; the kept transfers are recorded shifted to this start.
-void Player::replay(const InstanceKey& key, const Played& played) {
-  ++memo_->replayed;
-  sim_.after(played.duration, [this, key, &played] {
+// One timer of the memoized duration; the memoized transfers are recorded on this group's nodes, shifted to
+// this start.
+void Player::replay(const InstanceKey& key, const Memo::Played& played, const std::vector<NodeId>& gpus) {
+  ++replayed_;
+  std::vector<NodeId> nodes;
+  if (record_ != nullptr) nodes = sites_.endpoint_nodes(*played.plan, gpus);
+  sim_.after(played.duration, [this, key, &played, nodes = std::move(nodes)] {
     const Seconds start = instances_.at(key).start;
     if (record_ != nullptr)
-      for (TransferRecord r : played.transfers) {
-        r.start += start;
-        r.end += start;
-        record_->push_back(r);
-      }
+      for (const auto& r : played.transfers)
+        record_->push_back(TransferRecord{nodes.at(r.src), nodes.at(r.dst), r.bytes, start + r.start, start + r.end});
     collective_ended(key, sim_.now());
   });
 }
@@ -353,12 +345,14 @@ void Player::arrival(const PipeKey& key) {
   ended(rank, op);
 }
 
-// Per class, the timeline of the rank that ends last (the lowest such rank on a tie).
+// Per class, the timeline of the played rank that ends last (the lowest such rank on a tie); a rank played by
+// symmetry names the rank whose timeline it has.
 void Player::fill(Timeline& t) const {
   for (std::size_t c = 0; c < g_.classes.size(); ++c) {
     ClassTimeline ct{{}, Seconds(0), classes_[c].compute_busy};
     const std::vector<OpTime>* slowest = nullptr;
     for (int r : g_.classes[c].ranks) {
+      if (!played(r)) continue;
       const RankState& s = state(r);
       DTSIM_ASSERT(s.ended == s.times.size(), "the step graph deadlocks (a recv without its send, or a collective "
                                               "some member never reaches)");
@@ -373,14 +367,14 @@ void Player::fill(Timeline& t) const {
     t.step_time = std::max(t.step_time, ct.end);
     t.classes.push_back(std::move(ct));
   }
-  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) t.ranks.push_back(RankTimeline{r, state(r).times});
+  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r)
+    t.ranks.push_back(played(r) ? RankTimeline{r, state(r).times, -1}
+                                : RankTimeline{r, {}, (*representative_)[static_cast<std::size_t>(r)]});
 }
 
-// The pairs the graph sends between: each collective's transfers on each group instance, and each send.
-// Fills `traffic` when not null.
-RouteNeeds collect_routes(const StepGraph& g, const topology::Topology& topo, PlanCache& plans, const Sites& sites,
-                          Traffic* traffic) {
-  RouteNeeds needs;
+// The step's traffic over every rank: each group instance's members, plans and pairs; each send's pair.
+Traffic collect_traffic(const StepGraph& g, const topology::Topology& topo, PlanCache& plans, const Sites& sites) {
+  Traffic traffic;
   std::set<std::tuple<std::size_t, int, double, int>> seen;   // (group, kind, bytes, first member)
   for (const auto& c : g.classes) {
     std::set<std::tuple<std::size_t, int, double>> collectives;
@@ -392,25 +386,43 @@ RouteNeeds collect_routes(const StepGraph& g, const topology::Topology& topo, Pl
     }
     for (int r : c.ranks) {
       for (const auto& [group, kind, bytes] : collectives) {
-        const std::vector<int> members = members_of(g, r, static_cast<workloads::Group>(group));
+        std::vector<int> members = members_of(g, r, static_cast<workloads::Group>(group));
         if (!seen.emplace(group, kind, bytes, members.front()).second) continue;
         const std::vector<NodeId> gpus = gpus_of(topo, members);
         auto plan = plans.get(static_cast<workloads::CollectiveKind>(kind), Bytes(bytes), sites.layout(gpus));
         const std::vector<NodeId> nodes = sites.endpoint_nodes(*plan, gpus);
-        add_routes(needs, *plan, nodes);
-        if (traffic == nullptr) continue;
-        auto& pairs = traffic->instances[GroupInstance{group, members.front()}];
+        auto& instance = traffic.instances[GroupInstance{group, members.front()}];
+        if (instance.members.empty()) instance.members = std::move(members);
+        instance.plans.insert(plan.get());
         for (const CollectivePlan::Ends& e : plan->ends)
-          if (nodes[e.src] != nodes[e.dst]) pairs.emplace(nodes[e.src], nodes[e.dst]);
+          if (nodes[e.src] != nodes[e.dst]) instance.pairs.emplace(nodes[e.src], nodes[e.dst]);
       }
       for (int stage : peers) {
-        const NodeId src = topo.gpus().at(static_cast<std::size_t>(r));
-        const NodeId dst = topo.gpus().at(static_cast<std::size_t>(g.peer_rank(r, stage)));
-        needs.add(src, dst);
-        if (traffic != nullptr && src != dst) traffic->sends.emplace(src, dst);
+        const int peer = g.peer_rank(r, stage);
+        traffic.sends.emplace(std::pair{r, peer}, RouteNeeds::Pair{topo.gpus().at(static_cast<std::size_t>(r)),
+                                                                   topo.gpus().at(static_cast<std::size_t>(peer))});
       }
     }
   }
+  return traffic;
+}
+
+// The pairs the played ranks send between (all ranks when `representative` is null): every transfer of the
+// group instances they are in (but memoized ones), and their sends.
+RouteNeeds route_needs(const Traffic& traffic, const topology::Topology& topo, const Sites& sites,
+                       const std::vector<int>* representative, const Memo* memo) {
+  const auto played = [representative](int r) {
+    return representative == nullptr || (*representative)[static_cast<std::size_t>(r)] == r;
+  };
+  RouteNeeds needs;
+  for (const auto& [instance, data] : traffic.instances) {
+    if (std::none_of(data.members.begin(), data.members.end(), played)) continue;
+    if (memo != nullptr && memo->isolated(instance)) continue;   // timers only
+    const std::vector<NodeId> gpus = gpus_of(topo, data.members);
+    for (const CollectivePlan* plan : data.plans) add_routes(needs, *plan, sites.endpoint_nodes(*plan, gpus));
+  }
+  for (const auto& [ranks, pair] : traffic.sends)
+    if (played(ranks.first)) needs.add(pair.first, pair.second);
   return needs;
 }
 
@@ -430,19 +442,40 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   check_fits(ranks, topology);
   const Sites sites(topology);
   PlanCache plans(lower);
-  Traffic traffic;
-  const RouteNeeds needs = collect_routes(graph, topology, plans, sites, options.memoize ? &traffic : nullptr);
-  Memo memo;
-  if (options.memoize) memo.isolated = isolated_instances(traffic, topology, options.ecmp);
-  Simulation sim(topology, needs, options.ecmp);
+  const Traffic traffic = collect_traffic(graph, topology, plans, sites);
+  RouteResources resources(topology, options.ecmp);
+  std::set<GroupInstance> isolated;
+  if (options.memoize || options.symmetry) isolated = isolated_instances(traffic, resources);
+  Symmetry symmetry;
+  if (options.symmetry)
+    symmetry = find_symmetry(graph, topology, traffic, isolated, resources);
+  else
+    symmetry.refused = "switched off";
+  Aggregates aggregates(topology, options.ecmp);
+  Aggregates* aggregating = options.aggregate ? &aggregates : nullptr;
+  std::optional<Memo> memo;
+  if (options.memoize)
+    memo.emplace(traffic, std::move(isolated), topology, sites, plans, resources, aggregating,
+                 options.record_transfers, options.ecmp);
+  const std::vector<int>* representative = symmetry.applies() ? &symmetry.representative : nullptr;
+  const RouteNeeds needs = route_needs(traffic, topology, sites, representative, memo ? &*memo : nullptr);
+  Simulation sim(topology, needs, resources, symmetry.shares);
   Timeline t;
   Player player(graph, topology, sim, plans, sites, options.record_transfers ? &t.transfers : nullptr,
-                options.memoize ? &memo : nullptr);
+                memo ? &*memo : nullptr, aggregating, representative);
   player.start();
   sim.run();
   player.fill(t);
-  t.memoized_collectives = memo.replayed;
-  t.memo_refused_collectives = memo.refused;
+  if (symmetry.applies() && options.record_transfers) add_images(t.transfers, symmetry, topology);
+  t.memoized_collectives = player.replayed();
+  t.memo_refused_collectives = player.refused();
+  t.memo_shapes = memo ? memo->shapes() : 0;
+  t.aggregated_collectives = player.aggregated();
+  if (symmetry.applies())
+    t.symmetry = fmt::format("one rank of each TP group played, {} resources shared by its images",
+                             symmetry.shares.size());
+  else
+    t.symmetry = fmt::format("not applied: {}", symmetry.refused);
   t.network_model = std::string(Simulation::network_model());
   return t;
 }

@@ -26,6 +26,7 @@ struct ClassTimeline {
 struct RankTimeline {
   int rank = 0;
   std::vector<OpTime> ops;
+  int same_as = -1;   // >= 0: the rank ran the timeline of rank `same_as` (symmetry), and `ops` is empty
 };
 
 // One network transfer as played (a collective's step transfer or a pipeline send), for link-load counters.
@@ -47,6 +48,11 @@ struct Timeline {
   // collectives played in full because their group instance shares a link with other traffic.
   std::size_t memoized_collectives = 0;
   std::size_t memo_refused_collectives = 0;
+  std::size_t memo_shapes = 0;   // collectives played apart, one per (plan, sub-topology) of isolated groups
+  // Collectives played with aggregated flows (SimgridOptions::aggregate).
+  std::size_t aggregated_collectives = 0;
+  // Symmetry across TP ranks (SimgridOptions::symmetry): what was played, or why it did not apply.
+  std::string symmetry;
 };
 
 }  // namespace dtsim::sim

@@ -58,6 +58,8 @@ sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topol
   options.record_transfers = trace;
   options.ecmp = s.cluster.ecmp;
   options.memoize = s.simulation.memoize;
+  options.aggregate = s.simulation.aggregate;
+  options.symmetry = s.simulation.symmetry;
   return sim::play_simgrid(g, topo, options);
 }
 
@@ -78,6 +80,12 @@ json simulate(const Scenario& s, const std::string& trace_path) {
                         std::string(sim::to_string(s.simulation.collective_algo)),
                         s.reference.source,
                         s.reference.values};
+  if (s.simulation.engine == EngineKind::Simgrid)
+    info.shortcuts = {{"memoized_collectives", timeline.memoized_collectives},
+                      {"memo_refused_collectives", timeline.memo_refused_collectives},
+                      {"memo_shapes", timeline.memo_shapes},
+                      {"aggregated_collectives", timeline.aggregated_collectives},
+                      {"symmetry", timeline.symmetry}};
   return results::run_json(info, metrics, memory);
 }
 

@@ -21,7 +21,9 @@ struct SimulationSpec {
   EngineKind engine = EngineKind::Simgrid;
   sim::Algorithm collective_algo = sim::Algorithm::Auto;
   workloads::Granularity granularity = workloads::Granularity::Layer;
-  bool memoize = true;   // SimGrid: replay collectives on isolated groups (sim::SimgridOptions::memoize)
+  bool memoize = true;     // SimGrid: replay collectives on isolated groups (sim::SimgridOptions::memoize)
+  bool aggregate = true;   // SimGrid: a ring's steps as one flow per transfer (sim::SimgridOptions::aggregate)
+  bool symmetry = true;    // SimGrid: play one rank of each TP group (sim::SimgridOptions::symmetry)
 };
 
 // The `reference` section: published figures to print beside dtsim's (the founding article's claims, a paper's

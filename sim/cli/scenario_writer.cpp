@@ -160,6 +160,8 @@ void emit_simulation(YAML::Emitter& out, const SimulationSpec& s) {
   out << YAML::Key << "granularity" << YAML::Value
       << (s.granularity == workloads::Granularity::Layer ? "layer" : "kernel");
   out << YAML::Key << "memoize" << YAML::Value << s.memoize;
+  out << YAML::Key << "aggregate" << YAML::Value << s.aggregate;
+  out << YAML::Key << "symmetry" << YAML::Value << s.symmetry;
   out << YAML::EndMap;
 }
 

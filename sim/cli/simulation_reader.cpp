@@ -31,12 +31,14 @@ std::optional<workloads::Granularity> parse_granularity(std::string_view name) {
 std::string reference_keys() { return fmt::format("source, {}", fmt::join(kReferenceKeys, ", ")); }
 
 SimulationSpec read_simulation(const YamlMap& m) {
-  m.allow_only({"engine", "collective_algo", "granularity", "memoize"});
+  m.allow_only({"engine", "collective_algo", "granularity", "memoize", "aggregate", "symmetry"});
   SimulationSpec s;
   s.engine = read_enum(m, "engine", s.engine, parse_engine, "simgrid, analytic");
   s.collective_algo = read_enum(m, "collective_algo", s.collective_algo, sim::parse_algorithm, sim::kAlgorithmNames);
   s.granularity = read_enum(m, "granularity", s.granularity, parse_granularity, "layer, kernel");
   s.memoize = m.boolean("memoize").value_or(s.memoize);
+  s.aggregate = m.boolean("aggregate").value_or(s.aggregate);
+  s.symmetry = m.boolean("symmetry").value_or(s.symmetry);
   return s;
 }
 

@@ -35,7 +35,8 @@ TEST_CASE("simgrid: one transfer takes latency + size / (bandwidth x efficiency)
     const auto topo = two_gpus();
     sim::flow::RouteNeeds needs;
     needs.add(0, 1);
-    sim::flow::Simulation sim(topo, needs, false);
+    sim::flow::RouteResources routes(topo, false);
+    sim::flow::Simulation sim(topo, needs, routes);
     std::vector<double> out;
     sim.transfer(0, 1, Bytes(1e9), [&](Seconds start, Seconds end) { out = {start.value(), end.value()}; });
     sim.run();
@@ -52,7 +53,8 @@ TEST_CASE("simgrid: two flows in one direction share the link and opposite direc
     sim::flow::RouteNeeds needs;
     needs.add(0, 1);
     needs.add(1, 0);
-    sim::flow::Simulation sim(topo, needs, false);
+    sim::flow::RouteResources routes(topo, false);
+    sim::flow::Simulation sim(topo, needs, routes);
     std::vector<double> out(4);
     const std::array<std::pair<NodeId, NodeId>, 3> flows{{{0, 1}, {0, 1}, {1, 0}}};
     for (std::size_t i = 0; i < flows.size(); ++i)
@@ -74,7 +76,8 @@ TEST_CASE("simgrid: a rate cap limits one transfer and compute ops and delays ta
     const auto topo = two_gpus();
     sim::flow::RouteNeeds needs;
     needs.add(0, 1, gigabytes_per_second(5));
-    sim::flow::Simulation sim(topo, needs, false);
+    sim::flow::RouteResources routes(topo, false);
+    sim::flow::Simulation sim(topo, needs, routes);
     std::vector<double> out(4);
     sim.transfer(0, 1, Bytes(1e9), [&](Seconds, Seconds end) { out[0] = end.value(); });
     sim.compute(0, microseconds(3.5), [&](Seconds, Seconds end) { out[1] = end.value(); });
@@ -99,7 +102,8 @@ TEST_CASE("simgrid: the star's hub limits the traffic through it to its capacity
   const auto t = isolated([&] {
     sim::flow::RouteNeeds needs;
     for (int i = 0; i < n; ++i) needs.add(topo.gpus()[static_cast<std::size_t>(i)], topo.gpus()[static_cast<std::size_t>((i + 1) % n)]);
-    sim::flow::Simulation sim(topo, needs, false);
+    sim::flow::RouteResources routes(topo, false);
+    sim::flow::Simulation sim(topo, needs, routes);
     std::vector<double> out(n);
     for (int i = 0; i < n; ++i)
       sim.transfer(topo.gpus()[static_cast<std::size_t>(i)], topo.gpus()[static_cast<std::size_t>((i + 1) % n)],

@@ -94,6 +94,7 @@ TEST_CASE("simgrid: recorded transfers are every pipeline send and collective tr
   const auto t = isolated([&] {
     sim::SimgridOptions options;
     options.record_transfers = true;
+    options.aggregate = false;   // every step's transfers, as lowered
     const auto timeline = sim::flow::play_graph(g, topo, options, ring_lowering(Seconds(0), Seconds(0)));
     std::vector<double> out{static_cast<double>(timeline.transfers.size())};
     for (const auto& r : timeline.transfers) {

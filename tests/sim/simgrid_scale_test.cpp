@@ -1,0 +1,242 @@
+// The SimGrid engine's scale shortcuts (DESIGN.md "Scale"): collective memoization, aggregated flows and
+// symmetry across TP ranks. Each is checked against the fully expanded simulation (every shortcut off) on a
+// case with real contention, where it must change the step time by less than 1 %, and on a case where its
+// assumption does not hold, where it must refuse to apply.
+#include "sim/simgrid_support.hpp"
+
+using namespace simgrid_support;
+using dtsim::test::gpt_job;
+
+namespace {
+
+struct Shortcuts {
+  bool memoize = false;
+  bool aggregate = false;
+  bool symmetry = false;
+};
+
+struct Played {
+  double step = 0;
+  std::vector<double> class_ends;
+  double memoized = 0, refused = 0, shapes = 0, aggregated = 0;
+  bool symmetric = false;
+};
+
+Played play(const workloads::StepGraph& g, const topology::Topology& topo, Shortcuts s,
+            sim::Algorithm algorithm = sim::Algorithm::Auto) {
+  const auto v = isolated([&] {
+    sim::SimgridOptions options;
+    options.algorithm = algorithm;
+    options.memoize = s.memoize;
+    options.aggregate = s.aggregate;
+    options.symmetry = s.symmetry;
+    const auto t = sim::play_simgrid(g, topo, options);
+    std::vector<double> out{t.step_time.value(),
+                            static_cast<double>(t.memoized_collectives),
+                            static_cast<double>(t.memo_refused_collectives),
+                            static_cast<double>(t.memo_shapes),
+                            static_cast<double>(t.aggregated_collectives),
+                            t.symmetry.rfind("one rank", 0) == 0 ? 1.0 : 0.0};
+    for (const auto& c : t.classes) out.push_back(c.end.value());
+    return out;
+  });
+  return {v[0], {v.begin() + 6, v.end()}, v[1], v[2], v[3], v[4], v[5] == 1.0};
+}
+
+double deviation(const Played& a, const Played& b) { return std::abs(a.step / b.step - 1); }
+
+// 8 nodes of 2 A100s on an NVSwitch, one NIC per GPU, two nodes per leaf, uplinks oversubscribed 2:1; TP 2
+// (one node), PP 2, DP 4. The data-parallel rings of the two TP ranks leave their leaves through the uplinks
+// and share them (and the spines) with each other and with the pipeline sends: real contention. The TP pairs
+// sit alone on their NVSwitch links.
+topology::Topology contended_fabric() {
+  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 8, 2);
+  spec.inter = topology::InterKind::FatTree;
+  spec.fabric.leaf_ports = 4;
+  spec.oversubscription = 2;
+  return topology::build_cluster(spec).topology;
+}
+
+workloads::StepGraph contended_job() {
+  return workloads::generate_step(gpt_job(2, 2, 4, 16, 4), topology::find_gpu("a100-sxm4-80gb"));
+}
+
+// 2 nodes of 4, one NIC per node: the DP rings (tp 2, dp 4) cross the NIC and share the GPUs' NVSwitch links
+// with the TP pairs, so no TP group is isolated.
+topology::Topology shared_nic() {
+  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 4);
+  spec.inter = topology::InterKind::Switch;
+  spec.nics_per_node = 1;
+  return topology::build_cluster(spec).topology;
+}
+
+}  // namespace
+
+TEST_CASE("scale: every shortcut together keeps the fully expanded step time on contended data-parallel rings") {
+  const auto g = contended_job();
+  const auto topo = contended_fabric();
+  const auto full = play(g, topo, {});
+  const auto fast = play(g, topo, {true, true, true});
+  MESSAGE("step time expanded ", full.step, " s, with every shortcut ", fast.step, " s (", fast.memoized,
+          " collectives memoized, ", fast.aggregated, " aggregated, symmetric ", fast.symmetric, ")");
+  CHECK(fast.symmetric);
+  CHECK(fast.memoized > 0);
+  CHECK(fast.aggregated > 0);
+  CHECK(deviation(fast, full) < 0.01);
+}
+
+TEST_CASE("scale: memoization replays isolated TP groups, one played collective per plan and sub-topology") {
+  const auto g = contended_job();
+  const auto topo = contended_fabric();
+  const auto off = play(g, topo, {});
+  const auto on = play(g, topo, {true, false, false});
+  MESSAGE("memo off ", off.step, " s, on ", on.step, " s; ", on.memoized, " replayed from ", on.shapes,
+          " played apart; ", on.refused, " refused");
+  CHECK(on.memoized > 0);
+  CHECK(on.refused > 0);   // the DP groups share the fabric: played in full
+  // 8 TP groups on 4 alike nodes run a handful of distinct collectives: each is played once, not once per group
+  CHECK(on.shapes > 0);
+  CHECK(on.shapes < 8);
+  CHECK(on.step == doctest::Approx(off.step).epsilon(1e-9).scale(0));
+  for (std::size_t c = 0; c < on.class_ends.size(); ++c)
+    CHECK(on.class_ends[c] == doctest::Approx(off.class_ends[c]).epsilon(1e-9).scale(0));
+}
+
+TEST_CASE("scale: aggregated flows keep the stepped rings' step time within 1 percent under contention") {
+  const auto g = contended_job();
+  const auto topo = contended_fabric();
+  const auto off = play(g, topo, {});
+  const auto on = play(g, topo, {false, true, false});
+  MESSAGE("aggregation off ", off.step, " s, on ", on.step, " s (", on.aggregated, " collectives), deviation ",
+          deviation(on, off));
+  CHECK(on.aggregated > 0);
+  CHECK(deviation(on, off) < 0.01);
+}
+
+TEST_CASE("scale: aggregated flows are exact on a contention-free ring") {
+  const auto g = workloads::generate_step(gpt_job(8, 1, 1, 4, 2), topology::find_gpu("a100-sxm4-80gb"));
+  const auto topo = built(IntraKind::NvSwitch, 8);
+  const auto off = play(g, topo, {}, sim::Algorithm::Ring);
+  const auto on = play(g, topo, {false, true, false}, sim::Algorithm::Ring);
+  CHECK(on.aggregated > 0);
+  CHECK(on.step == doctest::Approx(off.step).epsilon(1e-9).scale(0));
+}
+
+// Halving-doubling's steps pair different ranks: there is nothing to aggregate, and the simulation is the same
+// one. (Data parallelism only, 16 ranks: no two-rank group, whose two steps would be alike.)
+TEST_CASE("scale: aggregated flows refuse lowerings whose steps differ (halving-doubling)") {
+  const auto g = workloads::generate_step(gpt_job(1, 1, 16, 16, 4), topology::find_gpu("a100-sxm4-80gb"));
+  const auto topo = contended_fabric();
+  const auto off = play(g, topo, {}, sim::Algorithm::HalvingDoubling);
+  const auto on = play(g, topo, {false, true, false}, sim::Algorithm::HalvingDoubling);
+  CHECK(on.aggregated == 0);
+  CHECK(on.step == off.step);
+}
+
+TEST_CASE("scale: aggregate_steps folds a ring's alike steps and nothing else") {
+  using workloads::CollectiveKind;
+  sim::GroupLayout layout;
+  layout.machine = {0, 1, 2, 3};
+  const Bytes size(1 << 20);
+  const auto ring = sim::lower(CollectiveKind::AllReduce, size, layout, sim::Algorithm::Ring);
+  const auto folded = sim::aggregate_steps(ring);
+  REQUIRE(folded);
+  CHECK(folded->steps == 1);
+  CHECK(folded->transfers.size() == 4);
+  double ring_bytes = 0, folded_bytes = 0;
+  for (const auto& t : ring.transfers) ring_bytes += t.bytes.value();
+  for (const auto& t : folded->transfers) folded_bytes += t.bytes.value();
+  CHECK(folded_bytes == doctest::Approx(ring_bytes).epsilon(1e-12));
+  CHECK(folded->latency == ring.latency);
+  CHECK_FALSE(sim::aggregate_steps(sim::lower(CollectiveKind::AllReduce, size, layout, sim::Algorithm::HalvingDoubling)));
+  CHECK_FALSE(sim::aggregate_steps(sim::lower(CollectiveKind::AllReduce, size, layout, sim::Algorithm::Tree)));
+  sim::GroupLayout one;
+  one.machine = {0};
+  CHECK_FALSE(sim::aggregate_steps(sim::lower(CollectiveKind::AllReduce, size, one, sim::Algorithm::Ring)));
+}
+
+TEST_CASE("scale: symmetry plays one rank per TP group and keeps the step time of contended DP rings") {
+  const auto g = contended_job();
+  const auto topo = contended_fabric();
+  const auto off = play(g, topo, {});
+  const auto on = play(g, topo, {false, false, true});
+  MESSAGE("symmetry off ", off.step, " s, on ", on.step, " s");
+  CHECK(on.symmetric);
+  CHECK(on.step == doctest::Approx(off.step).epsilon(1e-9).scale(0));
+  for (std::size_t c = 0; c < on.class_ends.size(); ++c)
+    CHECK(on.class_ends[c] == doctest::Approx(off.class_ends[c]).epsilon(1e-9).scale(0));
+}
+
+// The trace's link counters: with symmetry, the played ranks' transfers are recorded with their images, so the
+// transfers, their bytes and their busy time are those of the full run.
+TEST_CASE("scale: symmetry records the transfers of the ranks it does not play") {
+  const auto g = contended_job();
+  const auto topo = contended_fabric();
+  auto recorded = [&](bool symmetry) {
+    return isolated([&] {
+      sim::SimgridOptions options;
+      options.record_transfers = true;
+      options.aggregate = false;
+      options.symmetry = symmetry;
+      const auto t = sim::play_simgrid(g, topo, options);
+      double bytes = 0, busy = 0;
+      for (const auto& r : t.transfers) {
+        bytes += r.bytes.value();
+        busy += (r.end - r.start).value();
+      }
+      return std::vector<double>{static_cast<double>(t.transfers.size()), bytes, busy};
+    });
+  };
+  const auto on = recorded(true);
+  const auto off = recorded(false);
+  CHECK(on[0] == off[0]);
+  CHECK(on[1] == doctest::Approx(off[1]).epsilon(1e-12).scale(0));
+  CHECK(on[2] == doctest::Approx(off[2]).epsilon(1e-9).scale(0));
+}
+
+TEST_CASE("scale: symmetry refuses TP groups that share links with other traffic") {
+  const auto g = workloads::generate_step(gpt_job(2, 1, 4, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
+  const auto topo = shared_nic();
+  const auto off = play(g, topo, {});
+  const auto on = play(g, topo, {false, false, true});
+  CHECK_FALSE(on.symmetric);
+  CHECK(on.step == off.step);
+  const std::string why = sim::run_isolated([&] {
+    sim::SimgridOptions options;
+    options.memoize = false;
+    options.aggregate = false;
+    return sim::play_simgrid(g, topo, options).symmetry;
+  });
+  CHECK(why.find("shares a link with other traffic") != std::string::npos);
+}
+
+TEST_CASE("scale: symmetry refuses routes that do not map onto each other along TP") {
+  // Two NICs per node of four GPUs: GPUs 0-1 use NIC 0, GPUs 2-3 NIC 1. Moving a rank one place along its TP
+  // group (tp 4) takes GPU 1 to GPU 2: a route through NIC 0 onto one through NIC 1, while GPU 0 to GPU 1 keeps
+  // NIC 0. No one map of links carries every route onto its image.
+  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 4);
+  spec.inter = topology::InterKind::Switch;
+  spec.nics_per_node = 2;
+  const auto topo = topology::build_cluster(spec).topology;
+  const auto g = workloads::generate_step(gpt_job(4, 1, 2, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
+  const auto off = play(g, topo, {});
+  const auto on = play(g, topo, {false, false, true});
+  const std::string why = sim::run_isolated([&] {
+    sim::SimgridOptions options;
+    return sim::play_simgrid(g, topo, options).symmetry;
+  });
+  MESSAGE("symmetry: ", why);
+  CHECK_FALSE(on.symmetric);
+  CHECK(why.rfind("not applied", 0) == 0);
+  CHECK(on.step == off.step);
+}
+
+TEST_CASE("scale: coarse compute ops (one per layer pass) keep the kernel-level step time within 1 percent") {
+  const auto topo = contended_fabric();
+  const auto job = gpt_job(2, 2, 4, 16, 4);
+  const auto gpu = topology::find_gpu("a100-sxm4-80gb");
+  const auto layer = play(workloads::generate_step(job, gpu, {workloads::Granularity::Layer}), topo, {});
+  const auto kernel = play(workloads::generate_step(job, gpu, {workloads::Granularity::Kernel}), topo, {});
+  MESSAGE("layer ops ", layer.step, " s, kernel ops ", kernel.step, " s, deviation ", deviation(layer, kernel));
+  CHECK(deviation(layer, kernel) < 0.01);
+}
