@@ -108,6 +108,7 @@ Route Router::make_route(std::vector<Hop> reversed) const {
 }
 
 Route Router::route(NodeId src, NodeId dst) {
+  if (topo_.nodes().size() > kPairSearchAbove && trees_.count(src) == 0) return pair_route(src, dst);
   const Tree& t = tree(src);
   if (t.dist[dst] < 0) throw std::logic_error(fmt::format("no route from node {} to node {}", src, dst));
   const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
@@ -118,6 +119,116 @@ Route Router::route(NodeId src, NodeId dst) {
     hops.push_back(h);
     v = topo_.other_end(h.link, v);
   }
+  return make_route(std::move(hops));
+}
+
+// Breadth-first from both ends, one whole layer at a time on the smaller side, until a layer reaches a node the
+// other side has reached: then every such node is at distance D = (forward depth) + (backward depth), and
+// every node on a shortest path is within the forward depth of src or the backward depth of dst. Marking the
+// shortest-path nodes back from that meeting layer on each side, then the widest best hops forward from src
+// over them alone, gives each node on the way the same hops `tree` gives it (its best hops come from the
+// previous layer, all of whose nodes on a shortest path to it lie on one to dst as well).
+Route Router::pair_route(NodeId src, NodeId dst) {
+  if (src == dst) return make_route({});
+  Scratch& s = scratch_;
+  const auto n = topo_.nodes().size();
+  if (s.from_src.size() != n) {
+    s.from_src.assign(n, -1);
+    s.to_dst.assign(n, -1);
+    s.on_path.assign(n, 0);
+    s.width.assign(n, 0.0);
+    s.best.assign(n, {0, 0});
+  }
+  const auto reach = [&](std::vector<int>& dist, NodeId v, int d) {
+    if (s.from_src[v] < 0 && s.to_dst[v] < 0) s.touched.push_back(v);
+    dist[v] = d;
+  };
+  std::vector<std::vector<NodeId>> forward{{src}}, backward{{dst}};
+  reach(s.from_src, src, 0);
+  reach(s.to_dst, dst, 0);
+  bool met = false;
+  while (!met) {
+    const bool ahead = forward.back().size() <= backward.back().size();
+    auto& layers = ahead ? forward : backward;
+    auto& mine = ahead ? s.from_src : s.to_dst;
+    const auto& theirs = ahead ? s.to_dst : s.from_src;
+    std::vector<NodeId> next;
+    const int depth = static_cast<int>(layers.size());
+    for (NodeId u : layers.back())
+      for (std::uint32_t a = arc_first_[u]; a < arc_first_[u + 1]; ++a) {
+        const NodeId v = arcs_[a].peer;
+        if (mine[v] >= 0) continue;
+        reach(mine, v, depth);
+        next.push_back(v);
+        met = met || theirs[v] >= 0;
+      }
+    if (next.empty()) {
+      for (NodeId v : s.touched) s.from_src[v] = s.to_dst[v] = -1;
+      s.touched.clear();
+      throw std::logic_error(fmt::format("no route from node {} to node {}", src, dst));
+    }
+    layers.push_back(std::move(next));
+  }
+  const int fa = static_cast<int>(forward.size()) - 1, fb = static_cast<int>(backward.size()) - 1;
+  const int total = fa + fb;
+  // Shortest-path nodes: the meeting nodes, then back layer by layer on each side.
+  for (NodeId v : forward[static_cast<std::size_t>(fa)]) s.on_path[v] = s.to_dst[v] == fb;
+  for (NodeId v : backward[static_cast<std::size_t>(fb)]) s.on_path[v] = s.from_src[v] == fa;
+  const auto mark = [&](const std::vector<std::vector<NodeId>>& layers, const std::vector<int>& dist) {
+    for (std::size_t k = layers.size() - 1; k-- > 0;)
+      for (NodeId v : layers[k])
+        for (std::uint32_t a = arc_first_[v]; a < arc_first_[v + 1]; ++a) {
+          const NodeId w = arcs_[a].peer;
+          if (dist[w] == static_cast<int>(k) + 1 && s.on_path[w]) {
+            s.on_path[v] = 1;
+            break;
+          }
+        }
+  };
+  mark(forward, s.from_src);
+  mark(backward, s.to_dst);
+  // Distance from src of a node on a shortest path.
+  const auto depth_of = [&](NodeId v) { return s.from_src[v] >= 0 ? s.from_src[v] : total - s.to_dst[v]; };
+  // Widest best hops, in order of distance from src: the forward layers, then the backward ones from the far end.
+  std::vector<NodeId> order;
+  for (const auto& layer : forward)
+    for (NodeId v : layer)
+      if (s.on_path[v]) order.push_back(v);
+  for (std::size_t k = backward.size(); k-- > 0;)
+    for (NodeId v : backward[k])
+      if (s.on_path[v] && s.from_src[v] < 0) order.push_back(v);
+  s.width[src] = std::numeric_limits<double>::infinity();
+  for (NodeId v : order) {
+    if (v == src) continue;
+    const int dv = depth_of(v);
+    const auto begin = static_cast<std::uint32_t>(s.hops.size());
+    for (std::uint32_t a = arc_first_[v]; a < arc_first_[v + 1]; ++a) {
+      const Arc& arc = arcs_[a];
+      if (!s.on_path[arc.peer] || depth_of(arc.peer) != dv - 1) continue;
+      const double w = std::min(s.width[arc.peer], arc.bandwidth);
+      if (w > s.width[v] * (1 + 1e-12)) {
+        s.width[v] = w;
+        s.hops.resize(begin);
+      }
+      if (w >= s.width[v] * (1 - 1e-12)) s.hops.push_back(Hop{arc.link, arc.forward});
+    }
+    s.best[v] = {begin, static_cast<std::uint32_t>(s.hops.size())};
+  }
+  const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
+  std::vector<Hop> hops;
+  for (NodeId v = dst; v != src;) {
+    const auto [first, last] = s.best[v];
+    const Hop h = ecmp_ ? s.hops[first + mix(salt ^ v) % (last - first)] : s.hops[first];
+    hops.push_back(h);
+    v = topo_.other_end(h.link, v);
+  }
+  for (NodeId v : s.touched) {
+    s.from_src[v] = s.to_dst[v] = -1;
+    s.on_path[v] = 0;
+    s.width[v] = 0.0;
+  }
+  s.touched.clear();
+  s.hops.clear();
   return make_route(std::move(hops));
 }
 

@@ -34,6 +34,11 @@ class Router {
   // The route from `src` to `dst` (node ids); throws std::logic_error if unreachable (graphs are checked
   // connected on input).
   [[nodiscard]] Route route(NodeId src, NodeId dst);
+  // The same route as `route`, found by a search from both ends that visits only the nodes near them and the
+  // shortest paths between them, not a tree over the whole graph: what `route` uses on large graphs (more than
+  // kPairSearchAbove nodes) for a source whose tree it does not hold.
+  [[nodiscard]] Route pair_route(NodeId src, NodeId dst);
+  static constexpr std::size_t kPairSearchAbove = 4096;
   // Hops on the shortest path; -1 if unreachable.
   [[nodiscard]] int hops(NodeId src, NodeId dst);
   // All equal-cost (fewest hops, widest) routes, up to `limit`, in deterministic order.
@@ -60,6 +65,15 @@ class Router {
   std::vector<std::uint32_t> arc_first_;   // per node, its arcs sorted by (peer, link): [arc_first_[v], arc_first_[v + 1])
   std::vector<Arc> arcs_;
   std::unordered_map<NodeId, Tree> trees_;
+  struct Scratch {   // pair_route's per-node state, reset node by node after each search
+    std::vector<int> from_src, to_dst;    // hops, -1 = not reached
+    std::vector<char> on_path;            // on a shortest path between the pair
+    std::vector<double> width;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> best;   // range of its best hops in `hops`
+    std::vector<Hop> hops;
+    std::vector<NodeId> touched;
+  };
+  Scratch scratch_;
   std::list<NodeId> order_;   // least recently computed first; bounded cache
 };
 

@@ -109,3 +109,45 @@ TEST_CASE("full mesh: one direct hop, star: through the hub, PCIe box: up the tr
   CHECK(to_microseconds(r.latency) ==
         doctest::Approx(4 * to_microseconds(find_link("pcie4").latency) + to_microseconds(find_link("upi").latency)));
 }
+
+// pair_route (the search from both ends that route uses on large graphs) against the tree route, hop for hop,
+// with and without ECMP, on every kind of node and fabric, between GPUs and to and from switches.
+TEST_CASE("pair_route finds the tree's route on every topology kind, with and without ECMP") {
+  std::vector<ClusterSpec> specs;
+  for (IntraKind k : {IntraKind::NvSwitch, IntraKind::FullMesh, IntraKind::Ring, IntraKind::Star, IntraKind::Pcie})
+    for (InterKind i : {InterKind::None, InterKind::Switch, InterKind::FatTree, InterKind::RailOptimized}) {
+      ClusterSpec c = default_cluster(k == IntraKind::Pcie ? "a100-pcie-80gb" : "a100-sxm4-80gb", k,
+                                      i == InterKind::None ? 1 : 6, 4);
+      c.inter = i;
+      c.fabric.leaf_ports = 4;
+      specs.push_back(c);
+    }
+  ClusterSpec narrow = specs.back();
+  narrow.nics_per_node = 1;
+  narrow.oversubscription = 2;
+  specs.push_back(narrow);
+  std::size_t compared = 0;
+  for (const ClusterSpec& c : specs) {
+    BuiltTopology b = build_cluster(c);
+    const auto nodes = static_cast<NodeId>(b.topology.nodes().size());
+    for (bool ecmp : {false, true}) {
+      Router trees(b.topology, ecmp);
+      Router pairs(b.topology, ecmp);
+      for (NodeId s = 0; s < nodes; s += 3)
+        for (NodeId d = 0; d < nodes; d += 2) {
+          CAPTURE(s);
+          CAPTURE(d);
+          const Route expected = trees.route(s, d);
+          const Route found = pairs.pair_route(s, d);
+          REQUIRE(found.hops.size() == expected.hops.size());
+          for (std::size_t h = 0; h < found.hops.size(); ++h) {
+            CHECK(found.hops[h].link == expected.hops[h].link);
+            CHECK(found.hops[h].forward == expected.hops[h].forward);
+          }
+          ++compared;
+        }
+    }
+  }
+  MESSAGE(compared, " routes compared");
+  CHECK(compared > 10000);
+}
