@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -85,6 +86,7 @@ struct RankState {
   bool computing = false;
   std::array<std::size_t, kGroups> next_collective{};
   std::array<bool, kGroups> communicating{};
+  std::array<std::int32_t, kGroups> site{-1, -1, -1};   // per group, its GroupSite; -1 until first needed
 };
 
 // (sender rank, receiver rank, micro-batch, chunk, direction)
@@ -138,7 +140,21 @@ class Player {
   void try_compute(int rank);
   void try_collective(int rank, std::size_t group);
   void arrive(int rank, std::uint32_t op, std::size_t k);
-  void begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, const std::vector<int>& members);
+  // A group instance as the player needs it, resolved once.
+  struct GroupSite {
+    GroupInstance instance;
+    std::vector<NodeId> gpus;
+    GroupLayout layout;
+    std::size_t played = 0;   // members played (all, but where symmetry applies)
+    bool isolated = false;    // memoized
+    struct Plan {
+      std::shared_ptr<const CollectivePlan> plan;
+      const Memo::Played* played = nullptr;   // isolated: what it takes
+    };
+    std::map<std::pair<int, double>, Plan> plans;   // by (kind, bytes)
+  };
+  GroupSite& site(int rank, workloads::Group group);
+  void begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, GroupSite& site);
   void collective_ended(const InstanceKey& key, Seconds end);
   void replay(const InstanceKey& key, const Memo::Played& played, const std::vector<NodeId>& gpus);
   void post(int rank, std::uint32_t op, const SendOp& send);
@@ -160,6 +176,8 @@ class Player {
   std::vector<ClassIndex> classes_;
   std::vector<RankState> ranks_;
   std::map<InstanceKey, Instance> instances_;
+  std::deque<GroupSite> group_sites_;   // a deque: references stay valid as it grows
+  std::map<GroupInstance, std::size_t> site_index_;
   std::map<PipeKey, Seconds> arrived_;                              // sends arrived before their recv was ready
   std::map<PipeKey, std::pair<int, std::uint32_t>> waiting_recvs_;   // recvs ready before their send arrived
 };
@@ -241,26 +259,44 @@ void Player::try_collective(int rank, std::size_t group) {
   arrive(rank, order[k], k);
 }
 
-void Player::arrive(int rank, std::uint32_t op, std::size_t k) {
-  const auto& c = std::get<CollectiveOp>(ops(rank)[op].body);
-  const std::vector<int> members = members_of(g_, rank, c.group);
-  const InstanceKey key{index_of(c.group), members.front(), k};
-  Instance& inst = instances_[key];
-  inst.members = representative_ == nullptr
-                     ? members.size()
-                     : static_cast<std::size_t>(std::count_if(members.begin(), members.end(),
-                                                              [this](int r) { return played(r); }));
-  inst.arrived.emplace_back(rank, op);
-  if (inst.arrived.size() == inst.members) begin(key, inst, c, members);
+// The group instance `rank` is in, resolved once per instance and remembered per rank.
+Player::GroupSite& Player::site(int rank, workloads::Group group) {
+  std::int32_t& index = state(rank).site[index_of(group)];
+  if (index >= 0) return group_sites_[static_cast<std::size_t>(index)];
+  std::vector<int> members = members_of(g_, rank, group);
+  auto [it, added] = site_index_.emplace(GroupInstance{index_of(group), members.front()}, group_sites_.size());
+  index = static_cast<std::int32_t>(it->second);
+  if (!added) return group_sites_[it->second];
+  GroupSite& s = group_sites_.emplace_back();
+  s.instance = it->first;
+  s.gpus = gpus_of(topo_, members);
+  s.layout = sites_.layout(s.gpus);
+  s.played = static_cast<std::size_t>(std::count_if(members.begin(), members.end(), [this](int r) { return played(r); }));
+  s.isolated = memo_ != nullptr && memo_->isolated(s.instance);
+  return s;
 }
 
-void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, const std::vector<int>& members) {
-  const std::vector<NodeId> gpus = gpus_of(topo_, members);
-  auto plan = plans_.get(c.kind, c.bytes, sites_.layout(gpus));
+void Player::arrive(int rank, std::uint32_t op, std::size_t k) {
+  const auto& c = std::get<CollectiveOp>(ops(rank)[op].body);
+  GroupSite& s = site(rank, c.group);
+  const InstanceKey key{s.instance.first, s.instance.second, k};
+  Instance& inst = instances_[key];
+  inst.members = s.played;
+  inst.arrived.emplace_back(rank, op);
+  if (inst.arrived.size() == inst.members) begin(key, inst, c, s);
+}
+
+void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, GroupSite& site) {
+  const std::vector<NodeId>& gpus = site.gpus;
+  auto [known, added] = site.plans.emplace(std::pair{static_cast<int>(c.kind), c.bytes.value()}, GroupSite::Plan{});
+  if (added) {
+    known->second.plan = plans_.get(c.kind, c.bytes, site.layout);
+    if (site.isolated) known->second.played = &memo_->played(site.instance, known->second.plan.get());
+  }
+  auto plan = known->second.plan;
   inst.start = sim_.now();
   if (memo_ != nullptr) {
-    const GroupInstance instance{std::get<0>(key), std::get<1>(key)};
-    if (memo_->isolated(instance)) return replay(key, memo_->played(instance, plan.get()), gpus);
+    if (site.isolated) return replay(key, *known->second.played, gpus);
     ++refused_;
   }
   Seconds tail;
