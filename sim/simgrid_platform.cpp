@@ -3,6 +3,8 @@
 #include "sim/simgrid_platform.hpp"
 
 #include <simgrid/kernel/Timer.hpp>
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
 
 #include <array>
@@ -41,6 +43,42 @@ std::unique_ptr<sg4::Engine> make_engine() {
   for (const char* setting : kModelConfig) sg4::Engine::set_config(setting);
   return engine;
 }
+
+namespace routing = simgrid::kernel::routing;
+
+// A zone that keeps the routes it is given, one per (source, destination), in a hash table. SimGrid's FullZone
+// keeps a hosts x hosts table: 2 GB of empty slots at 16,384 hosts, where a step routes a few pairs per host.
+class RouteTable : public routing::NetZoneImpl {
+ public:
+  explicit RouteTable(const std::string& name) : NetZoneImpl(name) {}
+
+  void get_local_route(const routing::NetPoint* src, const routing::NetPoint* dst, routing::Route* into,
+                       double* latency) override {
+    auto it = routes_.find(key(src, dst));
+    if (it == routes_.end()) return;   // SimGrid reports the missing route
+    into->link_list_.insert(into->link_list_.end(), it->second.links.begin(), it->second.links.end());
+    if (latency != nullptr) *latency += it->second.latency;
+  }
+
+  void add_route(routing::NetPoint* src, routing::NetPoint* dst, routing::NetPoint* /*gw_src*/,
+                 routing::NetPoint* /*gw_dst*/, const std::vector<sg4::LinkInRoute>& links, bool symmetrical) override {
+    DTSIM_ASSERT(!symmetrical, "routes are added one direction at a time");
+    Stored& s = routes_[key(src, dst)];
+    s.links = get_link_list_impl(links, false);
+    s.latency = 0;
+    for (const sg4::LinkInRoute& l : links) s.latency += l.get_link()->get_latency();
+  }
+
+ private:
+  struct Stored {
+    std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
+    double latency = 0;
+  };
+  static std::uint64_t key(const routing::NetPoint* src, const routing::NetPoint* dst) {
+    return (static_cast<std::uint64_t>(src->id()) << 32) | dst->id();
+  }
+  std::unordered_map<std::uint64_t, Stored> routes_;
+};
 
 }  // namespace
 
@@ -113,7 +151,7 @@ Simulation::Impl::Impl(const topology::Topology& topology, const RouteNeeds& nee
       hosts(topology.nodes().size(), nullptr),
       shares(s),
       links(topology.links().size(), {nullptr, nullptr}) {
-  zone = sg4::create_full_zone("dtsim");   // its routing table is hosts x hosts: hosts only where needed
+  zone = (new RouteTable("dtsim"))->get_iface();   // owned by the engine, as create_full_zone's zone is
   for (const auto& [pair, rate] : needs.pairs()) {
     if (pair.first == pair.second) continue;
     const std::vector<sg4::LinkInRoute> path = route(routes, pair, rate);
