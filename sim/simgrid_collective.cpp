@@ -151,7 +151,11 @@ Aggregates::Aggregates(const topology::Topology& topology, bool ecmp) : topo_(to
 std::optional<Aggregates::Choice> Aggregates::of(const std::shared_ptr<const CollectivePlan>& plan,
                                                  const std::vector<NodeId>& gpus) {
   auto [it, added] = plans_.emplace(plan.get(), nullptr);
-  if (added)
+  // A plan with a switch endpoint (NVLS) is left alone: lowered_time finds a switch by machine id, and a plan's
+  // machines are Sites labels. (NVLS steps differ anyway: nothing to aggregate.)
+  const bool through_switch = std::any_of(plan->endpoints.begin(), plan->endpoints.end(),
+                                          [](const Endpoint& e) { return e.rank == kSwitch; });
+  if (added && !through_switch)
     if (auto aggregate = aggregate_steps(plan->lowered)) {
       const auto members = std::count_if(plan->endpoints.begin(), plan->endpoints.end(),
                                          [](const Endpoint& e) { return e.rank != kSwitch; });
