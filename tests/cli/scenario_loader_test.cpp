@@ -411,7 +411,7 @@ inference: {batch: 3, context: 5000, weights: int8, kv_cache: fp8}
   CHECK(to_yaml(load_one(inference)).find("preset:") == std::string::npos);
 }
 
-TEST_CASE("every scenario shipped in scenarios/ loads, those under models/ describe a job that passes the plan checks") {
+TEST_CASE("every scenario shipped in scenarios/ loads, those under models/ bench/ validation/ pass the plan checks") {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(DTSIM_SOURCE_DIR) / "scenarios"))
@@ -423,10 +423,12 @@ TEST_CASE("every scenario shipped in scenarios/ loads, those under models/ descr
     std::vector<Scenario> all;
     REQUIRE_NOTHROW(all = load_scenario_file(f.string()));
     CHECK_FALSE(all.empty());
-    if (f.parent_path().filename() != "models") continue;
+    const std::string dir = f.parent_path().filename().string();
+    if (dir != "models" && dir != "bench" && dir != "validation") continue;
     for (const auto& s : all) {
       REQUIRE(s.workload.has_value());
       CHECK_NOTHROW(workloads::check_plan(*s.workload, s.cluster.gpus()));
+      if (dir == "validation") CHECK(s.reference.values.count("hw_tflops_per_gpu") == 1);   // the published figure
     }
     ++models;
   }
