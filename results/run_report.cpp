@@ -19,10 +19,9 @@ std::string verdict(const json& memory) {
 
 // How dtsim's figure for a reference key reads in the table.
 std::string dtsim_value(const json& row, const std::string& key) {
-  if (key == "tp_comm_ms") return fmt::format("{:.1f} ms", row.at("tp_comm_s").get<double>() * 1e3);
-  if (key == "tp_comm_GB") return fmt::format("{:.1f} GB", row.at("tp_comm_bytes").get<double>() / 1e9);
-  if (key == "memory_GB") return fmt::format("{:.1f} GB", row.at("memory").at("per_gpu_bytes").get<double>() / 1e9);
-  const double v = row.at(key).get<double>();
+  const double v = reference_figure(row, key);
+  if (key == "tp_comm_ms") return fmt::format("{:.1f} ms", v);
+  if (key.ends_with("_GB")) return fmt::format("{:.1f} GB", v);
   if (key == "scaling_efficiency" || key == "mfu" || key == "hfu") return fmt::format("{:.0f} %", v * 100);
   return fmt::format("{:.4g}", v);
 }
@@ -56,6 +55,13 @@ std::string csv_field(const std::string& s) {
 }
 
 }  // namespace
+
+double reference_figure(const json& row, const std::string& key) {
+  if (key == "tp_comm_ms") return row.at("tp_comm_s").get<double>() * 1e3;
+  if (key == "tp_comm_GB") return row.at("tp_comm_bytes").get<double>() / 1e9;
+  if (key == "memory_GB") return row.at("memory").at("per_gpu_bytes").get<double>() / 1e9;
+  return row.at(key).get<double>();
+}
 
 json run_json(const RunInfo& info, const StepMetrics& m, const workloads::MemoryPlan& memory) {
   json reference = json::object();

@@ -2,6 +2,7 @@
 // GPU count of a scenario's cluster, writing files.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ auto located(const Scenario& s, Fn fn) {
     throw InputError(e.key(), e.value(), e.reason(), e.allowed(), locate(s, e.key()));
   }
 }
+
+// One scenario point simulated in its own process: its result object (run_json), with `point` and the resolved
+// `scenario`; writes its Perfetto trace to `trace_path` unless empty.
+nlohmann::json run_point(const Scenario& s, const std::string& trace_path);
 
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
 int cluster_gpus(const Scenario& s);

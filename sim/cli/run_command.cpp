@@ -89,21 +89,6 @@ json simulate(const Scenario& s, const std::string& trace_path) {
   return results::run_json(info, metrics, memory);
 }
 
-json run_point(const Scenario& s, const std::string& trace_path) {
-  if (!s.workload || !s.workload->training)
-    throw InputError("training", "", "missing section: run simulates a training step",
-                     "a scenario with model and training sections; for the topology alone, dtsim topo", s.file);
-  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  json row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
-  if (s.point.index >= 0) {
-    json values = json::object();
-    for (const auto& [k, v] : s.point.values) values[k] = yaml_to_json(YAML::Load(v));
-    row["point"] = {{"index", s.point.index}, {"values", values}};
-  }
-  row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
-  return row;
-}
-
 std::string json_text(const std::vector<json>& rows, bool sweep) {
   if (rows.size() == 1 && !sweep) return rows.front().dump(2) + "\n";
   return json(rows).dump(2) + "\n";
@@ -124,6 +109,21 @@ void write_outputs(const std::string& dir, const std::vector<Scenario>& scenario
 }
 
 }  // namespace
+
+json run_point(const Scenario& s, const std::string& trace_path) {
+  if (!s.workload || !s.workload->training)
+    throw InputError("training", "", "missing section: run simulates a training step",
+                     "a scenario with model and training sections; for the topology alone, dtsim topo", s.file);
+  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+  json row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
+  if (s.point.index >= 0) {
+    json values = json::object();
+    for (const auto& [k, v] : s.point.values) values[k] = yaml_to_json(YAML::Load(v));
+    row["point"] = {{"index", s.point.index}, {"values", values}};
+  }
+  row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
+  return row;
+}
 
 int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
   const auto scenarios = load(args);
