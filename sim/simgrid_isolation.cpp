@@ -1,8 +1,84 @@
 #include "sim/simgrid_isolation.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace dtsim::sim::flow {
+
+using topology::NodeId;
+using workloads::CollectiveOp;
+using workloads::Op;
+using workloads::SendOp;
+using workloads::StepGraph;
+
+std::vector<int> members_of(const StepGraph& g, int rank, workloads::Group group) {
+  std::vector<int> m = g.group_ranks(rank, group);
+  std::sort(m.begin(), m.end());
+  m.erase(std::unique(m.begin(), m.end()), m.end());
+  return m;
+}
+
+std::vector<NodeId> gpus_of(const topology::Topology& topo, const std::vector<int>& ranks) {
+  std::vector<NodeId> gpus;
+  gpus.reserve(ranks.size());
+  for (int r : ranks) gpus.push_back(topo.gpus().at(static_cast<std::size_t>(r)));
+  return gpus;
+}
+
+// The step's traffic over every rank: each group instance's members, plans and pairs; each send's pair.
+Traffic collect_traffic(const StepGraph& g, const topology::Topology& topo, PlanCache& plans, const Sites& sites) {
+  Traffic traffic;
+  std::set<std::tuple<std::size_t, int, double, int>> seen;   // (group, kind, bytes, first member)
+  for (const auto& c : g.classes) {
+    std::set<std::tuple<std::size_t, int, double>> collectives;
+    std::set<int> peers;
+    for (const Op& op : c.ops) {
+      if (const auto* coll = std::get_if<CollectiveOp>(&op.body))
+        collectives.emplace(static_cast<std::size_t>(coll->group), static_cast<int>(coll->kind), coll->bytes.value());
+      if (const auto* send = std::get_if<SendOp>(&op.body)) peers.insert(send->peer_stage);
+    }
+    for (int r : c.ranks) {
+      for (const auto& [group, kind, bytes] : collectives) {
+        std::vector<int> members = members_of(g, r, static_cast<workloads::Group>(group));
+        if (!seen.emplace(group, kind, bytes, members.front()).second) continue;
+        const std::vector<NodeId> gpus = gpus_of(topo, members);
+        auto plan = plans.get(static_cast<workloads::CollectiveKind>(kind), Bytes(bytes), sites.layout(gpus));
+        const std::vector<NodeId> nodes = sites.endpoint_nodes(*plan, gpus);
+        auto& instance = traffic.instances[GroupInstance{group, members.front()}];
+        if (instance.members.empty()) instance.members = std::move(members);
+        instance.plans.insert(plan.get());
+        for (const CollectivePlan::Ends& e : plan->ends)
+          if (nodes[e.src] != nodes[e.dst]) instance.pairs.emplace(nodes[e.src], nodes[e.dst]);
+      }
+      for (int stage : peers) {
+        const int peer = g.peer_rank(r, stage);
+        traffic.sends.emplace(std::pair{r, peer}, RouteNeeds::Pair{topo.gpus().at(static_cast<std::size_t>(r)),
+                                                                   topo.gpus().at(static_cast<std::size_t>(peer))});
+      }
+    }
+  }
+  return traffic;
+}
+
+// The pairs the played ranks send between (all ranks when `representative` is null): every transfer of the
+// group instances they are in (but memoized ones), and their sends.
+RouteNeeds route_needs(const Traffic& traffic, const topology::Topology& topo, const Sites& sites,
+                       const std::vector<int>* representative, const std::set<GroupInstance>* timers) {
+  const auto played = [representative](int r) {
+    return representative == nullptr || (*representative)[static_cast<std::size_t>(r)] == r;
+  };
+  RouteNeeds needs;
+  for (const auto& [instance, data] : traffic.instances) {
+    if (std::none_of(data.members.begin(), data.members.end(), played)) continue;
+    if (timers != nullptr && timers->count(instance) > 0) continue;
+    const std::vector<NodeId> gpus = gpus_of(topo, data.members);
+    for (const CollectivePlan* plan : data.plans) add_routes(needs, *plan, sites.endpoint_nodes(*plan, gpus));
+  }
+  for (const auto& [ranks, pair] : traffic.sends)
+    if (played(ranks.first)) needs.add(pair.first, pair.second);
+  return needs;
+}
+
 
 std::set<GroupInstance> isolated_instances(const Traffic& traffic, RouteResources& resources) {
   {   // routes by source, so that the router builds each source's tree once

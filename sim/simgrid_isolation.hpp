@@ -1,4 +1,5 @@
-// Private to dtsim_simgrid: what the step's traffic uses, for the shortcuts that must know who shares what.
+// Private to dtsim_simgrid: the step's traffic (who sends to whom, over which plans), what its routes use, and
+// the pairs a simulation must route, for the shortcuts that must know who shares what.
 //
 // Resources as simgrid_platform.hpp numbers them. Collective memoization applies to an
 // isolated group instance (a group kind and its first member rank): one whose collectives' routes use no
@@ -13,12 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "sim/simgrid_collective.hpp"
 #include "sim/simgrid_platform.hpp"
+#include "workloads/step_graph.hpp"
 #include "topology/topology.hpp"
 
 namespace dtsim::sim::flow {
-
-struct CollectivePlan;
 
 using GroupInstance = std::pair<std::size_t, int>;
 
@@ -33,6 +34,19 @@ struct Traffic {
   std::map<GroupInstance, Instance> instances;
   std::map<std::pair<int, int>, RouteNeeds::Pair> sends;
 };
+
+// A group's members (sorted, distinct) and their GPUs.
+std::vector<int> members_of(const workloads::StepGraph& g, int rank, workloads::Group group);
+std::vector<topology::NodeId> gpus_of(const topology::Topology& topo, const std::vector<int>& ranks);
+
+// The step's traffic over every rank.
+Traffic collect_traffic(const workloads::StepGraph& g, const topology::Topology& topo, PlanCache& plans,
+                        const Sites& sites);
+
+// The pairs the played ranks (all when `representative` is null) send between: every transfer of the group
+// instances they are in, but those in `timers` (memoized: their collectives are timers), and their sends.
+RouteNeeds route_needs(const Traffic& traffic, const topology::Topology& topo, const Sites& sites,
+                       const std::vector<int>* representative, const std::set<GroupInstance>* timers);
 
 // The group instances whose resources no other instance and no send uses.
 std::set<GroupInstance> isolated_instances(const Traffic& traffic, RouteResources& resources);

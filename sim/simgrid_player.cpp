@@ -101,20 +101,6 @@ struct Instance {
   std::unique_ptr<CollectiveRun> run;
 };
 
-std::vector<int> members_of(const StepGraph& g, int rank, workloads::Group group) {
-  std::vector<int> m = g.group_ranks(rank, group);
-  std::sort(m.begin(), m.end());
-  m.erase(std::unique(m.begin(), m.end()), m.end());
-  return m;
-}
-
-std::vector<NodeId> gpus_of(const topology::Topology& topo, const std::vector<int>& ranks) {
-  std::vector<NodeId> gpus;
-  gpus.reserve(ranks.size());
-  for (int r : ranks) gpus.push_back(topo.gpus().at(static_cast<std::size_t>(r)));
-  return gpus;
-}
-
 class Player {
  public:
   Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans, const Sites& sites,
@@ -408,60 +394,6 @@ void Player::fill(Timeline& t) const {
                                 : RankTimeline{r, {}, (*representative_)[static_cast<std::size_t>(r)]});
 }
 
-// The step's traffic over every rank: each group instance's members, plans and pairs; each send's pair.
-Traffic collect_traffic(const StepGraph& g, const topology::Topology& topo, PlanCache& plans, const Sites& sites) {
-  Traffic traffic;
-  std::set<std::tuple<std::size_t, int, double, int>> seen;   // (group, kind, bytes, first member)
-  for (const auto& c : g.classes) {
-    std::set<std::tuple<std::size_t, int, double>> collectives;
-    std::set<int> peers;
-    for (const Op& op : c.ops) {
-      if (const auto* coll = std::get_if<CollectiveOp>(&op.body))
-        collectives.emplace(index_of(coll->group), static_cast<int>(coll->kind), coll->bytes.value());
-      if (const auto* send = std::get_if<SendOp>(&op.body)) peers.insert(send->peer_stage);
-    }
-    for (int r : c.ranks) {
-      for (const auto& [group, kind, bytes] : collectives) {
-        std::vector<int> members = members_of(g, r, static_cast<workloads::Group>(group));
-        if (!seen.emplace(group, kind, bytes, members.front()).second) continue;
-        const std::vector<NodeId> gpus = gpus_of(topo, members);
-        auto plan = plans.get(static_cast<workloads::CollectiveKind>(kind), Bytes(bytes), sites.layout(gpus));
-        const std::vector<NodeId> nodes = sites.endpoint_nodes(*plan, gpus);
-        auto& instance = traffic.instances[GroupInstance{group, members.front()}];
-        if (instance.members.empty()) instance.members = std::move(members);
-        instance.plans.insert(plan.get());
-        for (const CollectivePlan::Ends& e : plan->ends)
-          if (nodes[e.src] != nodes[e.dst]) instance.pairs.emplace(nodes[e.src], nodes[e.dst]);
-      }
-      for (int stage : peers) {
-        const int peer = g.peer_rank(r, stage);
-        traffic.sends.emplace(std::pair{r, peer}, RouteNeeds::Pair{topo.gpus().at(static_cast<std::size_t>(r)),
-                                                                   topo.gpus().at(static_cast<std::size_t>(peer))});
-      }
-    }
-  }
-  return traffic;
-}
-
-// The pairs the played ranks send between (all ranks when `representative` is null): every transfer of the
-// group instances they are in (but memoized ones), and their sends.
-RouteNeeds route_needs(const Traffic& traffic, const topology::Topology& topo, const Sites& sites,
-                       const std::vector<int>* representative, const Memo* memo) {
-  const auto played = [representative](int r) {
-    return representative == nullptr || (*representative)[static_cast<std::size_t>(r)] == r;
-  };
-  RouteNeeds needs;
-  for (const auto& [instance, data] : traffic.instances) {
-    if (std::none_of(data.members.begin(), data.members.end(), played)) continue;
-    if (memo != nullptr && memo->isolated(instance)) continue;   // timers only
-    const std::vector<NodeId> gpus = gpus_of(topo, data.members);
-    for (const CollectivePlan* plan : data.plans) add_routes(needs, *plan, sites.endpoint_nodes(*plan, gpus));
-  }
-  for (const auto& [ranks, pair] : traffic.sends)
-    if (played(ranks.first)) needs.add(pair.first, pair.second);
-  return needs;
-}
-
 void check_fits(std::size_t ranks, const topology::Topology& topo) {
   if (ranks <= topo.gpus().size()) return;
   throw InputError("parallelism", std::to_string(ranks),
@@ -494,7 +426,7 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
     memo.emplace(traffic, std::move(isolated), topology, sites, plans, resources, aggregating,
                  options.record_transfers, options.ecmp);
   const std::vector<int>* representative = symmetry.applies() ? &symmetry.representative : nullptr;
-  const RouteNeeds needs = route_needs(traffic, topology, sites, representative, memo ? &*memo : nullptr);
+  const RouteNeeds needs = route_needs(traffic, topology, sites, representative, memo ? &memo->isolated() : nullptr);
   Simulation sim(topology, needs, resources, symmetry.shares);
   Timeline t;
   Player player(graph, topology, sim, plans, sites, options.record_transfers ? &t.transfers : nullptr,

@@ -61,14 +61,6 @@ workloads::StepGraph contended_job() {
   return workloads::generate_step(gpt_job(2, 2, 4, 16, 4), topology::find_gpu("a100-sxm4-80gb"));
 }
 
-// 2 nodes of 4, one NIC per node: the DP rings (tp 2, dp 4) cross the NIC and share the GPUs' NVSwitch links
-// with the TP pairs, so no TP group is isolated.
-topology::Topology shared_nic() {
-  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 4);
-  spec.inter = topology::InterKind::Switch;
-  spec.nics_per_node = 1;
-  return topology::build_cluster(spec).topology;
-}
 
 }  // namespace
 
@@ -196,7 +188,9 @@ TEST_CASE("scale: symmetry records the transfers of the ranks it does not play")
 
 TEST_CASE("scale: symmetry refuses TP groups that share links with other traffic") {
   const auto g = workloads::generate_step(gpt_job(2, 1, 4, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
-  const auto topo = shared_nic();
+  // 2 nodes of 4, one NIC per node: the DP rings (tp 2, dp 4) cross the NIC and share the GPUs' NVSwitch links
+  // with the TP pairs, so no TP group is isolated.
+  const auto topo = nodes_on_a_switch(2, 4, 1);
   const auto off = play(g, topo, {});
   const auto on = play(g, topo, {false, false, true});
   CHECK_FALSE(on.symmetric);
@@ -214,10 +208,7 @@ TEST_CASE("scale: symmetry refuses routes that do not map onto each other along 
   // Two NICs per node of four GPUs: GPUs 0-1 use NIC 0, GPUs 2-3 NIC 1. Moving a rank one place along its TP
   // group (tp 4) takes GPU 1 to GPU 2: a route through NIC 0 onto one through NIC 1, while GPU 0 to GPU 1 keeps
   // NIC 0. No one map of links carries every route onto its image.
-  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 4);
-  spec.inter = topology::InterKind::Switch;
-  spec.nics_per_node = 2;
-  const auto topo = topology::build_cluster(spec).topology;
+  const auto topo = nodes_on_a_switch(2, 4, 2);
   const auto g = workloads::generate_step(gpt_job(4, 1, 2, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
   const auto off = play(g, topo, {});
   const auto on = play(g, topo, {false, false, true});

@@ -370,10 +370,7 @@ std::vector<double> memo_run(const workloads::StepGraph& g, const topology::Topo
 // NIC, and inside a node they share the GPUs' NVSwitch links with the TP pairs. No group is isolated: the
 // shortcut refuses every collective, and the step is the one played in full.
 TEST_CASE("simgrid: memo refuses groups whose links carry other traffic (DP rings sharing a NIC)") {
-  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 4);
-  spec.inter = topology::InterKind::Switch;
-  spec.nics_per_node = 1;
-  const auto topo = topology::build_cluster(spec).topology;
+  const auto topo = nodes_on_a_switch(2, 4, 1);
   const auto g = workloads::generate_step(gpt_job(2, 1, 4, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
   const auto on = memo_run(g, topo, true);
   const auto off = memo_run(g, topo, false);
@@ -414,9 +411,7 @@ TEST_CASE("simgrid: memo replays the recorded transfers of the collective it reu
 // A pipeline: the sends between stages cross other links than the stages' TP groups (an NVSwitch node per
 // stage), so TP collectives still replay, and the step time holds.
 TEST_CASE("simgrid: memo with pipeline sends keeps the step time of the full play") {
-  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 2, 4);
-  spec.inter = topology::InterKind::Switch;
-  const auto topo = topology::build_cluster(spec).topology;
+  const auto topo = nodes_on_a_switch(2, 4, 0);   // a NIC per GPU
   const auto g = workloads::generate_step(gpt_job(4, 2, 1, 8, 4), topology::find_gpu("a100-sxm4-80gb"));
   const auto on = memo_run(g, topo, true);
   const auto off = memo_run(g, topo, false);

@@ -78,6 +78,14 @@ inline topology::Topology built(IntraKind intra, int gpus, std::string_view gpu_
   return topology::build_cluster(topology::default_cluster(gpu_name, intra, 1, gpus)).topology;
 }
 
+// `nodes` NVSwitch nodes of `gpus` A100s on one switch, with `nics` NICs per node (0: one per GPU).
+inline topology::Topology nodes_on_a_switch(int nodes, int gpus, int nics) {
+  auto spec = topology::default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, nodes, gpus);
+  spec.inter = topology::InterKind::Switch;
+  spec.nics_per_node = nics;
+  return topology::build_cluster(spec).topology;
+}
+
 double rate(const topology::Link& l) { return (l.bandwidth * l.efficiency).value(); }
 
 // ---- hand-built lowerings (the step rule of collective.hpp) -------------------------------------------------
