@@ -1,13 +1,15 @@
 // The SimGrid engine: plays a StepGraph on a topology with flow-level link contention.
 //
-// Platform built in code from our Topology (no XML): every device a host, every link split-duplex with its
-// per-direction bandwidth x protocol efficiency and its latency, a device with a finite switching capacity
-// (the star's hub) a shared link every route through it crosses, routes from topology::Router. Network model
+// Platform built in code from our Topology (no XML): every device a transfer starts or ends at a host, every
+// link one shared link per direction with its bandwidth x protocol efficiency and its latency, a device with a
+// finite switching capacity (the star's hub) a shared link every route through it crosses, routes from
+// topology::Router. Network model
 // set explicitly to the textbook one: CM02, no cross-traffic, no TCP-gamma cap, fairbottleneck sharing
 // (../shared/SIMGRID.md); the result's `network_model` says so.
 //
-// Every rank is played (rank classes are expanded); activities are created just in time (when their
-// dependencies are met), so live transfers stay bounded. One SimGrid engine per process: callers run each
+// Every rank is played (rank classes are expanded), but where the symmetry shortcut applies; compute ops are
+// timers and transfers are activities created just in time (when their dependencies are met), so live
+// transfers stay bounded. One SimGrid engine per process: callers run each
 // simulation in a child process (run_isolated).
 #pragma once
 

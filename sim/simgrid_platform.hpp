@@ -1,14 +1,15 @@
 // Private to dtsim_simgrid: one SimGrid simulation over a Topology, behind an interface free of SimGrid types,
 // so that the StepGraph player and the collective runner never include SimGrid.
 //
-// Platform: one FullZone; a host per GPU and per other node a transfer starts or ends at; per topology link and
+// Platform: one zone of dtsim's own keeping the routes in a hash table (SimGrid's FullZone keeps hosts x hosts
+// slots); a host per node a transfer starts or ends at; per topology link and
 // direction a route uses, one SHARED link (bandwidth x efficiency, the link's latency); per node with
 // a finite switching capacity (the star's hub) one SHARED link of that capacity, crossed once by every route
 // that visits the node; per rate cap (NVLS) one FATPIPE link of that rate, which caps each flow on it alone.
 // Routes come from topology::Router and are added, each direction on its own, only for the pairs in RouteNeeds.
 //
 // Activities are started just in time: `compute`, `transfer` and `after` call back when they end, and the
-// callbacks start what follows (../shared/SIMGRID.md §5).
+// callbacks start what follows (../shared/SIMGRID.md §5). `compute` and `after` are kernel timers.
 #pragma once
 
 #include <cstdint>
