@@ -102,24 +102,30 @@ Sites::Sites(const topology::Topology& topology) : topo_(topology) {
   }
 }
 
-// The machines of `gpus`, distinct, ascending.
-std::vector<int> Sites::machines(const std::vector<NodeId>& gpus) const {
-  std::vector<int> ids;
-  for (NodeId g : gpus) ids.push_back(topo_.node(g).machine);
+std::pair<std::vector<int>, std::vector<int>> label_machines(const std::vector<int>& machine) {
+  std::vector<int> ids = machine;
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
+  std::vector<int> labels;
+  labels.reserve(machine.size());
+  for (int m : machine) labels.push_back(static_cast<int>(std::lower_bound(ids.begin(), ids.end(), m) - ids.begin()));
+  return {std::move(labels), std::move(ids)};
+}
+
+// The machines of `gpus`, distinct, ascending.
+std::vector<int> Sites::machines(const std::vector<NodeId>& gpus) const {
+  std::vector<int> machine;
+  for (NodeId g : gpus) machine.push_back(topo_.node(g).machine);
+  return label_machines(machine).second;
 }
 
 GroupLayout Sites::layout(const std::vector<NodeId>& gpus) const {
-  const std::vector<int> ids = machines(gpus);
+  std::vector<int> machine;
+  for (NodeId g : gpus) machine.push_back(topo_.node(g).machine);
   GroupLayout layout;
   layout.nvls = !gpus.empty();
-  for (NodeId g : gpus) {
-    const int machine = topo_.node(g).machine;
-    layout.machine.push_back(static_cast<int>(std::lower_bound(ids.begin(), ids.end(), machine) - ids.begin()));
-    layout.nvls = layout.nvls && nvls_switch_.count(machine) > 0;
-  }
+  for (int m : machine) layout.nvls = layout.nvls && nvls_switch_.count(m) > 0;
+  layout.machine = label_machines(machine).first;
   layout.direct_links = fully_linked(gpus, topo_);
   return layout;
 }
@@ -244,11 +250,8 @@ std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vec
                                   const std::vector<int>& ranks, const topology::Topology& topology,
                                   const GroupLayout& layout, const LowerFn& lower, bool ecmp, bool aggregate) {
   DTSIM_ASSERT(layout.machine.size() == ranks.size(), "a group layout gives one machine per rank");
-  GroupLayout labelled = layout;   // machines as Sites labels them: 0, 1, ... in ascending order of id
-  std::vector<int> ids = layout.machine;
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  for (int& m : labelled.machine) m = static_cast<int>(std::lower_bound(ids.begin(), ids.end(), m) - ids.begin());
+  GroupLayout labelled = layout;   // machines as Sites labels them
+  labelled.machine = label_machines(layout.machine).first;
   std::vector<NodeId> gpus;
   for (int r : ranks) gpus.push_back(topology.gpus().at(static_cast<std::size_t>(r)));
   const Sites sites(topology);

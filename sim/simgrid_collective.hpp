@@ -66,6 +66,10 @@ class PlanCache {
   std::map<const CollectivePlan*, std::shared_ptr<const CollectivePlan>> by_address_;
 };
 
+// Machine ids as plans name them: per rank its label (0, 1, ... in ascending order of id), and the distinct ids
+// in that order (label -> id).
+std::pair<std::vector<int>, std::vector<int>> label_machines(const std::vector<int>& machine);
+
 // Where a group's ranks sit: their machines, and the NVSwitch that reduces in the switch on each machine that
 // has one. NVLS-capable: a non-blocking Switch node (no capacity limit, so not the star's hub) of the machine,
 // linked to a GPU of that machine by a link whose catalog class has `switch_reduction`.

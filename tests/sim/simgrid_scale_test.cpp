@@ -45,6 +45,14 @@ Played play(const workloads::StepGraph& g, const topology::Topology& topo, Short
 
 double deviation(const Played& a, const Played& b) { return std::abs(a.step / b.step - 1); }
 
+// The same step time and class ends, to 1e-9.
+void check_same_timing(const Played& on, const Played& off) {
+  CHECK(on.step == doctest::Approx(off.step).epsilon(1e-9).scale(0));
+  REQUIRE(on.class_ends.size() == off.class_ends.size());
+  for (std::size_t c = 0; c < on.class_ends.size(); ++c)
+    CHECK(on.class_ends[c] == doctest::Approx(off.class_ends[c]).epsilon(1e-9).scale(0));
+}
+
 // 8 nodes of 2 A100s on an NVSwitch, one NIC per GPU, two nodes per leaf, uplinks oversubscribed 2:1; TP 2
 // (one node), PP 2, DP 4. The data-parallel rings of the two TP ranks leave their leaves through the uplinks
 // and share them (and the spines) with each other and with the pipeline sends: real contention. The TP pairs
@@ -89,9 +97,7 @@ TEST_CASE("scale: memoization replays isolated TP groups, one played collective 
   // 8 TP groups on 4 alike nodes run a handful of distinct collectives: each is played once, not once per group
   CHECK(on.shapes > 0);
   CHECK(on.shapes < 8);
-  CHECK(on.step == doctest::Approx(off.step).epsilon(1e-9).scale(0));
-  for (std::size_t c = 0; c < on.class_ends.size(); ++c)
-    CHECK(on.class_ends[c] == doctest::Approx(off.class_ends[c]).epsilon(1e-9).scale(0));
+  check_same_timing(on, off);
 }
 
 TEST_CASE("scale: aggregated flows keep the stepped rings' step time within 1 percent under contention") {
@@ -154,9 +160,7 @@ TEST_CASE("scale: symmetry plays one rank per TP group and keeps the step time o
   const auto on = play(g, topo, {false, false, true});
   MESSAGE("symmetry off ", off.step, " s, on ", on.step, " s");
   CHECK(on.symmetric);
-  CHECK(on.step == doctest::Approx(off.step).epsilon(1e-9).scale(0));
-  for (std::size_t c = 0; c < on.class_ends.size(); ++c)
-    CHECK(on.class_ends[c] == doctest::Approx(off.class_ends[c]).epsilon(1e-9).scale(0));
+  check_same_timing(on, off);
 }
 
 // The trace's link counters: with symmetry, the played ranks' transfers are recorded with their images, so the
@@ -170,13 +174,8 @@ TEST_CASE("scale: symmetry records the transfers of the ranks it does not play")
       options.record_transfers = true;
       options.aggregate = false;
       options.symmetry = symmetry;
-      const auto t = sim::play_simgrid(g, topo, options);
-      double bytes = 0, busy = 0;
-      for (const auto& r : t.transfers) {
-        bytes += r.bytes.value();
-        busy += (r.end - r.start).value();
-      }
-      return std::vector<double>{static_cast<double>(t.transfers.size()), bytes, busy};
+      const auto totals = transfer_totals(sim::play_simgrid(g, topo, options));
+      return std::vector<double>(totals.begin(), totals.end());
     });
   };
   const auto on = recorded(true);

@@ -353,14 +353,9 @@ std::vector<double> memo_run(const workloads::StepGraph& g, const topology::Topo
     options.memoize = memoize;
     options.record_transfers = record;
     const auto t = sim::play_simgrid(g, topo, options);
-    double bytes = 0, busy = 0;
-    for (const auto& r : t.transfers) {
-      bytes += r.bytes.value();
-      busy += (r.end - r.start).value();
-    }
+    const auto [count, bytes, busy] = transfer_totals(t);
     return std::vector<double>{t.step_time.value(), static_cast<double>(t.memoized_collectives),
-                               static_cast<double>(t.memo_refused_collectives),
-                               static_cast<double>(t.transfers.size()), bytes, busy};
+                               static_cast<double>(t.memo_refused_collectives), count, bytes, busy};
   });
 }
 

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -76,6 +77,16 @@ inline topology::Topology two_gpus() {
 
 inline topology::Topology built(IntraKind intra, int gpus, std::string_view gpu_name = "a100-sxm4-80gb") {
   return topology::build_cluster(topology::default_cluster(gpu_name, intra, 1, gpus)).topology;
+}
+
+// Recorded transfers' count, bytes and summed durations.
+inline std::array<double, 3> transfer_totals(const sim::Timeline& t) {
+  double bytes = 0, busy = 0;
+  for (const auto& r : t.transfers) {
+    bytes += r.bytes.value();
+    busy += (r.end - r.start).value();
+  }
+  return {static_cast<double>(t.transfers.size()), bytes, busy};
 }
 
 // `nodes` NVSwitch nodes of `gpus` A100s on one switch, with `nics` NICs per node (0: one per GPU).
