@@ -48,6 +48,15 @@ double layer_parameters(const ModelSpec& m) {
   return weights + biases + 2.0 * norm_parameters(m);
 }
 
+std::array<double, 4> layer_module_parameters(const ModelSpec& m) {
+  const double h = m.hidden;
+  const double f = m.ffn_hidden;
+  const double up = (m.activation == Activation::Swiglu ? 2.0 : 1.0) * h * f;
+  const double proj = h * h;
+  const double down = h * f;
+  return {layer_parameters(m) - proj - up - down, proj, up, down};
+}
+
 double embedding_parameters(const ModelSpec& m) {
   const double positions = m.positions == Positions::Learned ? static_cast<double>(m.seq_length) : 0.0;
   return (static_cast<double>(m.vocab) + positions) * m.hidden;

@@ -5,6 +5,7 @@
 // (gelu: up + down; swiglu: gate + up + down), each behind a norm, with residual adds.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -48,6 +49,10 @@ struct ModelSpec {
 
 // Parameter counts, exact (weights, biases, norms, embeddings), in parameters.
 double layer_parameters(const ModelSpec& m);
+// One layer's parameters by linear module, as ZeRO-3 gathers them one sub-module at a time: Q K V (with the
+// norms and biases), the output projection, the MLP's up (and gate), its down projection. Sums to
+// layer_parameters(m).
+std::array<double, 4> layer_module_parameters(const ModelSpec& m);
 double embedding_parameters(const ModelSpec& m);   // token (+ learned positions) embedding
 double logits_parameters(const ModelSpec& m);      // output projection: 0 when tied to the embedding
 double final_norm_parameters(const ModelSpec& m);

@@ -30,7 +30,7 @@ struct Context {
   std::vector<int> first_layer;   // per virtual stage
   int virtual_stages = 0;
   Bytes activation;               // one micro-batch's hidden states: b x s x h in the compute dtype
-  Bytes layer_weights;            // one layer's weights on one GPU, weight dtype
+  std::vector<Bytes> layer_modules;   // one layer's weights on one GPU, weight dtype, per linear module (ZeRO-3)
   Bytes layer_grads;              // one layer's gradients on one GPU, grad dtype
   Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
   Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
@@ -84,6 +84,7 @@ class StageBuilder {
   std::vector<Index> receive(const PipeStep& step, int from_virtual);
   void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
   std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
+  std::vector<Index> zero3_gathers(int layer, int mb, std::vector<Index> gate);
   void add_grads(Bytes bytes, int layer, int mb, Index after);
   void flush_bucket(int layer, int mb);
 
@@ -153,10 +154,17 @@ std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Ind
   // Prefetch depth one: the gather for this layer may start once the compute two layers back has finished.
   std::vector<Index> gate;
   if (gather_window_.size() >= 2) gate.push_back(gather_window_[gather_window_.size() - 2]);
-  const Index g = collective(CollectiveKind::AllGather, Group::Dp, ctx_.layer_weights, CommPurpose::ZeroParamGather,
-                             layer, mb, gate);
-  deps.push_back(g);
+  for (const Index g : zero3_gathers(layer, mb, std::move(gate))) deps.push_back(g);
   return deps;
+}
+
+// One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module: each pays the ring's per-step
+// latency over the whole data-parallel group.
+std::vector<Index> StageBuilder::zero3_gathers(int layer, int mb, std::vector<Index> gate) {
+  std::vector<Index> out;
+  for (const Bytes part : ctx_.layer_modules)
+    out.push_back(collective(CollectiveKind::AllGather, Group::Dp, part, CommPurpose::ZeroParamGather, layer, mb, gate));
+  return out;
 }
 
 std::vector<Index> StageBuilder::receive(const PipeStep& step, int from_virtual) {
@@ -201,7 +209,7 @@ void StageBuilder::forward(const PipeStep& step) {
 void StageBuilder::add_grads(Bytes bytes, int layer, int mb, Index after) {
   bucket_ += bytes;
   bucket_deps_ = {after};
-  if (bucket_ >= ctx_.t.dp_bucket) flush_bucket(layer, mb);
+  if (ctx_.t.dp_overlap && bucket_ >= ctx_.t.dp_bucket) flush_bucket(layer, mb);
 }
 
 // ZeRO 0: all-reduce; ZeRO >= 1: reduce-scatter (each rank keeps its shard of the gradients).
@@ -239,6 +247,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
     deps = compute(embedding_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Backward),
                    Scope::Embedding, Pass::Backward, -1, mb, std::move(deps));
   if (v == 0 && reduce) add_grads(ctx_.embedding_grads, -1, mb, deps.front());
+  if (reduce && !ctx_.t.dp_overlap && ctx_.w.plan.zero >= 2) flush_bucket(-1, mb);   // after this backward
   if (v > 0) send(step, v - 1, deps);
   last_backward_ = deps;
 }
@@ -294,7 +303,8 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
   ctx.activation = Bytes(tokens * m.hidden * bytes_per_element(t.precision));
   const double layer_params = layer_parameters(m) / w.plan.tp;
-  ctx.layer_weights = Bytes(layer_params * bytes_per_element(t.weight_dtype));
+  for (const double part : layer_module_parameters(m))
+    ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
   ctx.layer_grads = Bytes(layer_params * bytes_per_element(t.grad_dtype));
   ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(logits_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));

@@ -116,6 +116,7 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit_name(out, "recompute", to_string(t.recompute));
   emit(out, "sequence_parallel", t.sequence_parallel);
   emit(out, "dp_bucket_MB", t.dp_bucket.value() / 1e6);
+  emit(out, "dp_overlap", t.dp_overlap);
   out << YAML::EndMap;
 }
 

@@ -147,6 +147,7 @@ TEST_CASE("a preset gives the model, training takes mixed-precision defaults, dp
   CHECK(w.training->master_weights);
   CHECK(w.training->optimizer == workloads::Optimizer::AdamW);
   CHECK(w.training->dp_bucket == Bytes(25e6));
+  CHECK(w.training->dp_overlap);
   CHECK(w.plan.tp == 8);
   CHECK(w.plan.pp == 1);
   CHECK(w.plan.dp == 1);
@@ -207,6 +208,7 @@ training:
   recompute: selective
   sequence_parallel: true
   dp_bucket_MB: 40
+  dp_overlap: false
 )"));
   const auto& t = *s.workload->training;
   CHECK(t.micro_batch == 4);
@@ -219,6 +221,7 @@ training:
   CHECK(t.recompute == workloads::Recompute::Selective);
   CHECK(t.sequence_parallel);
   CHECK(t.dp_bucket == Bytes(40e6));
+  CHECK_FALSE(t.dp_overlap);
 }
 
 TEST_CASE("inference: context defaults to the model's sequence length") {
@@ -318,6 +321,7 @@ TEST_CASE("every key is checked: unknown keys, enums, ranges, types") {
   CHECK(err("{preset: bert-base, hidden: 0}", train).find("model.hidden: out of range '0'") != std::string::npos);
   CHECK(err("{preset: bert-base, tied_embeddings: 1.5}", train).find("model.tied_embeddings: not a boolean") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, dp_bucket_MB: 0}").find("training.dp_bucket_MB: out of range '0'") != std::string::npos);
+  CHECK(err(bert, "training: {global_batch: 8, dp_overlap: later}").find("training.dp_overlap: not a boolean 'later'") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 0}").find("training.global_batch: out of range '0'") != std::string::npos);
 }
 
@@ -400,6 +404,7 @@ inference: {batch: 3, context: 5000, weights: int8, kv_cache: fp8}
     CHECK(b.plan.layers_per_stage == a.plan.layers_per_stage);
     if (a.training) {
       CHECK(b.training->dp_bucket == a.training->dp_bucket);
+      CHECK(b.training->dp_overlap == a.training->dp_overlap);
       CHECK(b.training->weight_dtype == a.training->weight_dtype);
       CHECK(b.training->recompute == a.training->recompute);
     }

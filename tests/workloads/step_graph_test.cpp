@@ -143,6 +143,21 @@ TEST_CASE("data-parallel gradients: buckets overlap the backward, ZeRO shards th
       for (auto d : op.deps) CHECK(std::get<ComputeOp>(ops[d].body).pass == Pass::Backward);
   CHECK(std::get<ComputeOp>(ops.back().body).scope == Scope::Optimizer);
 
+  // dp_overlap false (Megatron-LM's 2021 "local" DDP): one all-reduce of every gradient, after the last backward op.
+  auto blob = w;
+  blob.training->dp_overlap = false;
+  const auto one = generate_step(blob, a100());
+  const Counts c = count(one.classes[0]);
+  CHECK(c.collectives.at({CollectiveKind::AllReduce, Group::Dp}) == 1);
+  CHECK(c.bytes.at({CollectiveKind::AllReduce, Group::Dp}) == doctest::Approx(grads));
+  const auto& seq = one.classes[0].ops;
+  std::size_t last_backward = 0, reduce = 0;
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    if (const auto* k = std::get_if<ComputeOp>(&seq[i].body); k && k->pass == Pass::Backward) last_backward = i;
+    if (const auto* k = std::get_if<CollectiveOp>(&seq[i].body); k && k->group == Group::Dp) reduce = i;
+  }
+  CHECK(reduce > last_backward);
+
   w.plan.zero = 1;
   n = count(generate_step(w, a100()).classes[0]);
   CHECK(n.bytes.at({CollectiveKind::ReduceScatter, Group::Dp}) == doctest::Approx(grads));
@@ -152,7 +167,11 @@ TEST_CASE("data-parallel gradients: buckets overlap the backward, ZeRO shards th
   CHECK(n.bytes.at({CollectiveKind::ReduceScatter, Group::Dp}) == doctest::Approx(2 * grads));   // every micro-batch
   w.plan.zero = 3;
   n = count(generate_step(w, a100()).classes[0]);
-  CHECK(n.collectives.at({CollectiveKind::AllGather, Group::Dp}) == 2 * 8 * 2);  // each layer, fwd and bwd, per mb
+  // Each layer's four linear modules (as DeepSpeed fetches them), forward and backward, per micro-batch; together
+  // exactly the layer's weights.
+  CHECK(n.collectives.at({CollectiveKind::AllGather, Group::Dp}) == 4 * 8 * 2 * 2);
+  CHECK(n.bytes.at({CollectiveKind::AllGather, Group::Dp}) ==
+        doctest::Approx(8 * layer_parameters(w.model) * 2.0 * 2 * 2));
 }
 
 TEST_CASE("the pipeline bubble comes out of the schedule: (p-1)/(m+p-1) for uniform stages") {
