@@ -643,6 +643,17 @@ TEST_CASE("collective: 8x A100 on NVSwitch: the ring all-reduce of 8 GB lands on
   CHECK(busbw == doctest::Approx(230.0).epsilon(0.01));   // the row the NVLink efficiency is fitted on
 }
 
+TEST_CASE("collective: 8x A100 on NVSwitch: the 22B layer's TP all-reduce takes the 0.82 ms the compute model's fit subtracts") {
+  // tests/workloads/compute_model_test.cpp fits the GEMM efficiency on the measured 22B layer minus two of these
+  // all-reduces (b s h x 2 bytes, micro-batch 4, h 6144). If the collective model moves, refit it there.
+  const auto& a100 = topology::find_gpu("a100-sxm4-80gb");
+  const topology::LinkSpec& link = topology::find_link(a100.gpu_link);
+  const BytesPerSecond per_gpu = link.bandwidth * (a100.gpu_link_count * link.efficiency);
+  const Lowered ring = lower(CollectiveKind::AllReduce, Bytes(100'663'296), one_machine(8, link.switch_reduction),
+                             Algorithm::Auto);
+  CHECK(to_microseconds(play(ring, per_gpu, link.latency)) == doctest::Approx(821.58).epsilon(0.002));
+}
+
 TEST_CASE("collective: protocol names round-trip, unknown names are refused") {
   std::vector<std::string> names;
   for (Protocol p : {Protocol::Auto, Protocol::LL, Protocol::LL128, Protocol::Simple}) {

@@ -66,16 +66,14 @@ constexpr std::array kRows = {
 
 // The measured times include tensor-parallel communication, which is not compute: two all-reduces per pass of
 // the layer's activations, b s h x 2 bytes = 100.7 MB (with sequence parallelism an all-gather plus a
-// reduce-scatter of the same total volume; the recomputed forward of full recompute repeats its two). Estimated
-// here, explicitly, as a ring over 8 GPUs moving 2 (n-1)/n x S at a bus bandwidth of 180 GB/s: nccl.md gives
-// ~230 GB/s busbw for 8 GB and ~200 GB/s for 1 GB on 8 A100s over NVSwitch, still rising with size; 100 MB sits
-// lower, at about 170-190 GB/s; we take 180. That is 0.979 ms per all-reduce, 1.96 ms per pass.
-Seconds tp_comm_per_pass(const ModelSpec& m) {
-  const Bytes size(kMicroBatch * static_cast<double>(m.seq_length) * m.hidden * 2);
-  const double n = kTp;
-  const BytesPerSecond busbw = 180_GBps;
-  return 2.0 * (size * (2.0 * (n - 1.0) / n) / busbw);
-}
+// reduce-scatter of the same total volume; the recomputed forward of full recompute repeats its two). What is
+// subtracted is what dtsim's own collective model gives for that all-reduce on 8 A100s over NVSwitch, 0.8216 ms
+// (214 GB/s busbw; tests/sim/collective_test.cpp holds the engine to this figure), so that a simulated layer,
+// compute plus simulated communication, adds back exactly what was taken out. An estimate of its own here
+// (until 2026-11 a ring at 180 GB/s busbw, 0.979 ms) would leave dtsim's layers faster than measured by the
+// difference, 4 % of the forward.
+constexpr Seconds kTpAllReduce = Seconds(821.58e-6);
+Seconds tp_comm_per_pass() { return 2.0 * kTpAllReduce; }
 
 Seconds pass_compute(const ModelSpec& m, const Row& row, Pass pass) {
   TrainingSpec t;
@@ -87,16 +85,17 @@ Seconds pass_compute(const ModelSpec& m, const Row& row, Pass pass) {
 
 struct Prediction {
   double forward_ms;
-  double backward_ms;
+  double backward_ms;          // every TP collective on the critical path, as dtsim plays them
+  double backward_hidden_ms;   // the backward pass's own two collectives hidden under its GEMMs
 };
 
 Prediction predict(const Row& row) {
   const ModelSpec m = gpt_22b();
-  const Seconds comm = tp_comm_per_pass(m);
+  const Seconds comm = tp_comm_per_pass();
   const Seconds forward = pass_compute(m, row, Pass::Forward) + comm;
-  Seconds backward = pass_compute(m, row, Pass::Backward) + comm + pass_compute(m, row, Pass::Recompute);
-  if (row.recompute == Recompute::Full) backward += comm;
-  return {forward.value() * 1e3, backward.value() * 1e3};
+  Seconds hidden = pass_compute(m, row, Pass::Backward) + pass_compute(m, row, Pass::Recompute);
+  if (row.recompute == Recompute::Full) hidden += comm;   // the recomputed forward's collectives cannot hide
+  return {forward.value() * 1e3, (hidden + comm).value() * 1e3, hidden.value() * 1e3};
 }
 
 double error(double model, double measured) { return model / measured - 1.0; }
@@ -201,37 +200,41 @@ TEST_CASE("compute model: a precision the GPU has no peak for is an input error 
 }
 
 TEST_CASE("compute model: the 22B layer's passes, compute plus explicit TP communication, land on the measurements") {
-  // The TP communication estimate: 0.979 ms per all-reduce, 1.96 ms per pass.
-  CHECK(tp_comm_per_pass(gpt_22b()).value() == doctest::Approx(2 * 100'663'296.0 * 1.75 / 180e9).epsilon(1e-12));
+  // The TP communication: dtsim's all-reduce of b s h x 2 bytes, 0.82 ms, twice per pass.
+  CHECK(kMicroBatch * gpt_22b().seq_length * gpt_22b().hidden * 2 == 100'663'296);
+  CHECK(tp_comm_per_pass().value() == doctest::Approx(1.643e-3).epsilon(1e-3));
 
-  // Fitted: the large-GEMM efficiency, on the forward baseline. Its residual is the rounding of the constant.
+  // The large-GEMM efficiency is fitted on two sources (compute_catalog.cpp): this forward baseline alone asks for
+  // 0.78, the SC'21 runs for about 0.72; the shared 0.74 leaves this row 3.2 % slow.
   const Prediction base = predict(kRows[0]);
-  CHECK(std::abs(error(base.forward_ms, kRows[0].forward_ms)) < 0.01);
+  CHECK(error(base.forward_ms, kRows[0].forward_ms) > 0.0);
+  CHECK(error(base.forward_ms, kRows[0].forward_ms) < 0.04);
 
-  // Checked: every other number. The tolerance, 7 %, covers: the measurements' 0.1 ms rounding (up to 1.4 %);
-  // the all-reduce estimate (170-190 GB/s busbw moves a row by up to 1.5 %); and what a sum of kernel times
-  // cannot express: Megatron overlaps the backward's input-gradient all-reduce with the weight-gradient GEMMs,
-  // so part of the backward's 1.96 ms of communication is hidden, which shows as backward rows predicted a few
-  // percent slow (the schedule's business, not the roofline's).
-  std::string table = "experiment                                  measured fwd/bwd ms   dtsim fwd/bwd ms   error\n";
-  double worst = 0;
+  // Checked: every other number.
+  // - Forward rows within 4 %: the shared GEMM fit's 3.2 %, plus the measurements' 0.1 ms rounding (up to 1.4 %).
+  // - Backward rows between two bounds, widened by the same 3 %. The upper bound plays every TP collective on the
+  //   critical path, as dtsim does and as the SC'21 runs' Megatron-LM did. The 2022 Megatron-LM these rows were
+  //   measured with launches the backward's input-gradient collectives asynchronously, under the weight-gradient
+  //   GEMMs; the lower bound hides both of them. (Until 2026-11 the subtracted all-reduce was 0.979 ms, the
+  //   backward rows were checked within 7 % of the upper bound, and the baseline's +4.8 % was that overlap.)
+  std::string table = "experiment                                  measured fwd/bwd ms   dtsim fwd / bwd (hidden .. exposed) ms\n";
   for (const Row& row : kRows) {
     CAPTURE(row.experiment);
     const Prediction p = predict(row);
-    const double ef = error(p.forward_ms, row.forward_ms);
-    const double eb = error(p.backward_ms, row.backward_ms);
-    table += fmt::format("{:<43} {:5.1f} / {:5.1f}        {:5.2f} / {:5.2f}    {:+5.1f}% / {:+5.1f}%\n", row.experiment,
-                         row.forward_ms, row.backward_ms, p.forward_ms, p.backward_ms, 100 * ef, 100 * eb);
-    CHECK(std::abs(ef) < 0.07);
-    CHECK(std::abs(eb) < 0.07);
-    worst = std::max({worst, std::abs(ef), std::abs(eb)});
+    table += fmt::format("{:<43} {:5.1f} / {:5.1f}        {:5.2f} / {:5.2f} .. {:5.2f}  {:+5.1f}% fwd\n", row.experiment,
+                         row.forward_ms, row.backward_ms, p.forward_ms, p.backward_hidden_ms, p.backward_ms,
+                         100 * error(p.forward_ms, row.forward_ms));
+    CHECK(std::abs(error(p.forward_ms, row.forward_ms)) < 0.04);
+    CHECK(row.backward_ms > p.backward_hidden_ms * 0.97);
+    CHECK(row.backward_ms < p.backward_ms * 1.03);
   }
-  MESSAGE(table, fmt::format("worst |error| {:.1f}%", 100 * worst));
+  MESSAGE(table);
 
   // The physics the rows isolate, as differences (communication cancels): sequence parallelism's saving on the
-  // forward (measured 0.5 ms) and the selective recompute's cost (measured 1.3 ms), both memory-bound work.
+  // forward (measured 0.5 ms, checked) and the selective recompute's cost (measured 1.3 ms, the row the attention
+  // core's streaming efficiency is fitted on), both memory-bound work.
   const double sp_saving = base.forward_ms - predict(kRows[1]).forward_ms;
   const double selective_cost = predict(kRows[3]).backward_ms - base.backward_ms;
   CHECK(std::abs(error(sp_saving, 0.5)) < 0.25);        // modelled 0.59 ms
-  CHECK(std::abs(error(selective_cost, 1.3)) < 0.25);   // modelled 1.12 ms
+  CHECK(std::abs(error(selective_cost, 1.3)) < 0.02);   // modelled 1.31 ms
 }
