@@ -58,7 +58,8 @@ int collective_command(const CollectiveArgs& args);
 // Runs every point of each validation scenario (no file: the embedded Megatron-LM SC'21 tables) and prints, per
 // row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and largest
 // absolute error.
-int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets, Format format);
+int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
+                     const std::vector<std::string>& only, Format format);
 // The embedded validation scenarios: (origin, YAML text).
 const std::vector<std::pair<std::string, std::string>>& validation_scenarios();
 // "128M" -> 134217728: bytes with an optional K, M or G suffix (powers of 1024, as nccl-tests reads them).

@@ -67,10 +67,12 @@ int dispatch(int argc, char** argv) {
   collective->add_option("--format", coll.format, "output format")->transform(CLI::CheckedTransformer(kFormats));
   auto* validate = app.add_subcommand("validate", "published measurements against dtsim: per row and per table error "
                                                   "(no file: the embedded Megatron-LM SC'21 tables)");
-  std::vector<std::string> validate_files, validate_sets;
+  std::vector<std::string> validate_files, validate_sets, validate_only;
   Format validate_format = Format::Table;
   validate->add_option("scenarios", validate_files, "validation scenario YAML files (reference figures per point)");
   validate->add_option("--set", validate_sets, "override a scenario key: key=value (repeatable)");
+  validate->add_option("--only", validate_only, "only these rows, by configuration name (comma-separated or repeated)")
+      ->delimiter(',');
   validate->add_option("--format", validate_format, "output format")->transform(CLI::CheckedTransformer(kFormats));
   auto* catalog = app.add_subcommand("catalog", "list the GPUs and links dtsim knows");
   catalog->add_option("--format", catalog_format, "output format")->transform(CLI::CheckedTransformer(kFormats));
@@ -88,7 +90,7 @@ int dispatch(int argc, char** argv) {
   if (*topo) return dtsim::cli::topo_command(topo_args, dot_file);
   if (*memory) return dtsim::cli::memory_command(memory_args);
   if (*graph) return dtsim::cli::graph_command(graph_args, graph_dot, graph_kernels);
-  if (*validate) return dtsim::cli::validate_command(validate_files, validate_sets, validate_format);
+  if (*validate) return dtsim::cli::validate_command(validate_files, validate_sets, validate_only, validate_format);
   return dtsim::cli::catalog_command(catalog_format);
 }
 

@@ -1,13 +1,36 @@
 // `dtsim validate`: every point of each validation scenario simulated (each in its own process, as `run` does),
 // its published figures (the point's `reference`) beside dtsim's, and the error per row and per table.
+#include <algorithm>
 #include <iostream>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "results/validation_report.hpp"
 #include "sim/cli/command_support.hpp"
 
 namespace dtsim::cli {
 
-int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets, Format format) {
+namespace {
+
+// --only: every name must be a row of some table; the error lists the names there are.
+void check_only(const std::vector<std::string>& only,
+                const std::vector<std::pair<std::string, std::vector<Scenario>>>& tables) {
+  std::set<std::string> names;
+  for (const auto& table : tables)
+    for (const Scenario& s : table.second) names.insert(s.name);
+  for (const auto& n : only)
+    if (!names.contains(n)) {
+      std::string all;
+      for (const auto& name : names) all += fmt::format("{}{}", all.empty() ? "" : ", ", name);
+      throw InputError("--only", n, "no validation row has this name", all);
+    }
+}
+
+}  // namespace
+
+int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
+                     const std::vector<std::string>& only, Format format) {
   std::vector<Override> overrides;
   for (const auto& s : sets) overrides.push_back(parse_set(s));
   std::vector<std::pair<std::string, std::vector<Scenario>>> tables;
@@ -15,16 +38,18 @@ int validate_command(const std::vector<std::string>& files, const std::vector<st
     for (const auto& [origin, text] : validation_scenarios())
       tables.emplace_back(origin, load_scenarios(text, origin, overrides));
   for (const auto& f : files) tables.emplace_back(f, load_scenario_file(f, overrides));
+  check_only(only, tables);
   std::vector<results::ValidationTable> report;
   for (const auto& [name, scenarios] : tables) {
     results::ValidationTable t{name, {}};
     for (const Scenario& s : scenarios) {
+      if (!only.empty() && std::ranges::find(only, s.name) == only.end()) continue;
       if (s.reference.values.empty())
         throw InputError("reference", "", "missing: validate compares a scenario's published figures with dtsim's",
                          "a reference section with at least one figure (see docs/validation.md)", s.file);
       t.rows.push_back(run_point(s, ""));
     }
-    report.push_back(std::move(t));
+    if (!t.rows.empty()) report.push_back(std::move(t));
   }
   const auto json = results::validation_json(report);
   if (format == Format::Json) std::cout << json.dump(2) << "\n";
