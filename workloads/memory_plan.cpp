@@ -160,11 +160,11 @@ Bytes total(const MemoryParts& p) {
 
 double shard(const ParallelPlan& p, int zero_stage) { return p.zero >= zero_stage ? p.dp : 1; }
 
-// The largest unit ZeRO-3 gathers at once (a layer's linear module, the embedding or the output projection), per
-// GPU. DeepSpeed fetches one sub-module at a time, as the step graph gathers them.
+// The largest unit ZeRO-3 holds gathered (a layer, the embedding or the output projection), per GPU. The step
+// graph gathers a layer's modules together and prefetches the next layer, so two whole layers can be live; the
+// finer per-module release DeepSpeed can do is not modelled.
 double largest_gathered_unit(const ModelSpec& m, const ParallelPlan& p) {
-  const auto modules = layer_module_parameters(m);
-  return std::max({*std::ranges::max_element(modules) / p.tp, embedding_parameters_per_gpu(m, p.tp),
+  return std::max({layer_parameters_per_gpu(m, p.tp), embedding_parameters_per_gpu(m, p.tp),
                    head_parameters_per_gpu(m, p)});
 }
 
@@ -226,7 +226,7 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
       p.dp == 1 ? std::string("buffers: none (dp 1: no gradient buckets)")
                 : fmt::format("buffers: {} DP gradient buckets of {:.4g} MB{}", kBucketsInFlight,
                               t.dp_bucket.value() / 1e6,
-                              p.zero >= 3 ? "; ZeRO-3: two gathered units (a layer's linear module or the embedding), weight dtype" : ""),
+                              p.zero >= 3 ? "; ZeRO-3: two gathered units (layer or embedding), weight dtype" : ""),
   };
 }
 
