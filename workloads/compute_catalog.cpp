@@ -28,8 +28,7 @@ using namespace dtsim::literals;
 // fp16), whose PTD-P rows are compute-bound, come out uniformly 3-8 % fast at 0.78 and ask for about 0.72.
 // 0.74 splits them: the 22B forward lands 3.2 % slow, table 1 at 2.4 % mean absolute error, table 2's PTD-P
 // rows within 0.4-3.2 % (docs/validation.md). With the shape factor, large linear layers run at 0.67-0.72 of
-// 312 TFLOP/s (209-225 TFLOP/s). (0.81 until 2026-11, when the 22B fit subtracted an all-reduce estimate of its
-// own, 0.979 ms, instead of dtsim's 0.82 ms, and the attention core streamed at the prior.)
+// 312 TFLOP/s (209-225 TFLOP/s).
 constexpr double kGemm = 0.74;
 constexpr const char* kGemmSource =
     "fitted: Korthikanti et al. 2023 Table 4, 22B layer forward baseline 7.7 ms on DGX A100 (layer_times_22b.csv), "
@@ -43,18 +42,18 @@ constexpr const char* kAttentionSource =
     "assumed equal to the large-GEMM efficiency (memory-bound on the 22B calibration shapes, so not identifiable "
     "there); the shape factor charges head_dim";
 
-// Streaming kernels (norms, softmax, dropout, activations, optimizer), fraction of memory bandwidth. Prior:
-// simple copies reach ~85-90 % of HBM bandwidth on an A100 (STREAM/BabelStream class); fused kernels with
-// row reductions and masks a little less. Checked, not fitted, against the SP and selective-recompute rows.
+// Streaming kernels (norms, the residual stream's dropout, activations, optimizer), fraction of memory
+// bandwidth. Prior: simple copies reach ~85-90 % of HBM bandwidth on an A100 (STREAM/BabelStream class); fused
+// kernels with row reductions and masks a little less. Checked, not fitted, against the SP row.
 constexpr double kStream = 0.80;
 constexpr const char* kStreamSource =
     "prior: ~80 % of HBM bandwidth for fused element-wise kernels on A100; checked against the 22B sequence-"
-    "parallel (-0.5 ms) and selective-recompute (+1.3 ms) rows";
+    "parallel row (-0.5 ms)";
 
 // The attention core's element-wise kernels (scale-mask-softmax and dropout over the b x heads x s x s
 // probabilities), fraction of memory bandwidth. Fitted: the selective-recompute row isolates exactly these
 // kernels plus the two attention GEMMs (its backward minus the baseline's, measured 1.3 ms); 0.65 puts that
-// cost at 1.30 ms, where the streaming prior gave 1.13. They run below the prior because the dropout draws a
+// cost at 1.31 ms, where the streaming prior gave 1.13. They run below the prior because the dropout draws a
 // Philox random number per probability and the softmax reduces along 2,048-wide masked rows; the residual
 // stream's dropout is not identified apart from the norms and keeps the prior.
 constexpr double kAttnStream = 0.65;

@@ -30,7 +30,7 @@ struct Context {
   std::vector<int> first_layer;   // per virtual stage
   int virtual_stages = 0;
   Bytes activation;               // one micro-batch's hidden states: b x s x h in the compute dtype
-  std::vector<Bytes> layer_modules;   // one layer's weights on one GPU, weight dtype, per linear module (ZeRO-3)
+  std::vector<Bytes> layer_modules;  // one layer's weights on one GPU, weight dtype, per linear module (ZeRO-3)
   Bytes layer_grads;              // one layer's gradients on one GPU, grad dtype
   Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
   Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
@@ -84,7 +84,7 @@ class StageBuilder {
   std::vector<Index> receive(const PipeStep& step, int from_virtual);
   void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
   std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
-  std::vector<Index> zero3_gathers(int layer, int mb, std::vector<Index> gate);
+  std::vector<Index> gather_modules(int layer, int mb, std::vector<Index> gate);
   void add_grads(Bytes bytes, int layer, int mb, Index after);
   void flush_bucket(int layer, int mb);
 
@@ -154,16 +154,17 @@ std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Ind
   // Prefetch depth one: the gather for this layer may start once the compute two layers back has finished.
   std::vector<Index> gate;
   if (gather_window_.size() >= 2) gate.push_back(gather_window_[gather_window_.size() - 2]);
-  for (const Index g : zero3_gathers(layer, mb, std::move(gate))) deps.push_back(g);
+  for (const Index g : gather_modules(layer, mb, std::move(gate))) deps.push_back(g);
   return deps;
 }
 
 // One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module: each pays the ring's per-step
 // latency over the whole data-parallel group.
-std::vector<Index> StageBuilder::zero3_gathers(int layer, int mb, std::vector<Index> gate) {
+std::vector<Index> StageBuilder::gather_modules(int layer, int mb, std::vector<Index> gate) {
   std::vector<Index> out;
   for (const Bytes part : ctx_.layer_modules)
-    out.push_back(collective(CollectiveKind::AllGather, Group::Dp, part, CommPurpose::ZeroParamGather, layer, mb, gate));
+    out.push_back(
+        collective(CollectiveKind::AllGather, Group::Dp, part, CommPurpose::ZeroParamGather, layer, mb, gate));
   return out;
 }
 

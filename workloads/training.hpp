@@ -38,9 +38,9 @@ struct TrainingSpec {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   Bytes dp_bucket = Bytes(25e6);         // data-parallel gradient bucket (dp_bucket_MB, decimal MB)
-  // Gradient reduction overlaps the backward pass, one collective per filled bucket (PyTorch DDP, Megatron-LM's
-  // DDP since 2022). false: one reduction of all the stage's gradients after its last backward, as Megatron-LM's
-  // "local" DDP did in 2021 (the SC'21 runs); with ZeRO 2/3, one after each micro-batch's backward.
+  // Gradient reduction overlaps the backward pass, one collective per filled bucket (PyTorch DDP; Megatron-LM's
+  // DDP with --overlap-grad-reduce). false: one reduction of all the stage's gradients after its last backward,
+  // as Megatron-LM's "local" DDP did (the SC'21 runs); with ZeRO 2/3, one after each micro-batch's backward.
   bool dp_overlap = true;
 };
 

@@ -643,7 +643,7 @@ TEST_CASE("collective: 8x A100 on NVSwitch: the ring all-reduce of 8 GB lands on
   CHECK(busbw == doctest::Approx(230.0).epsilon(0.01));   // the row the NVLink efficiency is fitted on
 }
 
-TEST_CASE("collective: 8x A100 on NVSwitch: the 22B layer's TP all-reduce takes the 0.82 ms the compute model's fit subtracts") {
+TEST_CASE("collective: 8x A100 on NVSwitch: the 22B layer's TP all-reduce takes the 0.82 ms the compute fit subtracts") {
   // tests/workloads/compute_model_test.cpp fits the GEMM efficiency on the measured 22B layer minus two of these
   // all-reduces (b s h x 2 bytes, micro-batch 4, h 6144). If the collective model moves, refit it there.
   const auto& a100 = topology::find_gpu("a100-sxm4-80gb");

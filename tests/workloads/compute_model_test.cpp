@@ -69,9 +69,8 @@ constexpr std::array kRows = {
 // reduce-scatter of the same total volume; the recomputed forward of full recompute repeats its two). What is
 // subtracted is what dtsim's own collective model gives for that all-reduce on 8 A100s over NVSwitch, 0.8216 ms
 // (214 GB/s busbw; tests/sim/collective_test.cpp holds the engine to this figure), so that a simulated layer,
-// compute plus simulated communication, adds back exactly what was taken out. An estimate of its own here
-// (until 2026-11 a ring at 180 GB/s busbw, 0.979 ms) would leave dtsim's layers faster than measured by the
-// difference, 4 % of the forward.
+// compute plus simulated communication, adds back exactly what was taken out. An estimate of its own here would
+// leave dtsim's layers off by the difference (a ring at 180 GB/s busbw, 0.979 ms, is 4 % of the forward).
 constexpr Seconds kTpAllReduce = Seconds(821.58e-6);
 Seconds tp_comm_per_pass() { return 2.0 * kTpAllReduce; }
 
@@ -200,9 +199,8 @@ TEST_CASE("compute model: a precision the GPU has no peak for is an input error 
 }
 
 TEST_CASE("compute model: the 22B layer's passes, compute plus explicit TP communication, land on the measurements") {
-  // The TP communication: dtsim's all-reduce of b s h x 2 bytes, 0.82 ms, twice per pass.
+  // The TP communication: dtsim's all-reduce of b s h x 2 bytes (the size collective_test plays), twice per pass.
   CHECK(kMicroBatch * gpt_22b().seq_length * gpt_22b().hidden * 2 == 100'663'296);
-  CHECK(tp_comm_per_pass().value() == doctest::Approx(1.643e-3).epsilon(1e-3));
 
   // The large-GEMM efficiency is fitted on two sources (compute_catalog.cpp): this forward baseline alone asks for
   // 0.78, the SC'21 runs for about 0.72; the shared 0.74 leaves this row 3.2 % slow.
@@ -212,21 +210,21 @@ TEST_CASE("compute model: the 22B layer's passes, compute plus explicit TP commu
 
   // Checked: every other number.
   // - Forward rows within 4 %: the shared GEMM fit's 3.2 %, plus the measurements' 0.1 ms rounding (up to 1.4 %).
-  // - Backward rows between two bounds, widened by the same 3 %. The upper bound plays every TP collective on the
-  //   critical path, as dtsim does and as the SC'21 runs' Megatron-LM did. The 2022 Megatron-LM these rows were
-  //   measured with launches the backward's input-gradient collectives asynchronously, under the weight-gradient
-  //   GEMMs; the lower bound hides both of them. (Until 2026-11 the subtracted all-reduce was 0.979 ms, the
-  //   backward rows were checked within 7 % of the upper bound, and the baseline's +4.8 % was that overlap.)
-  std::string table = "experiment                                  measured fwd/bwd ms   dtsim fwd / bwd (hidden .. exposed) ms\n";
+  // - Backward rows between two bounds, widened by 1.5 % for the rounding. The upper bound plays every TP
+  //   collective on the critical path, as dtsim does and as the SC'21 runs' Megatron-LM did. The 2022 Megatron-LM
+  //   these rows were measured with launches the backward's input-gradient collectives asynchronously, under the
+  //   weight-gradient GEMMs; the lower bound hides both of them.
+  std::string table = fmt::format("{:<43} {:<21} {}\n", "experiment", "measured fwd/bwd ms",
+                                  "dtsim fwd / bwd (hidden .. exposed) ms");
   for (const Row& row : kRows) {
     CAPTURE(row.experiment);
     const Prediction p = predict(row);
-    table += fmt::format("{:<43} {:5.1f} / {:5.1f}        {:5.2f} / {:5.2f} .. {:5.2f}  {:+5.1f}% fwd\n", row.experiment,
-                         row.forward_ms, row.backward_ms, p.forward_ms, p.backward_hidden_ms, p.backward_ms,
-                         100 * error(p.forward_ms, row.forward_ms));
+    table += fmt::format("{:<43} {:5.1f} / {:5.1f}        {:5.2f} / {:5.2f} .. {:5.2f}  {:+5.1f}% fwd\n",
+                         row.experiment, row.forward_ms, row.backward_ms, p.forward_ms, p.backward_hidden_ms,
+                         p.backward_ms, 100 * error(p.forward_ms, row.forward_ms));
     CHECK(std::abs(error(p.forward_ms, row.forward_ms)) < 0.04);
-    CHECK(row.backward_ms > p.backward_hidden_ms * 0.97);
-    CHECK(row.backward_ms < p.backward_ms * 1.03);
+    CHECK(row.backward_ms > p.backward_hidden_ms * 0.985);
+    CHECK(row.backward_ms < p.backward_ms * 1.015);
   }
   MESSAGE(table);
 

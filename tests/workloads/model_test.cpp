@@ -163,3 +163,24 @@ TEST_CASE("parameter parts add up, and tying drops the output projection") {
   m.tied_embeddings = false;
   CHECK(parameter_count(m) == whole + 100.0 * 64);
 }
+
+TEST_CASE("a layer's parameters by linear module, as ZeRO-3 gathers them, count each matrix exactly") {
+  // GPT-3 175B: gelu, biases, layer norms. Q K V carries its bias, every other bias and both norms.
+  const ModelSpec& gpt = find_model("gpt3-175b");
+  const double h = 12288;
+  const auto g = layer_module_parameters(gpt);
+  CHECK(g[0] == 3 * h * h + (3 * h + h + 4 * h + h) + 2 * (2 * h));
+  CHECK(g[1] == h * h);
+  CHECK(g[2] == h * 4 * h);
+  CHECK(g[3] == 4 * h * h);
+  CHECK(g[0] + g[1] + g[2] + g[3] == layer_parameters(gpt));
+  // Llama 3 8B: swiglu (gate and up gathered together), grouped-query K and V, no biases, RMS norms.
+  const ModelSpec& llama = find_model("llama3-8b");
+  const double d = 4096, kv = 8 * 128, f = 14336;
+  const auto l = layer_module_parameters(llama);
+  CHECK(l[0] == d * d + 2 * d * kv + 2 * d);
+  CHECK(l[1] == d * d);
+  CHECK(l[2] == 2 * d * f);
+  CHECK(l[3] == d * f);
+  CHECK(l[0] + l[1] + l[2] + l[3] == layer_parameters(llama));
+}

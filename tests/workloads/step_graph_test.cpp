@@ -165,6 +165,11 @@ TEST_CASE("data-parallel gradients: buckets overlap the backward, ZeRO shards th
   w.plan.zero = 2;
   n = count(generate_step(w, a100()).classes[0]);
   CHECK(n.bytes.at({CollectiveKind::ReduceScatter, Group::Dp}) == doctest::Approx(2 * grads));   // every micro-batch
+  auto unbucketed = w;   // dp_overlap false with ZeRO 2: one reduce-scatter after each micro-batch's backward
+  unbucketed.training->dp_overlap = false;
+  const Counts u = count(generate_step(unbucketed, a100()).classes[0]);
+  CHECK(u.collectives.at({CollectiveKind::ReduceScatter, Group::Dp}) == 2);
+  CHECK(u.bytes.at({CollectiveKind::ReduceScatter, Group::Dp}) == doctest::Approx(2 * grads));
   w.plan.zero = 3;
   n = count(generate_step(w, a100()).classes[0]);
   // Each layer's four linear modules (as DeepSpeed fetches them), forward and backward, per micro-batch; together
