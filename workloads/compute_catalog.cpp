@@ -25,10 +25,10 @@ using namespace dtsim::literals;
 // Large GEMMs (m, n, k in the thousands), fraction of the precision's dense peak before the shape factor.
 // Fitted on the two sources that constrain it. The 22B forward baseline row (7.7 ms minus 1.64 ms of all-reduce,
 // 2022 software, bf16) alone gives 0.78. The SC'21 runs (Megatron-LM SC'21 tables 1 and 2, 2021 software,
-// fp16), whose PTD-P rows are compute-bound, come out uniformly 3-8 % fast at 0.78 and ask for about 0.72.
-// 0.74 splits them: the 22B forward lands 3.2 % slow, table 1 at 2.4 % mean absolute error, table 2's PTD-P
-// rows within 0.4-3.2 % (docs/validation.md). With the shape factor, large linear layers run at 0.67-0.72 of
-// 312 TFLOP/s (209-225 TFLOP/s).
+// fp16), whose PTD-P rows are compute-bound, come out uniformly 3-8 % fast at 0.78 and would centre near 0.72
+// (extrapolated). 0.74 splits them: the 22B forward lands 3.2 % slow, table 1 at 2.4 % mean absolute error,
+// table 2's PTD-P rows within 0.4-3.2 % (docs/validation.md). With the shape factor, large linear layers run at
+// 0.67-0.72 of 312 TFLOP/s (209-225 TFLOP/s).
 constexpr double kGemm = 0.74;
 constexpr const char* kGemmSource =
     "fitted: Korthikanti et al. 2023 Table 4, 22B layer forward baseline 7.7 ms on DGX A100 (layer_times_22b.csv), "

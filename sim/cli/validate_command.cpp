@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "results/validation_report.hpp"
 #include "sim/cli/command_support.hpp"
@@ -20,11 +21,8 @@ void check_only(const std::vector<std::string>& only,
   for (const auto& table : tables)
     for (const Scenario& s : table.second) names.insert(s.name);
   for (const auto& n : only)
-    if (!names.contains(n)) {
-      std::string all;
-      for (const auto& name : names) all += fmt::format("{}{}", all.empty() ? "" : ", ", name);
-      throw InputError("--only", n, "no validation row has this name", all);
-    }
+    if (!names.contains(n))
+      throw InputError("--only", n, "no validation row has this name", fmt::format("{}", fmt::join(names, ", ")));
 }
 
 }  // namespace
