@@ -74,7 +74,7 @@ const PairPaths::Path& PairPaths::path(NodeId src, NodeId dst) {
 }
 
 Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, const Topology& topology,
-                     PairPaths& paths) {
+                     PairPaths& paths, int repeats) {
   if (lowered.transfers.empty()) return Seconds(0);
   // The first group rank on each machine, to find that machine's switch.
   std::vector<int> machine_first;
@@ -83,26 +83,29 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
     if (machine_first.size() <= m) machine_first.resize(m + 1, -1);
     if (machine_first[m] < 0) machine_first[m] = static_cast<int>(i);
   }
+  DTSIM_ASSERT(repeats == 1 || lowered.transfers.back().step == 0, "only a single step is repeated");
   std::map<NodeId, Seconds> previous_step_end, this_step_end;   // per endpoint
   int step = 0;
   Seconds end = lowered.latency;
-  for (const Transfer& t : lowered.transfers) {
-    if (t.step != step) {
-      previous_step_end = std::move(this_step_end);
-      this_step_end.clear();
-      step = t.step;
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    for (const Transfer& t : lowered.transfers) {
+      if (t.step + repeat != step) {
+        previous_step_end = std::move(this_step_end);
+        this_step_end.clear();
+        step = t.step + repeat;
+      }
+      const NodeId src = endpoint(t.src, t.machine, gpus, topology, machine_first);
+      const NodeId dst = endpoint(t.dst, t.machine, gpus, topology, machine_first);
+      Seconds start = lowered.latency;
+      if (auto it = previous_step_end.find(src); it != previous_step_end.end()) start = it->second;
+      start += lowered.step_latency;
+      const auto& path = paths.path(src, dst);
+      BytesPerSecond rate = path.rate;
+      if (t.rate) rate = std::min(rate, *t.rate);
+      const Seconds finish = start + path.latency + t.bytes / rate;
+      for (NodeId e : {src, dst}) this_step_end[e] = std::max(this_step_end[e], finish);
+      end = std::max(end, finish);
     }
-    const NodeId src = endpoint(t.src, t.machine, gpus, topology, machine_first);
-    const NodeId dst = endpoint(t.dst, t.machine, gpus, topology, machine_first);
-    Seconds start = lowered.latency;
-    if (auto it = previous_step_end.find(src); it != previous_step_end.end()) start = it->second;
-    start += lowered.step_latency;
-    const auto& path = paths.path(src, dst);
-    BytesPerSecond rate = path.rate;
-    if (t.rate) rate = std::min(rate, *t.rate);
-    const Seconds finish = start + path.latency + t.bytes / rate;
-    for (NodeId e : {src, dst}) this_step_end[e] = std::max(this_step_end[e], finish);
-    end = std::max(end, finish);
   }
   return end;
 }

@@ -38,9 +38,11 @@ class PairPaths {
   std::unordered_map<std::uint64_t, Path> paths_;
 };
 
-// Duration of one lowered collective whose group rank i is GPU `gpus[i]`, played contention-free.
+// Duration of one lowered collective whose group rank i is GPU `gpus[i]`, played contention-free. With
+// `repeats` > 1, `lowered` is one step of a lowering whose steps are all alike (first_step), played that many
+// times, as the whole lowering would be.
 Seconds lowered_time(const Lowered& lowered, const std::vector<topology::NodeId>& gpus, const topology::Topology& topology,
-                     PairPaths& paths);
+                     PairPaths& paths, int repeats = 1);
 
 // Costs for play_analytic on `topology` (rank r on topology.gpus()[r]). The costs keep a reference to
 // `topology` and own a router.

@@ -331,7 +331,7 @@ double bus_factor(workloads::CollectiveKind kind, int n) {
   return 0.0;
 }
 
-std::optional<Lowered> aggregate_steps(const Lowered& lowered) {
+std::optional<Lowered> first_step(const Lowered& lowered) {
   if (lowered.steps < 2 || lowered.transfers.empty() ||
       lowered.transfers.size() % static_cast<std::size_t>(lowered.steps) != 0)
     return std::nullopt;
@@ -345,9 +345,19 @@ std::optional<Lowered> aggregate_steps(const Lowered& lowered) {
   }
   Lowered out = lowered;
   out.transfers.resize(per_step);
-  for (Transfer& t : out.transfers) t.bytes = t.bytes * static_cast<double>(lowered.steps);
-  out.steps = 1;
   return out;
+}
+
+Lowered aggregate_first_step(Lowered step) {
+  for (Transfer& t : step.transfers) t.bytes = t.bytes * static_cast<double>(step.steps);
+  step.steps = 1;
+  return step;
+}
+
+std::optional<Lowered> aggregate_steps(const Lowered& lowered) {
+  auto step = first_step(lowered);
+  if (!step) return std::nullopt;
+  return aggregate_first_step(std::move(*step));
 }
 
 }  // namespace dtsim::sim

@@ -108,6 +108,10 @@ Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& la
 // NVLS, hierarchical) or there is one step: nothing to aggregate. The aggregate's latencies are the original's;
 // whoever plays it adds the difference between the two played contention-free (lowered_time).
 std::optional<Lowered> aggregate_steps(const Lowered& lowered);
+// The same test, keeping one period instead: the first step's transfers, `steps` unchanged (nullopt as above).
+std::optional<Lowered> first_step(const Lowered& lowered);
+// A first_step as its aggregate: each transfer carries `steps` times its bytes, in one step.
+Lowered aggregate_first_step(Lowered step);
 
 // nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce-scatter / all-gather / all-to-all (n-1)/n,
 // broadcast 1; whatever the algorithm.

@@ -78,8 +78,18 @@ std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind k
   Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls, layout.direct_links};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
-  auto plan = std::make_shared<const CollectivePlan>(
-      make_plan(lower_(kind, bytes, layout), static_cast<int>(layout.machine.size())));
+  Lowered lowered = lower_(kind, bytes, layout);
+  const bool through_switch = std::any_of(lowered.transfers.begin(), lowered.transfers.end(),
+                                          [](const Transfer& t) { return t.src == kSwitch || t.dst == kSwitch; });
+  int repeats = 1;
+  if (compact_ && !through_switch)
+    if (auto step = first_step(lowered)) {
+      repeats = step->steps;
+      lowered = std::move(*step);
+    }
+  auto built = make_plan(std::move(lowered), static_cast<int>(layout.machine.size()));
+  built.repeats = repeats;
+  auto plan = std::make_shared<const CollectivePlan>(std::move(built));
   plans_.emplace(std::move(key), plan);
   by_address_.emplace(plan.get(), plan);
   return plan;
@@ -162,15 +172,17 @@ std::optional<Aggregates::Choice> Aggregates::of(const std::shared_ptr<const Col
   const bool through_switch = std::any_of(plan->endpoints.begin(), plan->endpoints.end(),
                                           [](const Endpoint& e) { return e.rank == kSwitch; });
   if (added && !through_switch)
-    if (auto aggregate = aggregate_steps(plan->lowered)) {
+    if (auto aggregate = plan->repeats > 1 ? std::optional(aggregate_first_step(plan->lowered))
+                                           : aggregate_steps(plan->lowered)) {
       const auto members = std::count_if(plan->endpoints.begin(), plan->endpoints.end(),
                                          [](const Endpoint& e) { return e.rank != kSwitch; });
       it->second = std::make_shared<const CollectivePlan>(make_plan(std::move(*aggregate), static_cast<int>(members)));
     }
+  DTSIM_ASSERT(it->second != nullptr || plan->repeats == 1, "a compact plan is played through its aggregate");
   if (it->second == nullptr) return std::nullopt;
   auto [tail, fresh] = tails_.emplace(std::pair{plan.get(), gpus}, Seconds(0));
   if (fresh)
-    tail->second = std::max(Seconds(0), lowered_time(plan->lowered, gpus, topo_, paths_) -
+    tail->second = std::max(Seconds(0), lowered_time(plan->lowered, gpus, topo_, paths_, plan->repeats) -
                                             lowered_time(it->second->lowered, gpus, topo_, paths_));
   return Choice{it->second, tail->second};
 }
@@ -183,6 +195,7 @@ CollectiveRun::CollectiveRun(Simulation& sim, std::shared_ptr<const CollectivePl
       record_(record),
       finished_(std::move(finished)),
       tail_(tail) {
+  DTSIM_ASSERT(plan_->repeats == 1, "a compact plan is played through its aggregate, never step by step");
   for (const auto& phases : plan_->phases) {
     auto& counts = remaining_.emplace_back();
     for (const auto& p : phases) counts.push_back(p.transfers);
@@ -255,7 +268,7 @@ std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vec
   std::vector<NodeId> gpus;
   for (int r : ranks) gpus.push_back(topology.gpus().at(static_cast<std::size_t>(r)));
   const Sites sites(topology);
-  PlanCache plans(lower);
+  PlanCache plans(lower, aggregate);
   RouteNeeds needs;
   std::vector<std::shared_ptr<const CollectivePlan>> plan;
   std::vector<std::vector<NodeId>> nodes;

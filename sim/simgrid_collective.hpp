@@ -42,6 +42,9 @@ struct CollectivePlan {
     std::uint32_t src_phase = 0, dst_phase = 0;
   };
   Lowered lowered;
+  // > 1: PlanCache's compact form of a lowering whose steps are all alike: `lowered` holds its first step, which
+  // the whole repeats this many times (lowered.steps). Only its aggregate is ever played (Aggregates::of).
+  int repeats = 1;
   std::vector<Endpoint> endpoints;            // the group ranks 0..n-1, then the switches
   std::vector<std::vector<Phase>> phases;     // per endpoint
   std::vector<Ends> ends;                     // per transfer
@@ -52,9 +55,11 @@ CollectivePlan make_plan(Lowered lowered, int members);
 using LowerFn = std::function<Lowered(workloads::CollectiveKind, Bytes, const GroupLayout&)>;
 
 // Plans memoized by (kind, size, layout): a collective repeated on many groups or micro-batches is lowered once.
+// `compact` (when every plan will be played through Aggregates): a lowering whose steps are all alike is kept as
+// its first step (CollectivePlan::repeats), so that a 2,240-rank ring costs 2,240 transfers, not 5 million.
 class PlanCache {
  public:
-  explicit PlanCache(LowerFn lower) : lower_(std::move(lower)) {}
+  explicit PlanCache(LowerFn lower, bool compact = false) : lower_(std::move(lower)), compact_(compact) {}
   std::shared_ptr<const CollectivePlan> get(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout);
   // The plan `get` returned as `plan` (owned here).
   [[nodiscard]] std::shared_ptr<const CollectivePlan> find(const CollectivePlan* plan) const;
@@ -62,6 +67,7 @@ class PlanCache {
  private:
   using Key = std::tuple<int, double, std::vector<int>, bool, bool>;
   LowerFn lower_;
+  bool compact_;
   std::map<Key, std::shared_ptr<const CollectivePlan>> plans_;
   std::map<const CollectivePlan*, std::shared_ptr<const CollectivePlan>> by_address_;
 };

@@ -409,7 +409,7 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   for (const auto& c : graph.classes) ranks += c.ranks.size();
   check_fits(ranks, topology);
   const Sites sites(topology);
-  PlanCache plans(lower);
+  PlanCache plans(lower, options.aggregate);
   const Traffic traffic = collect_traffic(graph, topology, plans, sites);
   RouteResources resources(topology, options.ecmp);
   std::set<GroupInstance> isolated;

@@ -2,6 +2,8 @@
 // symmetry across TP ranks. Each is checked against the fully expanded simulation (every shortcut off) on a
 // case with real contention, where it must change the step time by less than 1 %, and on a case where its
 // assumption does not hold, where it must refuse to apply.
+#include <numeric>
+
 #include "sim/simgrid_support.hpp"
 
 using namespace simgrid_support;
@@ -151,6 +153,44 @@ TEST_CASE("scale: aggregate_steps folds a ring's alike steps and nothing else") 
   sim::GroupLayout one;
   one.machine = {0};
   CHECK_FALSE(sim::aggregate_steps(sim::lower(CollectiveKind::AllReduce, size, one, sim::Algorithm::Ring)));
+}
+
+// PlanCache's compact form (with aggregation on): a ring kept as one step and a repeat count gives the same
+// aggregate, the same contention-free time and the same tail as the full lowering, in 1/(n-1) of the transfers.
+TEST_CASE("scale: a compact plan keeps one step of a ring and plays as the full lowering's aggregate") {
+  using workloads::CollectiveKind;
+  const auto topo = contended_fabric();
+  std::vector<int> ranks(16);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const std::vector<topology::NodeId> gpus(topo.gpus().begin(), topo.gpus().end());
+  const sim::GroupLayout layout = sim::group_layout(ranks, topo, false);
+  const auto lower = [](CollectiveKind k, Bytes b, const sim::GroupLayout& l) {
+    return sim::lower(k, b, l, sim::Algorithm::Ring);
+  };
+  sim::flow::PlanCache full(lower), compact(lower, true);
+  for (const CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::AllReduce}) {
+    CAPTURE(kind);
+    const auto a = full.get(kind, Bytes(64e6), layout);
+    const auto c = compact.get(kind, Bytes(64e6), layout);
+    const int steps = kind == CollectiveKind::AllGather ? 15 : 30;
+    CHECK(a->repeats == 1);
+    CHECK(c->repeats == steps);
+    CHECK(a->lowered.transfers.size() == 16u * static_cast<std::size_t>(steps));
+    CHECK(c->lowered.transfers.size() == 16);
+    sim::PairPaths paths(topo, false);
+    CHECK(sim::lowered_time(c->lowered, gpus, topo, paths, c->repeats) ==
+          sim::lowered_time(a->lowered, gpus, topo, paths));
+    sim::flow::Aggregates of_full(topo, false), of_compact(topo, false);
+    const auto x = of_full.of(a, gpus);
+    const auto y = of_compact.of(c, gpus);
+    REQUIRE(x);
+    REQUIRE(y);
+    CHECK(x->tail == y->tail);
+    CHECK(x->tail > Seconds(0));
+    REQUIRE(x->plan->lowered.transfers.size() == y->plan->lowered.transfers.size());
+    for (std::size_t i = 0; i < x->plan->lowered.transfers.size(); ++i)
+      CHECK(x->plan->lowered.transfers[i].bytes == y->plan->lowered.transfers[i].bytes);
+  }
 }
 
 TEST_CASE("scale: symmetry plays one rank per TP group and keeps the step time of contended DP rings") {
