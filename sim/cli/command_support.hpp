@@ -11,7 +11,7 @@
 
 namespace dtsim::cli {
 
-std::vector<Scenario> load(const ScenarioArgs& args);
+std::vector<Scenario> load(const ScenarioArgs& args, bool keep_invalid_points = false);
 
 // Errors raised while building know the key, not the file: add where the scenario gave that key.
 template <class Fn>
@@ -23,6 +23,9 @@ auto located(const Scenario& s, Fn fn) {
     throw InputError(e.key(), e.value(), e.reason(), e.allowed(), locate(s, e.key()));
   }
 }
+
+// A sweep point as rows carry it: {"index": i, "values": {dotted key: value}}.
+nlohmann::json point_json(const SweepPoint& point);
 
 // One scenario point simulated in its own process: its result object (run_json), with `point` and the resolved
 // `scenario`; writes its Perfetto trace to `trace_path` unless empty.

@@ -129,11 +129,12 @@ int catalog_command(Format format) {
   return 0;
 }
 
-std::vector<Scenario> load(const ScenarioArgs& args) {
+std::vector<Scenario> load(const ScenarioArgs& args, bool keep_invalid_points) {
   std::vector<Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(parse_set(s));
-  if (args.file.empty()) return load_scenarios(default_scenario_text(), "<default scenario>", overrides);
-  return load_scenario_file(args.file, overrides);
+  if (args.file.empty())
+    return load_scenarios(default_scenario_text(), "<default scenario>", overrides, keep_invalid_points);
+  return load_scenario_file(args.file, overrides, keep_invalid_points);
 }
 
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.

@@ -110,17 +110,19 @@ void write_outputs(const std::string& dir, const std::vector<Scenario>& scenario
 
 }  // namespace
 
+json point_json(const SweepPoint& point) {
+  json values = json::object();
+  for (const auto& [k, v] : point.values) values[k] = yaml_to_json(YAML::Load(v));
+  return {{"index", point.index}, {"values", values}};
+}
+
 json run_point(const Scenario& s, const std::string& trace_path) {
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: run simulates a training step",
                      "a scenario with model and training sections; for the topology alone, dtsim topo", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
   json row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
-  if (s.point.index >= 0) {
-    json values = json::object();
-    for (const auto& [k, v] : s.point.values) values[k] = yaml_to_json(YAML::Load(v));
-    row["point"] = {{"index", s.point.index}, {"values", values}};
-  }
+  if (s.point.index >= 0) row["point"] = point_json(s.point);
   row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
   return row;
 }

@@ -49,6 +49,9 @@ struct Scenario {
   Reference reference;
   SweepPoint point;
   std::string file;                          // where it was read from ("<default>" for the embedded one)
+  // Loaded with keep_invalid_points: why this sweep point is not a valid scenario (then only name, file and
+  // point are set). Empty otherwise.
+  std::string invalid;
   std::map<std::string, std::string> origin; // dotted key -> "file:line" (or "--set") where it was given
 };
 
@@ -61,9 +64,12 @@ struct Override {
 // Loads every YAML document of `text` (documents separated by `---`) as one scenario each, applying
 // `overrides` to each; a document with `sweep:` axes gives one scenario per point, in sweep order (cartesian
 // product of the axes, first axis outermost; the axes under `sweep.zip` advance together as one axis). Throws InputError with the file, line, key, value and what is allowed.
+// `keep_invalid_points` (dtsim sweep): a sweep point that does not load is kept with its reason (`invalid`)
+// instead of ending the load, unless no point of the document loads.
 std::vector<Scenario> load_scenarios(const std::string& text, const std::string& file,
-                                     const std::vector<Override>& overrides = {});
-std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides = {});
+                                     const std::vector<Override>& overrides = {}, bool keep_invalid_points = false);
+std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides = {},
+                                         bool keep_invalid_points = false);
 
 // The resolved scenario, every default filled in, as YAML that loads back to the same scenario.
 std::string to_yaml(const Scenario& scenario);

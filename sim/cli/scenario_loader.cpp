@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "sim/cli/hardware_reader.hpp"
@@ -121,7 +122,7 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
 }  // namespace
 
 std::vector<Scenario> load_scenarios(const std::string& text, const std::string& file,
-                                     const std::vector<Override>& overrides) {
+                                     const std::vector<Override>& overrides, bool keep_invalid_points) {
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
@@ -134,23 +135,37 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
   std::vector<Scenario> out;
   for (std::size_t i = 0; i < docs.size(); ++i) {
     for (const Override& o : overrides) apply_override(docs[i], o);
+    std::size_t valid = 0;
+    std::optional<InputError> first_error;
     for (auto& p : expand_sweep(docs[i], file)) {
       check_not_swept(p.point, overrides);
-      Scenario s = read_scenario(p.doc, file, i, overridden);
+      Scenario s;
+      try {
+        s = read_scenario(p.doc, file, i, overridden);
+        ++valid;
+      } catch (const InputError& e) {
+        if (!keep_invalid_points || p.point.index < 0) throw;
+        if (!first_error) first_error = e;
+        s.name = p.doc["name"] && p.doc["name"].IsScalar() ? p.doc["name"].Scalar() : "";
+        s.file = file;
+        s.invalid = e.what();
+      }
       s.name += p.name_suffix;
       s.point = std::move(p.point);
       out.push_back(std::move(s));
     }
+    if (valid == 0 && first_error) throw *first_error;
   }
   return out;
 }
 
-std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides) {
+std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides,
+                                         bool keep_invalid_points) {
   std::ifstream in(path);
   if (!in) throw InputError("scenario", path, "cannot read file", "a readable YAML file", path);
   std::stringstream buf;
   buf << in.rdbuf();
-  return load_scenarios(buf.str(), path, overrides);
+  return load_scenarios(buf.str(), path, overrides, keep_invalid_points);
 }
 
 std::string locate(const Scenario& scenario, const std::string& key) {
