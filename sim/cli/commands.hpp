@@ -58,6 +58,22 @@ int collective_command(const CollectiveArgs& args);
 // Runs every point of each validation scenario (no file: the embedded Megatron-LM SC'21 tables) and prints, per
 // row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and largest
 // absolute error.
+// `dtsim sweep`: the sweep's points in up to `jobs` processes, rows streamed to OUT/results.{jsonl,csv}.
+struct Shard {
+  int index = 1;   // 1..count
+  int count = 1;
+};
+struct SweepArgs {
+  int jobs = 1;
+  Shard shard;
+  bool resume = false;
+  std::string out;   // empty: out/<scenario name>
+};
+Shard parse_shard(const std::string& text);   // "I/N"
+int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep);
+// `dtsim merge DIR`: a complete set of shard files into DIR/results.{jsonl,csv}, in sweep order.
+int merge_command(const std::string& dir);
+
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format);
 // The embedded validation scenarios: (origin, YAML text).

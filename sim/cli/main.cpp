@@ -40,6 +40,19 @@ int dispatch(int argc, char** argv) {
   dtsim::cli::RunOutputs run_outputs;
   run->add_option("--trace", run_outputs.trace, "write a Perfetto/Chrome trace of the step to FILE");
   run->add_option("--out", run_outputs.dir, "write result.json, result.csv and scenario.resolved.yaml to DIR");
+  dtsim::cli::ScenarioArgs sweep_args;
+  dtsim::cli::SweepArgs sweep_opts;
+  std::string shard_text, merge_dir;
+  auto* sweep = app.add_subcommand("sweep", "run a scenario's sweep points in parallel processes, streaming rows to "
+                                            "OUT/results.{jsonl,csv}");
+  sweep->add_option("scenario", sweep_args.file, "scenario YAML file with sweep axes")->required();
+  sweep->add_option("--set", sweep_args.sets, "override a scenario key: key=value (repeatable)");
+  sweep->add_option("--jobs", sweep_opts.jobs, "worker processes (default 1)");
+  sweep->add_option("--shard", shard_text, "run slice I of N (I/N): the points whose index is I-1 modulo N");
+  sweep->add_flag("--resume", sweep_opts.resume, "keep the rows already written, run the rest");
+  sweep->add_option("--out", sweep_opts.out, "output directory (default out/<scenario name>)");
+  auto* merge = app.add_subcommand("merge", "combine a sweep's shard files into DIR/results.{jsonl,csv}");
+  merge->add_option("dir", merge_dir, "the sweep's --out directory")->required();
   auto* topo = app.add_subcommand("topo", "describe a scenario's topology: devices, links, diameter, bisection");
   add_scenario_options(topo, topo_args, true);
   topo->add_option("--dot", dot_file, "write the topology as Graphviz DOT to FILE");
@@ -87,6 +100,11 @@ int dispatch(int argc, char** argv) {
   }
   if (*run) return dtsim::cli::run_command(run_args, run_outputs);
   if (*collective) return dtsim::cli::collective_command(coll);
+  if (*sweep) {
+    if (!shard_text.empty()) sweep_opts.shard = dtsim::cli::parse_shard(shard_text);
+    return dtsim::cli::sweep_command(sweep_args, sweep_opts);
+  }
+  if (*merge) return dtsim::cli::merge_command(merge_dir);
   if (*topo) return dtsim::cli::topo_command(topo_args, dot_file);
   if (*memory) return dtsim::cli::memory_command(memory_args);
   if (*graph) return dtsim::cli::graph_command(graph_args, graph_dot, graph_kernels);

@@ -1,0 +1,281 @@
+// `dtsim sweep` and `dtsim merge` (DESIGN.md "Sweeps"): the points of a scenario's sweep run in up to --jobs
+// worker processes; each finished row is appended to OUT/results.jsonl at once and OUT/results.csv is rewritten
+// from the rows (write to a temporary file, then rename), so a kill at any moment leaves at most one torn JSONL
+// line, which --resume drops before running what is missing. When the sweep completes both files are rewritten in
+// sweep order: the bytes do not depend on --jobs. --shard I/N runs the points whose index is I-1 modulo N, into
+// OUT/results.shard-I-of-N.{jsonl,csv}; `merge OUT` combines a complete set of shards.
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "results/run_report.hpp"
+#include "sim/cli/command_support.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using nlohmann::json;
+using Rows = std::map<int, json>;   // by point index: sweep order
+
+struct Files {
+  std::string jsonl;
+  std::string csv;
+};
+
+Files files_of(const std::string& dir, const Shard& shard) {
+  const std::string base =
+      shard.count > 1 ? fmt::format("{}/results.shard-{}-of-{}", dir, shard.index, shard.count) : dir + "/results";
+  return {base + ".jsonl", base + ".csv"};
+}
+
+// Writes `text` to `path` through a temporary file and a rename: readers see the old file or the new one.
+void replace_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  write_file(tmp, text, "--out");
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InputError("--out", path, fmt::format("cannot replace file ({})", ec.message()), "a writable path");
+}
+
+std::string jsonl_text(const Rows& rows) {
+  std::string out;
+  for (const auto& [index, row] : rows) out += row.dump() + "\n";
+  return out;
+}
+
+std::string csv_text(const Rows& rows) {
+  std::vector<json> list;
+  for (const auto& [index, row] : rows) list.push_back(row);
+  return list.empty() ? std::string() : results::run_csv(list);
+}
+
+void write_both(const Files& files, const Rows& rows) {
+  replace_file(files.jsonl, jsonl_text(rows));
+  replace_file(files.csv, csv_text(rows));
+}
+
+// The rows of a JSONL file: every complete line that parses as an object with a point index. A last line cut
+// short by a kill (no newline, or not JSON) is dropped.
+Rows read_rows(const std::string& path) {
+  Rows rows;
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;   // torn
+    const json row = json::parse(text.substr(start, end - start), nullptr, false);
+    if (row.is_object() && row.contains("point") && row["point"].contains("index"))
+      rows.emplace(row["point"]["index"].get<int>(), row);
+    start = end + 1;
+  }
+  return rows;
+}
+
+// A point that cannot be simulated (an invalid plan, an internal error) is a row with the reason.
+json error_row(const Scenario& s, const std::string& reason) {
+  return {{"name", s.name}, {"point", point_json(s.point)}, {"error", reason}};
+}
+
+// One point in a forked worker: its row as JSON text on `fd`.
+[[noreturn]] void work(const Scenario& s, int fd) {
+  std::string text;
+  try {
+    text = run_point(s, "").dump();
+  } catch (const std::exception& e) {
+    text = error_row(s, e.what()).dump();
+  }
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) ::_exit(1);
+    done += static_cast<std::size_t>(n);
+  }
+  ::_exit(0);
+}
+
+struct Worker {
+  pid_t pid = 0;
+  const Scenario* scenario = nullptr;
+  std::string out;
+};
+
+std::string clock_text(double seconds) {
+  const auto s = static_cast<long>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+// The progress line on stderr: a bar redrawn in place on a terminal, one line per row otherwise.
+class Progress {
+ public:
+  Progress(std::size_t total, std::size_t done) : total_(total), done_(done), start_(std::chrono::steady_clock::now()) {}
+  void finished(const std::string& name) {
+    ++done_, ++ran_;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double eta = elapsed / static_cast<double>(ran_) * static_cast<double>(total_ - done_);
+    const std::size_t width = 30, filled = total_ == 0 ? width : width * done_ / total_;
+    const std::string line = fmt::format("sweep [{}{}] {}/{} rows, {} elapsed, ETA {}", std::string(filled, '#'),
+                                         std::string(width - filled, ' '), done_, total_, clock_text(elapsed),
+                                         clock_text(eta));
+    if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%s%s", line.c_str(), done_ == total_ ? "\n" : "");
+    else std::fprintf(stderr, "%s: %s\n", line.c_str(), name.c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  std::size_t total_, done_, ran_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Runs `todo` in up to `jobs` workers, adding each finished row to `rows` and to the files as it arrives.
+void run_points(const std::vector<const Scenario*>& todo, int jobs, const Files& files, Rows& rows,
+                Progress& progress) {
+  std::map<int, Worker> running;   // by the pipe's read end
+  std::size_t next = 0;
+  while (next < todo.size() || !running.empty()) {
+    while (next < todo.size() && running.size() < static_cast<std::size_t>(jobs)) {
+      std::array<int, 2> fds{};
+      if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
+      std::fflush(stdout);
+      std::fflush(stderr);
+      const pid_t pid = ::fork();
+      if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+      if (pid == 0) {
+        ::close(fds[0]);
+        work(*todo[next], fds[1]);
+      }
+      ::close(fds[1]);
+      running.emplace(fds[0], Worker{pid, todo[next], {}});
+      ++next;
+    }
+    std::vector<pollfd> polled;
+    for (const auto& [fd, w] : running) polled.push_back({fd, POLLIN, 0});
+    if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR)
+      throw std::runtime_error(fmt::format("poll failed: {}", std::strerror(errno)));
+    for (const pollfd& p : polled) {
+      if (p.revents == 0) continue;
+      Worker& w = running.at(p.fd);
+      std::array<char, 65536> buffer{};
+      const ssize_t n = ::read(p.fd, buffer.data(), buffer.size());
+      if (n > 0) {
+        w.out.append(buffer.data(), static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      ::close(p.fd);
+      int status = 0;
+      ::waitpid(w.pid, &status, 0);
+      json row = json::parse(w.out, nullptr, false);
+      if (!row.is_object())
+        row = error_row(*w.scenario, fmt::format("the worker process ended without a result (status {})", status));
+      const int index = w.scenario->point.index;
+      std::ofstream(files.jsonl, std::ios::app) << row.dump() << "\n" << std::flush;
+      rows.emplace(index, std::move(row));
+      replace_file(files.csv, csv_text(rows));
+      progress.finished(w.scenario->name);
+      running.erase(p.fd);
+    }
+  }
+}
+
+void make_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError("--out", dir, fmt::format("cannot create directory ({})", ec.message()), "a writable path");
+}
+
+// `out/<scenario name>/`, the name without the point's suffix.
+std::string default_out(const Scenario& s) { return "out/" + s.name.substr(0, s.name.find('[')); }
+
+}  // namespace
+
+Shard parse_shard(const std::string& text) {
+  static const std::regex form(R"(([0-9]{1,6})/([0-9]{1,6}))");
+  std::smatch m;
+  if (std::regex_match(text, m, form)) {
+    const Shard s{std::stoi(m[1]), std::stoi(m[2])};
+    if (s.index >= 1 && s.index <= s.count) return s;
+  }
+  throw InputError("--shard", text, "expected I/N with 1 <= I <= N", "for example 3/8");
+}
+
+int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
+  if (sweep.jobs < 1)
+    throw InputError("--jobs", std::to_string(sweep.jobs), "out of range", "an integer >= 1");
+  const auto scenarios = load(args, true);
+  if (scenarios.front().point.index < 0)
+    throw InputError("sweep", "", "the scenario has no sweep axes; to simulate one point", "dtsim run", args.file);
+  for (std::size_t i = 0; i < scenarios.size(); ++i)
+    if (scenarios[i].point.index != static_cast<int>(i))
+      throw InputError("sweep", "", "the file has several YAML documents; a sweep is", "one document with sweep axes",
+                       args.file);
+  const std::string dir = sweep.out.empty() ? default_out(scenarios.front()) : sweep.out;
+  make_directory(dir);
+  const Files files = files_of(dir, sweep.shard);
+  std::vector<const Scenario*> mine;
+  for (const Scenario& s : scenarios)
+    if (s.point.index % sweep.shard.count == sweep.shard.index - 1) mine.push_back(&s);
+  Rows rows;
+  if (sweep.resume)   // rows of this shard whose point still has the same name
+    for (auto& [index, row] : read_rows(files.jsonl))
+      if (index >= 0 && index < static_cast<int>(scenarios.size()) &&
+          index % sweep.shard.count == sweep.shard.index - 1 &&
+          row.value("name", "") == scenarios[static_cast<std::size_t>(index)].name)
+        rows.emplace(index, std::move(row));
+  write_both(files, rows);   // drops a torn line; without --resume, starts afresh
+  std::vector<const Scenario*> todo;
+  for (const Scenario* s : mine) {
+    if (rows.contains(s->point.index)) continue;
+    if (s->invalid.empty()) todo.push_back(s);
+    else rows.emplace(s->point.index, error_row(*s, s->invalid));   // no worker needed
+  }
+  Progress progress(mine.size(), mine.size() - todo.size());
+  run_points(todo, sweep.jobs, files, rows, progress);
+  write_both(files, rows);
+  std::fprintf(stderr, "sweep: %zu rows in %s and %s\n", rows.size(), files.jsonl.c_str(), files.csv.c_str());
+  return 0;
+}
+
+int merge_command(const std::string& dir) {
+  static const std::regex shard_file(R"(results\.shard-([0-9]+)-of-([0-9]+)\.jsonl)");
+  std::map<int, std::set<int>> found;   // shard count -> indices present
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (std::regex_match(name, m, shard_file)) found[std::stoi(m[2])].insert(std::stoi(m[1]));
+  }
+  if (ec) throw InputError("merge", dir, fmt::format("cannot read directory ({})", ec.message()), "a sweep's --out directory");
+  if (found.empty())
+    throw InputError("merge", dir, "no shard files in the directory", "results.shard-I-of-N.jsonl from dtsim sweep --shard");
+  if (found.size() > 1)
+    throw InputError("merge", dir, "shards of different counts N in the directory", "the shards of one sweep");
+  const auto& [count, present] = *found.begin();
+  std::string missing;
+  for (int i = 1; i <= count; ++i)
+    if (!present.contains(i)) missing += fmt::format("{}{}/{}", missing.empty() ? "" : ", ", i, count);
+  if (!missing.empty()) throw InputError("merge", dir, fmt::format("missing shards {}; merging needs", missing), "all N shards");
+  Rows rows;
+  for (int i = 1; i <= count; ++i)
+    for (auto& [index, row] : read_rows(files_of(dir, {i, count}).jsonl)) rows.emplace(index, std::move(row));
+  write_both(files_of(dir, {1, 1}), rows);
+  std::fprintf(stderr, "merge: %zu rows from %d shards into %s/results.{jsonl,csv}\n", rows.size(), count, dir.c_str());
+  return 0;
+}
+
+}  // namespace dtsim::cli

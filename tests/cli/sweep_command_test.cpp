@@ -1,0 +1,136 @@
+// `dtsim sweep` and `dtsim merge` end to end (DESIGN.md "Sweeps"): the bytes do not depend on --jobs; a sweep
+// killed mid-write resumes without losing, duplicating or tearing a row; shards merge into the full sweep; a
+// point that cannot run is a row with its reason; bad options are one-line errors with status 2.
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+const std::string kSmall = src("tests/data/scenarios/small-tp4.yaml");   // three points
+
+// A fresh directory for one test case (ctest runs cases of this file in parallel).
+fs::path fresh(const std::string& tag) {
+  const fs::path dir = fs::temp_directory_path() / ("dtsim_sweep_test_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+Result sweep(const std::string& file, const fs::path& out, const std::string& options = "") {
+  return dtsim("sweep " + file + " --out " + out.string() + " " + options);
+}
+
+// The full sweep with one job: what every other way of running it must reproduce byte for byte.
+std::pair<std::string, std::string> reference(const fs::path& dir) {
+  const auto r = sweep(kSmall, dir);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  return {slurp(dir / "results.jsonl"), slurp(dir / "results.csv")};
+}
+
+std::vector<json> lines(const std::string& jsonl) {
+  std::vector<json> out;
+  std::istringstream in(jsonl);
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: rows in sweep order, the same bytes with --jobs 1 and --jobs 2") {
+  const fs::path one = fresh("jobs1"), two = fresh("jobs2");
+  const auto [jsonl, csv] = reference(one);
+  const auto rows = lines(jsonl);
+  REQUIRE(rows.size() == 3);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CHECK(rows[i]["point"]["index"] == static_cast<int>(i));
+    CHECK(rows[i]["step_time_s"].get<double>() > 0);
+  }
+  CHECK(csv.rfind("name,point.index,", 0) == 0);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);   // a header and three rows
+  const auto r = sweep(kSmall, two, "--jobs 2");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(slurp(two / "results.jsonl") == jsonl);
+  CHECK(slurp(two / "results.csv") == csv);
+  CHECK(r.err.find("3/3 rows") != std::string::npos);   // the progress line
+  fs::remove_all(one);
+  fs::remove_all(two);
+}
+
+TEST_CASE("sweep: --resume after a kill mid-write keeps the whole rows, drops the torn one, runs the rest") {
+  const fs::path full = fresh("full"), cut = fresh("cut");
+  const auto [jsonl, csv] = reference(full);
+  fs::create_directories(cut);
+  // Killed while writing the second row: the first row whole, half of the second, no CSV yet.
+  const std::size_t first = jsonl.find('\n') + 1;
+  const std::size_t second = jsonl.find('\n', first) + 1;
+  std::ofstream(cut / "results.jsonl") << jsonl.substr(0, first + (second - first) / 2);
+  const auto r = sweep(kSmall, cut, "--resume --jobs 2");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(slurp(cut / "results.jsonl") == jsonl);
+  CHECK(slurp(cut / "results.csv") == csv);
+  CHECK(r.err.find("1/3 rows") == std::string::npos);   // the kept row was not run again: progress starts at 2/3
+  CHECK(r.err.find("2/3 rows") != std::string::npos);
+  // Resuming a finished sweep runs nothing and changes nothing.
+  const auto again = sweep(kSmall, cut, "--resume");
+  REQUIRE(again.status == 0);
+  CHECK(again.err.find("rows,") == std::string::npos);
+  CHECK(slurp(cut / "results.jsonl") == jsonl);
+  // Without --resume the directory starts afresh, to the same bytes.
+  REQUIRE(sweep(kSmall, cut).status == 0);
+  CHECK(slurp(cut / "results.jsonl") == jsonl);
+  fs::remove_all(full);
+  fs::remove_all(cut);
+}
+
+TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full sweep's bytes") {
+  const fs::path full = fresh("unsharded"), dir = fresh("shards");
+  const auto [jsonl, csv] = reference(full);
+  REQUIRE(sweep(kSmall, dir, "--shard 1/2").status == 0);
+  CHECK(lines(slurp(dir / "results.shard-1-of-2.jsonl")).size() == 2);   // points 0 and 2
+  auto missing = dtsim("merge " + dir.string());
+  CHECK(missing.status == 2);
+  CHECK(missing.err.find("missing shards 2/2") != std::string::npos);
+  CHECK(std::count(missing.err.begin(), missing.err.end(), '\n') == 1);
+  REQUIRE(sweep(kSmall, dir, "--shard 2/2").status == 0);
+  const auto merged = dtsim("merge " + dir.string());
+  REQUIRE_MESSAGE(merged.status == 0, merged.err);
+  CHECK(slurp(dir / "results.jsonl") == jsonl);
+  CHECK(slurp(dir / "results.csv") == csv);
+  fs::remove_all(full);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: a point that cannot run is a row with its reason, never the end of the sweep") {
+  const fs::path dir = fresh("invalid");
+  const auto r = sweep(src("tests/data/scenarios/sweep-invalid.yaml"), dir, "--jobs 2");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const auto rows = lines(slurp(dir / "results.jsonl"));
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0]["step_time_s"].get<double>() > 0);                                   // micro-batch 1, tp 4
+  CHECK(rows[1]["error"].get<std::string>().find("parallelism.dp") != std::string::npos);   // tp 3: load
+  CHECK(rows[2]["error"].get<std::string>().find("training.micro_batch") != std::string::npos);   // plan check
+  CHECK(rows[3].contains("error"));
+  for (const auto& row : rows) CHECK(row["point"]["values"].size() == 2);
+  CHECK(slurp(dir / "results.csv").find(",error") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: bad options and a scenario without sweep axes are one-line errors with status 2") {
+  const fs::path dir = fresh("bad");
+  for (const std::string options : {"--shard 3/2", "--shard 0/2", "--shard two", "--jobs 0"}) {
+    CAPTURE(options);
+    const auto r = sweep(kSmall, dir, options);
+    CHECK(r.status == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(options.substr(0, options.find(' '))) != std::string::npos);
+  }
+  const auto plain = sweep(src("scenarios/bench/gpt3-175b-1024xa100.yaml"), dir);
+  CHECK(plain.status == 2);
+  CHECK(plain.err.find("no sweep axes") != std::string::npos);
+  const auto nothing = dtsim("merge " + dir.string());
+  CHECK(nothing.status == 2);
+  fs::remove_all(dir);
+}
