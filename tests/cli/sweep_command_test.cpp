@@ -1,6 +1,8 @@
 // `dtsim sweep` and `dtsim merge` end to end (DESIGN.md "Sweeps"): the bytes do not depend on --jobs; a sweep
 // killed mid-write resumes without losing, duplicating or tearing a row; shards merge into the full sweep; a
 // point that cannot run is a row with its reason; bad options are one-line errors with status 2.
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_support.hpp"
@@ -83,6 +85,26 @@ TEST_CASE("sweep: --resume after a kill mid-write keeps the whole rows, drops th
   CHECK(slurp(cut / "results.jsonl") == jsonl);
   fs::remove_all(full);
   fs::remove_all(cut);
+}
+
+TEST_CASE("sweep: killed (SIGKILL) at several moments and resumed, the files end as an uninterrupted run's") {
+  const fs::path full = fresh("uninterrupted");
+  const std::string scenario = src("scenarios/default.yaml");   // six points, a fraction of a second in all
+  REQUIRE(sweep(scenario, full, "--jobs 2").status == 0);
+  const std::string jsonl = slurp(full / "results.jsonl"), csv = slurp(full / "results.csv");
+  for (const char* delay : {"0.02", "0.06", "0.1", "0.15"}) {
+    CAPTURE(delay);
+    const fs::path dir = fresh(std::string("killed") + delay);
+    const std::string killed = std::string("timeout -s KILL ") + delay + " " + DTSIM_BINARY + " sweep " + scenario +
+                               " --jobs 2 --out " + dir.string() + " 2>/dev/null";
+    (void)std::system(killed.c_str());
+    const auto r = sweep(scenario, dir, "--resume --jobs 2");
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    CHECK(slurp(dir / "results.jsonl") == jsonl);
+    CHECK(slurp(dir / "results.csv") == csv);
+    fs::remove_all(dir);
+  }
+  fs::remove_all(full);
 }
 
 TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full sweep's bytes") {
