@@ -34,6 +34,9 @@ nlohmann::json run_point(const Scenario& s, const std::string& trace_path);
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
 int cluster_gpus(const Scenario& s);
 
+// Creates `dir` and its parents (an --out directory).
+void make_directory(const std::string& dir);
+
 // Writes `text` to `path`; `key` names the option that gave the path in the error.
 void write_file(const std::string& path, const std::string& text, const std::string& key);
 

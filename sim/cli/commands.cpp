@@ -3,6 +3,7 @@
 #include "sim/cli/command_support.hpp"
 
 #include <fmt/format.h>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -141,6 +142,12 @@ std::vector<Scenario> load(const ScenarioArgs& args, bool keep_invalid_points) {
 int cluster_gpus(const Scenario& s) {
   if (!s.cluster.graph) return s.cluster.gpus();
   return located(s, [&] { return static_cast<int>(topology::read_user_graph(*s.cluster.graph).gpus().size()); });
+}
+
+void make_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError("--out", dir, fmt::format("cannot create directory ({})", ec.message()), "a writable path");
 }
 
 void write_file(const std::string& path, const std::string& text, const std::string& key) {

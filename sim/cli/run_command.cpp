@@ -94,12 +94,6 @@ std::string json_text(const std::vector<json>& rows, bool sweep) {
   return json(rows).dump(2) + "\n";
 }
 
-void make_directory(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw InputError("--out", dir, fmt::format("cannot create directory ({})", ec.message()), "a writable path");
-}
-
 void write_outputs(const std::string& dir, const std::vector<Scenario>& scenarios, const std::vector<json>& rows, bool sweep) {
   write_file(dir + "/result.json", json_text(rows, sweep), "--out");
   write_file(dir + "/result.csv", results::run_csv(rows), "--out");

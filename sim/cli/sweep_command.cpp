@@ -117,13 +117,15 @@ struct Worker {
 
 std::string clock_text(double seconds) {
   const auto s = static_cast<long>(seconds + 0.5);
-  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02}", s / 60, s % 60);
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
 // The progress line on stderr: a bar redrawn in place on a terminal, one line per row otherwise.
 class Progress {
  public:
-  Progress(std::size_t total, std::size_t done) : total_(total), done_(done), start_(std::chrono::steady_clock::now()) {}
+  Progress(std::size_t total, std::size_t done)
+      : total_(total), done_(done), start_(std::chrono::steady_clock::now()) {}
   void finished(const std::string& name) {
     ++done_, ++ran_;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -193,12 +195,6 @@ void run_points(const std::vector<const Scenario*>& todo, int jobs, const Files&
   }
 }
 
-void make_directory(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw InputError("--out", dir, fmt::format("cannot create directory ({})", ec.message()), "a writable path");
-}
-
 // `out/<scenario name>/`, the name without the point's suffix.
 std::string default_out(const Scenario& s) { return "out/" + s.name.substr(0, s.name.find('[')); }
 
@@ -260,16 +256,21 @@ int merge_command(const std::string& dir) {
     std::smatch m;
     if (std::regex_match(name, m, shard_file)) found[std::stoi(m[2])].insert(std::stoi(m[1]));
   }
-  if (ec) throw InputError("merge", dir, fmt::format("cannot read directory ({})", ec.message()), "a sweep's --out directory");
+  if (ec) {
+    const std::string reason = fmt::format("cannot read directory ({})", ec.message());
+    throw InputError("merge", dir, reason, "a sweep's --out directory");
+  }
   if (found.empty())
-    throw InputError("merge", dir, "no shard files in the directory", "results.shard-I-of-N.jsonl from dtsim sweep --shard");
+    throw InputError("merge", dir, "no shard files in the directory",
+                     "results.shard-I-of-N.jsonl from dtsim sweep --shard");
   if (found.size() > 1)
     throw InputError("merge", dir, "shards of different counts N in the directory", "the shards of one sweep");
   const auto& [count, present] = *found.begin();
   std::string missing;
   for (int i = 1; i <= count; ++i)
     if (!present.contains(i)) missing += fmt::format("{}{}/{}", missing.empty() ? "" : ", ", i, count);
-  if (!missing.empty()) throw InputError("merge", dir, fmt::format("missing shards {}; merging needs", missing), "all N shards");
+  if (!missing.empty())
+    throw InputError("merge", dir, fmt::format("missing shards {}; merging needs", missing), "all N shards");
   Rows rows;
   for (int i = 1; i <= count; ++i)
     for (auto& [index, row] : read_rows(files_of(dir, {i, count}).jsonl)) rows.emplace(index, std::move(row));
