@@ -64,6 +64,25 @@ std::string csv_text(const Rows& rows) {
   return list.empty() ? std::string() : results::run_csv(list);
 }
 
+// Scaling efficiency of each row against the sweep's smallest configuration (the fewest GPUs; the first such
+// row): strong, the same problem on more GPUs, (t0 x g0) / (t x g) from step times; weak, the work growing with
+// the GPUs, model TFLOP/s per GPU over the smallest's. Rows with an error get neither. Only a complete sweep (or
+// a merge) knows its smallest configuration, so the columns appear when it completes.
+void add_scaling(Rows& rows) {
+  const json* small = nullptr;
+  for (const auto& [index, row] : rows)
+    if (!row.contains("error") && (small == nullptr || row["gpus"].get<double>() < (*small)["gpus"].get<double>()))
+      small = &row;
+  if (small == nullptr) return;
+  const double g0 = (*small)["gpus"].get<double>(), t0 = (*small)["step_time_s"].get<double>();
+  const double f0 = (*small)["tflops_per_gpu"].get<double>();
+  for (auto& [index, row] : rows) {
+    if (row.contains("error")) continue;
+    row["strong_scaling_efficiency"] = t0 * g0 / (row["step_time_s"].get<double>() * row["gpus"].get<double>());
+    row["weak_scaling_efficiency"] = row["tflops_per_gpu"].get<double>() / f0;
+  }
+}
+
 void write_both(const Files& files, const Rows& rows) {
   replace_file(files.jsonl, jsonl_text(rows));
   replace_file(files.csv, csv_text(rows));
@@ -242,6 +261,7 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
   }
   Progress progress(mine.size(), mine.size() - todo.size());
   run_points(todo, sweep.jobs, files, rows, progress);
+  if (sweep.shard.count == 1) add_scaling(rows);   // shards: merge adds them
   write_both(files, rows);
   std::fprintf(stderr, "sweep: %zu rows in %s and %s\n", rows.size(), files.jsonl.c_str(), files.csv.c_str());
   return 0;
@@ -274,6 +294,7 @@ int merge_command(const std::string& dir) {
   Rows rows;
   for (int i = 1; i <= count; ++i)
     for (auto& [index, row] : read_rows(files_of(dir, {i, count}).jsonl)) rows.emplace(index, std::move(row));
+  add_scaling(rows);
   write_both(files_of(dir, {1, 1}), rows);
   std::fprintf(stderr, "merge: %zu rows from %d shards into %s/results.{jsonl,csv}\n", rows.size(), count, dir.c_str());
   return 0;

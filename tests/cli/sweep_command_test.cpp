@@ -156,3 +156,26 @@ TEST_CASE("sweep: bad options and a scenario without sweep axes are one-line err
   CHECK(nothing.status == 2);
   fs::remove_all(dir);
 }
+
+TEST_CASE("sweep: strong and weak scaling efficiency against the smallest configuration, not the first row") {
+  const fs::path dir = fresh("scaling");
+  REQUIRE(sweep(src("tests/data/scenarios/sweep-scaling.yaml"), dir).status == 0);
+  const auto rows = lines(slurp(dir / "results.jsonl"));
+  REQUIRE(rows.size() == 3);
+  const json& small = rows[1];   // 2 GPUs; the first row has 8
+  REQUIRE(small["gpus"] == 2);
+  CHECK(small["strong_scaling_efficiency"].get<double>() == 1.0);
+  CHECK(small["weak_scaling_efficiency"].get<double>() == 1.0);
+  for (const json& row : rows) {
+    const double strong = small["step_time_s"].get<double>() * 2 /
+                          (row["step_time_s"].get<double>() * row["gpus"].get<double>());
+    CHECK(row["strong_scaling_efficiency"].get<double>() == doctest::Approx(strong).epsilon(1e-12));
+    CHECK(row["weak_scaling_efficiency"].get<double>() ==
+          doctest::Approx(row["tflops_per_gpu"].get<double>() / small["tflops_per_gpu"].get<double>()).epsilon(1e-12));
+    CHECK(row["strong_scaling_efficiency"].get<double>() <= 1.0);   // more GPUs, less than linear speed-up
+  }
+  const std::string csv = slurp(dir / "results.csv");
+  CHECK(csv.find("strong_scaling_efficiency") != std::string::npos);
+  CHECK(csv.find("weak_scaling_efficiency") != std::string::npos);
+  fs::remove_all(dir);
+}
