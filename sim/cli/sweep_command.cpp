@@ -2,8 +2,9 @@
 // worker processes; each finished row is appended to OUT/results.jsonl at once and OUT/results.csv is rewritten
 // from the rows (write to a temporary file, then rename), so a kill at any moment leaves at most one torn JSONL
 // line, which --resume drops before running what is missing. When the sweep completes both files are rewritten in
-// sweep order: the bytes do not depend on --jobs. --shard I/N runs the points whose index is I-1 modulo N, into
-// OUT/results.shard-I-of-N.{jsonl,csv}; `merge OUT` combines a complete set of shards.
+// sweep order: the bytes do not depend on --jobs. OUT/scenario.resolved.yaml holds every point's resolved
+// scenario. --shard I/N runs the points whose index is I-1 modulo N, into OUT/results.shard-I-of-N.{jsonl,csv};
+// `merge OUT` combines a complete set of shards.
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -242,6 +243,11 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
   const std::string dir = sweep.out.empty() ? default_out(scenarios.front()) : sweep.out;
   make_directory(dir);
   const Files files = files_of(dir, sweep.shard);
+  std::string resolved;   // every point's resolved scenario, next to the rows (an invalid point: its reason)
+  for (const Scenario& s : scenarios)
+    resolved += (resolved.empty() ? "" : "---\n") +
+                (s.invalid.empty() ? to_yaml(s) : fmt::format("# {}: not loaded: {}\n", s.name, s.invalid));
+  replace_file(dir + "/scenario.resolved.yaml", resolved);
   std::vector<const Scenario*> mine;
   for (const Scenario& s : scenarios)
     if (s.point.index % sweep.shard.count == sweep.shard.index - 1) mine.push_back(&s);

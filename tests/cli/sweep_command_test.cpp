@@ -57,6 +57,10 @@ TEST_CASE("sweep: rows in sweep order, the same bytes with --jobs 1 and --jobs 2
   CHECK(slurp(two / "results.jsonl") == jsonl);
   CHECK(slurp(two / "results.csv") == csv);
   CHECK(r.err.find("3/3 rows") != std::string::npos);   // the progress line
+  const std::string resolved = slurp(one / "scenario.resolved.yaml");   // the three points, every default filled in
+  CHECK(std::count(resolved.begin(), resolved.end(), '-') >= 6);
+  CHECK(resolved.find("small-tp4[intra_link=#2]") != std::string::npos);
+  CHECK(resolved.find("dp_bucket_MB") != std::string::npos);
   fs::remove_all(one);
   fs::remove_all(two);
 }
