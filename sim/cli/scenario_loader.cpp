@@ -103,14 +103,19 @@ void check_not_swept(const SweepPoint& point, const std::vector<Override>& overr
                          "a key the sweep does not vary (to change the axis, edit the file's sweep)", "--set");
 }
 
+// A document's name when it gives none: the file's stem (and the document's index after the first).
+std::string default_name(const std::string& file, std::size_t index) {
+  const std::string stem = file.front() == '<' ? "default" : std::filesystem::path(file).stem().string();
+  return index == 0 ? stem : fmt::format("{}-{}", stem, index);
+}
+
 Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t index,
                        const std::vector<std::string>& overridden) {
   Scenario s;
   s.file = file;
   YamlMap top(doc, "", file, &s.origin, &overridden);
   top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism", "simulation", "reference"});
-  const std::string stem = file.front() == '<' ? "default" : std::filesystem::path(file).stem().string();
-  s.name = top.text("name").value_or(index == 0 ? stem : fmt::format("{}-{}", stem, index));
+  s.name = top.text("name").value_or(default_name(file, index));
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
   s.cluster = read_cluster(top.map("cluster"), file);
   s.workload = read_workload(top, s.cluster, s.name);
@@ -146,7 +151,7 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
       } catch (const InputError& e) {
         if (!keep_invalid_points || p.point.index < 0) throw;
         if (!first_error) first_error = e;
-        s.name = p.doc["name"] && p.doc["name"].IsScalar() ? p.doc["name"].Scalar() : "";
+        s.name = p.doc["name"] && p.doc["name"].IsScalar() ? p.doc["name"].Scalar() : default_name(file, i);
         s.file = file;
         s.invalid = e.what();
       }

@@ -12,6 +12,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -46,7 +47,7 @@ Files files_of(const std::string& dir, const Shard& shard) {
 
 // Writes `text` to `path` through a temporary file and a rename: readers see the old file or the new one.
 void replace_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());   // shards may write the same file at once
   write_file(tmp, text, "--out");
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -100,11 +101,44 @@ Rows read_rows(const std::string& path) {
     const std::size_t end = text.find('\n', start);
     if (end == std::string::npos) break;   // torn
     const json row = json::parse(text.substr(start, end - start), nullptr, false);
-    if (row.is_object() && row.contains("point") && row["point"].contains("index"))
+    if (row.is_object() && row.contains("point") && row["point"].is_object() &&
+        row["point"].contains("index") && row["point"]["index"].is_number_integer())
       rows.emplace(row["point"]["index"].get<int>(), row);
     start = end + 1;
   }
   return rows;
+}
+
+// FNV-1a, 64 bits, as hex: a digest that stays the same from one build and run to the next.
+std::string digest(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+// What identifies a row beyond its index: the point's resolved scenario (or why it does not load), and the whole
+// sweep's. --resume keeps a row only for the same point; merge only combines rows of one sweep.
+struct Stamp {
+  std::vector<std::string> points;   // by index
+  std::string sweep;
+  int count = 0;
+};
+
+Stamp stamp_of(const std::vector<Scenario>& scenarios) {
+  Stamp st;
+  for (const Scenario& s : scenarios) st.points.push_back(digest(s.invalid.empty() ? to_yaml(s) : s.invalid));
+  std::string all;
+  for (const auto& d : st.points) all += d;
+  st.sweep = digest(all);
+  st.count = static_cast<int>(scenarios.size());
+  return st;
+}
+
+void stamp(json& row, const Stamp& st) {
+  const int index = row["point"]["index"].get<int>();
+  row["point"]["count"] = st.count;
+  row["point"]["digest"] = st.points[static_cast<std::size_t>(index)];
+  row["point"]["sweep"] = st.sweep;
 }
 
 // A point that cannot be simulated (an invalid plan, an internal error) is a row with the reason.
@@ -164,11 +198,22 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Runs `todo` in up to `jobs` workers, adding each finished row to `rows` and to the files as it arrives.
-void run_points(const std::vector<const Scenario*>& todo, int jobs, const Files& files, Rows& rows,
-                Progress& progress) {
+// How a worker ended, for the message when it left no result.
+std::string ending(int status) {
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
+  return "ended";
+}
+
+// Runs `todo` in up to `jobs` workers, adding each finished row to `rows` and to the files as it arrives (the CSV
+// at most once a second, and at the end). A worker that ends without a result (killed, out of memory) leaves no
+// row: its point is returned, for a later --resume to run again.
+std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo, int jobs, const Files& files,
+                                        const Stamp& st, Rows& rows, Progress& progress) {
   std::map<int, Worker> running;   // by the pipe's read end
+  std::vector<const Scenario*> lost;
   std::size_t next = 0;
+  auto csv_written = std::chrono::steady_clock::now();
   while (next < todo.size() || !running.empty()) {
     while (next < todo.size() && running.size() < static_cast<std::size_t>(jobs)) {
       std::array<int, 2> fds{};
@@ -179,6 +224,7 @@ void run_points(const std::vector<const Scenario*>& todo, int jobs, const Files&
       if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
       if (pid == 0) {
         ::close(fds[0]);
+        for (const auto& [fd, other] : running) ::close(fd);   // the other workers' pipes are not this one's
         work(*todo[next], fds[1]);
       }
       ::close(fds[1]);
@@ -203,20 +249,32 @@ void run_points(const std::vector<const Scenario*>& todo, int jobs, const Files&
       int status = 0;
       ::waitpid(w.pid, &status, 0);
       json row = json::parse(w.out, nullptr, false);
-      if (!row.is_object())
-        row = error_row(*w.scenario, fmt::format("the worker process ended without a result (status {})", status));
-      const int index = w.scenario->point.index;
+      if (!row.is_object()) {
+        std::fprintf(stderr, "sweep: %s: the worker %s without a result; --resume runs it again\n",
+                     w.scenario->name.c_str(), ending(status).c_str());
+        lost.push_back(w.scenario);
+        running.erase(p.fd);
+        continue;
+      }
+      stamp(row, st);
       std::ofstream(files.jsonl, std::ios::app) << row.dump() << "\n" << std::flush;
-      rows.emplace(index, std::move(row));
-      replace_file(files.csv, csv_text(rows));
+      rows.emplace(w.scenario->point.index, std::move(row));
+      if (std::chrono::steady_clock::now() - csv_written >= std::chrono::seconds(1)) {
+        replace_file(files.csv, csv_text(rows));
+        csv_written = std::chrono::steady_clock::now();
+      }
       progress.finished(w.scenario->name);
       running.erase(p.fd);
     }
   }
+  return lost;
 }
 
 // `out/<scenario name>/`, the name without the point's suffix.
-std::string default_out(const Scenario& s) { return "out/" + s.name.substr(0, s.name.find('[')); }
+std::string default_out(const Scenario& s) {
+  const std::string name = s.name.substr(0, s.name.find('['));
+  return "out/" + (name.empty() ? std::string("sweep") : name);
+}
 
 }  // namespace
 
@@ -251,25 +309,34 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
   std::vector<const Scenario*> mine;
   for (const Scenario& s : scenarios)
     if (s.point.index % sweep.shard.count == sweep.shard.index - 1) mine.push_back(&s);
+  const Stamp st = stamp_of(scenarios);
   Rows rows;
-  if (sweep.resume)   // rows of this shard whose point still has the same name
+  if (sweep.resume)   // rows of this shard whose point is still the same: the same resolved scenario
     for (auto& [index, row] : read_rows(files.jsonl))
-      if (index >= 0 && index < static_cast<int>(scenarios.size()) &&
-          index % sweep.shard.count == sweep.shard.index - 1 &&
-          row.value("name", "") == scenarios[static_cast<std::size_t>(index)].name)
+      if (index >= 0 && index < st.count && index % sweep.shard.count == sweep.shard.index - 1 &&
+          row["point"].value("digest", "") == st.points[static_cast<std::size_t>(index)])
         rows.emplace(index, std::move(row));
   write_both(files, rows);   // drops a torn line; without --resume, starts afresh
   std::vector<const Scenario*> todo;
   for (const Scenario* s : mine) {
     if (rows.contains(s->point.index)) continue;
-    if (s->invalid.empty()) todo.push_back(s);
-    else rows.emplace(s->point.index, error_row(*s, s->invalid));   // no worker needed
+    if (!s->invalid.empty()) {   // no worker needed
+      json row = error_row(*s, s->invalid);
+      stamp(row, st);
+      rows.emplace(s->point.index, std::move(row));
+      continue;
+    }
+    todo.push_back(s);
   }
   Progress progress(mine.size(), mine.size() - todo.size());
-  run_points(todo, sweep.jobs, files, rows, progress);
-  if (sweep.shard.count == 1) add_scaling(rows);   // shards: merge adds them
+  const auto lost = run_points(todo, sweep.jobs, files, st, rows, progress);
+  if (sweep.shard.count == 1 && lost.empty()) add_scaling(rows);   // shards: merge adds them
   write_both(files, rows);
   std::fprintf(stderr, "sweep: %zu rows in %s and %s\n", rows.size(), files.jsonl.c_str(), files.csv.c_str());
+  if (!lost.empty()) {
+    std::fprintf(stderr, "sweep: %zu points did not finish; run the same command with --resume\n", lost.size());
+    return 1;
+  }
   return 0;
 }
 
@@ -297,9 +364,33 @@ int merge_command(const std::string& dir) {
     if (!present.contains(i)) missing += fmt::format("{}{}/{}", missing.empty() ? "" : ", ", i, count);
   if (!missing.empty())
     throw InputError("merge", dir, fmt::format("missing shards {}; merging needs", missing), "all N shards");
+  // Every row of one sweep, in its own shard's slice, each point once, all points there.
   Rows rows;
-  for (int i = 1; i <= count; ++i)
-    for (auto& [index, row] : read_rows(files_of(dir, {i, count}).jsonl)) rows.emplace(index, std::move(row));
+  std::string sweep_digest;
+  int points = -1;
+  for (int i = 1; i <= count; ++i) {
+    const std::string file = files_of(dir, {i, count}).jsonl;
+    for (auto& [index, row] : read_rows(file)) {
+      const json& p = row["point"];
+      const std::string where = fmt::format("{} (point {})", file, index);
+      if (!p.contains("sweep") || !p["sweep"].is_string() || !p.contains("count") || !p["count"].is_number_integer())
+        throw InputError("merge", where, "a row without its sweep's stamp", "rows written by dtsim sweep --shard");
+      if (points < 0) {
+        points = p["count"].get<int>();
+        sweep_digest = p["sweep"].get<std::string>();
+      }
+      if (p["sweep"].get<std::string>() != sweep_digest || p["count"].get<int>() != points)
+        throw InputError("merge", where, "a row of another sweep than the first shard's", "the shards of one sweep");
+      if (index % count != i - 1)
+        throw InputError("merge", where, fmt::format("a point outside shard {}/{}'s slice", i, count),
+                         fmt::format("points whose index is {} modulo {}", i - 1, count));
+      rows.emplace(index, std::move(row));
+    }
+  }
+  if (points < 0 || static_cast<int>(rows.size()) != points)
+    throw InputError("merge", dir,
+                     fmt::format("the shards hold {} of the sweep's {} points; merging needs", rows.size(), points),
+                     "every shard complete (rerun the short ones with --resume)");
   add_scaling(rows);
   write_both(files_of(dir, {1, 1}), rows);
   std::fprintf(stderr, "merge: %zu rows from %d shards into %s/results.{jsonl,csv}\n", rows.size(), count, dir.c_str());

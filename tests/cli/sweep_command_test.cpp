@@ -58,7 +58,10 @@ TEST_CASE("sweep: rows in sweep order, the same bytes with --jobs 1 and --jobs 2
   CHECK(slurp(two / "results.csv") == csv);
   CHECK(r.err.find("3/3 rows") != std::string::npos);   // the progress line
   const std::string resolved = slurp(one / "scenario.resolved.yaml");   // the three points, every default filled in
-  CHECK(std::count(resolved.begin(), resolved.end(), '-') >= 6);
+  std::size_t separators = 0;
+  for (std::size_t at = resolved.find("\n---\n"); at != std::string::npos; at = resolved.find("\n---\n", at + 1))
+    ++separators;
+  CHECK(separators == 2);
   CHECK(resolved.find("small-tp4[intra_link=#2]") != std::string::npos);
   CHECK(resolved.find("dp_bucket_MB") != std::string::npos);
   fs::remove_all(one);
@@ -156,8 +159,10 @@ TEST_CASE("sweep: bad options and a scenario without sweep axes are one-line err
   const auto plain = sweep(src("scenarios/bench/gpt3-175b-1024xa100.yaml"), dir);
   CHECK(plain.status == 2);
   CHECK(plain.err.find("no sweep axes") != std::string::npos);
+  fs::create_directories(dir);
   const auto nothing = dtsim("merge " + dir.string());
   CHECK(nothing.status == 2);
+  CHECK(nothing.err.find("no shard files") != std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -182,4 +187,51 @@ TEST_CASE("sweep: strong and weak scaling efficiency against the smallest config
   CHECK(csv.find("strong_scaling_efficiency") != std::string::npos);
   CHECK(csv.find("weak_scaling_efficiency") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: --resume reruns the points whose resolved scenario changed, and only those") {
+  const fs::path dir = fresh("changed"), fresh_run = fresh("changed_reference");
+  REQUIRE(sweep(kSmall, dir).status == 0);
+  const std::string before = slurp(dir / "results.jsonl");
+  const auto r = sweep(kSmall, dir, "--resume --set model.layers=8");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.err.find("3/3 rows") != std::string::npos);   // all three ran again
+  REQUIRE(sweep(kSmall, fresh_run, "--set model.layers=8").status == 0);
+  CHECK(slurp(dir / "results.jsonl") == slurp(fresh_run / "results.jsonl"));
+  CHECK(slurp(dir / "results.jsonl") != before);
+  fs::remove_all(dir);
+  fs::remove_all(fresh_run);
+}
+
+TEST_CASE("sweep: shards started at once all succeed, and merge refuses a short shard and another sweep's shard") {
+  const fs::path full = fresh("merge_reference"), dir = fresh("concurrent");
+  const auto [jsonl, csv] = reference(full);
+  std::string both;
+  for (int i = 1; i <= 3; ++i)
+    both += std::string(DTSIM_BINARY) + " sweep " + kSmall + " --shard " + std::to_string(i) + "/3 --out " +
+            dir.string() + " 2>/dev/null & ";
+  REQUIRE(std::system(("(" + both + "wait) ; exit 0").c_str()) == 0);
+  for (int i = 1; i <= 3; ++i)
+    CHECK(lines(slurp(dir / ("results.shard-" + std::to_string(i) + "-of-3.jsonl"))).size() == 1);
+  REQUIRE(dtsim("merge " + dir.string()).status == 0);
+  CHECK(slurp(dir / "results.jsonl") == jsonl);
+  // A shard cut short (a job that died): merge says how many points it has, and does not write.
+  const fs::path cut = dir / "results.shard-2-of-3.jsonl";
+  const std::string shard2 = slurp(cut);
+  std::ofstream(cut) << "";
+  auto short_merge = dtsim("merge " + dir.string());
+  CHECK(short_merge.status == 2);
+  CHECK(short_merge.err.find("hold 2 of the sweep's 3 points") != std::string::npos);
+  // A shard of another sweep (other model depth): refused.
+  const fs::path other = fresh("other_sweep");
+  REQUIRE(sweep(kSmall, other, "--shard 2/3 --set model.layers=8").status == 0);
+  fs::copy_file(other / "results.shard-2-of-3.jsonl", cut, fs::copy_options::overwrite_existing);
+  auto foreign = dtsim("merge " + dir.string());
+  CHECK(foreign.status == 2);
+  CHECK(foreign.err.find("another sweep") != std::string::npos);
+  std::ofstream(cut) << shard2;
+  CHECK(dtsim("merge " + dir.string()).status == 0);
+  fs::remove_all(full);
+  fs::remove_all(dir);
+  fs::remove_all(other);
 }
