@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "sim/cli/cluster_presets.hpp"
 #include "sim/cli/hardware_reader.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/cli/simulation_reader.hpp"
@@ -117,6 +118,7 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism", "simulation", "reference"});
   s.name = top.text("name").value_or(default_name(file, index));
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
+  apply_cluster_preset(doc["cluster"], file);
   s.cluster = read_cluster(top.map("cluster"), file);
   s.workload = read_workload(top, s.cluster, s.name);
   if (top.has("simulation")) s.simulation = read_simulation(top.map("simulation"));

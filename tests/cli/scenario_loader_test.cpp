@@ -88,6 +88,37 @@ cluster: {gpu: h100-sxm5-80gb, nodes: 4, gpus_per_node: 8, inter: fat-tree, inte
   CHECK(back.cluster.ecmp);
 }
 
+TEST_CASE("cluster presets fill in the machine, the keys given beside them win, unknown names list the presets") {
+  const Scenario h = load_one("cluster: {preset: dgx-h100, nodes: 4}");
+  CHECK(h.cluster.gpu.name == "h100-sxm5-80gb");
+  CHECK(h.cluster.gpus() == 32);
+  CHECK(h.cluster.intra == topology::IntraKind::NvSwitch);
+  CHECK(h.cluster.inter == topology::InterKind::FatTree);
+  CHECK(h.cluster.inter_link.name == "ib-ndr");
+  CHECK(h.cluster.nics_per_node == 8);
+  CHECK(h.cluster.ecmp);
+  const Scenario a = load_one("cluster: {preset: dgx-a100, nodes: 2, inter_link: ib-ndr, ecmp: false}");
+  CHECK(a.cluster.gpu.name == "a100-sxm4-80gb");
+  CHECK(a.cluster.inter_link.name == "ib-ndr");
+  CHECK_FALSE(a.cluster.ecmp);
+  const Scenario pcie = load_one("cluster: {preset: pcie-8xa100}");
+  CHECK(pcie.cluster.intra == topology::IntraKind::Pcie);
+  CHECK(pcie.cluster.pcie.gpus_per_switch == 2);
+  const Scenario eth = load_one("cluster: {preset: ethernet-100g, nodes: 8}");
+  CHECK(eth.cluster.inter_link.name == "eth-100g");
+  CHECK(eth.cluster.gpus() == 8);
+  // --set reaches the preset too, and the resolved scenario is the machine in full (no preset key), loading back.
+  const Scenario set = load_one("cluster: {preset: dgx-a100}", {{"cluster.preset", "dgx-h100"}});
+  CHECK(set.cluster.gpu.name == "h100-sxm5-80gb");
+  const std::string yaml = to_yaml(h);
+  CHECK(yaml.find("preset") == std::string::npos);
+  CHECK(to_yaml(load_one(yaml)) == yaml);
+  CHECK_THROWS_WITH_AS(load_one("cluster:\n  preset: dgx-z\n"),
+                       "test.yaml:2: cluster.preset: unknown cluster preset 'dgx-z' "
+                       "(allowed: dgx-a100, dgx-h100, pcie-8xa100, ethernet-100g)",
+                       InputError);
+}
+
 TEST_CASE("strictness: unknown keys, wrong types, missing sections") {
   CHECK_THROWS_WITH_AS(load_one("cluster: {gpu: t4, ecmp: maybe}"), doctest::Contains("cluster.ecmp: not a boolean 'maybe'"), InputError);
   CHECK_THROWS_WITH_AS(load_one("name: x"), doctest::Contains("cluster: missing required section"), InputError);

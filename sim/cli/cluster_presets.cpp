@@ -1,0 +1,62 @@
+// Cluster presets (`cluster.preset`): named machines, as data. Each is the cluster keys of one scenario file in
+// scenarios/topologies/ (where the sources are cited); the keys a scenario gives beside `preset` replace the
+// preset's. Node counts are the scenario's to give (default 1).
+#include "sim/cli/cluster_presets.hpp"
+
+#include <array>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "sim/cli/yaml_reader.hpp"
+#include "topology/error.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+struct Preset {
+  const char* name;
+  const char* yaml;   // a flow map of cluster keys
+};
+
+// DGX A100 / H100: 8 GPUs on NVSwitch and 8 InfiniBand NICs per node (one per GPU), a non-blocking fat tree
+// whose flows spread over the spines (ECMP, as the adaptive routing of an InfiniBand fabric does). PCIe server:
+// 8 A100 PCIe cards, two per PCIe switch, two sockets. 100 GbE: one A100 PCIe per node on a 100 Gb/s Ethernet
+// switch, the commodity cluster.
+constexpr std::array kPresets = {
+    Preset{"dgx-a100", "{gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, "
+                       "inter_link: ib-hdr, nics_per_node: 8, ecmp: true}"},
+    Preset{"dgx-h100", "{gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, "
+                       "inter_link: ib-ndr, nics_per_node: 8, ecmp: true}"},
+    Preset{"pcie-8xa100", "{gpu: a100-pcie-80gb, gpus_per_node: 8, intra: pcie, "
+                          "pcie: {gpus_per_switch: 2, sockets: 2, socket_links: 3}}"},
+    Preset{"ethernet-100g", "{gpu: a100-pcie-80gb, gpus_per_node: 1, inter: switch, inter_link: eth-100g, "
+                            "nics_per_node: 1}"},
+};
+
+}  // namespace
+
+std::string cluster_preset_names() {
+  std::string out;
+  for (const Preset& p : kPresets) out += fmt::format("{}{}", out.empty() ? "" : ", ", p.name);
+  return out;
+}
+
+void apply_cluster_preset(YAML::Node cluster, const std::string& file) {
+  if (!cluster.IsMap() || !cluster["preset"]) return;
+  const YAML::Node given = cluster["preset"];
+  const std::string name = given.IsScalar() ? given.Scalar() : "";
+  const Preset* preset = nullptr;
+  for (const Preset& p : kPresets)
+    if (name == p.name) preset = &p;
+  if (preset == nullptr)
+    throw InputError("cluster.preset", name, "unknown cluster preset", cluster_preset_names(), location(file, given));
+  const YAML::Node keys = YAML::Load(preset->yaml);
+  for (const auto& kv : keys) {
+    const std::string key = kv.first.as<std::string>();
+    if (!cluster[key]) cluster[key] = YAML::Clone(kv.second);
+  }
+  cluster.remove("preset");
+}
+
+}  // namespace dtsim::cli
