@@ -25,11 +25,25 @@ Result sweep(const std::string& file, const fs::path& out, const std::string& op
   return dtsim("sweep " + file + " --out " + out.string() + " " + options);
 }
 
+// A sweep directory's two result files.
+struct Outputs {
+  std::string jsonl;
+  std::string csv;
+};
+
+Outputs outputs(const fs::path& dir) { return {slurp(dir / "results.jsonl"), slurp(dir / "results.csv")}; }
+
+// The files in `dir` are `want`, byte for byte.
+void check_same(const fs::path& dir, const Outputs& want) {
+  CHECK(slurp(dir / "results.jsonl") == want.jsonl);
+  CHECK(slurp(dir / "results.csv") == want.csv);
+}
+
 // The full sweep with one job: what every other way of running it must reproduce byte for byte.
-std::pair<std::string, std::string> reference(const fs::path& dir) {
+Outputs reference(const fs::path& dir) {
   const auto r = sweep(kSmall, dir);
   REQUIRE_MESSAGE(r.status == 0, r.err);
-  return {slurp(dir / "results.jsonl"), slurp(dir / "results.csv")};
+  return outputs(dir);
 }
 
 std::vector<json> lines(const std::string& jsonl) {
@@ -43,19 +57,18 @@ std::vector<json> lines(const std::string& jsonl) {
 
 TEST_CASE("sweep: rows in sweep order, the same bytes with --jobs 1 and --jobs 2") {
   const fs::path one = fresh("jobs1"), two = fresh("jobs2");
-  const auto [jsonl, csv] = reference(one);
-  const auto rows = lines(jsonl);
+  const Outputs want = reference(one);
+  const auto rows = lines(want.jsonl);
   REQUIRE(rows.size() == 3);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     CHECK(rows[i]["point"]["index"] == static_cast<int>(i));
     CHECK(rows[i]["step_time_s"].get<double>() > 0);
   }
-  CHECK(csv.rfind("name,point.index,", 0) == 0);
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);   // a header and three rows
+  CHECK(want.csv.rfind("name,point.index,", 0) == 0);
+  CHECK(std::count(want.csv.begin(), want.csv.end(), '\n') == 4);   // a header and three rows
   const auto r = sweep(kSmall, two, "--jobs 2");
   REQUIRE_MESSAGE(r.status == 0, r.err);
-  CHECK(slurp(two / "results.jsonl") == jsonl);
-  CHECK(slurp(two / "results.csv") == csv);
+  check_same(two, want);
   CHECK(r.err.find("3/3 rows") != std::string::npos);   // the progress line
   const std::string resolved = slurp(one / "scenario.resolved.yaml");   // the three points, every default filled in
   std::size_t separators = 0;
@@ -70,26 +83,25 @@ TEST_CASE("sweep: rows in sweep order, the same bytes with --jobs 1 and --jobs 2
 
 TEST_CASE("sweep: --resume after a kill mid-write keeps the whole rows, drops the torn one, runs the rest") {
   const fs::path full = fresh("full"), cut = fresh("cut");
-  const auto [jsonl, csv] = reference(full);
+  const Outputs want = reference(full);
   fs::create_directories(cut);
   // Killed while writing the second row: the first row whole, half of the second, no CSV yet.
-  const std::size_t first = jsonl.find('\n') + 1;
-  const std::size_t second = jsonl.find('\n', first) + 1;
-  std::ofstream(cut / "results.jsonl") << jsonl.substr(0, first + (second - first) / 2);
+  const std::size_t first = want.jsonl.find('\n') + 1;
+  const std::size_t second = want.jsonl.find('\n', first) + 1;
+  std::ofstream(cut / "results.jsonl") << want.jsonl.substr(0, first + (second - first) / 2);
   const auto r = sweep(kSmall, cut, "--resume --jobs 2");
   REQUIRE_MESSAGE(r.status == 0, r.err);
-  CHECK(slurp(cut / "results.jsonl") == jsonl);
-  CHECK(slurp(cut / "results.csv") == csv);
+  check_same(cut, want);
   CHECK(r.err.find("1/3 rows") == std::string::npos);   // the kept row was not run again: progress starts at 2/3
   CHECK(r.err.find("2/3 rows") != std::string::npos);
   // Resuming a finished sweep runs nothing and changes nothing.
   const auto again = sweep(kSmall, cut, "--resume");
   REQUIRE(again.status == 0);
   CHECK(again.err.find("rows,") == std::string::npos);
-  CHECK(slurp(cut / "results.jsonl") == jsonl);
+  check_same(cut, want);
   // Without --resume the directory starts afresh, to the same bytes.
   REQUIRE(sweep(kSmall, cut).status == 0);
-  CHECK(slurp(cut / "results.jsonl") == jsonl);
+  check_same(cut, want);
   fs::remove_all(full);
   fs::remove_all(cut);
 }
@@ -98,7 +110,7 @@ TEST_CASE("sweep: killed (SIGKILL) at several moments and resumed, the files end
   const fs::path full = fresh("uninterrupted");
   const std::string scenario = src("scenarios/default.yaml");   // six points, a fraction of a second in all
   REQUIRE(sweep(scenario, full, "--jobs 2").status == 0);
-  const std::string jsonl = slurp(full / "results.jsonl"), csv = slurp(full / "results.csv");
+  const Outputs want = outputs(full);
   for (const char* delay : {"0.02", "0.06", "0.1", "0.15"}) {
     CAPTURE(delay);
     const fs::path dir = fresh(std::string("killed") + delay);
@@ -107,8 +119,7 @@ TEST_CASE("sweep: killed (SIGKILL) at several moments and resumed, the files end
     (void)std::system(killed.c_str());
     const auto r = sweep(scenario, dir, "--resume --jobs 2");
     REQUIRE_MESSAGE(r.status == 0, r.err);
-    CHECK(slurp(dir / "results.jsonl") == jsonl);
-    CHECK(slurp(dir / "results.csv") == csv);
+    check_same(dir, want);
     fs::remove_all(dir);
   }
   fs::remove_all(full);
@@ -116,7 +127,7 @@ TEST_CASE("sweep: killed (SIGKILL) at several moments and resumed, the files end
 
 TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full sweep's bytes") {
   const fs::path full = fresh("unsharded"), dir = fresh("shards");
-  const auto [jsonl, csv] = reference(full);
+  const Outputs want = reference(full);
   REQUIRE(sweep(kSmall, dir, "--shard 1/2").status == 0);
   CHECK(lines(slurp(dir / "results.shard-1-of-2.jsonl")).size() == 2);   // points 0 and 2
   auto missing = dtsim("merge " + dir.string());
@@ -126,8 +137,7 @@ TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full
   REQUIRE(sweep(kSmall, dir, "--shard 2/2").status == 0);
   const auto merged = dtsim("merge " + dir.string());
   REQUIRE_MESSAGE(merged.status == 0, merged.err);
-  CHECK(slurp(dir / "results.jsonl") == jsonl);
-  CHECK(slurp(dir / "results.csv") == csv);
+  check_same(dir, want);
   fs::remove_all(full);
   fs::remove_all(dir);
 }
@@ -205,7 +215,7 @@ TEST_CASE("sweep: --resume reruns the points whose resolved scenario changed, an
 
 TEST_CASE("sweep: shards started at once all succeed, and merge refuses a short shard and another sweep's shard") {
   const fs::path full = fresh("merge_reference"), dir = fresh("concurrent");
-  const auto [jsonl, csv] = reference(full);
+  const Outputs want = reference(full);
   std::string both;
   for (int i = 1; i <= 3; ++i)
     both += std::string(DTSIM_BINARY) + " sweep " + kSmall + " --shard " + std::to_string(i) + "/3 --out " +
@@ -214,7 +224,7 @@ TEST_CASE("sweep: shards started at once all succeed, and merge refuses a short 
   for (int i = 1; i <= 3; ++i)
     CHECK(lines(slurp(dir / ("results.shard-" + std::to_string(i) + "-of-3.jsonl"))).size() == 1);
   REQUIRE(dtsim("merge " + dir.string()).status == 0);
-  CHECK(slurp(dir / "results.jsonl") == jsonl);
+  check_same(dir, want);
   // A shard cut short (a job that died): merge says how many points it has, and does not write.
   const fs::path cut = dir / "results.shard-2-of-3.jsonl";
   const std::string shard2 = slurp(cut);
