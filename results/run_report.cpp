@@ -36,7 +36,7 @@ std::string reference_value(const std::string& key, double v) {
 void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
   for (const auto& [key, value] : j.items()) {
     const std::string name = prefix.empty() ? key : prefix + "." + key;
-    if (key == "scenario" || key == "notes") continue;
+    if (key == "scenario" || key == "notes" || key == "kernels") continue;
     if (value.is_object()) flatten(value, name, out);
     else if (value.is_string()) out.emplace_back(name, value.get<std::string>());
     else out.emplace_back(name, value.dump());

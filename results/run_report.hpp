@@ -36,7 +36,7 @@ double reference_figure(const nlohmann::json& row, const std::string& key);
 // One row per configuration; then, for rows with references, the published figure beside dtsim's.
 std::string run_table(const std::vector<nlohmann::json>& rows);
 
-// Header and rows, every field flattened with dots ("breakdown_s.compute"); `scenario` and notes left out.
+// Header and rows, every field flattened with dots ("breakdown_s.compute"); `scenario`, notes and the roofline's kernel list left out.
 std::string run_csv(const std::vector<nlohmann::json>& rows);
 
 }  // namespace dtsim::results

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <yaml-cpp/yaml.h>
 
+#include "results/roofline.hpp"
 #include "results/run_report.hpp"
 #include "results/topology_report.hpp"
 #include "results/trace.hpp"
@@ -86,7 +87,9 @@ json simulate(const Scenario& s, const std::string& trace_path) {
                       {"memo_shapes", timeline.memo_shapes},
                       {"aggregated_collectives", timeline.aggregated_collectives},
                       {"symmetry", timeline.symmetry}};
-  return results::run_json(info, metrics, memory);
+  json row = results::run_json(info, metrics, memory);
+  row["roofline"] = results::roofline_json(w, s.cluster.gpu);
+  return row;
 }
 
 std::string json_text(const std::vector<json>& rows, bool sweep) {

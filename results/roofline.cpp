@@ -1,0 +1,57 @@
+#include "results/roofline.hpp"
+
+#include <string>
+
+#include "workloads/compute_model.hpp"
+#include "workloads/kernels.hpp"
+
+namespace dtsim::results {
+
+using nlohmann::json;
+
+namespace {
+
+json kernel_row(const workloads::Kernel& k, const std::string& scope, const topology::GpuSpec& gpu,
+                topology::Precision precision, double ridge) {
+  const double flops = k.flops.value();
+  const double bytes = k.bytes.value();
+  const double seconds = workloads::kernel_time(k, gpu, precision).value();
+  const double intensity = bytes > 0 ? flops / bytes : 0.0;
+  return {{"kernel", std::string(workloads::to_string(k.kind))},
+          {"pass", std::string(workloads::to_string(k.pass))},
+          {"scope", scope},
+          {"flops", flops},
+          {"bytes", bytes},
+          {"flop_per_byte", intensity},
+          {"time_s", seconds},
+          {"achieved_tflops", seconds > 0 ? flops / seconds / 1e12 : 0.0},
+          {"bound", intensity >= ridge ? "compute" : "memory"}};
+}
+
+}  // namespace
+
+json roofline_json(const workloads::Workload& w, const topology::GpuSpec& gpu) {
+  const auto& t = w.training.value();
+  const double peak = gpu.peak_for(t.precision).value_or(FlopsPerSecond(0)).value();
+  const double bandwidth = gpu.memory_bandwidth.value();
+  const double ridge = bandwidth > 0 ? peak / bandwidth : 0.0;
+  const workloads::Sharding sharding{w.plan.tp, t.sequence_parallel};
+  json kernels = json::array();
+  for (const auto pass : {workloads::Pass::Forward, workloads::Pass::Backward, workloads::Pass::Recompute})
+    for (const auto& k : workloads::layer_kernels(w.model, t, sharding, t.micro_batch, pass))
+      kernels.push_back(kernel_row(k, "layer", gpu, t.precision, ridge));
+  for (const auto pass : {workloads::Pass::Forward, workloads::Pass::Backward})
+    for (const auto& k : workloads::logits_kernels(w.model, t, sharding, t.micro_batch, pass))
+      kernels.push_back(kernel_row(k, "logits", gpu, t.precision, ridge));
+  // A stage's even share of the parameters, its ZeRO shard when ZeRO partitions the optimizer states.
+  double params = workloads::parameter_count(w.model) / (w.plan.tp * w.plan.pp);
+  if (w.plan.zero >= 1) params /= w.plan.dp;
+  kernels.push_back(kernel_row(workloads::optimizer_kernel(t, params), "optimizer", gpu, t.precision, ridge));
+  return {{"precision", std::string(to_string(t.precision))},
+          {"peak_tflops", peak / 1e12},
+          {"memory_bandwidth_GBps", bandwidth / 1e9},
+          {"ridge_flop_per_byte", ridge},
+          {"kernels", kernels}};
+}
+
+}  // namespace dtsim::results
