@@ -68,11 +68,16 @@ struct SweepArgs {
   Shard shard;
   bool resume = false;
   std::string out;   // empty: out/<scenario name>
+  bool report = true;   // draw DIR/report.md and its charts when the sweep completes (not for a shard)
 };
 Shard parse_shard(const std::string& text);   // "I/N"
 int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep);
 // `dtsim merge DIR`: a complete set of shard files into DIR/results.{jsonl,csv}, in sweep order.
 int merge_command(const std::string& dir);
+// `dtsim report DIR`: DIR/results.jsonl (or a run's DIR/result.json) drawn by gnuplot into DIR/plots/*.png, with
+// DIR/report.md linking them. write_report returns the charts drawn.
+int report_command(const std::string& dir);
+std::vector<std::string> write_report(const std::string& dir);
 
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format);

@@ -42,7 +42,7 @@ int dispatch(int argc, char** argv) {
   run->add_option("--out", run_outputs.dir, "write result.json, result.csv and scenario.resolved.yaml to DIR");
   dtsim::cli::ScenarioArgs sweep_args;
   dtsim::cli::SweepArgs sweep_opts;
-  std::string shard_text, merge_dir;
+  std::string shard_text, merge_dir, report_dir;
   auto* sweep = app.add_subcommand("sweep", "run a scenario's sweep points in parallel processes, streaming rows to "
                                             "OUT/results.{jsonl,csv}");
   sweep->add_option("scenario", sweep_args.file, "scenario YAML file with sweep axes")->required();
@@ -51,8 +51,12 @@ int dispatch(int argc, char** argv) {
   sweep->add_option("--shard", shard_text, "run slice I of N (I/N): the points whose index is I-1 modulo N");
   sweep->add_flag("--resume", sweep_opts.resume, "keep the rows already written, run the rest");
   sweep->add_option("--out", sweep_opts.out, "output directory (default out/<scenario name>)");
+  sweep->add_flag("!--no-report", sweep_opts.report, "do not draw the report when the sweep completes");
   auto* merge = app.add_subcommand("merge", "combine a sweep's shard files into DIR/results.{jsonl,csv}");
   merge->add_option("dir", merge_dir, "the sweep's --out directory")->required();
+  auto* report = app.add_subcommand("report", "draw a sweep's or a run's results with gnuplot: DIR/report.md and "
+                                              "DIR/plots/*.png");
+  report->add_option("dir", report_dir, "a dtsim sweep or dtsim run --out directory")->required();
   auto* topo = app.add_subcommand("topo", "describe a scenario's topology: devices, links, diameter, bisection");
   add_scenario_options(topo, topo_args, true);
   topo->add_option("--dot", dot_file, "write the topology as Graphviz DOT to FILE");
@@ -105,6 +109,7 @@ int dispatch(int argc, char** argv) {
     return dtsim::cli::sweep_command(sweep_args, sweep_opts);
   }
   if (*merge) return dtsim::cli::merge_command(merge_dir);
+  if (*report) return dtsim::cli::report_command(report_dir);
   if (*topo) return dtsim::cli::topo_command(topo_args, dot_file);
   if (*memory) return dtsim::cli::memory_command(memory_args);
   if (*graph) return dtsim::cli::graph_command(graph_args, graph_dot, graph_kernels);

@@ -109,6 +109,17 @@ Rows read_rows(const std::string& path) {
   return rows;
 }
 
+// The report at the end of a sweep or a merge: the rows are written whatever happens here, so a report that
+// cannot be drawn (no gnuplot, no simulated row) is a warning, not a failed sweep.
+void draw_report(const std::string& dir) {
+  try {
+    const auto charts = write_report(dir);
+    std::fprintf(stderr, "report in %s/report.md (%zu charts)\n", dir.c_str(), charts.size());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "no report drawn: %s\n", e.what());
+  }
+}
+
 // FNV-1a, 64 bits, as hex: a digest that stays the same from one build and run to the next.
 std::string digest(const std::string& text) {
   std::uint64_t h = 14695981039346656037ull;
@@ -337,6 +348,7 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
     std::fprintf(stderr, "sweep: %zu points did not finish; run the same command with --resume\n", lost.size());
     return 1;
   }
+  if (sweep.report && sweep.shard.count == 1) draw_report(dir);
   return 0;
 }
 
@@ -394,6 +406,7 @@ int merge_command(const std::string& dir) {
   add_scaling(rows);
   write_both(files_of(dir, {1, 1}), rows);
   std::fprintf(stderr, "merge: %zu rows from %d shards into %s/results.{jsonl,csv}\n", rows.size(), count, dir.c_str());
+  draw_report(dir);
   return 0;
 }
 

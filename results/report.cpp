@@ -1,0 +1,352 @@
+#include "results/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "results/run_report.hpp"
+
+namespace dtsim::results {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr const char* kTerminal = "set terminal pngcairo size 1100,560 font \"sans,10\" noenhanced";
+
+// The GPU's name from the resolved scenario (which writes the GPU out as a map with its name).
+std::string gpu_of(const json& row) {
+  if (!row.contains("scenario") || !row["scenario"].contains("cluster")) return "";
+  const json& c = row["scenario"]["cluster"];
+  if (!c.contains("gpu")) return "";
+  if (c["gpu"].is_string()) return c["gpu"].get<std::string>();
+  return c["gpu"].is_object() && c["gpu"].contains("name") && c["gpu"]["name"].is_string()
+             ? c["gpu"]["name"].get<std::string>() : "";
+}
+
+bool simulated(const json& row) { return !row.contains("error") && row.contains("step_time_s"); }
+
+double number(const json& row, const std::string& key) {
+  const auto it = row.find(key);
+  return it != row.end() && it->is_number() ? it->get<double>() : std::nan("");
+}
+
+std::string name_of(const json& row) {
+  std::string n = row.value("name", std::string("?"));
+  for (char& c : n)
+    if (c == '\t' || c == '\n' || c == '"') c = ' ';
+  return n;
+}
+
+// Data files are tab-separated so names may hold spaces; a missing figure is gnuplot's "NaN".
+std::string cell(double v) { return std::isnan(v) ? "NaN" : fmt::format("{:.9g}", v); }
+
+std::string header(const std::string& stem, const std::string& title) {
+  return fmt::format("# {0}.png: {1}. Run from this directory: gnuplot {0}.gp\n{2}\nset output \"{0}.png\"\n"
+                     "set datafile separator \"\\t\"\nset title \"{1}\"\nset grid ytics lc rgb \"#dddddd\"\n",
+                     stem, title, kTerminal);
+}
+
+// One line per simulated row: what the bar charts read.
+std::string rows_data(const std::vector<const json*>& ok) {
+  std::string out = "# name\tgpus\tstep_time_s\ttokens_per_s\tmfu_pct\thfu_pct\tscaling_pct\tcompute_s\t"
+                    "exposed_comm_s\tpipeline_bubble_s\tother_s\n";
+  for (const json* r : ok) {
+    const json& b = r->at("breakdown_s");
+    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", name_of(*r), cell(number(*r, "gpus")),
+                       cell(number(*r, "step_time_s")), cell(number(*r, "tokens_per_s")),
+                       cell(100 * number(*r, "mfu")), cell(100 * number(*r, "hfu")),
+                       cell(100 * number(*r, "scaling_efficiency")), cell(number(b, "compute")),
+                       cell(number(b, "exposed_comm")), cell(number(b, "pipeline_bubble")), cell(number(b, "other")));
+  }
+  return out;
+}
+
+std::string bars_common(std::size_t rows) {
+  // Long names slant; many rows get a wider gap between ticks through a smaller font.
+  return fmt::format("set style fill solid 0.85 border -1\nset boxwidth 0.8\nset xtics rotate by -30 scale 0 font "
+                     "\",{}\"\nset yrange [0:*]\nset key outside right top vertical Left reverse\nset bmargin 9\n",
+                     rows > 24 ? 7 : 9);
+}
+
+std::string step_time_script(std::size_t rows) {
+  return header("step_time", "Step time per configuration") + bars_common(rows) +
+         "set style data histograms\nset style histogram clustered gap 1\nset ylabel \"step time (s)\"\n"
+         "plot \"rows.dat\" using 3:xtic(1) title \"step time\" lc rgb \"#4e79a7\"\n";
+}
+
+std::string efficiency_script(std::size_t rows) {
+  return header("efficiency", "MFU, HFU and scaling efficiency per configuration") + bars_common(rows) +
+         "set style data histograms\nset style histogram clustered gap 1\nset ylabel \"%\"\nset yrange [0:100]\n"
+         "plot \"rows.dat\" using 5:xtic(1) title \"MFU\" lc rgb \"#4e79a7\", "
+         "\"\" using 6 title \"HFU\" lc rgb \"#a0cbe8\", \"\" using 7 title \"scaling efficiency\" lc rgb \"#f28e2b\"\n";
+}
+
+std::string breakdown_script(std::size_t rows) {
+  return header("breakdown", "Where the critical GPU's step goes") + bars_common(rows) +
+         "set style data histograms\nset style histogram rowstacked\nset ylabel \"seconds per step\"\n"
+         "plot \"rows.dat\" using 8:xtic(1) title \"compute\" lc rgb \"#4e79a7\", "
+         "\"\" using 9 title \"exposed communication\" lc rgb \"#e15759\", "
+         "\"\" using 10 title \"pipeline bubble\" lc rgb \"#f28e2b\", \"\" using 11 title \"other\" lc rgb \"#bab0ac\"\n";
+}
+
+// The axes a curve of the scaling chart keeps fixed: every sweep value except those that set the GPU count or
+// the plan over it, the global batch (weak scaling grows it) and references.
+std::string setting_of(const json& row) {
+  if (!row.contains("point") || !row["point"].contains("values")) return "";
+  std::string key;
+  for (const auto& [k, v] : row["point"]["values"].items()) {
+    if (k == "name" || k == "cluster.nodes" || k == "cluster.gpus_per_node" || k == "training.global_batch" ||
+        k.starts_with("parallelism.") || k.starts_with("reference."))
+      continue;
+    key += fmt::format("{}{}={}", key.empty() ? "" : ", ", k, v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return key;
+}
+
+struct Curves {
+  std::vector<std::string> titles;
+  std::vector<std::vector<const json*>> points;   // by GPU count
+};
+
+// Curves with two GPU counts or more; when no setting has two, one curve through every row.
+Curves scaling_curves(const std::vector<const json*>& ok) {
+  std::map<std::string, std::vector<const json*>> by_setting;
+  std::vector<std::string> order;
+  for (const json* r : ok) {
+    const std::string s = setting_of(*r);
+    if (!by_setting.contains(s)) order.push_back(s);
+    by_setting[s].push_back(r);
+  }
+  const auto gpu_counts = [](const std::vector<const json*>& rs) {
+    std::set<double> counts;
+    for (const json* r : rs) counts.insert(number(*r, "gpus"));
+    return counts.size();
+  };
+  Curves c;
+  for (const auto& s : order)
+    if (gpu_counts(by_setting[s]) >= 2) {
+      c.titles.push_back(s.empty() ? "all rows" : s);
+      c.points.push_back(by_setting[s]);
+    }
+  if (c.titles.empty() && gpu_counts(ok) >= 2) {
+    c.titles.push_back("all rows");
+    c.points.push_back(ok);
+  }
+  for (auto& p : c.points)
+    std::stable_sort(p.begin(), p.end(), [](const json* a, const json* b) { return number(*a, "gpus") < number(*b, "gpus"); });
+  return c;
+}
+
+std::string scaling_data(const Curves& c) {
+  std::string out;
+  for (std::size_t i = 0; i < c.points.size(); ++i) {
+    out += fmt::format("{}# curve {}: {}\n# gpus\ttokens_per_s\tscaling_pct\tstrong_pct\tweak_pct\tname\n",
+                       i ? "\n\n" : "", i, c.titles[i]);
+    for (const json* r : c.points[i])
+      out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", cell(number(*r, "gpus")), cell(number(*r, "tokens_per_s")),
+                         cell(100 * number(*r, "scaling_efficiency")),
+                         cell(100 * number(*r, "strong_scaling_efficiency")),
+                         cell(100 * number(*r, "weak_scaling_efficiency")), name_of(*r));
+  }
+  return out;
+}
+
+std::string scaling_script(const Curves& c, bool strong, bool weak) {
+  std::string out = header("scaling", "Scaling with GPU count");
+  out += "unset title\nset multiplot layout 1,2 title \"Scaling with GPU count\"\nset logscale x 2\n"
+         "set xlabel \"GPUs\"\nset key bottom right font \",8\"\n";
+  std::string tput, eff;
+  for (std::size_t i = 0; i < c.titles.size(); ++i) {
+    std::string title = c.titles[i];
+    for (char& ch : title)
+      if (ch == '"') ch = '\'';
+    const std::string sep = i ? ", " : "";
+    tput += fmt::format("{}\"scaling.dat\" index {} using 1:2 with linespoints lw 2 title \"{}\"", sep, i, title);
+    eff += fmt::format("{}\"scaling.dat\" index {} using 1:3 with linespoints lw 2 title \"scaling efficiency: {}\"", sep, i, title);
+    if (strong) eff += fmt::format(", \"scaling.dat\" index {} using 1:4 with linespoints dt 2 title \"strong: {}\"", i, title);
+    if (weak) eff += fmt::format(", \"scaling.dat\" index {} using 1:5 with linespoints dt 3 title \"weak: {}\"", i, title);
+  }
+  out += "set title \"throughput\"\nset logscale y\nset ylabel \"tokens/s\"\nplot " + tput + "\n";
+  out += "set title \"efficiency\"\nunset logscale y\nset ylabel \"%\"\nset yrange [0:105]\nplot " + eff + "\n";
+  return out + "unset multiplot\n";
+}
+
+// Kernels with matrix FLOPs, placed on the roofline; element-wise ones (0 FLOPs) are summarised in the text.
+struct RooflinePlot {
+  std::string data;
+  std::string script;
+  double elementwise_share = 0;   // of the layer's kernel time, forward + backward + recompute
+  double ridge = 0;
+  std::string label;
+};
+
+RooflinePlot roofline_plot(const json& row, const std::string& stem) {
+  const json& rf = row.at("roofline");
+  RooflinePlot p;
+  p.ridge = number(rf, "ridge_flop_per_byte");
+  const double peak = number(rf, "peak_tflops");
+  const double bw = number(rf, "memory_bandwidth_GBps");
+  const std::string gpu = gpu_of(row);
+  p.label = fmt::format("{} ({}, {})", name_of(row), gpu.empty() ? "GPU" : gpu, rf.value("precision", std::string()));
+  double lo = p.ridge, hi = p.ridge, layer_time = 0, elementwise_time = 0;
+  p.data = "# flop_per_byte\tachieved_tflops\tkernel\tpass\n";
+  std::vector<std::string> kinds;   // kernels with matrix FLOPs, in first-seen order: one colour each
+  for (const auto& k : rf.at("kernels")) {
+    const double t = number(k, "time_s");
+    const std::string scope = k.value("scope", std::string());
+    if (scope == "layer") layer_time += t;
+    if (number(k, "flops") <= 0) {
+      if (scope == "layer") elementwise_time += t;
+      continue;
+    }
+    const double x = number(k, "flop_per_byte");
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    const std::string kind = k.value("kernel", std::string());
+    const std::string pass = k.value("pass", std::string());
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    p.data += fmt::format("{}\t{}\t{}\t{}\n", cell(x), cell(number(k, "achieved_tflops")), kind, pass);
+  }
+  p.elementwise_share = layer_time > 0 ? elementwise_time / layer_time : 0;
+  const double xmin = std::pow(10.0, std::floor(std::log10(std::max(std::min(lo / 4, p.ridge / 30), 1e-3))));
+  const double xmax = std::pow(10.0, std::ceil(std::log10(hi * 4)));
+  p.script = header(stem, "Roofline: " + p.label);
+  p.script += fmt::format(
+      "set logscale xy\nset xlabel \"arithmetic intensity (FLOP/byte)\"\nset ylabel \"TFLOP/s\"\n"
+      "set xrange [{0}:{1}]\nset yrange [{2}:{3}]\nset key outside right top vertical Left reverse\n"
+      "set samples 400\npeak = {4}\nbw = {5}\nroof(x) = x * bw / 1000 < peak ? x * bw / 1000 : peak\n"
+      "set arrow from {6},{2} to {6},peak nohead dt 2 lc rgb \"#888888\"\n"
+      "set label \"ridge point {6:.0f} FLOP/byte\" at {6},peak * 0.4 offset 0.5,0 font \",9\"\n"
+      "plot roof(x) with lines lw 3 lc rgb \"#333333\" title sprintf(\"roofline %.0f TFLOP/s, %.0f GB/s\", peak, bw)",
+      cell(xmin), cell(xmax), cell(peak / 100), cell(peak * 2), cell(peak), cell(bw), p.ridge);
+  // One colour and shape per kernel; its passes (forward, backward, recompute) share them.
+  static const char* colours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+                                  "#ff9da7", "#9c755f", "#bab0ac"};
+  static const int shapes[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10};
+  for (std::size_t i = 0; i < kinds.size(); ++i)
+    p.script += fmt::format(", \\\n  \"{}.dat\" using (stringcolumn(3) eq \"{}\" ? $1 : NaN):2 with points pt {} "
+                            "ps 1.5 lc rgb \"{}\" title \"{}\"",
+                            stem, kinds[i], shapes[i % std::size(shapes)], colours[i % std::size(colours)], kinds[i]);
+  p.script += "\n";
+  return p;
+}
+
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+std::string memory_cell(const json& row) {
+  if (!row.contains("memory")) return "";
+  const json& m = row["memory"];
+  const double margin = number(m, "margin_bytes") / kGiB;
+  return m.value("fits", false) ? fmt::format("fits ({:.1f} GiB spare)", margin)
+                                : fmt::format("does not fit (short by {:.1f} GiB)", -margin);
+}
+
+std::string pct(double v) { return std::isnan(v) ? "" : fmt::format("{:.1f} %", 100 * v); }
+
+std::string summary(const std::vector<json>& rows, const std::vector<const json*>& ok, const std::string& title,
+                    const std::string& source, bool scaling, const std::vector<RooflinePlot>& rooflines) {
+  const bool strong = std::any_of(ok.begin(), ok.end(), [](const json* r) { return r->contains("strong_scaling_efficiency"); });
+  const bool weak = std::any_of(ok.begin(), ok.end(), [](const json* r) { return r->contains("weak_scaling_efficiency"); });
+  std::string out = fmt::format("# {}\n\nFrom `{}`: {} rows, {} simulated.\n\n", title, source, rows.size(), ok.size());
+  out += "| configuration | GPUs | step (s) | tokens/s | MFU | scaling efficiency |";
+  if (strong) out += " strong scaling |";
+  if (weak) out += " weak scaling |";
+  out += " exposed comm | bubble | memory |\n|---|---:|---:|---:|---:|---:|";
+  if (strong) out += "---:|";
+  if (weak) out += "---:|";
+  out += "---:|---:|---|\n";
+  for (const json& r : rows) {
+    if (!simulated(r)) {
+      out += fmt::format("| {} | | | | | |{}{} | | | not simulated: {} |\n", md_cell(name_of(r)), strong ? " |" : "",
+                         weak ? " |" : "", md_cell(r.value("error", std::string("no result"))));
+      continue;
+    }
+    const json& b = r.at("breakdown_s");
+    const double step = number(r, "step_time_s");
+    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {} | {} |", md_cell(name_of(r)), cell(number(r, "gpus")), step,
+                       number(r, "tokens_per_s"), pct(number(r, "mfu")), pct(number(r, "scaling_efficiency")));
+    if (strong) out += fmt::format(" {} |", pct(number(r, "strong_scaling_efficiency")));
+    if (weak) out += fmt::format(" {} |", pct(number(r, "weak_scaling_efficiency")));
+    out += fmt::format(" {} | {} | {} |\n", pct(number(b, "exposed_comm") / step), pct(number(b, "pipeline_bubble") / step),
+                       md_cell(memory_cell(r)));
+  }
+  std::string refs;
+  for (const json* r : ok)
+    if (r->contains("reference"))
+      for (const auto& [key, value] : (*r)["reference"].items()) {
+        if (key == "source" || !value.is_number()) continue;
+        const double dtsim = reference_figure(*r, key);
+        const double published = value.get<double>();
+        const bool ratio = key.ends_with("efficiency") || key == "mfu" || key == "hfu";
+        const auto show = [&](double v) { return ratio ? pct(v) : fmt::format("{:.4g}", v); };
+        refs += fmt::format("| {} | {} | {} | {} | {:+.1f} % |\n", md_cell(name_of(*r)), key, show(published),
+                            show(dtsim), published != 0 ? 100 * (dtsim - published) / published : 0.0);
+      }
+  if (!refs.empty())
+    out += "\n## Published figures beside dtsim's\n\n| configuration | figure | published | dtsim | difference |\n"
+           "|---|---|---:|---:|---:|\n" + refs;
+  out += "\n## Charts\n\n";
+  out += "![step time per configuration](plots/step_time.png)\n\n";
+  out += "![MFU, HFU and scaling efficiency](plots/efficiency.png)\n\n";
+  out += "![where the step goes](plots/breakdown.png)\n\n";
+  if (scaling) out += "![scaling with GPU count](plots/scaling.png)\n\n";
+  else out += "No scaling chart: every simulated row has the same GPU count.\n\n";
+  for (std::size_t i = 0; i < rooflines.size(); ++i) {
+    const auto& p = rooflines[i];
+    out += fmt::format("![roofline {1}](plots/roofline-{1}.png)\n\nRoofline of {0}: ridge point {2:.0f} FLOP/byte. "
+                       "Element-wise kernels (norms, softmax, dropout, activation, residual) count no matrix FLOPs, "
+                       "so they are not on the chart; they take {3:.1f} % of a layer's kernel time.\n\n",
+                       md_cell(p.label), i + 1, p.ridge, 100 * p.elementwise_share);
+  }
+  out += "Each chart is drawn by gnuplot from the `.gp` script and `.dat` data beside it in `plots/`.\n";
+  return out;
+}
+
+}  // namespace
+
+Report build_report(const std::vector<json>& rows, const std::string& title, const std::string& source) {
+  std::vector<const json*> ok;
+  for (const json& r : rows)
+    if (simulated(r)) ok.push_back(&r);
+  if (ok.empty()) throw std::invalid_argument("no simulated row (every row is an error row)");
+  Report rep;
+  const auto add = [&](std::string path, std::string text, bool script) {
+    if (script) rep.scripts.push_back(path);
+    rep.files.push_back({std::move(path), std::move(text)});
+  };
+  add("plots/rows.dat", rows_data(ok), false);
+  add("plots/step_time.gp", step_time_script(ok.size()), true);
+  add("plots/efficiency.gp", efficiency_script(ok.size()), true);
+  add("plots/breakdown.gp", breakdown_script(ok.size()), true);
+  const Curves curves = scaling_curves(ok);
+  if (!curves.titles.empty()) {
+    const auto has = [&](const char* key) {
+      return std::any_of(ok.begin(), ok.end(), [&](const json* r) { return r->contains(key); });
+    };
+    add("plots/scaling.dat", scaling_data(curves), false);
+    add("plots/scaling.gp", scaling_script(curves, has("strong_scaling_efficiency"), has("weak_scaling_efficiency")), true);
+  }
+  // One roofline per GPU type and precision: the first row that has it.
+  std::vector<RooflinePlot> rooflines;
+  std::set<std::string> seen;
+  for (const json* r : ok) {
+    if (!r->contains("roofline")) continue;
+    if (!seen.insert(gpu_of(*r) + "/" + (*r)["roofline"].value("precision", std::string())).second) continue;
+    const std::string stem = fmt::format("roofline-{}", rooflines.size() + 1);
+    rooflines.push_back(roofline_plot(*r, stem));
+    add("plots/" + stem + ".dat", rooflines.back().data, false);
+    add("plots/" + stem + ".gp", rooflines.back().script, true);
+  }
+  add("report.md", summary(rows, ok, title, source, !curves.titles.empty(), rooflines), false);
+  return rep;
+}
+
+}  // namespace dtsim::results

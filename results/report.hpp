@@ -1,0 +1,33 @@
+// `dtsim report`: result rows (a sweep's results.jsonl, a run's result.json) turned into gnuplot scripts with
+// their data, and a markdown summary that links the charts:
+//   step_time      step time per configuration
+//   efficiency     MFU, HFU and scaling efficiency per configuration
+//   breakdown      where the critical GPU's step went (compute, exposed communication, pipeline bubble, other)
+//   scaling        throughput and scaling efficiency against GPU count, one curve per setting of the other
+//                  axes (only when the rows span two GPU counts or more)
+//   roofline-N     the step's kernels against the GPU's roofline and ridge point, one chart per GPU type
+// This layer only writes text; the command runs gnuplot on the scripts (each writes `<stem>.png` beside itself).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace dtsim::results {
+
+struct ReportFile {
+  std::string path;   // relative to the report directory: "report.md", "plots/step_time.gp", ...
+  std::string text;
+};
+
+struct Report {
+  std::vector<ReportFile> files;
+  std::vector<std::string> scripts;   // the gnuplot scripts among `files`, in drawing order
+};
+
+// `rows`: result objects (run_json, plus `roofline`, `point` and scaling columns where present) and sweep error
+// rows ({"name", "point", "error"}), in the order to draw them. `title` heads the summary; `source` names the
+// file the rows came from. Throws std::invalid_argument when no row is a simulated result.
+Report build_report(const std::vector<nlohmann::json>& rows, const std::string& title, const std::string& source);
+
+}  // namespace dtsim::results

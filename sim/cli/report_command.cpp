@@ -1,0 +1,125 @@
+// `dtsim report DIR`: the rows of a sweep (DIR/results.jsonl) or of a run (DIR/result.json) drawn by gnuplot into
+// DIR/plots/*.png, with DIR/report.md linking them. The scripts and data stay beside the charts, so a chart can
+// be restyled and redrawn with gnuplot alone.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "results/report.hpp"
+#include "sim/cli/command_support.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Every line an object: a torn or foreign line is an error, not a row silently dropped.
+std::vector<json> jsonl_rows(const std::string& path) {
+  std::vector<json> rows;
+  std::istringstream in(read_text(path));
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    json row = json::parse(line, nullptr, false);
+    if (!row.is_object())
+      throw InputError("report", fmt::format("{}:{}", path, number), "a line that is not a JSON object",
+                       "rows written by dtsim sweep (rerun it with --resume to repair a torn file)");
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<json> result_rows(const std::string& path) {
+  json doc = json::parse(read_text(path), nullptr, false);
+  if (doc.is_object()) return {doc};
+  if (doc.is_array() && std::all_of(doc.begin(), doc.end(), [](const json& r) { return r.is_object(); }))
+    return doc.get<std::vector<json>>();
+  throw InputError("report", path, "not a result object or an array of them", "result.json from dtsim run --out");
+}
+
+std::string find_gnuplot() {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/gnuplot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// Runs gnuplot on `script` in `dir`; its messages go to our stderr. False when it fails.
+bool run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    if (::chdir(dir.c_str()) != 0) ::_exit(127);
+    ::execl(gnuplot.c_str(), "gnuplot", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> write_report(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<json> rows;
+  std::string source;
+  if (fs::exists(dir + "/results.jsonl")) {
+    source = "results.jsonl";
+    rows = jsonl_rows(dir + "/results.jsonl");
+  } else if (fs::exists(dir + "/result.json")) {
+    source = "result.json";
+    rows = result_rows(dir + "/result.json");
+  } else {
+    throw InputError("report", dir, "neither results.jsonl nor result.json in the directory",
+                     "a dtsim sweep --out directory (merged, for shards) or a dtsim run --out directory");
+  }
+  const std::string gnuplot = find_gnuplot();
+  if (gnuplot.empty())
+    throw InputError("report", "gnuplot", "not found on PATH",
+                     "Debian's gnuplot-nox (./dtsim installs it when run as root: apt-get install gnuplot-nox)");
+  results::Report report;
+  try {
+    report = results::build_report(rows, fmt::format("dtsim report: {}", fs::path(dir).filename().string()), source);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("report", dir + "/" + source, e.what(), "at least one simulated row");
+  }
+  make_directory(dir + "/plots");
+  for (const auto& f : report.files) write_file(dir + "/" + f.path, f.text, "report");
+  std::vector<std::string> charts;
+  for (const auto& script : report.scripts) {
+    const fs::path p(script);
+    if (!run_gnuplot(gnuplot, (fs::path(dir) / p.parent_path()).string(), p.filename().string()))
+      throw std::runtime_error(fmt::format("report: gnuplot failed on {}/{}", dir, script));
+    charts.push_back(dir + "/" + fs::path(p).replace_extension(".png").string());
+  }
+  return charts;
+}
+
+int report_command(const std::string& dir) {
+  const auto charts = write_report(dir);
+  std::printf("report: %s/report.md with %zu charts in %s/plots\n", dir.c_str(), charts.size(), dir.c_str());
+  return 0;
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,171 @@
+// `dtsim report` end to end: gnuplot draws every chart the summary links, the data behind each chart are the
+// rows' figures, the roofline sits on the GPU's ridge point, and bad directories are one-line errors.
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+fs::path fresh(const std::string& tag) {
+  const fs::path dir = fs::temp_directory_path() / ("dtsim_report_test_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+// The images report.md links, in order.
+std::vector<std::string> linked_images(const std::string& markdown) {
+  std::vector<std::string> out;
+  const std::regex image(R"(!\[[^\]]*\]\(([^)]+)\))");
+  for (auto it = std::sregex_iterator(markdown.begin(), markdown.end(), image); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+// A PNG gnuplot drew: the signature and more than a blank canvas.
+bool is_png(const fs::path& p) {
+  const std::string bytes = slurp(p);
+  return bytes.size() > 4000 && bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
+}
+
+// Data lines (not comments, not blank) of a gnuplot data file.
+std::vector<std::vector<std::string>> data_lines(const fs::path& p) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream in(slurp(p));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    std::string c;
+    while (std::getline(fields, c, '\t')) cells.push_back(c);
+    out.push_back(cells);
+  }
+  return out;
+}
+
+std::vector<json> jsonl(const fs::path& p) {
+  std::vector<json> rows;
+  std::istringstream in(slurp(p));
+  std::string line;
+  while (std::getline(in, line)) rows.push_back(json::parse(line));
+  return rows;
+}
+
+void check_charts(const fs::path& dir, std::size_t want) {
+  const auto images = linked_images(slurp(dir / "report.md"));
+  CHECK(images.size() == want);
+  for (const auto& image : images) {
+    CAPTURE(image);
+    CHECK(is_png(dir / image));
+    CHECK(fs::exists((dir / image).replace_extension(".gp")));   // the script that drew it, kept beside it
+  }
+}
+
+}  // namespace
+
+TEST_CASE("report: a scaling sweep gets every chart with the rows' figures behind it") {
+  const fs::path dir = fresh("scaling");
+  const Result r = dtsim("sweep " + src("tests/data/scenarios/sweep-scaling.yaml") + " --out " + dir.string());
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("report in " + dir.string() + "/report.md (5 charts)") != std::string::npos);
+  // step time, efficiency, breakdown, scaling, one roofline (one GPU type)
+  check_charts(dir, 5);
+  const auto rows = jsonl(dir / "results.jsonl");
+  REQUIRE(rows.size() == 3);
+  const auto bars = data_lines(dir / "plots/rows.dat");
+  REQUIRE(bars.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(bars[i][0] == rows[i]["name"].get<std::string>());
+    CHECK(std::stod(bars[i][2]) == doctest::Approx(rows[i]["step_time_s"].get<double>()).epsilon(1e-8));
+    CHECK(std::stod(bars[i][6]) == doctest::Approx(100 * rows[i]["scaling_efficiency"].get<double>()).epsilon(1e-8));
+  }
+  // The scaling curve runs by GPU count (2, 4, 8), whatever the sweep order (8, 2, 4).
+  const auto curve = data_lines(dir / "plots/scaling.dat");
+  REQUIRE(curve.size() == 3);
+  CHECK(curve[0][0] == "2");
+  CHECK(curve[1][0] == "4");
+  CHECK(curve[2][0] == "8");
+  CHECK(std::stod(curve[0][3]) == doctest::Approx(100));   // strong scaling against the smallest: itself
+  const std::string md = slurp(dir / "report.md");
+  for (const auto& row : rows) CHECK(md.find("| " + row["name"].get<std::string>() + " |") != std::string::npos);
+  // Redrawn from the files alone: `dtsim report DIR` gives the same summary.
+  const std::string before = md;
+  const Result again = dtsim("report " + dir.string());
+  CHECK(again.status == 0);
+  CHECK(slurp(dir / "report.md") == before);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("report: the roofline places the step's kernels against the GPU's ridge point") {
+  const Result r = dtsim("run " + src("tests/data/scenarios/small-tp4.yaml") + " --format json");
+  REQUIRE(r.status == 0);
+  const json rows = json::parse(r.out);
+  const json& rf = rows.at(0).at("roofline");
+  // A100 80GB, bf16: 312 TFLOP/s over 2,039 GB/s.
+  CHECK(rf["ridge_flop_per_byte"].get<double>() == doctest::Approx(312e12 / 2039e9));
+  int gemms = 0;
+  for (const auto& k : rf["kernels"]) {
+    const double x = k["flop_per_byte"].get<double>();
+    CHECK(x == doctest::Approx(k["bytes"].get<double>() > 0 ? k["flops"].get<double>() / k["bytes"].get<double>() : 0));
+    CHECK(k["bound"] == (x >= rf["ridge_flop_per_byte"].get<double>() ? "compute" : "memory"));
+    // No kernel beats its roof.
+    CHECK(k["achieved_tflops"].get<double>() <=
+          std::min(rf["peak_tflops"].get<double>(), x * rf["memory_bandwidth_GBps"].get<double>() / 1e3) * (1 + 1e-9));
+    if (k["kernel"] == "qkv-gemm") ++gemms;
+  }
+  CHECK(gemms >= 2);   // forward and backward at least
+}
+
+TEST_CASE("report: two GPU types get two rooflines, one GPU count no scaling chart, a run directory its report") {
+  const fs::path dir = fresh("default");
+  REQUIRE(dtsim("sweep " + src("scenarios/default.yaml") + " --jobs 2 --out " + dir.string()).status == 0);
+  check_charts(dir, 5);   // step time, efficiency, breakdown, roofline of the SXM4 and of the PCIe card
+  const std::string md = slurp(dir / "report.md");
+  CHECK(md.find("No scaling chart: every simulated row has the same GPU count.") != std::string::npos);
+  CHECK(md.find("(a100-sxm4-80gb, bf16): ridge point 153 FLOP/byte") != std::string::npos);
+  CHECK(md.find("(a100-pcie-80gb, bf16)") != std::string::npos);
+  CHECK(md.find("| 8xa100-nvswitch | scaling_efficiency | 92.0 % |") != std::string::npos);   // the article's S15
+  const fs::path run = fresh("run");
+  REQUIRE(dtsim("run " + src("tests/data/scenarios/small-tp4.yaml") + " --out " + run.string()).status == 0);
+  const Result r = dtsim("report " + run.string());
+  CHECK(r.status == 0);
+  check_charts(run, 4);   // three points on 4 GPUs each: no scaling chart
+  fs::remove_all(dir);
+  fs::remove_all(run);
+}
+
+TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line") {
+  const fs::path dir = fresh("bad");
+  REQUIRE(dtsim("sweep " + src("tests/data/scenarios/sweep-scaling.yaml") + " --no-report --out " + dir.string()).status == 0);
+  CHECK_FALSE(fs::exists(dir / "report.md"));
+  // No gnuplot on PATH: status 2, naming the Debian package.
+  const std::string cmd = "env PATH=/nonexistent " + std::string(DTSIM_BINARY) + " report " + dir.string() + " 2>/dev/null";
+  CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 2);
+  // A torn line: its file and line, status 2.
+  {
+    std::ofstream(dir / "results.jsonl", std::ios::app) << "{\"name\": \"torn";
+  }
+  const Result torn = dtsim("report " + dir.string());
+  CHECK(torn.status == 2);
+  CHECK(torn.err.find("results.jsonl:4") != std::string::npos);
+  CHECK(std::count(torn.err.begin(), torn.err.end(), '\n') == 1);
+  // Only error rows: nothing to draw.
+  {
+    std::ofstream(dir / "results.jsonl") << R"({"name": "x", "point": {"index": 0}, "error": "does not load"})" << "\n";
+  }
+  const Result none = dtsim("report " + dir.string());
+  CHECK(none.status == 2);
+  CHECK(none.err.find("no simulated row") != std::string::npos);
+  // Not a results directory.
+  const Result empty = dtsim("report " + fresh("empty").string());
+  CHECK(empty.status == 2);
+  CHECK(empty.err.find("neither results.jsonl nor result.json") != std::string::npos);
+  fs::remove_all(dir);
+}
