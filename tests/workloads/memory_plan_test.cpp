@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "topology/catalog.hpp"
+#include "workloads/decode.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/schedule.hpp"
 
@@ -361,4 +362,26 @@ TEST_CASE("notes: one line per part, in the parts' order") {
     for (std::size_t k = 0; k < 6; ++k) CHECK(p->notes[k].starts_with(parts[k]));
   }
   CHECK(t.notes[0].find("ZeRO-3 /dp 8") != std::string::npos);
+}
+
+TEST_CASE("S9: a decode step's arithmetic intensity is about 1 FLOP/byte per sequence of the batch") {
+  const ModelSpec& m = find_model("gpt3-175b");
+  InferenceSpec inf;
+  inf.context = 2048;
+  inf.weights = Precision::Bf16;
+  inf.kv_cache = Precision::Bf16;
+  const auto one = decode_step(m, inf);
+  // 2 FLOPs per weight over 2 bytes per weight: 1, a little less with the cache read too.
+  CHECK(one.intensity() == doctest::Approx(0.97).epsilon(0.02));
+  CHECK(one.flops.value() == doctest::Approx(2 * parameter_count(m)).epsilon(0.04));   // + attention, 2.8 %
+  inf.batch = 32;
+  const auto many = decode_step(m, inf);
+  CHECK(many.flops.value() == doctest::Approx(32 * one.flops.value()));
+  // Weights are read once for the whole batch, caches once per sequence (9.7 GB each for GPT-3 at 2048 tokens):
+  // intensity grows, far from 32-fold.
+  CHECK(many.intensity() > 15);
+  CHECK(many.intensity() < 32 * one.intensity());
+  inf.weights = Precision::Int4;
+  inf.batch = 1;
+  CHECK(decode_step(m, inf).intensity() > 3 * one.intensity());   // a quarter of the weight bytes
 }
