@@ -54,6 +54,10 @@ struct CollectiveArgs {
 };
 
 int collective_command(const CollectiveArgs& args);
+// The SimGrid engine's time for the collective of `args` (--op, --algo, the cluster flags; not the sizes) at each
+// of `sizes`; `algorithms`, when given, receives "algorithm<TAB>protocol" per size as the lowering chose them.
+std::vector<Seconds> collective_times(const CollectiveArgs& args, const std::vector<Bytes>& sizes,
+                                      std::vector<std::string>* algorithms = nullptr);
 
 // Runs every point of each validation scenario (no file: the embedded Megatron-LM SC'21 tables) and prints, per
 // row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and largest
@@ -78,6 +82,11 @@ int merge_command(const std::string& dir);
 // DIR/report.md linking them. write_report returns the charts drawn.
 int report_command(const std::string& dir);
 std::vector<std::string> write_report(const std::string& dir);
+
+// `dtsim claims`: the founding article's claims (DIR/claims.yaml, default the source tree's scenarios/claims)
+// evaluated from their scenarios: the article's figures beside dtsim's and a verdict, as markdown (the page
+// docs/seed-claims.md) or JSON, to stdout or to `out`; `only` restricts to some claim ids.
+int claims_command(const std::string& dir, const std::string& out, Format format, const std::vector<std::string>& only);
 
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format);

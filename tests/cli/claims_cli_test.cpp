@@ -1,0 +1,159 @@
+// `dtsim claims`: the committed docs/seed-claims.md is what the command generates; every claim of CLAIMS.md is
+// there with a verdict computed from its figures; broken claim data is a one-line error with status 2.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+fs::path fresh(const std::string& tag) {
+  const fs::path dir = fs::temp_directory_path() / ("dtsim_claims_test_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+const json& claim(const json& all, const std::string& id) {
+  for (const auto& c : all)
+    if (c["id"] == id) return c;
+  FAIL("no claim " << id);
+  static const json none;
+  return none;
+}
+
+double figure(const json& c, const std::string& key) {
+  for (const auto& f : c["figures"])
+    if (f["key"] == key) return f["dtsim"].is_boolean() ? (f["dtsim"].get<bool>() ? 1 : 0) : f["dtsim"].get<double>();
+  FAIL("no figure " << key);
+  return 0;
+}
+
+// A claims directory holding only `yaml` as claims.yaml.
+Result claims_with(const std::string& tag, const std::string& yaml, const std::string& extra = "") {
+  const fs::path dir = fresh(tag);
+  std::ofstream(dir / "claims.yaml") << yaml;
+  const Result r = dtsim("claims --dir " + dir.string() + " " + extra);
+  fs::remove_all(dir);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("claims: the committed docs/seed-claims.md is what dtsim claims generates") {
+  const Result r = dtsim("claims");
+  REQUIRE(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out == slurp(src("docs/seed-claims.md")));   // regenerate: ./dtsim claims --out docs/seed-claims.md
+}
+
+TEST_CASE("claims: every claim of the article has a verdict computed from its figures") {
+  const Result r = dtsim("claims --format json");
+  REQUIRE(r.status == 0);
+  const json all = json::parse(r.out);
+  std::set<std::string> ids;
+  for (const auto& c : all) {
+    CAPTURE(c["id"]);
+    CHECK(ids.insert(c["id"].get<std::string>()).second);
+    const std::string verdict = c["verdict"];
+    int judged = 0, agree = 0;
+    for (const auto& f : c["figures"]) {
+      if (f["article"].is_null()) {
+        CHECK_FALSE(f.contains("agrees"));
+        continue;
+      }
+      ++judged;
+      agree += f["agrees"].get<bool>() ? 1 : 0;
+      if (f["article"].is_boolean()) CHECK(f["agrees"].get<bool>() == (f["article"] == f["dtsim"]));
+    }
+    if (verdict == "waiting" || verdict == "outside a simulator's reach") {
+      CHECK(judged == 0);
+      CHECK_FALSE(c["why"].get<std::string>().empty());
+    } else {
+      REQUIRE(judged > 0);
+      CHECK(verdict == (agree == judged ? "holds" : agree == 0 ? "does not hold" : "partly holds"));
+    }
+  }
+  for (int i = 1; i <= 21; ++i) CHECK(ids.count(fmt::format("S{}", i)) == 1);
+  for (const char* id : {"S8", "S11", "S20"}) CHECK(claim(all, id)["verdict"] == "waiting");
+  for (const char* id : {"A1", "A2"}) CHECK(claim(all, id)["verdict"] == "outside a simulator's reach");
+  // Figures fixed by arithmetic and physics, whatever the calibration.
+  CHECK(claim(all, "S2")["verdict"] == "holds");
+  CHECK(figure(claim(all, "S2"), "fp16_max") == 65504);
+  CHECK(claim(all, "S4")["verdict"] == "holds");
+  CHECK(figure(claim(all, "S3"), "weights_saving_pct") == doctest::Approx(75));
+  CHECK(figure(claim(all, "S7"), "kv_GB") == doctest::Approx(68.72).epsilon(0.001));   // 2^36 bytes
+  CHECK(figure(claim(all, "S13"), "fits_1xmi300x") == 0);
+  CHECK(figure(claim(all, "S14"), "fits_1x4090") == 0);
+  CHECK(figure(claim(all, "S9"), "decode_intensity_b1") == doctest::Approx(1).epsilon(0.05));
+  CHECK(figure(claim(all, "S9"), "ridge_h100") == doctest::Approx(989.0 / 3.35).epsilon(0.001));
+  CHECK(figure(claim(all, "S18"), "per_gpu_TBps") == doctest::Approx(13.8 * 2 * 7 / 8).epsilon(0.01));
+  CHECK(claim(all, "S17")["verdict"] == "holds");
+  CHECK(figure(claim(all, "S19"), "gpus_13b") == 4);
+  // What the simulator adds: the H100 is faster, by less than its peak ratio; the PCIe box is slower.
+  const double speedup = figure(claim(all, "S12"), "speedup");
+  CHECK(speedup > 1.5);
+  CHECK(speedup < 989.0 / 312);
+  CHECK(figure(claim(all, "S16"), "pcie_slowdown_pct") > 20);
+}
+
+TEST_CASE("claims: broken claim data is a one-line error with status 2") {
+  // A figure dtsim does not compute.
+  const Result unknown = claims_with("unknown", R"(claims:
+  - id: S2
+    section: "2.2"
+    claim: "FP16 max 65504"
+    figures:
+      - {key: fp16_maximum, what: "FP16 largest finite value", article: 65504}
+    why: "bit layout"
+)");
+  CHECK(unknown.status == 2);
+  CHECK(unknown.err.find("fp16_maximum") != std::string::npos);
+  CHECK(unknown.err.find("claims.yaml:6") != std::string::npos);
+  CHECK(std::count(unknown.err.begin(), unknown.err.end(), '\n') == 1);
+  // An unknown key, with its line.
+  const Result key = claims_with("key", "claims:\n  - id: S2\n    claim: x\n    verdict: holds\n");
+  CHECK(key.status == 2);
+  CHECK(key.err.find("verdict") != std::string::npos);
+  CHECK(key.err.find("claims.yaml:4") != std::string::npos);
+  // An article figure of the wrong kind, and a {key} that names no figure.
+  const Result kind = claims_with("kind", R"(claims:
+  - id: S2
+    claim: "x"
+    figures:
+      - {key: fp16_max, what: "max", article: true}
+      - {key: fp16_min_normal, what: "min", article: null}
+      - {key: bf16_max, what: "max", article: null}
+      - {key: bf16_min_normal, what: "min", article: null}
+      - {key: bf16_fp32_exponent, what: "exp", article: null}
+    why: "x"
+)");
+  CHECK(kind.status == 2);
+  CHECK(kind.err.find("wrong kind") != std::string::npos);
+  const Result placeholder = claims_with("placeholder", R"(claims:
+  - id: S2
+    claim: "x"
+    figures:
+      - {key: fp16_max, what: "max", article: 65504}
+      - {key: fp16_min_normal, what: "min", article: null}
+      - {key: bf16_max, what: "max", article: null}
+      - {key: bf16_min_normal, what: "min", article: null}
+      - {key: bf16_fp32_exponent, what: "exp", article: null}
+    why: "dtsim says {fp32_max}"
+)");
+  CHECK(placeholder.status == 2);
+  CHECK(placeholder.err.find("{fp32_max}") != std::string::npos);
+  // A claim waiting without saying for what; a claim id --only does not know.
+  CHECK(claims_with("waiting", "claims:\n  - id: S8\n    claim: x\n    status: waiting\n").status == 2);
+  const Result only = dtsim("claims --only S99");
+  CHECK(only.status == 2);
+  CHECK(only.err.find("S99") != std::string::npos);
+  // No claims file there.
+  const Result missing = dtsim("claims --dir /nonexistent");
+  CHECK(missing.status == 2);
+  CHECK(missing.err.find("cannot read") != std::string::npos);
+}
