@@ -1,7 +1,11 @@
 // `dtsim sweep` and `dtsim merge` end to end (DESIGN.md "Sweeps"): the bytes do not depend on --jobs; a sweep
 // killed mid-write resumes without losing, duplicating or tearing a row; shards merge into the full sweep; a
 // point that cannot run is a row with its reason; bad options are one-line errors with status 2.
+#include <csignal>
 #include <cstdlib>
+#include <unistd.h>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -123,6 +127,57 @@ TEST_CASE("sweep: killed (SIGKILL) at several moments and resumed, the files end
     fs::remove_all(dir);
   }
   fs::remove_all(full);
+}
+
+// The direct children of `pid` (Linux /proc), empty when it has none (yet).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{0}/task/{0}/children", pid));
+  std::vector<pid_t> out;
+  for (pid_t c; in >> c;) out.push_back(c);
+  return out;
+}
+
+TEST_CASE("sweep: one worker killed leaves no row for its point, status 1, and --resume completes the sweep") {
+  // Each point plays every transfer (no memo, symmetry or aggregation): about half a second, time to kill it.
+  const std::string slow = "--no-report --jobs 1 --set simulation.memoize=false --set simulation.symmetry=false "
+                           "--set simulation.aggregate=false --set training.global_batch=256";
+  const fs::path full = fresh("worker_full"), dir = fresh("worker_killed");
+  REQUIRE(sweep(kSmall, full, slow).status == 0);
+  const Outputs want = outputs(full);
+  const std::string err = (fs::temp_directory_path() / fmt::format("dtsim_worker_{}.err", ::getpid())).string();
+  const pid_t sweeper = ::fork();
+  REQUIRE(sweeper >= 0);
+  if (sweeper == 0) {
+    const std::string cmd = fmt::format("exec {} sweep {} --out {} {} 2>{}", DTSIM_BINARY, kSmall, dir.string(), slow, err);
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // The first worker: the sweep's only child with --jobs 1. Kill it, and only it.
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 2000 && workers.empty(); ++i) {
+    workers = children_of(sweeper);
+    if (workers.empty()) ::usleep(5000);
+  }
+  REQUIRE(workers.size() == 1);
+  CHECK(::kill(workers.front(), SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(sweeper, &status, 0) == sweeper);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  const std::string said = slurp(err);
+  fs::remove(err);
+  CHECK(said.find("killed by signal 9 without a result; --resume runs it again") != std::string::npos);
+  CHECK(said.find("sweep: 1 points did not finish; run the same command with --resume") != std::string::npos);
+  // The other two points are there, whole; the killed one is not.
+  const auto rows = lines(slurp(dir / "results.jsonl"));
+  CHECK(rows.size() == 2);
+  for (const auto& row : rows) CHECK(row["point"]["index"].get<int>() != 0);
+  const auto resumed = sweep(kSmall, dir, "--resume " + slow);
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.err);
+  CHECK(resumed.err.find("1/3 rows") == std::string::npos);   // only the lost point ran
+  check_same(dir, want);
+  fs::remove_all(full);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full sweep's bytes") {
