@@ -17,14 +17,23 @@ using nlohmann::json;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr const char* kTerminal = "set terminal pngcairo size 1100,560 font \"sans,10\" noenhanced";
 
+// Text that goes into gnuplot data and quoted titles: no tabs, newlines, quotes or backslashes (gnuplot would
+// split, end or escape on them).
+std::string plain(std::string s) {
+  for (char& c : s)
+    if (c == '\t' || c == '\n' || c == '\r' || c == '"') c = ' ';
+    else if (c == '\\') c = '/';
+  return s;
+}
+
 // The GPU's name from the resolved scenario (which writes the GPU out as a map with its name).
 std::string gpu_of(const json& row) {
   if (!row.contains("scenario") || !row["scenario"].contains("cluster")) return "";
   const json& c = row["scenario"]["cluster"];
   if (!c.contains("gpu")) return "";
-  if (c["gpu"].is_string()) return c["gpu"].get<std::string>();
+  if (c["gpu"].is_string()) return plain(c["gpu"].get<std::string>());
   return c["gpu"].is_object() && c["gpu"].contains("name") && c["gpu"]["name"].is_string()
-             ? c["gpu"]["name"].get<std::string>() : "";
+             ? plain(c["gpu"]["name"].get<std::string>()) : "";
 }
 
 bool simulated(const json& row) { return !row.contains("error") && row.contains("step_time_s"); }
@@ -35,10 +44,7 @@ double number(const json& row, const std::string& key) {
 }
 
 std::string name_of(const json& row) {
-  std::string n = row.value("name", std::string("?"));
-  for (char& c : n)
-    if (c == '\t' || c == '\n' || c == '"') c = ' ';
-  return n;
+  return plain(row.contains("name") && row["name"].is_string() ? row["name"].get<std::string>() : "?");
 }
 
 // Data files are tab-separated so names may hold spaces; a missing figure is gnuplot's "NaN".
@@ -50,13 +56,15 @@ std::string header(const std::string& stem, const std::string& title) {
                      stem, title, kTerminal);
 }
 
-// One line per simulated row: what the bar charts read.
+// One line per simulated row: what the bar charts read. Each line starts with the row's position, so a name
+// starting with '#' is not read as a comment.
 std::string rows_data(const std::vector<const json*>& ok) {
-  std::string out = "# name\tgpus\tstep_time_s\ttokens_per_s\tmfu_pct\thfu_pct\tscaling_pct\tcompute_s\t"
+  std::string out = "# row\tname\tgpus\tstep_time_s\ttokens_per_s\tmfu_pct\thfu_pct\tscaling_pct\tcompute_s\t"
                     "exposed_comm_s\tpipeline_bubble_s\tother_s\n";
-  for (const json* r : ok) {
+  for (std::size_t i = 0; i < ok.size(); ++i) {
+    const json* r = ok[i];
     const json& b = r->at("breakdown_s");
-    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", name_of(*r), cell(number(*r, "gpus")),
+    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i + 1, name_of(*r), cell(number(*r, "gpus")),
                        cell(number(*r, "step_time_s")), cell(number(*r, "tokens_per_s")),
                        cell(100 * number(*r, "mfu")), cell(100 * number(*r, "hfu")),
                        cell(100 * number(*r, "scaling_efficiency")), cell(number(b, "compute")),
@@ -75,22 +83,22 @@ std::string bars_common(std::size_t rows) {
 std::string step_time_script(std::size_t rows) {
   return header("step_time", "Step time per configuration") + bars_common(rows) +
          "set style data histograms\nset style histogram clustered gap 1\nset ylabel \"step time (s)\"\n"
-         "plot \"rows.dat\" using 3:xtic(1) title \"step time\" lc rgb \"#4e79a7\"\n";
+         "plot \"rows.dat\" using 4:xtic(2) title \"step time\" lc rgb \"#4e79a7\"\n";
 }
 
 std::string efficiency_script(std::size_t rows) {
   return header("efficiency", "MFU, HFU and scaling efficiency per configuration") + bars_common(rows) +
          "set style data histograms\nset style histogram clustered gap 1\nset ylabel \"%\"\nset yrange [0:100]\n"
-         "plot \"rows.dat\" using 5:xtic(1) title \"MFU\" lc rgb \"#4e79a7\", "
-         "\"\" using 6 title \"HFU\" lc rgb \"#a0cbe8\", \"\" using 7 title \"scaling efficiency\" lc rgb \"#f28e2b\"\n";
+         "plot \"rows.dat\" using 6:xtic(2) title \"MFU\" lc rgb \"#4e79a7\", "
+         "\"\" using 7 title \"HFU\" lc rgb \"#a0cbe8\", \"\" using 8 title \"scaling efficiency\" lc rgb \"#f28e2b\"\n";
 }
 
 std::string breakdown_script(std::size_t rows) {
   return header("breakdown", "Where the critical GPU's step goes") + bars_common(rows) +
          "set style data histograms\nset style histogram rowstacked\nset ylabel \"seconds per step\"\n"
-         "plot \"rows.dat\" using 8:xtic(1) title \"compute\" lc rgb \"#4e79a7\", "
-         "\"\" using 9 title \"exposed communication\" lc rgb \"#e15759\", "
-         "\"\" using 10 title \"pipeline bubble\" lc rgb \"#f28e2b\", \"\" using 11 title \"other\" lc rgb \"#bab0ac\"\n";
+         "plot \"rows.dat\" using 9:xtic(2) title \"compute\" lc rgb \"#4e79a7\", "
+         "\"\" using 10 title \"exposed communication\" lc rgb \"#e15759\", "
+         "\"\" using 11 title \"pipeline bubble\" lc rgb \"#f28e2b\", \"\" using 12 title \"other\" lc rgb \"#bab0ac\"\n";
 }
 
 // The axes a curve of the scaling chart keeps fixed: every sweep value except those that set the GPU count or
@@ -192,7 +200,7 @@ RooflinePlot roofline_plot(const json& row, const std::string& stem) {
   const double bw = number(rf, "memory_bandwidth_GBps");
   const std::string gpu = gpu_of(row);
   p.label = fmt::format("{} ({}, {})", name_of(row), gpu.empty() ? "GPU" : gpu, rf.value("precision", std::string()));
-  double lo = p.ridge, hi = p.ridge, layer_time = 0, elementwise_time = 0;
+  double lo = p.ridge, hi = p.ridge, lowest = peak, layer_time = 0, elementwise_time = 0;
   p.data = "# flop_per_byte\tachieved_tflops\tkernel\tpass\n";
   std::vector<std::string> kinds;   // kernels with matrix FLOPs, in first-seen order: one colour each
   for (const auto& k : rf.at("kernels")) {
@@ -206,8 +214,9 @@ RooflinePlot roofline_plot(const json& row, const std::string& stem) {
     const double x = number(k, "flop_per_byte");
     lo = std::min(lo, x);
     hi = std::max(hi, x);
-    const std::string kind = k.value("kernel", std::string());
-    const std::string pass = k.value("pass", std::string());
+    if (number(k, "achieved_tflops") > 0) lowest = std::min(lowest, number(k, "achieved_tflops"));
+    const std::string kind = plain(k.value("kernel", std::string()));
+    const std::string pass = plain(k.value("pass", std::string()));
     if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
     p.data += fmt::format("{}\t{}\t{}\t{}\n", cell(x), cell(number(k, "achieved_tflops")), kind, pass);
   }
@@ -222,7 +231,7 @@ RooflinePlot roofline_plot(const json& row, const std::string& stem) {
       "set arrow from {6},{2} to {6},peak nohead dt 2 lc rgb \"#888888\"\n"
       "set label \"ridge point {6:.0f} FLOP/byte\" at {6},peak * 0.4 offset 0.5,0 font \",9\"\n"
       "plot roof(x) with lines lw 3 lc rgb \"#333333\" title sprintf(\"roofline %.0f TFLOP/s, %.0f GB/s\", peak, bw)",
-      cell(xmin), cell(xmax), cell(peak / 100), cell(peak * 2), cell(peak), cell(bw), p.ridge);
+      cell(xmin), cell(xmax), cell(std::min(peak / 100, lowest / 2)), cell(peak * 2), cell(peak), cell(bw), p.ridge);
   // One colour and shape per kernel; its passes (forward, backward, recompute) share them.
   static const char* colours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
                                   "#ff9da7", "#9c755f", "#bab0ac"};
@@ -311,6 +320,53 @@ std::string summary(const std::vector<json>& rows, const std::vector<const json*
 }
 
 }  // namespace
+
+std::string row_problem(const json& row) {
+  if (!row.is_object()) return "not a JSON object";
+  const auto number_at = [](const json& obj, const char* key) { return obj.contains(key) && obj[key].is_number(); };
+  if (row.contains("error")) return row["error"].is_string() ? "" : "`error` is not a string";
+  if (!row.contains("name") || !row["name"].is_string()) return "no string `name`";
+  for (const char* key : {"gpus", "step_time_s", "tokens_per_s", "mfu", "hfu", "scaling_efficiency"})
+    if (!number_at(row, key)) return fmt::format("no number `{}`", key);
+  if (!(row["gpus"].get<double>() > 0) || !(row["step_time_s"].get<double>() > 0))
+    return "`gpus` and `step_time_s` must be positive";
+  if (!row.contains("breakdown_s") || !row["breakdown_s"].is_object()) return "no `breakdown_s` object";
+  for (const char* key : {"compute", "exposed_comm", "pipeline_bubble", "other"})
+    if (!number_at(row["breakdown_s"], key)) return fmt::format("no number `breakdown_s.{}`", key);
+  for (const char* key : {"strong_scaling_efficiency", "weak_scaling_efficiency"})
+    if (row.contains(key) && !row[key].is_number()) return fmt::format("`{}` is not a number", key);
+  if (row.contains("memory")) {
+    const json& m = row["memory"];
+    if (!m.is_object() || !m.contains("fits") || !m["fits"].is_boolean() || !number_at(m, "margin_bytes"))
+      return "`memory` needs a boolean `fits` and a number `margin_bytes`";
+  }
+  if (row.contains("roofline")) {
+    const json& rf = row["roofline"];
+    if (!rf.is_object() || !number_at(rf, "peak_tflops") || !number_at(rf, "memory_bandwidth_GBps") ||
+        !number_at(rf, "ridge_flop_per_byte") || !rf.contains("kernels") || !rf["kernels"].is_array())
+      return "`roofline` needs numbers `peak_tflops`, `memory_bandwidth_GBps`, `ridge_flop_per_byte` and a `kernels` list";
+    if (!(rf["peak_tflops"].get<double>() > 0) || !(rf["memory_bandwidth_GBps"].get<double>() > 0))
+      return "`roofline` peak and bandwidth must be positive";
+    for (const auto& k : rf["kernels"])
+      if (!k.is_object() || !number_at(k, "flops") || !number_at(k, "flop_per_byte") || !number_at(k, "time_s") ||
+          !number_at(k, "achieved_tflops") || !k.contains("kernel") || !k["kernel"].is_string() ||
+          !k.contains("pass") || !k["pass"].is_string() || !k.contains("scope") || !k["scope"].is_string())
+        return "a `roofline.kernels` entry without its numbers and names";
+  }
+  if (row.contains("reference")) {
+    if (!row["reference"].is_object()) return "`reference` is not an object";
+    for (const auto& [key, value] : row["reference"].items()) {
+      if (key == "source") continue;
+      if (!value.is_number()) return fmt::format("`reference.{}` is not a number", key);
+      try {
+        (void)reference_figure(row, key);
+      } catch (const json::exception&) {
+        return fmt::format("`reference.{}` names no figure of the row", key);
+      }
+    }
+  }
+  return "";
+}
 
 Report build_report(const std::vector<json>& rows, const std::string& title, const std::string& source) {
   std::vector<const json*> ok;

@@ -25,6 +25,12 @@ struct Report {
   std::vector<std::string> scripts;   // the gnuplot scripts among `files`, in drawing order
 };
 
+// Why `row` cannot be drawn ("" when it can): an error row needs a string `error`; a result row needs a string
+// `name`, numbers `gpus` (> 0), `step_time_s` (> 0), `tokens_per_s`, `mfu`, `hfu`, `scaling_efficiency`,
+// `breakdown_s` with four numbers, and, where present, a well-formed `memory`, `roofline` and `reference`. The
+// command turns the reason into a one-line error naming the file and line.
+std::string row_problem(const nlohmann::json& row);
+
 // `rows`: result objects (run_json, plus `roofline`, `point` and scaling columns where present) and sweep error
 // rows ({"name", "point", "error"}), in the order to draw them. `title` heads the summary; `source` names the
 // file the rows came from. Throws std::invalid_argument when no row is a simulated result.

@@ -38,6 +38,10 @@ std::vector<json> jsonl_rows(const std::string& path) {
     if (!row.is_object())
       throw InputError("report", fmt::format("{}:{}", path, number), "a line that is not a JSON object",
                        "rows written by dtsim sweep (rerun it with --resume to repair a torn file)");
+    if (const std::string problem = results::row_problem(row); !problem.empty())
+      throw InputError("report", row.contains("name") && row["name"].is_string() ? row["name"].get<std::string>() : "row",
+                       problem, "rows written by dtsim sweep",
+                       fmt::format("{}:{}", path, number));
     rows.push_back(std::move(row));
   }
   return rows;
@@ -45,10 +49,14 @@ std::vector<json> jsonl_rows(const std::string& path) {
 
 std::vector<json> result_rows(const std::string& path) {
   json doc = json::parse(read_text(path), nullptr, false);
-  if (doc.is_object()) return {doc};
-  if (doc.is_array() && std::all_of(doc.begin(), doc.end(), [](const json& r) { return r.is_object(); }))
-    return doc.get<std::vector<json>>();
-  throw InputError("report", path, "not a result object or an array of them", "result.json from dtsim run --out");
+  std::vector<json> rows;
+  if (doc.is_object()) rows.push_back(doc);
+  else if (doc.is_array()) rows = doc.get<std::vector<json>>();
+  else throw InputError("report", path, "not a result object or an array of them", "result.json from dtsim run --out");
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (const std::string problem = results::row_problem(rows[i]); !problem.empty())
+      throw InputError("report", fmt::format("result {}", i + 1), problem, "results written by dtsim run --out", path);
+  return rows;
 }
 
 std::string find_gnuplot() {
@@ -62,20 +70,36 @@ std::string find_gnuplot() {
   return "";
 }
 
-// Runs gnuplot on `script` in `dir`; its messages go to our stderr. False when it fails.
-bool run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script) {
+// Runs gnuplot on `script` in `dir`. Empty when it drew the chart; else what went wrong, on one line (gnuplot's
+// own messages, which it writes on several, are kept in `dir/<script>.log`).
+std::string run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script) {
+  const std::string log = script + ".log";
   std::fflush(nullptr);
   const pid_t pid = ::fork();
-  if (pid < 0) return false;
+  if (pid < 0) return "cannot start gnuplot";
   if (pid == 0) {
     if (::chdir(dir.c_str()) != 0) ::_exit(127);
+    if (!std::freopen(log.c_str(), "w", stderr)) ::_exit(127);
     ::execl(gnuplot.c_str(), "gnuplot", script.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (errno != EINTR) return "lost the gnuplot process";
+  const std::string messages = read_text(dir + "/" + log);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    std::filesystem::remove(dir + "/" + log);
+    return "";
+  }
+  std::string first;
+  for (std::size_t at = 0; at < messages.size() && first.empty();) {   // the first non-blank line
+    const std::size_t end = std::min(messages.find('\n', at), messages.size());
+    first = messages.substr(at, end - at);
+    first.erase(0, first.find_first_not_of(" \t^"));
+    at = end + 1;
+  }
+  return fmt::format("gnuplot failed on {} ({}; all of it in {}/{})", script, first.empty() ? "no message" : first, dir,
+                     log);
 }
 
 }  // namespace
@@ -100,19 +124,27 @@ std::vector<std::string> write_report(const std::string& dir) {
                      "Debian's gnuplot-nox (./dtsim installs it when run as root: apt-get install gnuplot-nox)");
   results::Report report;
   try {
-    report = results::build_report(rows, fmt::format("dtsim report: {}", fs::path(dir).filename().string()), source);
+    const fs::path where = fs::path(dir).lexically_normal();
+    const std::string title = (where.has_filename() ? where : where.parent_path()).filename().string();
+    report = results::build_report(rows, fmt::format("dtsim report: {}", title), source);
   } catch (const std::invalid_argument& e) {
     throw InputError("report", dir + "/" + source, e.what(), "at least one simulated row");
   }
   make_directory(dir + "/plots");
-  for (const auto& f : report.files) write_file(dir + "/" + f.path, f.text, "report");
+  // The summary last: it links charts, so it is written only once they are drawn.
+  const results::ReportFile* summary = nullptr;
+  for (const auto& f : report.files)
+    if (f.path == "report.md") summary = &f;
+    else write_file(dir + "/" + f.path, f.text, "report");
   std::vector<std::string> charts;
   for (const auto& script : report.scripts) {
     const fs::path p(script);
-    if (!run_gnuplot(gnuplot, (fs::path(dir) / p.parent_path()).string(), p.filename().string()))
-      throw std::runtime_error(fmt::format("report: gnuplot failed on {}/{}", dir, script));
+    if (const auto failed = run_gnuplot(gnuplot, (fs::path(dir) / p.parent_path()).string(), p.filename().string());
+        !failed.empty())
+      throw std::runtime_error(failed);
     charts.push_back(dir + "/" + fs::path(p).replace_extension(".png").string());
   }
+  if (summary) write_file(dir + "/" + summary->path, summary->text, "report");
   return charts;
 }
 

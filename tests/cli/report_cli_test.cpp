@@ -1,6 +1,7 @@
 // `dtsim report` end to end: gnuplot draws every chart the summary links, the data behind each chart are the
 // rows' figures, the roofline sits on the GPU's ridge point, and bad directories are one-line errors.
 #include <cstdlib>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -82,9 +83,10 @@ TEST_CASE("report: a scaling sweep gets every chart with the rows' figures behin
   const auto bars = data_lines(dir / "plots/rows.dat");
   REQUIRE(bars.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) {
-    CHECK(bars[i][0] == rows[i]["name"].get<std::string>());
-    CHECK(std::stod(bars[i][2]) == doctest::Approx(rows[i]["step_time_s"].get<double>()).epsilon(1e-8));
-    CHECK(std::stod(bars[i][6]) == doctest::Approx(100 * rows[i]["scaling_efficiency"].get<double>()).epsilon(1e-8));
+    CHECK(bars[i][0] == std::to_string(i + 1));
+    CHECK(bars[i][1] == rows[i]["name"].get<std::string>());
+    CHECK(std::stod(bars[i][3]) == doctest::Approx(rows[i]["step_time_s"].get<double>()).epsilon(1e-8));
+    CHECK(std::stod(bars[i][7]) == doctest::Approx(100 * rows[i]["scaling_efficiency"].get<double>()).epsilon(1e-8));
   }
   // The scaling curve runs by GPU count (2, 4, 8), whatever the sweep order (8, 2, 4).
   const auto curve = data_lines(dir / "plots/scaling.dat");
@@ -148,6 +150,24 @@ TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line")
   // No gnuplot on PATH: status 2, naming the Debian package.
   const std::string cmd = "env PATH=/nonexistent " + std::string(DTSIM_BINARY) + " report " + dir.string() + " 2>/dev/null";
   CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 2);
+  // gnuplot failing (a stand-in that complains on two lines): one line naming the script, no report.md linking
+  // charts that were not drawn.
+  {
+    const fs::path fake = fresh("fake_gnuplot");
+    fs::create_directories(fake);
+    std::ofstream(fake / "gnuplot") << "#!/bin/sh\necho '  \"step_time.gp\" line 9: no valid points' >&2\necho more >&2\nexit 1\n";
+    fs::permissions(fake / "gnuplot", fs::perms::owner_all);
+    const std::string err = (fake / "err").string();
+    const std::string run = "env PATH=" + fake.string() + ":/usr/bin:/bin " + std::string(DTSIM_BINARY) + " report " +
+                            dir.string() + " 2>" + err;
+    const int raw = std::system(run.c_str());
+    CHECK(WEXITSTATUS(raw) == 3);
+    const std::string said = slurp(err);
+    CHECK(said.find("gnuplot failed on step_time.gp (\"step_time.gp\" line 9: no valid points;") != std::string::npos);
+    CHECK(std::count(said.begin(), said.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(dir / "report.md"));
+    fs::remove_all(fake);
+  }
   // A torn line: its file and line, status 2.
   {
     std::ofstream(dir / "results.jsonl", std::ios::app) << "{\"name\": \"torn";
@@ -163,6 +183,43 @@ TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line")
   const Result none = dtsim("report " + dir.string());
   CHECK(none.status == 2);
   CHECK(none.err.find("no simulated row") != std::string::npos);
+  // Rows written by hand: each malformed one is named with its file and line, status 2, one line.
+  const fs::path src_dir = fresh("source");
+  REQUIRE(dtsim("sweep " + src("tests/data/scenarios/sweep-scaling.yaml") + " --no-report --out " + src_dir.string()).status == 0);
+  const json base = jsonl(src_dir / "results.jsonl").at(0);
+  const std::vector<std::pair<std::string, std::function<void(json&)>>> broken = {
+      {"no `breakdown_s` object", [](json& r) { r.erase("breakdown_s"); }},
+      {"no string `name`", [](json& r) { r["name"] = 5; }},
+      {"`memory` needs a boolean `fits`", [](json& r) { r["memory"] = nullptr; }},
+      {"`roofline` needs numbers", [](json& r) { r["roofline"].erase("kernels"); }},
+      {"`reference.tokens_per_day` names no figure of the row", [](json& r) { r["reference"]["tokens_per_day"] = 3; }},
+      {"`error` is not a string", [](json& r) { r = {{"name", "x"}, {"error", {{"why", 1}}}}; }},
+      {"no number `mfu`", [](json& r) { r.erase("mfu"); }},
+  };
+  for (const auto& [expect, edit] : broken) {
+    CAPTURE(expect);
+    json row = base;
+    edit(row);
+    std::ofstream(dir / "results.jsonl") << base.dump() << "\n" << row.dump() << "\n";
+    const Result bad = dtsim("report " + dir.string());
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find(expect) != std::string::npos);
+    CHECK(bad.err.find("results.jsonl:2") != std::string::npos);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  }
+  // Names gnuplot would read as a comment or an escape are still drawn, one bar each.
+  {
+    json hash = base, slash = base;
+    hash["name"] = "#1 baseline";
+    slash["name"] = "back\\slash";
+    std::ofstream(dir / "results.jsonl") << hash.dump() << "\n" << slash.dump() << "\n";
+  }
+  REQUIRE(dtsim("report " + dir.string()).status == 0);
+  const auto bars = data_lines(dir / "plots/rows.dat");
+  REQUIRE(bars.size() == 2);
+  CHECK(bars[0][1] == "#1 baseline");
+  CHECK(bars[1][1] == "back/slash");
+  fs::remove_all(src_dir);
   // Not a results directory.
   const Result empty = dtsim("report " + fresh("empty").string());
   CHECK(empty.status == 2);
