@@ -89,37 +89,33 @@ double parse_size(const std::string& text, const std::string& key) {
   return v * scale;
 }
 
-std::vector<Seconds> collective_times(const CollectiveArgs& a, const std::vector<Bytes>& points,
-                                      std::vector<std::string>* algorithms) {
-  const auto kind = parse_op(a.op);
-  const auto algorithm = parse_named<sim::Algorithm>("--algo", a.algo, sim::parse_algorithm, sim::kAlgorithmNames);
-  const auto cluster = cluster_of(a);
+std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& cluster, CollectiveKind kind,
+                                               sim::Algorithm algorithm, const std::vector<Bytes>& points) {
   const auto built = topology::build_cluster(cluster);
   const bool nvls = cluster.intra == topology::IntraKind::NvSwitch && cluster.intra_link.switch_reduction;
-  std::vector<int> ranks(static_cast<std::size_t>(a.gpus));
-  for (int i = 0; i < a.gpus; ++i) ranks[static_cast<std::size_t>(i)] = i;
+  std::vector<int> ranks(static_cast<std::size_t>(cluster.gpus()));
+  for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
   const auto layout = sim::group_layout(ranks, built.topology, nvls);
+  std::vector<CollectiveTiming> out;
   for (const auto& s : points) {   // lowering first: an algorithm that cannot run here fails before any simulation
     const sim::Lowered l = sim::lower(kind, s, layout, algorithm);
-    if (algorithms)
-      algorithms->push_back(fmt::format("{}\t{}", sim::to_string(l.algorithm), sim::to_string(l.protocol)));
+    out.push_back({Seconds(0), std::string(sim::to_string(l.algorithm)), std::string(sim::to_string(l.protocol))});
   }
-  return deserialize(sim::run_isolated(
+  const auto times = deserialize(sim::run_isolated(
       [&] { return serialize(sim::time_collectives(kind, points, ranks, built.topology, layout, algorithm)); }));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].time = times.at(i);
+  return out;
 }
 
 int collective_command(const CollectiveArgs& a) {
   const auto kind = parse_op(a.op);
+  const auto algorithm = parse_named<sim::Algorithm>("--algo", a.algo, sim::parse_algorithm, sim::kAlgorithmNames);
   const auto cluster = cluster_of(a);
   const auto points = sizes(a);
-  std::vector<std::string> algorithms;
-  const auto times = collective_times(a, points, &algorithms);
+  const auto timings = collective_times(cluster, kind, algorithm, points);
   std::vector<results::CollectiveRow> rows;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const std::string& used = algorithms.at(i);
-    const auto tab = used.find('\t');
-    rows.push_back({points[i], times.at(i), sim::bus_factor(kind, a.gpus), used.substr(0, tab), used.substr(tab + 1)});
-  }
+  for (std::size_t i = 0; i < points.size(); ++i)
+    rows.push_back({points[i], timings[i].time, sim::bus_factor(kind, a.gpus), timings[i].algorithm, timings[i].protocol});
   if (a.format == Format::Json) {
     std::cout << results::collective_json(rows).dump(2) << "\n";
     return 0;

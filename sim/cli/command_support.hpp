@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "sim/cli/commands.hpp"
+#include "sim/collective.hpp"
+#include "workloads/step_graph.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::cli {
@@ -33,6 +35,16 @@ nlohmann::json run_point(const Scenario& s, const std::string& trace_path);
 
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
 int cluster_gpus(const Scenario& s);
+
+// One collective over every GPU of `cluster`, timed by the SimGrid engine (in a child process) at each size,
+// with the algorithm and protocol the lowering chose for it.
+struct CollectiveTiming {
+  Seconds time;
+  std::string algorithm;
+  std::string protocol;
+};
+std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& cluster, workloads::CollectiveKind kind,
+                                               sim::Algorithm algorithm, const std::vector<Bytes>& sizes);
 
 // Creates `dir` and its parents (an --out directory).
 void make_directory(const std::string& dir);

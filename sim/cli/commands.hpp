@@ -54,10 +54,7 @@ struct CollectiveArgs {
 };
 
 int collective_command(const CollectiveArgs& args);
-// The SimGrid engine's time for the collective of `args` (--op, --algo, the cluster flags; not the sizes) at each
-// of `sizes`; `algorithms`, when given, receives "algorithm<TAB>protocol" per size as the lowering chose them.
-std::vector<Seconds> collective_times(const CollectiveArgs& args, const std::vector<Bytes>& sizes,
-                                      std::vector<std::string>* algorithms = nullptr);
+
 
 // Runs every point of each validation scenario (no file: the embedded Megatron-LM SC'21 tables) and prints, per
 // row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and largest

@@ -125,7 +125,9 @@ const std::vector<ClaimFits> kMemoryClaims = {
     {"s07-llama-7b-128k-kv-cache.yaml", {true, false, true}},
     {"s13-700b-int4-mi300x.yaml", {false, true}},
     {"s14-70b-int4-rtx4090.yaml", {false}},
-    {"s19-sizing-guide.yaml", {false, false, true, false, true, false, true, true, false, false, false}},
+    {"s19-sizing-guide.yaml", {false, false, true, false, true, false, true, true, false, false, false, true, true}},
+    {"s09-gpt3-175b-decode.yaml", {false, false}},
+    {"s18-70b-gradient-sync.yaml", {false}},
     {"s21-rules-of-thumb.yaml", {true, true, true}},
 };
 
