@@ -274,7 +274,7 @@ std::string summary(const std::vector<json>& rows, const std::vector<const json*
   out += "---:|---:|---|\n";
   for (const json& r : rows) {
     if (!simulated(r)) {
-      out += fmt::format("| {} | | | | | |{}{} | | | not simulated: {} |\n", md_cell(name_of(r)), strong ? " |" : "",
+      out += fmt::format("| {} | | | | | |{}{} | | not simulated: {} |\n", md_cell(name_of(r)), strong ? " |" : "",
                          weak ? " |" : "", md_cell(r.value("error", std::string("no result"))));
       continue;
     }

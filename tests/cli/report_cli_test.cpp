@@ -59,6 +59,25 @@ std::vector<json> jsonl(const fs::path& p) {
   return rows;
 }
 
+// Every line of report.md's first table has the header's number of cells.
+void check_table(const fs::path& dir) {
+  std::istringstream in(slurp(dir / "report.md"));
+  std::string line;
+  long cells = -1;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("| ")) {
+      if (cells >= 0) break;   // the end of the first table
+      continue;
+    }
+    std::string unescaped = line;
+    for (auto at = unescaped.find("\\|"); at != std::string::npos; at = unescaped.find("\\|")) unescaped.erase(at, 2);
+    const long n = std::count(unescaped.begin(), unescaped.end(), '|');
+    if (cells < 0) cells = n;
+    CHECK_MESSAGE(n == cells, line);
+  }
+  CHECK(cells > 5);
+}
+
 void check_charts(const fs::path& dir, std::size_t want) {
   const auto images = linked_images(slurp(dir / "report.md"));
   CHECK(images.size() == want);
@@ -78,6 +97,7 @@ TEST_CASE("report: a scaling sweep gets every chart with the rows' figures behin
   CHECK(r.err.find("report in " + dir.string() + "/report.md (5 charts)") != std::string::npos);
   // step time, efficiency, breakdown, scaling, one roofline (one GPU type)
   check_charts(dir, 5);
+  check_table(dir);
   const auto rows = jsonl(dir / "results.jsonl");
   REQUIRE(rows.size() == 3);
   const auto bars = data_lines(dir / "plots/rows.dat");
@@ -141,6 +161,18 @@ TEST_CASE("report: two GPU types get two rooflines, one GPU count no scaling cha
   check_charts(run, 4);   // three points on 4 GPUs each: no scaling chart
   fs::remove_all(dir);
   fs::remove_all(run);
+}
+
+TEST_CASE("report: a sweep with invalid points lists them with their reasons in the table") {
+  const fs::path dir = fresh("invalid");
+  REQUIRE(dtsim("sweep " + src("tests/data/scenarios/sweep-invalid.yaml") + " --out " + dir.string()).status == 0);
+  check_charts(dir, 4);
+  check_table(dir);
+  const std::string md = slurp(dir / "report.md");
+  CHECK(md.find("From `results.jsonl`: 4 rows, 1 simulated.") != std::string::npos);
+  CHECK(md.find("not simulated: ") != std::string::npos);
+  CHECK(md.find("cannot be derived") != std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line") {
