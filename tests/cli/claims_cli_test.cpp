@@ -42,6 +42,16 @@ Result claims_with(const std::string& tag, const std::string& yaml, const std::s
   return r;
 }
 
+// Claim S2 with all five of its figures, the first one's article value `fp16_max`, and `why`.
+std::string s2_claim(const std::string& fp16_max, const std::string& why, const std::string& scenarios = "[]") {
+  return "claims:\n  - id: S2\n    claim: x\n    scenarios: " + scenarios + "\n    figures:\n" +
+         "      - {key: fp16_max, what: max, article: " + fp16_max + "}\n" +
+         "      - {key: fp16_min_normal, what: min, article: null}\n" +
+         "      - {key: bf16_max, what: max, article: null}\n" +
+         "      - {key: bf16_min_normal, what: min, article: null}\n" +
+         "      - {key: bf16_fp32_exponent, what: exp, article: null}\n" + "    why: \"" + why + "\"\n";
+}
+
 }  // namespace
 
 TEST_CASE("claims: the committed docs/seed-claims.md is what dtsim claims generates") {
@@ -123,45 +133,14 @@ TEST_CASE("claims: broken claim data is a one-line error with status 2") {
   CHECK(key.err.find("verdict") != std::string::npos);
   CHECK(key.err.find("claims.yaml:4") != std::string::npos);
   // An article figure of the wrong kind, and a {key} that names no figure.
-  const Result kind = claims_with("kind", R"(claims:
-  - id: S2
-    claim: "x"
-    figures:
-      - {key: fp16_max, what: "max", article: true}
-      - {key: fp16_min_normal, what: "min", article: null}
-      - {key: bf16_max, what: "max", article: null}
-      - {key: bf16_min_normal, what: "min", article: null}
-      - {key: bf16_fp32_exponent, what: "exp", article: null}
-    why: "x"
-)");
+  const Result kind = claims_with("kind", s2_claim("true", "x"));
   CHECK(kind.status == 2);
   CHECK(kind.err.find("wrong kind") != std::string::npos);
-  const Result placeholder = claims_with("placeholder", R"(claims:
-  - id: S2
-    claim: "x"
-    figures:
-      - {key: fp16_max, what: "max", article: 65504}
-      - {key: fp16_min_normal, what: "min", article: null}
-      - {key: bf16_max, what: "max", article: null}
-      - {key: bf16_min_normal, what: "min", article: null}
-      - {key: bf16_fp32_exponent, what: "exp", article: null}
-    why: "dtsim says {fp32_max}"
-)");
+  const Result placeholder = claims_with("placeholder", s2_claim("65504", "dtsim says {fp32_max}"));
   CHECK(placeholder.status == 2);
   CHECK(placeholder.err.find("{fp32_max}") != std::string::npos);
   // A scenarios list that is not what dtsim reads (S2 reads none), a second claim with one id, a hex number.
-  const Result listed = claims_with("listed", R"(claims:
-  - id: S2
-    claim: "x"
-    scenarios: [s03-quantisation-saving.yaml]
-    figures:
-      - {key: fp16_max, what: "max", article: 65504}
-      - {key: fp16_min_normal, what: "min", article: null}
-      - {key: bf16_max, what: "max", article: null}
-      - {key: bf16_min_normal, what: "min", article: null}
-      - {key: bf16_fp32_exponent, what: "exp", article: null}
-    why: "x"
-)");
+  const Result listed = claims_with("listed", s2_claim("65504", "x", "[s03-quantisation-saving.yaml]"));
   CHECK(listed.status == 2);
   CHECK(listed.err.find("not the files dtsim reads for this claim") != std::string::npos);
   const Result twice = claims_with("twice", "claims:\n  - id: S8\n    claim: x\n    status: waiting\n    missing: y\n"
