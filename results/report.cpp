@@ -153,7 +153,7 @@ std::string scaling_data(const Curves& c) {
   std::string out;
   for (std::size_t i = 0; i < c.points.size(); ++i) {
     out += fmt::format("{}# curve {}: {}\n# gpus\ttokens_per_s\tscaling_pct\tstrong_pct\tweak_pct\tname\n",
-                       i ? "\n\n" : "", i, c.titles[i]);
+                       i ? "\n\n" : "", i, plain(c.titles[i]));
     for (const json* r : c.points[i])
       out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", cell(number(*r, "gpus")), cell(number(*r, "tokens_per_s")),
                          cell(100 * number(*r, "scaling_efficiency")),
@@ -169,9 +169,7 @@ std::string scaling_script(const Curves& c, bool strong, bool weak) {
          "set xlabel \"GPUs\"\nset key bottom right font \",8\"\n";
   std::string tput, eff;
   for (std::size_t i = 0; i < c.titles.size(); ++i) {
-    std::string title = c.titles[i];
-    for (char& ch : title)
-      if (ch == '"') ch = '\'';
+    const std::string title = plain(c.titles[i]);
     const std::string sep = i ? ", " : "";
     tput += fmt::format("{}\"scaling.dat\" index {} using 1:2 with linespoints lw 2 title \"{}\"", sep, i, title);
     eff += fmt::format("{}\"scaling.dat\" index {} using 1:3 with linespoints lw 2 title \"scaling efficiency: {}\"", sep, i, title);
@@ -179,7 +177,7 @@ std::string scaling_script(const Curves& c, bool strong, bool weak) {
     if (weak) eff += fmt::format(", \"scaling.dat\" index {} using 1:5 with linespoints dt 3 title \"weak: {}\"", i, title);
   }
   out += "set title \"throughput\"\nset logscale y\nset ylabel \"tokens/s\"\nplot " + tput + "\n";
-  out += "set title \"efficiency\"\nunset logscale y\nset ylabel \"%\"\nset yrange [0:105]\nplot " + eff + "\n";
+  out += "set title \"efficiency\"\nunset logscale y\nset ylabel \"%\"\nset yrange [0:*]\nplot " + eff + "\n";
   return out + "unset multiplot\n";
 }
 
