@@ -12,8 +12,7 @@ using nlohmann::json;
 namespace {
 
 fs::path fresh(const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() / ("dtsim_claims_test_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = fresh_dir("claims", tag);
   fs::create_directories(dir);
   return dir;
 }

@@ -10,8 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace cli_support {
@@ -42,6 +44,22 @@ inline Result dtsim(const std::string& args) {
   Result r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, out, slurp(err)};
   fs::remove(err);
   return r;
+}
+
+// A fresh, empty path under the temp directory for one test case: `suite` and `tag` name it, the pid keeps
+// parallel runs apart (ctest runs the cases of one file in parallel). The directory itself is not created.
+inline fs::path fresh_dir(const std::string& suite, const std::string& tag) {
+  const fs::path dir = fs::temp_directory_path() / ("dtsim_" + suite + "_test_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+// The rows of a JSON-lines text, one object per line.
+inline std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
 }
 
 inline std::string src(const std::string& rel) { return std::string(DTSIM_SOURCE_DIR) + "/" + rel; }

@@ -14,11 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-fs::path fresh(const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() / ("dtsim_report_test_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
+fs::path fresh(const std::string& tag) { return fresh_dir("report", tag); }
 
 // The images report.md links, in order.
 std::vector<std::string> linked_images(const std::string& markdown) {
@@ -51,13 +47,7 @@ std::vector<std::vector<std::string>> data_lines(const fs::path& p) {
   return out;
 }
 
-std::vector<json> jsonl(const fs::path& p) {
-  std::vector<json> rows;
-  std::istringstream in(slurp(p));
-  std::string line;
-  while (std::getline(in, line)) rows.push_back(json::parse(line));
-  return rows;
-}
+std::vector<json> jsonl(const fs::path& p) { return json_lines(slurp(p)); }
 
 // Every line of report.md's first table has the header's number of cells.
 void check_table(const fs::path& dir) {

@@ -19,11 +19,7 @@ namespace {
 const std::string kSmall = src("tests/data/scenarios/small-tp4.yaml");   // three points
 
 // A fresh directory for one test case (ctest runs cases of this file in parallel).
-fs::path fresh(const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() / ("dtsim_sweep_test_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
+fs::path fresh(const std::string& tag) { return fresh_dir("sweep", tag); }
 
 Result sweep(const std::string& file, const fs::path& out, const std::string& options = "") {
   return dtsim("sweep " + file + " --out " + out.string() + " " + options);
@@ -50,12 +46,7 @@ Outputs reference(const fs::path& dir) {
   return outputs(dir);
 }
 
-std::vector<json> lines(const std::string& jsonl) {
-  std::vector<json> out;
-  std::istringstream in(jsonl);
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
-  return out;
-}
+std::vector<json> lines(const std::string& jsonl) { return json_lines(jsonl); }
 
 }  // namespace
 
