@@ -34,7 +34,7 @@ json roofline_json(const workloads::Workload& w, const topology::GpuSpec& gpu) {
   const auto& t = w.training.value();
   const double peak = gpu.peak_for(t.precision).value_or(FlopsPerSecond(0)).value();
   const double bandwidth = gpu.memory_bandwidth.value();
-  const double ridge = bandwidth > 0 ? peak / bandwidth : 0.0;
+  const double ridge = gpu.ridge_point(t.precision);
   const workloads::Sharding sharding{w.plan.tp, t.sequence_parallel};
   json kernels = json::array();
   for (const auto pass : {workloads::Pass::Forward, workloads::Pass::Backward, workloads::Pass::Recompute})

@@ -56,6 +56,11 @@ struct GpuSpec {
   [[nodiscard]] std::optional<FlopsPerSecond> peak_for(Precision p) const {
     return peak[static_cast<std::size_t>(p)];
   }
+  // The roofline's ridge point in FLOP/byte: dense peak of `p` over memory bandwidth (0 without a peak for `p`).
+  [[nodiscard]] double ridge_point(Precision p) const {
+    const double bandwidth = memory_bandwidth.value();
+    return bandwidth > 0 ? peak_for(p).value_or(FlopsPerSecond(0)).value() / bandwidth : 0.0;
+  }
 };
 
 // The widest link dtsim accepts, per direction: far above any real link, and low enough that bisection

@@ -162,8 +162,7 @@ ClaimValues s9(ClaimContext& cx) {
     return workloads::decode_step(w.model, *w.inference).intensity();
   };
   const Scenario& one = cx.doc(f, "s09-gpt3-175b-decode-batch1");
-  const auto& gpu = one.cluster.gpu;
-  const double ridge = dense_peak(gpu, one.workload->inference->weights) / gpu.memory_bandwidth.value();
+  const double ridge = one.cluster.gpu.ridge_point(one.workload->inference->weights);
   const double b1 = intensity("s09-gpt3-175b-decode-batch1");
   return {{"decode_intensity_b1", b1},
           {"decode_intensity_b32", intensity("s09-gpt3-175b-decode-batch32")},
