@@ -110,7 +110,9 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
   return end;
 }
 
-CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvls, bool ecmp) {
+CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvls, bool ecmp, int max_channels) {
+  CollectiveTuning tuning = collective_tuning();
+  tuning.max_channels = max_channels;
   auto paths = std::make_shared<PairPaths>(topology, ecmp);
   const auto gpus_of = [&topology](const std::vector<int>& group) {
     std::vector<NodeId> out;
@@ -118,9 +120,10 @@ CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvl
     return out;
   };
   CommCosts costs;
-  costs.collective = [&topology, paths, algorithm, nvls, gpus_of](const workloads::CollectiveOp& op,
-                                                                    const std::vector<int>& group) {
-    const auto lowered = lower(op.kind, op.bytes, group_layout(group, topology, nvls), algorithm);
+  costs.collective = [&topology, paths, algorithm, nvls, gpus_of, tuning](const workloads::CollectiveOp& op,
+                                                                            const std::vector<int>& group) {
+    const auto lowered = lower(op.kind, op.bytes, group_layout(group, topology, nvls), algorithm, Protocol::Auto,
+                               tuning);
     return lowered_time(lowered, gpus_of(group), topology, *paths);
   };
   costs.transfer = [&topology, paths](const workloads::SendOp& op, int from, int to) {

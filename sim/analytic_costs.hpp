@@ -46,6 +46,7 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<topology::NodeId>
 
 // Costs for play_analytic on `topology` (rank r on topology.gpus()[r]). The costs keep a reference to
 // `topology` and own a router.
-CommCosts analytic_costs(const topology::Topology& topology, Algorithm algorithm, bool nvls, bool ecmp);
+CommCosts analytic_costs(const topology::Topology& topology, Algorithm algorithm, bool nvls, bool ecmp,
+                         int max_channels = 0);
 
 }  // namespace dtsim::sim

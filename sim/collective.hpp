@@ -83,6 +83,10 @@ struct CollectiveTuning {
   BytesPerSecond nvls_port_rate;
   Bytes tree_below;                        // auto: tree instead of ring across 1,024 machines below this size;
                                            // the threshold scales with (machines - 1)
+  int max_channels = 0;                    // rings of a ring collective across machines (NCCL_MAX_NCHANNELS):
+                                           // 0 = one per rank of a machine, each leaving through its own GPU's
+                                           // NIC (NCCL's default where every GPU has a NIC); a scenario setting
+                                           // (simulation.max_channels), not a catalog constant
   std::string source;
 
   [[nodiscard]] const ProtocolCosts& of(Protocol p) const;   // LL, LL128 or Simple

@@ -128,13 +128,53 @@ std::vector<Ranks> ranks_by_machine(const Request& r) {
   return out;
 }
 
-// Ring: n-1 steps; in each, position i sends one shard (S/n) to position i+1. Reduce-scatter and all-gather
-// move the same bytes; the receiver reduces the shard (reduce-scatter) or keeps it (all-gather).
-Schedule ring_reduce_scatter(const Request& r) {
+namespace {
+
+// One ring over `ranks` in their order: n-1 steps; in each, position i sends S/n to position i+1.
+Schedule one_ring(const Ranks& ranks, Bytes bytes) {
   Schedule s;
-  const int n = r.size();
+  const int n = static_cast<int>(ranks.size());
   for (int k = 0; k + 1 < n; ++k)
-    for (int i = 0; i < n; ++i) send(s, k, at(r.ranks, i), at(r.ranks, (i + 1) % n), r.bytes / n);
+    for (int i = 0; i < n; ++i) send(s, k, at(ranks, i), at(ranks, (i + 1) % n), bytes / n);
+  return s;
+}
+
+// NCCL's channels across machines. A single ring leaves each machine once, through one NIC, so it would cap a
+// multi-machine collective at one NIC's bandwidth. NCCL instead runs one ring per channel, each entering and
+// leaving a machine through other GPUs and NICs (its topology search assigns every NIC to channels), and splits
+// the buffer across them; on a DGX A100 pair that reaches about 8 x nccl.md's 24 GB/s per HDR NIC. dtsim's
+// channels: with k ranks on every machine (k > 1) and more than one machine, k rings, ring c walking each
+// machine's ranks rotated by c (it enters at local position c and leaves from c-1), each carrying S/k. Every
+// local position leaves its machine in exactly one ring, so each GPU's NIC carries one ring's traffic out and
+// one in; inside a machine the rings share the edges, which the lowering merges per step. The ring's step count
+// (n-1) and so its latency are unchanged. Groups of one machine, or of one rank per machine, keep one ring.
+// tuning.max_channels > 0 caps the rings (NCCL_MAX_NCHANNELS): C < k rings start at local positions c·k/C, so
+// they still leave through distinct NICs; C = 1 is the group's single ring in its own order.
+std::vector<Ranks> channel_rings(const Request& r) {
+  const std::vector<Ranks> machines = ranks_by_machine(r);
+  const std::size_t k = machines.front().size();
+  const bool balanced = std::ranges::all_of(machines, [&](const Ranks& m) { return m.size() == k; });
+  const int cap = r.tuning->max_channels;
+  DTSIM_ASSERT(cap >= 0, "max_channels counts rings; 0 means one per rank of a machine");
+  if (machines.size() < 2 || k < 2 || !balanced || cap == 1) return {r.ranks};
+  const std::size_t count = cap == 0 ? k : std::min(k, static_cast<std::size_t>(cap));
+  std::vector<Ranks> rings(count);
+  for (std::size_t c = 0; c < count; ++c)
+    for (const Ranks& m : machines)
+      for (std::size_t l = 0; l < k; ++l) rings[c].push_back(m[(c * k / count + l) % k]);
+  return rings;
+}
+
+}  // namespace
+
+// Ring: n-1 steps; in each, every rank sends one shard (S/n) to the next rank of each channel's ring.
+// Reduce-scatter and all-gather move the same bytes; the receiver reduces the shard (reduce-scatter) or keeps it
+// (all-gather).
+Schedule ring_reduce_scatter(const Request& r) {
+  const std::vector<Ranks> rings = channel_rings(r);
+  Schedule s;
+  const Bytes per_ring = r.bytes / static_cast<double>(rings.size());
+  for (const Ranks& ring : rings) s = beside(std::move(s), one_ring(ring, per_ring));
   return s;
 }
 

@@ -7,9 +7,11 @@
 namespace dtsim::sim {
 namespace {
 
-flow::LowerFn lowering(Algorithm algorithm) {
-  return [algorithm](workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout) {
-    return lower(kind, bytes, layout, algorithm);
+flow::LowerFn lowering(Algorithm algorithm, int max_channels) {
+  CollectiveTuning tuning = collective_tuning();
+  tuning.max_channels = max_channels;
+  return [algorithm, tuning](workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout) {
+    return lower(kind, bytes, layout, algorithm, Protocol::Auto, tuning);
   };
 }
 
@@ -17,13 +19,15 @@ flow::LowerFn lowering(Algorithm algorithm) {
 
 Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topology& topology,
                       const SimgridOptions& options) {
-  return flow::play_graph(graph, topology, options, lowering(options.algorithm));
+  return flow::play_graph(graph, topology, options, lowering(options.algorithm, options.max_channels));
 }
 
 std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                       const std::vector<int>& ranks, const topology::Topology& topology,
-                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp, bool aggregate) {
-  return flow::time_lowered(kind, sizes, ranks, topology, layout, lowering(algorithm), ecmp, aggregate);
+                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp, bool aggregate,
+                                      int max_channels) {
+  return flow::time_lowered(kind, sizes, ranks, topology, layout, lowering(algorithm, max_channels), ecmp,
+                            aggregate);
 }
 
 }  // namespace dtsim::sim

@@ -30,6 +30,7 @@ namespace dtsim::sim {
 // whose catalog class has `switch_reduction`. NVLS transfers to and from the switch are capped at their `rate`.
 struct SimgridOptions {
   Algorithm algorithm = Algorithm::Auto;
+  int max_channels = 0;            // CollectiveTuning::max_channels (simulation.max_channels)
   bool record_transfers = false;   // fill Timeline::transfers (for the trace's link counters)
   bool ecmp = false;               // spread equal-cost routes (the cluster's `ecmp`)
   // Collective memoization (DESIGN.md "Scale"): a collective on an ISOLATED group instance (no directed link or
@@ -64,7 +65,7 @@ Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topolog
 std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                       const std::vector<int>& ranks, const topology::Topology& topology,
                                       const GroupLayout& layout, Algorithm algorithm, bool ecmp = false,
-                                      bool aggregate = true);
+                                      bool aggregate = true, int max_channels = 0);
 
 // Runs `work` in a forked child and returns what it returned (any bytes). An exception in the child comes back
 // as the same message: InputError as InputError, anything else as std::runtime_error.

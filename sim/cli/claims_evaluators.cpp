@@ -80,7 +80,8 @@ double dense_peak(const topology::GpuSpec& gpu, Precision p) { return gpu.peak_f
 
 // One all-reduce of `bytes` over every GPU of the scenario's cluster, as the scenario's collectives run.
 Seconds all_reduce_over(const Scenario& s, double bytes) {
-  return collective_times(s.cluster, workloads::CollectiveKind::AllReduce, s.simulation.collective_algo, {Bytes(bytes)})
+  return collective_times(s.cluster, workloads::CollectiveKind::AllReduce, s.simulation.collective_algo, {Bytes(bytes)},
+                          s.simulation.max_channels)
       .at(0)
       .time;
 }

@@ -43,6 +43,7 @@ topology::ClusterSpec cluster_of(const CollectiveArgs& a) {
   c.inter = parse_named<topology::InterKind>("--inter", a.inter, topology::parse_inter_kind, topology::kInterNames);
   if (!a.inter_link.empty()) c.inter_link = topology::find_link(a.inter_link, "--inter-link");
   if (a.nics_per_node > 0) c.nics_per_node = a.nics_per_node;
+  c.ecmp = a.ecmp;
   return c;
 }
 
@@ -90,19 +91,23 @@ double parse_size(const std::string& text, const std::string& key) {
 }
 
 std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& cluster, CollectiveKind kind,
-                                               sim::Algorithm algorithm, const std::vector<Bytes>& points) {
+                                               sim::Algorithm algorithm, const std::vector<Bytes>& points,
+                                               int max_channels) {
   const auto built = topology::build_cluster(cluster);
   const bool nvls = cluster.intra == topology::IntraKind::NvSwitch && cluster.intra_link.switch_reduction;
   std::vector<int> ranks(static_cast<std::size_t>(cluster.gpus()));
   for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
   const auto layout = sim::group_layout(ranks, built.topology, nvls);
+  sim::CollectiveTuning tuning = sim::collective_tuning();
+  tuning.max_channels = max_channels;
   std::vector<CollectiveTiming> out;
   for (const auto& s : points) {   // lowering first: an algorithm that cannot run here fails before any simulation
-    const sim::Lowered l = sim::lower(kind, s, layout, algorithm);
+    const sim::Lowered l = sim::lower(kind, s, layout, algorithm, sim::Protocol::Auto, tuning);
     out.push_back({Seconds(0), std::string(sim::to_string(l.algorithm)), std::string(sim::to_string(l.protocol))});
   }
   const auto times = deserialize(sim::run_isolated(
-      [&] { return serialize(sim::time_collectives(kind, points, ranks, built.topology, layout, algorithm)); }));
+      [&] { return serialize(sim::time_collectives(kind, points, ranks, built.topology, layout, algorithm,
+                                                       cluster.ecmp, true, max_channels)); }));
   for (std::size_t i = 0; i < out.size(); ++i) out[i].time = times.at(i);
   return out;
 }
@@ -112,7 +117,10 @@ int collective_command(const CollectiveArgs& a) {
   const auto algorithm = parse_named<sim::Algorithm>("--algo", a.algo, sim::parse_algorithm, sim::kAlgorithmNames);
   const auto cluster = cluster_of(a);
   const auto points = sizes(a);
-  const auto timings = collective_times(cluster, kind, algorithm, points);
+  if (a.max_channels < 0 || a.max_channels > 64)
+    throw InputError("--max-channels", std::to_string(a.max_channels), "out of range",
+                     "an integer in [0, 64] (0: one ring per GPU of a node)");
+  const auto timings = collective_times(cluster, kind, algorithm, points, a.max_channels);
   std::vector<results::CollectiveRow> rows;
   for (std::size_t i = 0; i < points.size(); ++i)
     rows.push_back({points[i], timings[i].time, sim::bus_factor(kind, a.gpus), timings[i].algorithm, timings[i].protocol});

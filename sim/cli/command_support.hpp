@@ -37,14 +37,15 @@ nlohmann::json run_point(const Scenario& s, const std::string& trace_path);
 int cluster_gpus(const Scenario& s);
 
 // One collective over every GPU of `cluster`, timed by the SimGrid engine (in a child process) at each size,
-// with the algorithm and protocol the lowering chose for it.
+// with the algorithm and protocol the lowering chose for it; `max_channels` as simulation.max_channels.
 struct CollectiveTiming {
   Seconds time;
   std::string algorithm;
   std::string protocol;
 };
 std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& cluster, workloads::CollectiveKind kind,
-                                               sim::Algorithm algorithm, const std::vector<Bytes>& sizes);
+                                               sim::Algorithm algorithm, const std::vector<Bytes>& sizes,
+                                               int max_channels = 0);
 
 // Creates `dir` and its parents (an --out directory).
 void make_directory(const std::string& dir);

@@ -50,12 +50,14 @@ bool nvls_capable(const topology::ClusterSpec& c) {
 sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
   const bool nvls = nvls_capable(s.cluster);
   if (s.simulation.engine == EngineKind::Analytic) {
-    auto t = sim::play_analytic(g, sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.ecmp));
+    auto t = sim::play_analytic(g, sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.ecmp,
+                                                       s.simulation.max_channels));
     t.network_model = "analytic: closed form per transfer (route latency + bytes / narrowest link x efficiency), no contention";
     return t;
   }
   sim::SimgridOptions options;
   options.algorithm = s.simulation.collective_algo;
+  options.max_channels = s.simulation.max_channels;
   options.record_transfers = trace;
   options.ecmp = s.cluster.ecmp;
   options.memoize = s.simulation.memoize;

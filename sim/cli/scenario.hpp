@@ -20,6 +20,8 @@ enum class EngineKind { Simgrid, Analytic };
 struct SimulationSpec {
   EngineKind engine = EngineKind::Simgrid;
   sim::Algorithm collective_algo = sim::Algorithm::Auto;
+  int max_channels = 0;    // rings per ring collective across machines, 0 = one per rank of a machine (NCCL's
+                           // channels; sim::CollectiveTuning::max_channels)
   workloads::Granularity granularity = workloads::Granularity::Layer;
   bool memoize = true;     // SimGrid: replay collectives on isolated groups (sim::SimgridOptions::memoize)
   bool aggregate = true;   // SimGrid: a ring's steps as one flow per transfer (sim::SimgridOptions::aggregate)

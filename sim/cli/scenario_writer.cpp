@@ -158,6 +158,7 @@ void emit_simulation(YAML::Emitter& out, const SimulationSpec& s) {
   out << YAML::Key << "simulation" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "engine" << YAML::Value << (s.engine == EngineKind::Simgrid ? "simgrid" : "analytic");
   out << YAML::Key << "collective_algo" << YAML::Value << std::string(sim::to_string(s.collective_algo));
+  out << YAML::Key << "max_channels" << YAML::Value << s.max_channels;
   out << YAML::Key << "granularity" << YAML::Value
       << (s.granularity == workloads::Granularity::Layer ? "layer" : "kernel");
   out << YAML::Key << "memoize" << YAML::Value << s.memoize;

@@ -147,11 +147,27 @@ TEST_CASE("collective: nccl-tests columns, busbw under the links' bound, the lat
   CHECK(table.out.find("protocol") != std::string::npos);
 }
 
+TEST_CASE("collective: two DGX A100 nodes reach eight HDR NICs' bandwidth, one channel one NIC's (nccl.md)") {
+  // nccl.md: about 24 GB/s per HDR NIC inter-node. NCCL's rings (one per GPU and NIC) add up to 8 x 24; a single
+  // ring leaves each node through one NIC.
+  const std::string cluster = "collective --gpu a100-sxm4-80gb --gpus 16 --nodes 2 --inter fat-tree --inter-link ib-hdr "
+                              "--op allreduce --min 4G --max 4G --format json";
+  const auto channels = dtsim(cluster);
+  const auto single = dtsim(cluster + " --max-channels 1");
+  REQUIRE_MESSAGE(channels.status == 0, channels.err);
+  REQUIRE_MESSAGE(single.status == 0, single.err);
+  const double all = field(json::parse(channels.out).at(0), "busbw_GBps");
+  const double one = field(json::parse(single.out).at(0), "busbw_GBps");
+  CHECK(all == doctest::Approx(8 * 24.0).epsilon(0.10));
+  CHECK(one == doctest::Approx(24.0).epsilon(0.10));
+}
+
 TEST_CASE("collective and run refuse bad input with exit 2 and one line") {
   for (const std::string& args : std::vector<std::string>{"collective --gpu a100-sxm4-80gb --min 8X", "collective --gpu a100-sxm4-80gb --op reduce",
                                  "collective --gpu a100-sxm4-80gb --gpus 6 --algo halving-doubling",
                                  "collective --gpu a100-sxm4-80gb --algo nvls", "collective --gpu nope",
                                  "collective --gpu a100-sxm4-80gb --gpus 8 --nodes 3",
+                                 "collective --gpu a100-sxm4-80gb --max-channels -1",
                                  "run " + src("scenarios/topologies/ring-8xa100.yaml"),
                                  "run " + src("scenarios/models/gpt-22b-tp8.yaml") + " --out /proc/dtsim-cannot-write",
                                  "run --trace /tmp/dtsim-one-point-only.json"}) {

@@ -384,6 +384,19 @@ TEST_CASE("simulation.memoize: on by default, read, overridden, written back, st
             .find("simulation.memoize: not a boolean 'sometimes'") != std::string::npos);
 }
 
+TEST_CASE("simulation.max_channels: 0 (one ring per GPU of a node) by default, read, written back, range-checked") {
+  CHECK(load_one(kLlamaTp8).simulation.max_channels == 0);
+  const Scenario one = load_one(std::string(kLlamaTp8) + "simulation: {max_channels: 1}\n");
+  CHECK(one.simulation.max_channels == 1);
+  CHECK(to_yaml(one).find("max_channels: 1") != std::string::npos);
+  CHECK(load_one(to_yaml(one)).simulation.max_channels == 1);
+  CHECK(load_one(kLlamaTp8, {{"simulation.max_channels", "4"}}).simulation.max_channels == 4);
+  for (const char* bad : {"-1", "65", "two", "1.5"}) {
+    CAPTURE(bad);
+    CHECK(error_of(kLlamaTp8, {{"simulation.max_channels", bad}}).find("simulation.max_channels") != std::string::npos);
+  }
+}
+
 TEST_CASE("order names: permutations of tp, dp, pp, innermost first") {
   using workloads::Axis;
   for (const char* name : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {

@@ -358,6 +358,80 @@ TEST_CASE("collective: nvls: every rank sends S up to its machine's switch and g
   }
 }
 
+namespace {
+
+// The rings of a lowering across machines: for each step, the cross-machine transfers by sender.
+std::map<int, std::vector<const Transfer*>> leaving(const Lowered& l, const GroupLayout& g, int step) {
+  std::map<int, std::vector<const Transfer*>> out;
+  for (const Transfer& t : l.transfers)
+    if (t.step == step && g.machine[static_cast<std::size_t>(t.src)] != g.machine[static_cast<std::size_t>(t.dst)])
+      out[t.src].push_back(&t);
+  return out;
+}
+
+Lowered lower_channels(CollectiveKind kind, const GroupLayout& g, int max_channels) {
+  CollectiveTuning tuning = collective_tuning();
+  tuning.max_channels = max_channels;
+  return lower(kind, 1_GiB, g, Algorithm::Ring, Protocol::Simple, tuning);
+}
+
+}  // namespace
+
+TEST_CASE("collective: ring across machines: one channel per local rank, each leaving through its own GPU") {
+  const int machines = 3;
+  const int local = 4;
+  const int n = machines * local;
+  const GroupLayout g = blocks(machines, local);
+  for (CollectiveKind kind : {CollectiveKind::ReduceScatter, CollectiveKind::AllGather, CollectiveKind::AllReduce}) {
+    CAPTURE(workloads::to_string(kind));
+    const Lowered l = lower_channels(kind, g, 0);
+    const int phases = kind == CollectiveKind::AllReduce ? 2 : 1;
+    CHECK(l.steps == phases * (n - 1));   // the channels run side by side: a ring's step count and latency
+    check_every_rank_moves(l, n, phases * (n - 1.0) / n);
+    for (int step = 0; step < l.steps; ++step) {
+      CAPTURE(step);
+      const auto out = leaving(l, g, step);
+      CHECK(out.size() == static_cast<std::size_t>(n));   // every rank sends one ring's share off its machine
+      for (const auto& [src, transfers] : out) {
+        REQUIRE(transfers.size() == 1);
+        CHECK(close(transfers.front()->bytes / 1_GiB, 1.0 / (local * n)));
+      }
+    }
+  }
+}
+
+TEST_CASE("collective: ring across machines: max_channels caps the rings, 1 is the group's single ring") {
+  const GroupLayout g = blocks(3, 4);
+  const int n = 12;
+  const Lowered single = lower_channels(CollectiveKind::AllGather, g, 1);
+  for (int step = 0; step < single.steps; ++step) {
+    const auto out = leaving(single, g, step);
+    CHECK(out.size() == 3);   // machine m's last rank to machine m+1's first
+    for (const auto& [src, transfers] : out) {
+      CHECK(src % 4 == 3);
+      CHECK(close(transfers.front()->bytes / 1_GiB, 1.0 / n));
+    }
+  }
+  const Lowered two = lower_channels(CollectiveKind::AllGather, g, 2);
+  check_every_rank_moves(two, n, (n - 1.0) / n);
+  const auto out = leaving(two, g, 0);
+  CHECK(out.size() == 6);   // two rings, starting at local 0 and 2: they leave from local 3 and 1
+  for (const auto& [src, transfers] : out) {
+    CHECK((src % 4 == 3 || src % 4 == 1));
+    CHECK(close(transfers.front()->bytes / 1_GiB, 1.0 / (2 * n)));
+  }
+  // More channels than ranks per machine: one per rank.
+  CHECK(lower_channels(CollectiveKind::AllGather, g, 8).transfers.size() ==
+        lower_channels(CollectiveKind::AllGather, g, 0).transfers.size());
+  // One rank per machine, or one machine: a single ring whatever the cap.
+  for (const GroupLayout& one : {blocks(5, 1), one_machine(6)}) {
+    const Lowered a = lower_channels(CollectiveKind::ReduceScatter, one, 0);
+    const Lowered b = lower_channels(CollectiveKind::ReduceScatter, one, 1);
+    CHECK(a.transfers.size() == b.transfers.size());
+    CHECK(a.transfers.size() == static_cast<std::size_t>(one.machine.size() * (one.machine.size() - 1)));
+  }
+}
+
 TEST_CASE("collective: hierarchical: ring inside machines, ring across them among equal local indices, ring inside again") {
   const int machines = 4;
   const int local = 3;

@@ -245,7 +245,7 @@ FatTreeRun ring_on_fat_tree(const topology::Topology& topo, int gpus, Bytes size
   const auto out = isolated([&] {
     const auto t0 = std::chrono::steady_clock::now();
     const auto times = sim::time_collectives(CollectiveKind::AllReduce, {size}, first_ranks(gpus), topo, layout,
-                                             sim::Algorithm::Ring);
+                                             sim::Algorithm::Ring, false, true, 1);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
@@ -256,7 +256,8 @@ FatTreeRun ring_on_fat_tree(const topology::Topology& topo, int gpus, Bytes size
 
 }  // namespace
 
-// Nodes of 8 A100s on an NVSwitch, one NIC per GPU, a leaf-spine fabric. The ring's hops never share a link
+// Nodes of 8 A100s on an NVSwitch, one NIC per GPU, a leaf-spine fabric, one ring (max_channels 1: NCCL's
+// channels would put eight flows on each leaf crossing, which without ECMP share spine0). The ring's hops never share a link
 // direction (without ECMP the leaf crossings use spine0, in opposite directions), so every step of every endpoint
 // waits for the same slowest hop: latency + 2(n-1)(step_latency + slowest hop's latency + S/n at its rate).
 TEST_CASE("simgrid: 1 GiB ring all-reduce on 64- and 256-GPU fat trees matches the closed form") {
@@ -267,7 +268,10 @@ TEST_CASE("simgrid: 1 GiB ring all-reduce on 64- and 256-GPU fat trees matches t
     sim::GroupLayout layout;
     for (NodeId g : topo.gpus()) layout.machine.push_back(topo.node(g).machine);
     const Bytes size(1 << 30);
-    const sim::Lowered l = sim::lower(CollectiveKind::AllReduce, size, layout, sim::Algorithm::Ring);
+    sim::CollectiveTuning one_ring = sim::collective_tuning();
+    one_ring.max_channels = 1;
+    const sim::Lowered l =
+        sim::lower(CollectiveKind::AllReduce, size, layout, sim::Algorithm::Ring, sim::Protocol::Auto, one_ring);
     REQUIRE(l.transfers.size() == static_cast<std::size_t>(2 * (gpus - 1) * gpus));
     topology::Router router(topo);
     double slowest = 0;
