@@ -172,9 +172,17 @@ std::vector<Ranks> channel_rings(const Request& r) {
 // (all-gather).
 Schedule ring_reduce_scatter(const Request& r) {
   const std::vector<Ranks> rings = channel_rings(r);
+  if (rings.size() == 1) return one_ring(rings.front(), r.bytes);
+  // Every step moves the same sends: build one step, the rings' shared edges merged, then repeat it (k rings
+  // expanded step by step would cost k x n x (n-1) transfers before the merge).
+  const int n = r.size();
+  const Bytes share = r.bytes / static_cast<double>(rings.size()) / n;
+  std::map<std::pair<int, int>, Bytes> step;
+  for (const Ranks& ring : rings)
+    for (int i = 0; i < n; ++i) step[{at(ring, i), at(ring, (i + 1) % n)}] += share;
   Schedule s;
-  const Bytes per_ring = r.bytes / static_cast<double>(rings.size());
-  for (const Ranks& ring : rings) s = beside(std::move(s), one_ring(ring, per_ring));
+  for (int k = 0; k + 1 < n; ++k)
+    for (const auto& [ends, bytes] : step) send(s, k, ends.first, ends.second, bytes);
   return s;
 }
 
