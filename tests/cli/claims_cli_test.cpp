@@ -51,6 +51,13 @@ std::string s2_claim(const std::string& fp16_max, const std::string& why, const 
          "      - {key: bf16_fp32_exponent, what: exp, article: null}\n" + "    why: \"" + why + "\"\n";
 }
 
+// The claims command refused its input: exit 2, and the error says `says`.
+void check_refused(const Result& r, const std::string& says) {
+  CAPTURE(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.err.find(says) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("claims: the committed docs/seed-claims.md is what dtsim claims generates") {
@@ -132,36 +139,24 @@ TEST_CASE("claims: broken claim data is a one-line error with status 2") {
   CHECK(key.err.find("verdict") != std::string::npos);
   CHECK(key.err.find("claims.yaml:4") != std::string::npos);
   // An article figure of the wrong kind, and a {key} that names no figure.
-  const Result kind = claims_with("kind", s2_claim("true", "x"));
-  CHECK(kind.status == 2);
-  CHECK(kind.err.find("wrong kind") != std::string::npos);
-  const Result placeholder = claims_with("placeholder", s2_claim("65504", "dtsim says {fp32_max}"));
-  CHECK(placeholder.status == 2);
-  CHECK(placeholder.err.find("{fp32_max}") != std::string::npos);
+  check_refused(claims_with("kind", s2_claim("true", "x")), "wrong kind");
+  check_refused(claims_with("placeholder", s2_claim("65504", "dtsim says {fp32_max}")), "{fp32_max}");
   // A scenarios list that is not what dtsim reads (S2 reads none), a second claim with one id, a hex number.
-  const Result listed = claims_with("listed", s2_claim("65504", "x", "[s03-quantisation-saving.yaml]"));
-  CHECK(listed.status == 2);
-  CHECK(listed.err.find("not the files dtsim reads for this claim") != std::string::npos);
-  const Result twice = claims_with("twice", "claims:\n  - id: S8\n    claim: x\n    status: waiting\n    missing: y\n"
-                                            "  - id: S8\n    claim: x\n    status: waiting\n    missing: y\n");
-  CHECK(twice.status == 2);
-  CHECK(twice.err.find("a second claim with this id") != std::string::npos);
-  const Result hex = claims_with("hex", "claims:\n  - id: S2\n    claim: x\n    figures:\n"
-                                        "      - {key: fp16_max, what: max, article: 0x10}\n    why: x\n");
-  CHECK(hex.status == 2);
-  CHECK(hex.err.find("'0x10'") != std::string::npos);
+  check_refused(claims_with("listed", s2_claim("65504", "x", "[s03-quantisation-saving.yaml]")),
+                "not the files dtsim reads for this claim");
+  check_refused(claims_with("twice", "claims:\n  - id: S8\n    claim: x\n    status: waiting\n    missing: y\n"
+                                     "  - id: S8\n    claim: x\n    status: waiting\n    missing: y\n"),
+                "a second claim with this id");
+  check_refused(claims_with("hex", "claims:\n  - id: S2\n    claim: x\n    figures:\n"
+                                   "      - {key: fp16_max, what: max, article: 0x10}\n    why: x\n"),
+                "'0x10'");
   // Figures that are all dtsim's own give no verdict: refused.
-  const Result unjudged = claims_with("unjudged", "claims:\n  - id: S2\n    claim: x\n    figures:\n"
-                                                  "      - {key: fp16_max, what: max, article: null}\n    why: x\n");
-  CHECK(unjudged.status == 2);
-  CHECK(unjudged.err.find("no figure with the article's value") != std::string::npos);
+  check_refused(claims_with("unjudged", "claims:\n  - id: S2\n    claim: x\n    figures:\n"
+                                        "      - {key: fp16_max, what: max, article: null}\n    why: x\n"),
+                "no figure with the article's value");
   // A claim waiting without saying for what; a claim id --only does not know.
   CHECK(claims_with("waiting", "claims:\n  - id: S8\n    claim: x\n    status: waiting\n").status == 2);
-  const Result only = dtsim("claims --only S99");
-  CHECK(only.status == 2);
-  CHECK(only.err.find("S99") != std::string::npos);
+  check_refused(dtsim("claims --only S99"), "S99");
   // No claims file there.
-  const Result missing = dtsim("claims --dir /nonexistent");
-  CHECK(missing.status == 2);
-  CHECK(missing.err.find("cannot read") != std::string::npos);
+  check_refused(dtsim("claims --dir /nonexistent"), "cannot read");
 }
