@@ -111,8 +111,6 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
 }
 
 CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvls, bool ecmp, int max_channels) {
-  CollectiveTuning tuning = collective_tuning();
-  tuning.max_channels = max_channels;
   auto paths = std::make_shared<PairPaths>(topology, ecmp);
   const auto gpus_of = [&topology](const std::vector<int>& group) {
     std::vector<NodeId> out;
@@ -120,8 +118,8 @@ CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvl
     return out;
   };
   CommCosts costs;
-  costs.collective = [&topology, paths, algorithm, nvls, gpus_of, tuning](const workloads::CollectiveOp& op,
-                                                                            const std::vector<int>& group) {
+  costs.collective = [&topology, paths, algorithm, nvls, gpus_of, tuning = collective_tuning(max_channels)](
+                         const workloads::CollectiveOp& op, const std::vector<int>& group) {
     const auto lowered = lower(op.kind, op.bytes, group_layout(group, topology, nvls), algorithm, Protocol::Auto,
                                tuning);
     return lowered_time(lowered, gpus_of(group), topology, *paths);

@@ -92,6 +92,10 @@ struct CollectiveTuning {
   [[nodiscard]] const ProtocolCosts& of(Protocol p) const;   // LL, LL128 or Simple
 };
 const CollectiveTuning& collective_tuning();
+// The most rings simulation.max_channels (and collective --max-channels) may ask for.
+inline constexpr int kMaxChannels = 64;
+// The catalog's tuning with a scenario's simulation.max_channels (0 to kMaxChannels).
+CollectiveTuning collective_tuning(int max_channels);
 
 // Lowers one collective of `bytes` (the buffer as nccl-tests counts it) over `layout`. Throws InputError
 // (key "simulation.collective_algo") when the algorithm cannot run on this group (NVLS without an NVSwitch,

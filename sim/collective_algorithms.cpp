@@ -130,15 +130,6 @@ std::vector<Ranks> ranks_by_machine(const Request& r) {
 
 namespace {
 
-// One ring over `ranks` in their order: n-1 steps; in each, position i sends S/n to position i+1.
-Schedule one_ring(const Ranks& ranks, Bytes bytes) {
-  Schedule s;
-  const int n = static_cast<int>(ranks.size());
-  for (int k = 0; k + 1 < n; ++k)
-    for (int i = 0; i < n; ++i) send(s, k, at(ranks, i), at(ranks, (i + 1) % n), bytes / n);
-  return s;
-}
-
 // NCCL's channels across machines. A single ring leaves each machine once, through one NIC, so it would cap a
 // multi-machine collective at one NIC's bandwidth. NCCL instead runs one ring per channel, each entering and
 // leaving a machine through other GPUs and NICs (its topology search assigns every NIC to channels), and splits
@@ -146,7 +137,7 @@ Schedule one_ring(const Ranks& ranks, Bytes bytes) {
 // channels: with k ranks on every machine (k > 1) and more than one machine, k rings, ring c walking each
 // machine's ranks rotated by c (it enters at local position c and leaves from c-1), each carrying S/k. Every
 // local position leaves its machine in exactly one ring, so each GPU's NIC carries one ring's traffic out and
-// one in; inside a machine the rings share the edges, which the lowering merges per step. The ring's step count
+// one in; inside a machine the rings share the edges, merged per step below. The ring's step count
 // (n-1) and so its latency are unchanged. Groups of one machine, or of one rank per machine, keep one ring.
 // tuning.max_channels > 0 caps the rings (NCCL_MAX_NCHANNELS): C < k rings start at local positions c·k/C, so
 // they still leave through distinct NICs; C = 1 is the group's single ring in its own order.
@@ -167,14 +158,13 @@ std::vector<Ranks> channel_rings(const Request& r) {
 
 }  // namespace
 
-// Ring: n-1 steps; in each, every rank sends one shard (S/n) to the next rank of each channel's ring.
-// Reduce-scatter and all-gather move the same bytes; the receiver reduces the shard (reduce-scatter) or keeps it
-// (all-gather).
+// Ring: n-1 steps; in each, every rank sends one shard (S/n) to the next rank of each channel's ring (S/n split
+// over the channels). Reduce-scatter and all-gather move the same bytes; the receiver reduces the shard
+// (reduce-scatter) or keeps it (all-gather). Every step moves the same sends: one step is built, the rings'
+// shared edges merged, and repeated (k rings expanded step by step would cost k x n x (n-1) transfers before the
+// lowering's merge).
 Schedule ring_reduce_scatter(const Request& r) {
   const std::vector<Ranks> rings = channel_rings(r);
-  if (rings.size() == 1) return one_ring(rings.front(), r.bytes);
-  // Every step moves the same sends: build one step, the rings' shared edges merged, then repeat it (k rings
-  // expanded step by step would cost k x n x (n-1) transfers before the merge).
   const int n = r.size();
   const Bytes share = r.bytes / static_cast<double>(rings.size()) / n;
   std::map<std::pair<int, int>, Bytes> step;

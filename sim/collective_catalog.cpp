@@ -75,4 +75,10 @@ const CollectiveTuning& collective_tuning() {
   return tuning;
 }
 
+CollectiveTuning collective_tuning(int max_channels) {
+  CollectiveTuning tuning = collective_tuning();
+  tuning.max_channels = max_channels;
+  return tuning;
+}
+
 }  // namespace dtsim::sim

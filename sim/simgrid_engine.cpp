@@ -8,9 +8,7 @@ namespace dtsim::sim {
 namespace {
 
 flow::LowerFn lowering(Algorithm algorithm, int max_channels) {
-  CollectiveTuning tuning = collective_tuning();
-  tuning.max_channels = max_channels;
-  return [algorithm, tuning](workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout) {
+  return [algorithm, tuning = collective_tuning(max_channels)](workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout) {
     return lower(kind, bytes, layout, algorithm, Protocol::Auto, tuning);
   };
 }

@@ -98,8 +98,7 @@ std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& clus
   std::vector<int> ranks(static_cast<std::size_t>(cluster.gpus()));
   for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
   const auto layout = sim::group_layout(ranks, built.topology, nvls);
-  sim::CollectiveTuning tuning = sim::collective_tuning();
-  tuning.max_channels = max_channels;
+  const sim::CollectiveTuning tuning = sim::collective_tuning(max_channels);
   std::vector<CollectiveTiming> out;
   for (const auto& s : points) {   // lowering first: an algorithm that cannot run here fails before any simulation
     const sim::Lowered l = sim::lower(kind, s, layout, algorithm, sim::Protocol::Auto, tuning);
@@ -117,9 +116,9 @@ int collective_command(const CollectiveArgs& a) {
   const auto algorithm = parse_named<sim::Algorithm>("--algo", a.algo, sim::parse_algorithm, sim::kAlgorithmNames);
   const auto cluster = cluster_of(a);
   const auto points = sizes(a);
-  if (a.max_channels < 0 || a.max_channels > 64)
+  if (a.max_channels < 0 || a.max_channels > sim::kMaxChannels)
     throw InputError("--max-channels", std::to_string(a.max_channels), "out of range",
-                     "an integer in [0, 64] (0: one ring per GPU of a node)");
+                     fmt::format("an integer in [0, {}] (0: one ring per GPU of a node)", sim::kMaxChannels));
   const auto timings = collective_times(cluster, kind, algorithm, points, a.max_channels);
   std::vector<results::CollectiveRow> rows;
   for (std::size_t i = 0; i < points.size(); ++i)

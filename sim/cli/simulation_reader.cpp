@@ -35,7 +35,7 @@ SimulationSpec read_simulation(const YamlMap& m) {
   SimulationSpec s;
   s.engine = read_enum(m, "engine", s.engine, parse_engine, "simgrid, analytic");
   s.collective_algo = read_enum(m, "collective_algo", s.collective_algo, sim::parse_algorithm, sim::kAlgorithmNames);
-  s.max_channels = static_cast<int>(m.integer("max_channels", 0, 64).value_or(s.max_channels));
+  s.max_channels = static_cast<int>(m.integer("max_channels", 0, sim::kMaxChannels).value_or(s.max_channels));
   s.granularity = read_enum(m, "granularity", s.granularity, parse_granularity, "layer, kernel");
   s.memoize = m.boolean("memoize").value_or(s.memoize);
   s.aggregate = m.boolean("aggregate").value_or(s.aggregate);
