@@ -7,16 +7,34 @@
 
 using namespace collective_support;
 
-TEST_CASE("collective: algorithm names round-trip, unknown names are refused") {
+namespace {
+
+// Each value's name parses back to it, and the names joined are the list the errors print.
+template <class Values, class Parse>
+void check_names(const Values& values, std::string_view listed, Parse parse) {
   std::vector<std::string> names;
-  for (Algorithm a : kAlgorithms) {
-    CHECK(parse_algorithm(to_string(a)) == a);
-    names.emplace_back(to_string(a));
+  for (auto v : values) {
+    CHECK(parse(to_string(v)) == v);
+    names.emplace_back(to_string(v));
   }
-  CHECK(fmt::format("{}", fmt::join(names, ", ")) == kAlgorithmNames);
+  CHECK(fmt::format("{}", fmt::join(names, ", ")) == listed);
+}
+
+}  // namespace
+
+TEST_CASE("collective: algorithm names round-trip, unknown names are refused") {
+  check_names(kAlgorithms, kAlgorithmNames, parse_algorithm);
   CHECK(fmt::format("{}", Algorithm::HalvingDoubling) == "halving-doubling");
   CHECK_FALSE(parse_algorithm("Ring").has_value());
   CHECK_FALSE(parse_algorithm("recursive-doubling").has_value());
+}
+
+TEST_CASE("collective: protocol names round-trip, unknown names are refused") {
+  check_names(std::array{Protocol::Auto, Protocol::LL, Protocol::LL128, Protocol::Simple}, kProtocolNames,
+              parse_protocol);
+  CHECK(fmt::format("{}", Protocol::LL128) == "ll128");
+  CHECK_FALSE(parse_protocol("LL").has_value());
+  CHECK_FALSE(parse_protocol("ll64").has_value());
 }
 
 TEST_CASE("collective: tuning: NCCL's latencies per protocol, a ring step over NVLink costs NCCL's per-hop figure") {
