@@ -32,6 +32,7 @@ struct Context {
   Bytes activation;               // one micro-batch's hidden states: b x s x h in the compute dtype
   std::vector<Bytes> layer_modules;  // one layer's weights on one GPU, weight dtype, per linear module (ZeRO-3)
   Bytes layer_grads;              // one layer's gradients on one GPU, grad dtype
+  std::vector<Bytes> module_grads;  // the same per linear module, in layer_modules' order
   Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
   Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
 };
@@ -79,7 +80,8 @@ class StageBuilder {
   }
   std::vector<Index> compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer, int mb,
                              std::vector<Index> deps);
-  std::vector<Index> layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps);
+  std::vector<Index> layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
+                                std::vector<Index>* grads_ready = nullptr);
   std::vector<Index> tp_collective(const CommPoint& p, int layer, int mb, std::vector<Index> deps);
   std::vector<Index> receive(const PipeStep& step, int from_virtual);
   void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
@@ -124,7 +126,16 @@ std::vector<Index> StageBuilder::tp_collective(const CommPoint& p, int layer, in
   return {collective(p.kind, Group::Tp, ctx_.activation, purpose, layer, mb, std::move(deps))};
 }
 
-std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps) {
+bool holds_weights(KernelClass k) {
+  return k == KernelClass::QkvGemm || k == KernelClass::ProjGemm || k == KernelClass::MlpUpGemm ||
+         k == KernelClass::MlpDownGemm;
+}
+
+// `grads_ready`, when given (backward passes): the op after which each linear module's weight gradients exist,
+// in the order the backward produces them (MLP down, MLP up, projection, then Q K V with the norms and biases at
+// the end of the pass), so that gradient buckets can fill while the layer's backward still runs.
+std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
+                                            std::vector<Index>* grads_ready) {
   const auto kernels = layer_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, pass);
   const auto compute_pass = [&](const std::vector<Kernel>& ks, std::vector<Index> d) {
     return compute(ks, Scope::Layer, pass, layer, mb, std::move(d));
@@ -134,18 +145,39 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
   const bool talks = ctx_.sharding.tp > 1 && (pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full);
   std::vector<CommPoint> points;
   if (talks) points = tp_comm_points(pass == Pass::Recompute ? Pass::Forward : pass, ctx_.sharding.sequence_parallel);
+  const std::size_t modules = ctx_.module_grads.size();
   if (ctx_.granularity == Granularity::Layer) {
-    deps = compute_pass(kernels, std::move(deps));
+    if (grads_ready == nullptr) {
+      deps = compute_pass(kernels, std::move(deps));
+    } else {
+      // One op per module's share of the layer: each ends with that module's weight GEMM.
+      std::vector<Kernel> part;
+      for (const Kernel& k : kernels) {
+        part.push_back(k);
+        if (holds_weights(k.kind) && grads_ready->size() + 1 < modules) {
+          deps = compute_pass(part, std::move(deps));
+          grads_ready->push_back(deps.front());
+          part.clear();
+        }
+      }
+      deps = compute_pass(part, std::move(deps));
+      grads_ready->push_back(deps.front());
+    }
     for (const CommPoint& p : points) deps = tp_collective(p, layer, mb, std::move(deps));
     return deps;
   }
+  Index last_compute = 0;
   for (const Kernel& k : kernels) {
     for (const CommPoint& p : points)
       if (p.kernel == k.kind && p.before) deps = tp_collective(p, layer, mb, std::move(deps));
     deps = compute_pass({k}, std::move(deps));
+    last_compute = deps.front();
+    if (grads_ready != nullptr && holds_weights(k.kind) && grads_ready->size() + 1 < modules)
+      grads_ready->push_back(last_compute);
     for (const CommPoint& p : points)
       if (p.kernel == k.kind && !p.before) deps = tp_collective(p, layer, mb, std::move(deps));
   }
+  if (grads_ready != nullptr) grads_ready->push_back(last_compute);
   return deps;
 }
 
@@ -240,9 +272,14 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   for (int l = ctx_.first_layer[vi] + ctx_.layers[vi] - 1; l >= ctx_.first_layer[vi]; --l) {
     deps = zero3_gather(l, mb, std::move(deps));
     if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
-    deps = layer_pass(l, mb, Pass::Backward, std::move(deps));
+    // With buckets reduced during the backward, each module's gradients join the bucket as the backward produces
+    // them (layer_modules' order reversed), so a bucket can be reduced while the rest of the layer computes.
+    const bool per_module = reduce && ctx_.t.dp_overlap && ctx_.w.plan.dp > 1;
+    std::vector<Index> ready;
+    deps = layer_pass(l, mb, Pass::Backward, std::move(deps), per_module ? &ready : nullptr);
     gather_window_.push_back(deps.front());
-    if (reduce) add_grads(ctx_.layer_grads, l, mb, deps.front());
+    for (std::size_t i = 0; i < ready.size(); ++i) add_grads(ctx_.module_grads[ready.size() - 1 - i], l, mb, ready[i]);
+    if (reduce && !per_module) add_grads(ctx_.layer_grads, l, mb, deps.front());
   }
   if (v == 0)
     deps = compute(embedding_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Backward),
@@ -294,7 +331,7 @@ double stage_parameters(const Context& ctx, int stage) {
 Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularity granularity) {
   const TrainingSpec& t = *w.training;
   Context ctx{w, t, gpu, granularity, Sharding{w.plan.tp, t.sequence_parallel}, stage_layers(w.plan, w.model.layers),
-              {}, w.plan.pp * w.plan.vpp, {}, {}, {}, {}, {}};
+              {}, w.plan.pp * w.plan.vpp, {}, {}, {}, {}, {}, {}};
   int first = 0;
   for (int n : ctx.layers) {
     ctx.first_layer.push_back(first);
@@ -307,6 +344,8 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   for (const double part : layer_module_parameters(m))
     ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
   ctx.layer_grads = Bytes(layer_params * bytes_per_element(t.grad_dtype));
+  for (const double part : layer_module_parameters(m))
+    ctx.module_grads.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.grad_dtype)));
   ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(logits_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   return ctx;

@@ -179,6 +179,58 @@ TEST_CASE("data-parallel gradients: buckets overlap the backward, ZeRO shards th
         doctest::Approx(8 * layer_parameters(w.model) * 2.0 * 2 * 2));
 }
 
+TEST_CASE("gradients join their bucket module by module while the layer's backward still runs") {
+  auto w = gpt_job(1, 1, 4, 4);   // one micro-batch per replica
+  w.plan.zero = 3;
+  w.training->dp_bucket = Bytes(1e6);   // smaller than any module: one reduce-scatter per module
+  const double grads = 8 * layer_parameters(w.model) * 4.0;   // fp32
+  double compute_busy[2] = {0, 0};
+  for (const Granularity granularity : {Granularity::Layer, Granularity::Kernel}) {
+    CAPTURE(static_cast<int>(granularity));
+    const auto g = generate_step(w, a100(), {granularity});
+    const auto& ops = g.classes[0].ops;
+    std::map<int, std::vector<std::uint32_t>> backward;   // layer -> its backward compute ops, in order
+    std::map<int, std::vector<std::uint32_t>> after;      // layer -> the op each of its reduce-scatters waits for
+    double reduced = 0;
+    for (std::uint32_t i = 0; i < ops.size(); ++i) {
+      if (const auto* c = std::get_if<ComputeOp>(&ops[i].body);
+          c && c->scope == Scope::Layer && c->pass == Pass::Backward)
+        backward[c->layer].push_back(i);
+      const auto* k = std::get_if<CollectiveOp>(&ops[i].body);
+      if (!k || k->purpose != CommPurpose::DataParallelGrads || k->layer < 0) continue;
+      REQUIRE(ops[i].deps.size() == 1);
+      after[k->layer].push_back(ops[i].deps[0]);
+      reduced += k->bytes.value();
+    }
+    CHECK(reduced == doctest::Approx(grads));
+    REQUIRE(after.size() == 8);
+    for (const auto& [layer, waits] : after) {
+      CAPTURE(layer);
+      REQUIRE(waits.size() == 4);
+      CHECK(std::ranges::is_sorted(waits));
+      // MLP down, MLP up and the projection are reduced before the layer's backward ends; Q K V at its end.
+      CHECK(waits.back() == backward.at(layer).back());
+      CHECK(waits[2] < backward.at(layer).back());
+      if (granularity == Granularity::Layer) {
+        CHECK(backward.at(layer).size() == 4);   // one op per module's share of the layer
+      } else {
+        CHECK(std::get<ComputeOp>(ops[waits[0]].body).kernel == KernelClass::MlpDownGemm);
+        CHECK(std::get<ComputeOp>(ops[waits[1]].body).kernel == KernelClass::MlpUpGemm);
+        CHECK(std::get<ComputeOp>(ops[waits[2]].body).kernel == KernelClass::ProjGemm);
+      }
+    }
+    compute_busy[granularity == Granularity::Layer ? 0 : 1] =
+        sim::play_analytic(g, sim::free_communication()).classes[0].compute_busy.value();
+  }
+  // Splitting the layer's backward at its modules moves no work.
+  CHECK(compute_busy[0] == doctest::Approx(compute_busy[1]).epsilon(1e-12));
+
+  // Buckets still merge modules smaller than a bucket: 25 MB holds the 16.8 MB projection until Q K V joins it.
+  w.training->dp_bucket = Bytes(25e6);
+  const Counts n = count(generate_step(w, a100()).classes[0]);
+  CHECK(n.collectives.at({CollectiveKind::ReduceScatter, Group::Dp}) == 3 * 8 + 1);   // + the embedding
+}
+
 TEST_CASE("the pipeline bubble comes out of the schedule: (p-1)/(m+p-1) for uniform stages") {
   for (int m : {4, 8, 16}) {
     auto g = generate_step(gpt_job(1, 4, 1, m), a100());
