@@ -161,24 +161,28 @@ Bytes total(const MemoryParts& p) {
 double shard(const ParallelPlan& p, int zero_stage) { return p.zero >= zero_stage ? p.dp : 1; }
 
 // The largest unit ZeRO-3 holds gathered (a layer, the embedding or the output projection), per GPU. The step
-// graph gathers a layer's modules together and prefetches the next layer, so two whole layers can be live; the
-// finer per-module release DeepSpeed can do is not modelled.
+// graph gathers a layer's modules together and, with the prefetch, the next layer's too, so one or two whole
+// layers can be live; the finer per-module release DeepSpeed can do is not modelled.
 double largest_gathered_unit(const ModelSpec& m, const ParallelPlan& p) {
   return std::max({layer_parameters_per_gpu(m, p.tp), embedding_parameters_per_gpu(m, p.tp),
                    head_parameters_per_gpu(m, p)});
 }
 
-Bytes training_buffers(const Workload& w) {
+// Gathered units ZeRO-3 holds at once: the one being computed, and the next one when it is prefetched.
+int gathered_units(bool prefetch) { return prefetch ? 2 : 1; }
+
+Bytes training_buffers(const Workload& w, bool prefetch) {
   const ParallelPlan& p = w.plan;
   const TrainingSpec& t = *w.training;
   if (p.dp == 1) return Bytes(0.0);
   Bytes b = t.dp_bucket * kBucketsInFlight;
-  // ZeRO-3: the unit being computed and the next one, prefetched, gathered whole in the weight dtype.
-  if (p.zero >= 3) b += Bytes(2.0 * largest_gathered_unit(w.model, p) * bytes_per_element(t.weight_dtype));
+  // ZeRO-3: the units gathered at once, each whole, in the weight dtype.
+  if (p.zero >= 3)
+    b += Bytes(gathered_units(prefetch) * largest_gathered_unit(w.model, p) * bytes_per_element(t.weight_dtype));
   return b;
 }
 
-StageMemory training_stage(const Workload& w, int stage) {
+StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
   const TrainingSpec& t = *w.training;
   const ParallelPlan& p = w.plan;
   const double n = stage_parameters_per_gpu(w.model, p, stage);
@@ -191,7 +195,7 @@ StageMemory training_stage(const Workload& w, int stage) {
   s.parts.grads = Bytes(n * bytes_per_element(t.grad_dtype) / shard(p, 2));
   s.parts.optimizer = Bytes(n * optimizer_bytes / shard(p, 1));
   s.parts.activations = act.peak;
-  s.parts.buffers = training_buffers(w);
+  s.parts.buffers = training_buffers(w, prefetch);
   return s;
 }
 
@@ -202,7 +206,15 @@ std::string zero_note(const ParallelPlan& p, int zero_stage) {
   return p.zero >= zero_stage && p.dp > 1 ? fmt::format(", ZeRO-{} /dp {}", p.zero, p.dp) : "";
 }
 
-std::vector<std::string> training_notes(const Workload& w, const StageMemory& s, int stage) {
+std::string gathered_note(const TrainingSpec& t, bool prefetch) {
+  if (prefetch) return "; ZeRO-3: two gathered units (layer or embedding: the next one prefetched), weight dtype";
+  return fmt::format("; ZeRO-3: one gathered unit (layer or embedding), weight dtype: no prefetch ({})",
+                     t.zero3_prefetch == Zero3Prefetch::None
+                         ? "training.zero3_prefetch: none"
+                         : "training.zero3_prefetch: auto, and the prefetched layer does not fit");
+}
+
+std::vector<std::string> training_notes(const Workload& w, const StageMemory& s, int stage, bool prefetch) {
   const TrainingSpec& t = *w.training;
   const ParallelPlan& p = w.plan;
   const std::string master = t.master_weights ? "4 B fp32 master + " : "";
@@ -225,8 +237,7 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
       "kv_cache: none (training)",
       p.dp == 1 ? std::string("buffers: none (dp 1: no gradient buckets)")
                 : fmt::format("buffers: {} DP gradient buckets of {:.4g} MB{}", kBucketsInFlight,
-                              t.dp_bucket.value() / 1e6,
-                              p.zero >= 3 ? "; ZeRO-3: two gathered units (layer or embedding), weight dtype" : ""),
+                              t.dp_bucket.value() / 1e6, p.zero >= 3 ? gathered_note(t, prefetch) : ""),
   };
 }
 
@@ -238,11 +249,11 @@ MemoryPlan finish(MemoryPlan plan, const topology::GpuSpec& gpu) {
   return plan;
 }
 
-MemoryPlan plan_training(const Workload& w, const topology::GpuSpec& gpu) {
+MemoryPlan plan_training(const Workload& w, const topology::GpuSpec& gpu, bool prefetch) {
   int worst = 0;
-  StageMemory worst_memory = training_stage(w, 0);
+  StageMemory worst_memory = training_stage(w, 0, prefetch);
   for (int stage = 1; stage < w.plan.pp; ++stage) {
-    StageMemory s = training_stage(w, stage);
+    StageMemory s = training_stage(w, stage, prefetch);
     if (total(s.parts) > total(worst_memory.parts)) {
       worst = stage;
       worst_memory = s;
@@ -252,7 +263,7 @@ MemoryPlan plan_training(const Workload& w, const topology::GpuSpec& gpu) {
   plan.parts = worst_memory.parts;
   plan.stage = worst;
   plan.in_flight_micro_batches = worst_memory.in_flight;
-  plan.notes = training_notes(w, worst_memory, worst);
+  plan.notes = training_notes(w, worst_memory, worst, prefetch);
   return finish(std::move(plan), gpu);
 }
 
@@ -322,9 +333,21 @@ Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   return Bytes(per_token * inf.context * inf.batch / tp);
 }
 
+bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu) {
+  if (!w.training || w.plan.zero < 3 || w.plan.dp == 1) return false;
+  switch (w.training->zero3_prefetch) {
+    case Zero3Prefetch::Layer: return true;
+    case Zero3Prefetch::None: return false;
+    case Zero3Prefetch::Auto: return plan_training(w, gpu, true).fits;
+  }
+  DTSIM_ASSERT(false, "prefetch mode missing from zero3_prefetches");
+}
+
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu) {
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
-  return w.training ? plan_training(w, gpu) : plan_inference(w, gpu);
+  if (!w.training) return plan_inference(w, gpu);
+  // Without ZeRO-3 nothing is gathered: the flag is unused there.
+  return plan_training(w, gpu, w.plan.zero < 3 || w.plan.dp == 1 || zero3_prefetches(w, gpu));
 }
 
 }  // namespace dtsim::workloads

@@ -36,6 +36,10 @@ struct MemoryPlan {
 // The memory plan of `w` on `gpu`. For training: every stage is evaluated and the most loaded one reported.
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu);
 
+// Whether ZeRO-3 gathers the next layer while this one computes (training.zero3_prefetch, with auto resolved: a
+// prefetch only where the memory plan holds two gathered layers). false without ZeRO-3 or data parallelism.
+bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu);
+
 // Activation bytes of one layer for one micro-batch on one GPU (Korthikanti et al., eq. 1-3 and section 4).
 Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch);
 

@@ -12,6 +12,7 @@
 
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
+#include "workloads/memory_plan.hpp"
 #include "workloads/schedule.hpp"
 
 namespace dtsim::workloads {
@@ -35,6 +36,7 @@ struct Context {
   std::vector<Bytes> module_grads;  // the same per linear module, in layer_modules' order
   Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
   Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
+  bool zero3_prefetch = false;    // ZeRO-3 gathers the next layer while this one computes (memory_plan.hpp)
 };
 
 // Where a layer pass talks to its TP peers (Megatron's f and g operators): two all-reduces, or with sequence
@@ -183,9 +185,11 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
 
 std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Index> deps) {
   if (ctx_.w.plan.zero < 3 || ctx_.w.plan.dp == 1) return deps;
-  // Prefetch depth one: the gather for this layer may start once the compute two layers back has finished.
+  // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
+  // gathered at once); without, once the previous layer's compute has.
+  const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
   std::vector<Index> gate;
-  if (gather_window_.size() >= 2) gate.push_back(gather_window_[gather_window_.size() - 2]);
+  if (gather_window_.size() >= back) gate.push_back(gather_window_[gather_window_.size() - back]);
   for (const Index g : gather_modules(layer, mb, std::move(gate))) deps.push_back(g);
   return deps;
 }
@@ -331,7 +335,7 @@ double stage_parameters(const Context& ctx, int stage) {
 Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularity granularity) {
   const TrainingSpec& t = *w.training;
   Context ctx{w, t, gpu, granularity, Sharding{w.plan.tp, t.sequence_parallel}, stage_layers(w.plan, w.model.layers),
-              {}, w.plan.pp * w.plan.vpp, {}, {}, {}, {}, {}, {}};
+              {}, w.plan.pp * w.plan.vpp, {}, {}, {}, {}, {}, {}, zero3_prefetches(w, gpu)};
   int first = 0;
   for (int n : ctx.layers) {
     ctx.first_layer.push_back(first);

@@ -15,6 +15,9 @@ constexpr NameTable<Optimizer, 3> kOptimizers{{{Optimizer::AdamW, "adamw"},
 constexpr NameTable<Recompute, 3> kRecomputes{{{Recompute::None, "none"},
                                                {Recompute::Selective, "selective"},
                                                {Recompute::Full, "full"}}};
+constexpr NameTable<Zero3Prefetch, 3> kZero3Prefetches{{{Zero3Prefetch::Auto, "auto"},
+                                                        {Zero3Prefetch::Layer, "layer"},
+                                                        {Zero3Prefetch::None, "none"}}};
 
 }  // namespace
 
@@ -22,6 +25,8 @@ std::string_view to_string(Optimizer o) { return name_of(kOptimizers, o); }
 std::string_view to_string(Recompute r) { return name_of(kRecomputes, r); }
 std::optional<Optimizer> parse_optimizer(std::string_view name) { return value_of(kOptimizers, name); }
 std::optional<Recompute> parse_recompute(std::string_view name) { return value_of(kRecomputes, name); }
+std::string_view to_string(Zero3Prefetch p) { return name_of(kZero3Prefetches, p); }
+std::optional<Zero3Prefetch> parse_zero3_prefetch(std::string_view name) { return value_of(kZero3Prefetches, name); }
 
 double bytes_per_element(Precision p) {
   switch (p) {

@@ -23,6 +23,15 @@ std::optional<Recompute> parse_recompute(std::string_view name);
 inline constexpr std::string_view kOptimizerNames = "adamw, adafactor, sgd";
 inline constexpr std::string_view kRecomputeNames = "none, selective, full";
 
+// How far ZeRO-3 gathers parameters ahead of the compute that needs them. Layer: the next layer's gathers run
+// while this layer computes, so two layers are gathered at once. None: each layer's gathers wait for the previous
+// layer's compute, one layer gathered. Auto: Layer where the memory plan holds the prefetched layer, else None,
+// as a run bounded by its memory (DeepSpeed's stage3_max_live_parameters) must.
+enum class Zero3Prefetch { Auto, Layer, None };
+std::string_view to_string(Zero3Prefetch p);
+std::optional<Zero3Prefetch> parse_zero3_prefetch(std::string_view name);
+inline constexpr std::string_view kZero3PrefetchNames = "auto, layer, none";
+
 // Bytes of one element stored in `p` (int4: 0.5; tf32 is stored as fp32).
 double bytes_per_element(Precision p);
 
@@ -42,6 +51,7 @@ struct TrainingSpec {
   // DDP with --overlap-grad-reduce). false: one reduction of all the stage's gradients after its last backward,
   // as Megatron-LM's "local" DDP did (the SC'21 runs); with ZeRO 2/3, one after each micro-batch's backward.
   bool dp_overlap = true;
+  Zero3Prefetch zero3_prefetch = Zero3Prefetch::Auto;
 };
 
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).

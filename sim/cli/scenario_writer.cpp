@@ -117,6 +117,7 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit(out, "sequence_parallel", t.sequence_parallel);
   emit(out, "dp_bucket_MB", t.dp_bucket.value() / 1e6);
   emit(out, "dp_overlap", t.dp_overlap);
+  emit_name(out, "zero3_prefetch", to_string(t.zero3_prefetch));
   out << YAML::EndMap;
 }
 

@@ -125,7 +125,7 @@ ModelSpec read_model(const YamlMap& m, const std::string& scenario_name) {
 TrainingSpec read_training(const YamlMap& m) {
   m.allow_only({"global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype", "master_weights",
                 "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
-                "dp_overlap"});
+                "dp_overlap", "zero3_prefetch"});
   if (!m.has("global_batch")) m.fail("global_batch", "", "missing required key", "sequences per step, an integer >= 1");
   TrainingSpec t = workloads::training_defaults(read_precision(m, "precision", Precision::Bf16, kComputePrecisions));
   t.global_batch = read_int(m, "global_batch", t.global_batch, 1, kMaxSequences);
@@ -139,6 +139,8 @@ TrainingSpec read_training(const YamlMap& m) {
   t.sequence_parallel = m.boolean("sequence_parallel").value_or(t.sequence_parallel);
   if (const auto mb = m.number("dp_bucket_MB", 0.0, false, kMaxBucketMB)) t.dp_bucket = Bytes(*mb * 1e6);
   t.dp_overlap = m.boolean("dp_overlap").value_or(t.dp_overlap);
+  t.zero3_prefetch = read_enum(m, "zero3_prefetch", t.zero3_prefetch, workloads::parse_zero3_prefetch,
+                               workloads::kZero3PrefetchNames);
   return t;
 }
 

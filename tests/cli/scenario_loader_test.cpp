@@ -240,6 +240,7 @@ training:
   sequence_parallel: true
   dp_bucket_MB: 40
   dp_overlap: false
+  zero3_prefetch: none
 )"));
   const auto& t = *s.workload->training;
   CHECK(t.micro_batch == 4);
@@ -253,6 +254,9 @@ training:
   CHECK(t.sequence_parallel);
   CHECK(t.dp_bucket == Bytes(40e6));
   CHECK_FALSE(t.dp_overlap);
+  CHECK(t.zero3_prefetch == workloads::Zero3Prefetch::None);
+  CHECK(load_one(with_cluster("model: {preset: bert-base}\ntraining: {global_batch: 8}")).workload->training->zero3_prefetch ==
+        workloads::Zero3Prefetch::Auto);
 }
 
 TEST_CASE("inference: context defaults to the model's sequence length") {
@@ -337,6 +341,8 @@ TEST_CASE("every key is checked: unknown keys, enums, ranges, types") {
   CHECK(err("{preset: bert-base, positions: alibi}", train).find("(allowed: learned, rotary)") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, optimizer: lamb}").find("training.optimizer: unknown value 'lamb' (allowed: adamw, adafactor, sgd)") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, recompute: some}").find("(allowed: none, selective, full)") != std::string::npos);
+  CHECK(err(bert, "training: {global_batch: 8, zero3_prefetch: always}")
+            .find("training.zero3_prefetch: unknown value 'always' (allowed: auto, layer, none)") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, precision: int8}").find("training.precision: unknown or unsupported precision 'int8' (allowed: fp32, tf32, bf16, fp16, fp8)") != std::string::npos);
   CHECK(err(bert, "inference: {weights: int3}").find("inference.weights: unknown or unsupported precision 'int3' (allowed: fp32, bf16, fp16, fp8, int8, int4)") != std::string::npos);
   CHECK(err(bert, train, "{schedule: zb}").find("parallelism.schedule: unknown value 'zb' (allowed: 1f1b, gpipe)") != std::string::npos);
@@ -418,7 +424,8 @@ TEST_CASE("the resolved scenario with a workload loads back to the same scenario
 name: rt-train
 cluster: {gpu: h100-sxm5-80gb, nodes: 2, inter: switch, inter_link: ib-ndr}
 model: {preset: llama3-8b, layers: 30, positions: learned}
-training: {global_batch: 256, micro_batch: 2, precision: fp8, optimizer: sgd, recompute: full, dp_bucket_MB: 12.5}
+training: {global_batch: 256, micro_batch: 2, precision: fp8, optimizer: sgd, recompute: full, dp_bucket_MB: 12.5,
+           zero3_prefetch: layer}
 parallelism: {tp: 2, pp: 2, vpp: 3, order: dp-tp-pp, zero: 1, layers_per_stage: [5, 5, 5, 5, 5, 5]}
 )";
   const std::string inference = R"(
@@ -451,6 +458,7 @@ inference: {batch: 3, context: 5000, weights: int8, kv_cache: fp8}
       CHECK(b.training->dp_overlap == a.training->dp_overlap);
       CHECK(b.training->weight_dtype == a.training->weight_dtype);
       CHECK(b.training->recompute == a.training->recompute);
+      CHECK(b.training->zero3_prefetch == a.training->zero3_prefetch);
     }
     if (a.inference) CHECK(b.inference->context == a.inference->context);
   }

@@ -303,6 +303,42 @@ TEST_CASE("ZeRO shards optimizer, then grads, then params by exactly 1/dp") {
   CHECK(z3.parts.buffers.value() == 50e6 + 2 * 202383360.0 * 2);
 }
 
+// Megatron-LM SC'21 table 2's ZeRO-3 530B row on 640 A100s: micro-batch 4 under full recomputation leaves room
+// for one gathered layer (9.4 GiB in fp16) but not for the prefetched second one.
+TEST_CASE("ZeRO-3 prefetch: two gathered layers, one without prefetch, auto keeps the prefetch only where it fits") {
+  const auto gpu = find_gpu("a100-sxm4-80gb");
+  Workload w = training(shape(105, 20480, 128, 128, 81920, 51200, 2048), zero(640, 3), 2560, Recompute::Full);
+  w.training->micro_batch = 4;
+  w.training->precision = w.training->weight_dtype = w.training->grad_dtype = Precision::Fp16;
+  w.training->dp_bucket = Bytes(1000e6);
+  const auto plan_with = [&](Zero3Prefetch p) {
+    Workload v = w;
+    v.training->zero3_prefetch = p;
+    return plan_memory(v, gpu);
+  };
+  const MemoryPlan layer = plan_with(Zero3Prefetch::Layer), none = plan_with(Zero3Prefetch::None),
+                   automatic = plan_with(Zero3Prefetch::Auto);
+  const double one_layer = 12.0 * 20480 * 20480 + 13.0 * 20480;   // weights, biases, norms; 2 B each
+  CHECK((layer.parts.buffers - none.parts.buffers).value() == doctest::Approx(2.0 * one_layer));
+  CHECK(gib(layer.margin) == doctest::Approx(-4.91).epsilon(0.01));
+  CHECK_FALSE(layer.fits);
+  CHECK(none.fits);
+  CHECK(automatic.per_gpu == none.per_gpu);
+  CHECK(automatic.notes.back().find("no prefetch (training.zero3_prefetch: auto, and the prefetched layer does not "
+                                    "fit)") != std::string::npos);
+  CHECK(none.notes.back().find("no prefetch (training.zero3_prefetch: none)") != std::string::npos);
+  CHECK(layer.notes.back().find("two gathered units") != std::string::npos);
+  CHECK_FALSE(zero3_prefetches(w, gpu));
+  // At micro-batch 2 the prefetched layer fits, and auto keeps it.
+  w.training->micro_batch = 2;
+  CHECK(zero3_prefetches(w, gpu));
+  CHECK(plan_memory(w, gpu).per_gpu == plan_with(Zero3Prefetch::Layer).per_gpu);
+  // Without ZeRO-3 nothing is gathered, whatever the setting.
+  w.plan.zero = 2;
+  CHECK_FALSE(zero3_prefetches(w, gpu));
+  CHECK(plan_with(Zero3Prefetch::None).per_gpu == plan_with(Zero3Prefetch::Layer).per_gpu);
+}
+
 TEST_CASE("tensor parallelism splits weights and replicates norms exactly") {
   const auto gpu = find_gpu("h100-sxm5-80gb");
   const MemoryPlan one = plan_memory(training(gpt3_175b(), {}, 8), gpu);

@@ -231,6 +231,36 @@ TEST_CASE("gradients join their bucket module by module while the layer's backwa
   CHECK(n.collectives.at({CollectiveKind::ReduceScatter, Group::Dp}) == 3 * 8 + 1);   // + the embedding
 }
 
+TEST_CASE("ZeRO-3 prefetch: a layer's gathers wait for the layer pass two back, or one back without prefetch") {
+  auto w = gpt_job(1, 1, 4, 4);   // one micro-batch: layer passes forward 0..7, then backward 7..0
+  w.plan.zero = 3;
+  const auto pass_at = [](int i) {   // the i-th layer pass of the step: (pass, layer)
+    return i < 8 ? std::pair{Pass::Forward, i} : std::pair{Pass::Backward, 15 - i};
+  };
+  for (const Zero3Prefetch mode : {Zero3Prefetch::Layer, Zero3Prefetch::None, Zero3Prefetch::Auto}) {
+    CAPTURE(to_string(mode));
+    w.training->zero3_prefetch = mode;
+    const int back = mode == Zero3Prefetch::None ? 1 : 2;   // auto: this small job fits with the prefetch
+    const auto g = generate_step(w, a100());
+    const auto& ops = g.classes[0].ops;
+    int gathers = 0;
+    for (const Op& op : ops) {
+      const auto* k = std::get_if<CollectiveOp>(&op.body);
+      if (!k || k->purpose != CommPurpose::ZeroParamGather || k->layer < 0) continue;
+      const int i = gathers++ / 4;   // four module gathers per layer pass
+      CHECK(k->layer == pass_at(i).second);
+      if (i < back) {   // the first layer passes have nothing to wait for
+        CHECK(op.deps.empty());
+        continue;
+      }
+      REQUIRE(op.deps.size() == 1);
+      const auto& gate = std::get<ComputeOp>(ops[op.deps[0]].body);
+      CHECK(std::pair{gate.pass, gate.layer} == pass_at(i - back));
+    }
+    CHECK(gathers == 4 * 16);
+  }
+}
+
 TEST_CASE("the pipeline bubble comes out of the schedule: (p-1)/(m+p-1) for uniform stages") {
   for (int m : {4, 8, 16}) {
     auto g = generate_step(gpt_job(1, 4, 1, m), a100());
