@@ -49,7 +49,7 @@ struct ClusterSpec {
   double oversubscription = 1.0;   // leaf downlink : uplink capacity
   PcieLayout pcie;
   FabricLayout fabric;
-  bool ecmp = false;        // spread equal-cost paths by (source, destination) instead of the first one
+  bool ecmp = false;        // spread equal-cost paths (InfiniBand by destination, others by flow) instead of the first one
   std::optional<std::string> graph;   // a user topology file, instead of the builders
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }

@@ -97,6 +97,20 @@ const Router::Tree& Router::tree(NodeId src) {
   return trees_.emplace(src, std::move(t)).first->second;
 }
 
+// ECMP's choice among the equal best hops into `v`, walking back from the destination. Among InfiniBand links
+// (Link::by_destination) it is D-mod-K: the destination's id, read as digits in the successive fan-outs met on
+// the way back, so every flow to one destination takes one path and consecutive destinations take different
+// spines, as fat-tree routing fills InfiniBand forwarding tables. Otherwise a hash of (source, destination).
+std::size_t Router::pick(std::span<const Hop> hops, std::uint64_t salt, NodeId v, std::uint64_t& digits) const {
+  if (hops.size() == 1) return 0;
+  if (topo_.link(hops.front().link).by_destination) {
+    const std::size_t i = digits % hops.size();
+    digits /= hops.size();
+    return i;
+  }
+  return mix(salt ^ v) % hops.size();
+}
+
 Route Router::make_route(std::vector<Hop> reversed) const {
   std::reverse(reversed.begin(), reversed.end());
   Route r{std::move(reversed), Seconds(0), BytesPerSecond(std::numeric_limits<double>::infinity())};
@@ -113,9 +127,10 @@ Route Router::route(NodeId src, NodeId dst) {
   if (t.dist[dst] < 0) throw std::logic_error(fmt::format("no route from node {} to node {}", src, dst));
   const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
   std::vector<Hop> hops;
+  std::uint64_t digits = dst;
   for (NodeId v = dst; v != src;) {
     const auto preds = t.into(v);
-    const Hop h = ecmp_ ? preds[mix(salt ^ v) % preds.size()] : preds.front();
+    const Hop h = preds[ecmp_ ? pick(preds, salt, v, digits) : 0];
     hops.push_back(h);
     v = topo_.other_end(h.link, v);
   }
@@ -216,9 +231,11 @@ Route Router::pair_route(NodeId src, NodeId dst) {
   }
   const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
   std::vector<Hop> hops;
+  std::uint64_t digits = dst;
   for (NodeId v = dst; v != src;) {
     const auto [first, last] = s.best[v];
-    const Hop h = ecmp_ ? s.hops[first + mix(salt ^ v) % (last - first)] : s.hops[first];
+    const std::span<const Hop> best(s.hops.data() + first, last - first);
+    const Hop h = best[ecmp_ ? pick(best, salt, v, digits) : 0];
     hops.push_back(h);
     v = topo_.other_end(h.link, v);
   }

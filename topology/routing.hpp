@@ -2,8 +2,9 @@
 //
 // Among the paths of fewest hops, the widest one wins (largest bottleneck bandwidth), so traffic between two
 // GPUs of a node takes the NVSwitch, not a NIC they share. Remaining ties: without ECMP the path through the
-// lowest node and link ids; with ECMP one of the equal paths chosen by a hash of (source, destination), so
-// different pairs spread over the spines of a fat tree while each pair keeps one path.
+// lowest node and link ids; with ECMP one of the equal paths, each pair keeping one: over InfiniBand links chosen
+// by the destination (D-mod-K, as fat-tree routing programs InfiniBand switches, whose forwarding tables are
+// indexed by destination), over the others by a hash of (source, destination), as Ethernet ECMP hashes flows.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +54,7 @@ class Router {
   };
   const Tree& tree(NodeId src);
   Route make_route(std::vector<Hop> reversed) const;
+  std::size_t pick(std::span<const Hop> hops, std::uint64_t salt, NodeId v, std::uint64_t& digits) const;
 
   struct Arc {   // a link arriving at a node: from `peer`, over `link` (forward when the node is its b end)
     NodeId peer;

@@ -35,6 +35,9 @@ struct Link {
   Seconds latency;
   double efficiency = 1.0;
   std::string link_class;     // catalog name of the link class ("nvlink3", "ib-hdr", ...)
+  // Switches forward by destination on this link (InfiniBand: forwarding tables indexed by destination LID), so
+  // ECMP picks among such links by the destination alone (routing.hpp).
+  bool by_destination = false;
 };
 
 // One traversal of a link: `forward` means from link.a to link.b.

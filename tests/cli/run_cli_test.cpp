@@ -2,6 +2,8 @@
 // re-blessed golden file cannot hide, the JSON/CSV/--out outputs, the Perfetto trace's structure.
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "cli/cli_support.hpp"
 
 using namespace cli_support;
@@ -160,6 +162,24 @@ TEST_CASE("collective: two DGX A100 nodes reach eight HDR NICs' bandwidth, one c
   const double one = field(json::parse(single.out).at(0), "busbw_GBps");
   CHECK(all == doctest::Approx(8 * 24.0).epsilon(0.10));
   CHECK(one == doctest::Approx(24.0).epsilon(0.10));
+}
+
+TEST_CASE("collective: NCCL's channels cross InfiniBand leaves without colliding, Ethernet's hashed ECMP collides") {
+  // 16 DGX A100 nodes span four 32-NIC leaves. InfiniBand routes by destination (D-mod-K), so the eight channels'
+  // leaf crossings take different spines and the all-gather keeps most of its one-leaf bandwidth (4 nodes); a
+  // hash of each flow, as Ethernet ECMP does, puts some of them on one spine.
+  const auto busbw = [](const std::string& link, int nodes) {
+    const auto r = dtsim(fmt::format("collective --gpu a100-sxm4-80gb --gpus {} --nodes {} --inter fat-tree "
+                                     "--inter-link {} --op allgather --min 1G --max 1G --ecmp --format json",
+                                     8 * nodes, nodes, link));
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    return field(json::parse(r.out).at(0), "busbw_GBps");
+  };
+  const double ib_leaf = busbw("ib-hdr", 4), ib_tree = busbw("ib-hdr", 16);
+  const double eth_leaf = busbw("eth-200g", 4), eth_tree = busbw("eth-200g", 16);
+  MESSAGE("ib-hdr: ", ib_leaf, " -> ", ib_tree, " GB/s; eth-200g: ", eth_leaf, " -> ", eth_tree, " GB/s");
+  CHECK(ib_tree > 0.8 * ib_leaf);
+  CHECK(eth_tree < 0.5 * eth_leaf);
 }
 
 TEST_CASE("collective and run refuse bad input with exit 2 and one line") {

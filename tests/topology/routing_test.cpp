@@ -1,4 +1,6 @@
 #include <doctest/doctest.h>
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "topology/builders.hpp"
@@ -17,6 +19,15 @@ std::vector<std::string> names(const Topology& t, NodeId src, const Route& r) {
     out.push_back(t.node(at).name);
   }
   return out;
+}
+
+// 16 single-GPU machines on a leaf-spine fabric of `link`: 4 leaves, 4 spines.
+BuiltTopology four_leaves(std::string_view link) {
+  ClusterSpec c = default_cluster("a100-pcie-80gb", IntraKind::Pcie, 16, 1);
+  c.inter = InterKind::FatTree;
+  c.inter_link = find_link(link);
+  c.fabric.leaf_ports = 4;
+  return build_cluster(c);
 }
 }  // namespace
 
@@ -57,11 +68,7 @@ TEST_CASE("GPUs of one node talk over NVSwitch, not through the NIC they share")
 }
 
 TEST_CASE("fat tree: ECMP spreads pairs over the spines, each pair on one path") {
-  ClusterSpec c = default_cluster("a100-pcie-80gb", IntraKind::Pcie, 16, 1);
-  c.inter = InterKind::FatTree;
-  c.inter_link = find_link("eth-100g");
-  c.fabric.leaf_ports = 4;   // 4 leaves, 4 spines
-  BuiltTopology b = build_cluster(c);
+  BuiltTopology b = four_leaves("eth-100g");
   const auto& g = b.topology.gpus();
   Router plain(b.topology, false);
   Router ecmp(b.topology, true);
@@ -77,6 +84,31 @@ TEST_CASE("fat tree: ECMP spreads pairs over the spines, each pair on one path")
     }
   CHECK(spines_plain.size() == 1);
   CHECK(spines_ecmp.size() > 1);
+}
+
+TEST_CASE("fat tree over InfiniBand: ECMP routes by destination (D-mod-K), so a ring's flows never share a link") {
+  BuiltTopology b = four_leaves("ib-hdr");
+  const auto& g = b.topology.gpus();
+  Router ecmp(b.topology, true);
+  // Every source reaches one destination through one spine; four destinations of a leaf use all four spines.
+  std::set<std::string> spines;
+  for (std::size_t d = 8; d < 12; ++d) {
+    std::set<std::string> to_d;
+    for (std::size_t s = 0; s < 4; ++s) to_d.insert(names(b.topology, g[s], ecmp.route(g[s], g[d]))[3]);
+    CHECK(to_d.size() == 1);
+    spines.insert(*to_d.begin());
+  }
+  CHECK(spines.size() == 4);
+  // A ring's shift by k across leaves: each link direction carries at most one flow (a hash cannot promise it).
+  for (const std::size_t shift : {std::size_t{1}, std::size_t{4}, std::size_t{5}}) {
+    CAPTURE(shift);
+    std::map<std::pair<LinkId, bool>, int> load;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      for (const Hop& h : ecmp.route(g[i], g[(i + shift) % g.size()]).hops) ++load[{h.link, h.forward}];
+    int most = 0;
+    for (const auto& [link, flows] : load) most = std::max(most, flows);
+    CHECK(most == 1);
+  }
 }
 
 TEST_CASE("the route cache stays correct past its bound") {

@@ -110,6 +110,16 @@ TEST_CASE("a .yml file with machines, NICs and a fabric switch") {
   CHECK(t.node(*t.find_node("gpu2")).machine == 1);
   CHECK(t.node(*t.find_node("fabric")).machine == 0);
   CHECK(t.link(6).bandwidth == find_link("eth-200g").bandwidth);
+  CHECK_FALSE(t.link(6).by_destination);   // Ethernet: ECMP hashes flows
+}
+
+TEST_CASE("InfiniBand links in a graph file are routed by destination, others by a hash") {
+  const Topology t = parse_yaml_graph(
+      "nodes:\n  - {name: a, kind: gpu}\n  - {name: sw, kind: switch}\n  - {name: b, kind: gpu}\n"
+      "links:\n  - {a: a, b: sw, link: ib-ndr}\n  - {a: b, b: sw, link: nvlink4}\n",
+      "g.yaml");
+  CHECK(t.link(0).by_destination);
+  CHECK_FALSE(t.link(1).by_destination);
 }
 
 TEST_CASE("YAML GPUs are ranked in the order they are declared") {
