@@ -36,6 +36,22 @@ Router::Router(const Topology& topo, bool ecmp) : topo_(topo), ecmp_(ecmp) {
               [](const Arc& a, const Arc& b) { return a.peer != b.peer ? a.peer < b.peer : a.link < b.link; });
   }
   arc_first_.push_back(static_cast<std::uint32_t>(arcs_.size()));
+  // D-mod-K numbers each endpoint by its switch port: the switch's ordinal among those with endpoint ports times
+  // its port count, plus the port's position, in link order (the builders attach NICs to a leaf in order).
+  port_index_.assign(topo.nodes().size(), kNoPort);
+  std::uint64_t leaves = 0;
+  for (NodeId v = 0; v < topo.nodes().size(); ++v) {
+    if (topo.node(v).kind != NodeKind::Switch) continue;
+    std::vector<NodeId> ports;
+    for (LinkId l : topo.incident(v)) {
+      const NodeId end = topo.other_end(l, v);
+      if (topo.link(l).by_destination && topo.node(end).kind != NodeKind::Switch) ports.push_back(end);
+    }
+    if (ports.empty()) continue;
+    for (std::size_t p = 0; p < ports.size(); ++p)
+      if (port_index_[ports[p]] == kNoPort) port_index_[ports[p]] = leaves * ports.size() + p;
+    ++leaves;
+  }
 }
 Router::~Router() = default;
 
@@ -98,17 +114,23 @@ const Router::Tree& Router::tree(NodeId src) {
 }
 
 // ECMP's choice among the equal best hops into `v`, walking back from the destination. Among InfiniBand links
-// (Link::by_destination) it is D-mod-K: the destination's id, read as digits in the successive fan-outs met on
-// the way back, so every flow to one destination takes one path and consecutive destinations take different
-// spines, as fat-tree routing fills InfiniBand forwarding tables. Otherwise a hash of (source, destination).
-std::size_t Router::pick(std::span<const Hop> hops, std::uint64_t salt, NodeId v, std::uint64_t& digits) const {
+// (Link::by_destination, all of them) it is D-mod-K: the destination's switch-port number (the first endpoint
+// met on the way back that has one; else its node id), read as digits in the successive fan-outs, so every flow
+// to one destination takes one path and the ports of one leaf take different spines, as fat-tree routing fills
+// InfiniBand forwarding tables. Otherwise a hash of (source, destination).
+std::size_t Router::pick(std::span<const Hop> hops, std::uint64_t salt, NodeId v, Digits& digits) const {
   if (hops.size() == 1) return 0;
-  if (topo_.link(hops.front().link).by_destination) {
-    const std::size_t i = digits % hops.size();
-    digits /= hops.size();
+  if (std::ranges::all_of(hops, [&](const Hop& h) { return topo_.link(h.link).by_destination; })) {
+    digits.set = true;   // no endpoint port on the way: the destination's node id
+    const std::size_t i = digits.value % hops.size();
+    digits.value /= hops.size();
     return i;
   }
   return mix(salt ^ v) % hops.size();
+}
+
+void Router::Digits::note(std::uint64_t port) {
+  if (!set && port != kNoPort) *this = {port, true};
 }
 
 Route Router::make_route(std::vector<Hop> reversed) const {
@@ -127,8 +149,9 @@ Route Router::route(NodeId src, NodeId dst) {
   if (t.dist[dst] < 0) throw std::logic_error(fmt::format("no route from node {} to node {}", src, dst));
   const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
   std::vector<Hop> hops;
-  std::uint64_t digits = dst;
+  Digits digits{dst};
   for (NodeId v = dst; v != src;) {
+    digits.note(port_index_[v]);
     const auto preds = t.into(v);
     const Hop h = preds[ecmp_ ? pick(preds, salt, v, digits) : 0];
     hops.push_back(h);
@@ -231,8 +254,9 @@ Route Router::pair_route(NodeId src, NodeId dst) {
   }
   const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
   std::vector<Hop> hops;
-  std::uint64_t digits = dst;
+  Digits digits{dst};
   for (NodeId v = dst; v != src;) {
+    digits.note(port_index_[v]);
     const auto [first, last] = s.best[v];
     const std::span<const Hop> best(s.hops.data() + first, last - first);
     const Hop h = best[ecmp_ ? pick(best, salt, v, digits) : 0];

@@ -54,7 +54,13 @@ class Router {
   };
   const Tree& tree(NodeId src);
   Route make_route(std::vector<Hop> reversed) const;
-  std::size_t pick(std::span<const Hop> hops, std::uint64_t salt, NodeId v, std::uint64_t& digits) const;
+  static constexpr std::uint64_t kNoPort = ~std::uint64_t{0};
+  struct Digits {   // D-mod-K's destination number, consumed one fan-out at a time
+    std::uint64_t value = 0;
+    bool set = false;
+    void note(std::uint64_t port);   // takes the first endpoint port met walking back from the destination
+  };
+  std::size_t pick(std::span<const Hop> hops, std::uint64_t salt, NodeId v, Digits& digits) const;
 
   struct Arc {   // a link arriving at a node: from `peer`, over `link` (forward when the node is its b end)
     NodeId peer;
@@ -66,6 +72,7 @@ class Router {
   bool ecmp_;
   std::vector<std::uint32_t> arc_first_;   // per node, its arcs sorted by (peer, link): [arc_first_[v], arc_first_[v + 1])
   std::vector<Arc> arcs_;
+  std::vector<std::uint64_t> port_index_;   // per node, its D-mod-K number on an InfiniBand switch; kNoPort if none
   std::unordered_map<NodeId, Tree> trees_;
   struct Scratch {   // pair_route's per-node state, reset node by node after each search
     std::vector<int> from_src, to_dst;    // hops, -1 = not reached

@@ -161,24 +161,24 @@ Bytes total(const MemoryParts& p) {
 double shard(const ParallelPlan& p, int zero_stage) { return p.zero >= zero_stage ? p.dp : 1; }
 
 // The largest unit ZeRO-3 holds gathered (a layer, the embedding or the output projection), per GPU. The step
-// graph gathers a layer's modules together and, with the prefetch, the next layer's too, so one or two whole
-// layers can be live; the finer per-module release DeepSpeed can do is not modelled.
+// graph gathers a layer's modules together and, with the prefetch, the next layer's too, so this unit and one
+// more layer can be live; the finer per-module release DeepSpeed can do is not modelled.
 double largest_gathered_unit(const ModelSpec& m, const ParallelPlan& p) {
   return std::max({layer_parameters_per_gpu(m, p.tp), embedding_parameters_per_gpu(m, p.tp),
                    head_parameters_per_gpu(m, p)});
 }
-
-// Gathered units ZeRO-3 holds at once: the one being computed, and the next one when it is prefetched.
-int gathered_units(bool prefetch) { return prefetch ? 2 : 1; }
 
 Bytes training_buffers(const Workload& w, bool prefetch) {
   const ParallelPlan& p = w.plan;
   const TrainingSpec& t = *w.training;
   if (p.dp == 1) return Bytes(0.0);
   Bytes b = t.dp_bucket * kBucketsInFlight;
-  // ZeRO-3: the units gathered at once, each whole, in the weight dtype.
-  if (p.zero >= 3)
-    b += Bytes(gathered_units(prefetch) * largest_gathered_unit(w.model, p) * bytes_per_element(t.weight_dtype));
+  // ZeRO-3: the unit being computed and, prefetched, the next layer, each whole, in the weight dtype.
+  if (p.zero >= 3) {
+    const double gathered =
+        largest_gathered_unit(w.model, p) + (prefetch ? layer_parameters_per_gpu(w.model, p.tp) : 0.0);
+    b += Bytes(gathered * bytes_per_element(t.weight_dtype));
+  }
   return b;
 }
 
@@ -207,8 +207,8 @@ std::string zero_note(const ParallelPlan& p, int zero_stage) {
 }
 
 std::string gathered_note(const TrainingSpec& t, bool prefetch) {
-  if (prefetch) return "; ZeRO-3: two gathered units (layer or embedding: the next one prefetched), weight dtype";
-  return fmt::format("; ZeRO-3: one gathered unit (layer or embedding), weight dtype: no prefetch ({})",
+  if (prefetch) return "; ZeRO-3: the largest gathered unit (layer or embedding) and the next layer, prefetched, weight dtype";
+  return fmt::format("; ZeRO-3: the largest gathered unit (layer or embedding), weight dtype: no prefetch ({})",
                      t.zero3_prefetch == Zero3Prefetch::None
                          ? "training.zero3_prefetch: none"
                          : "training.zero3_prefetch: auto, and the prefetched layer does not fit");
@@ -346,6 +346,10 @@ bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu) {
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu) {
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
   if (!w.training) return plan_inference(w, gpu);
+  if (w.plan.zero >= 3 && w.plan.dp > 1 && w.training->zero3_prefetch == Zero3Prefetch::Auto) {
+    MemoryPlan with = plan_training(w, gpu, true);
+    return with.fits ? with : plan_training(w, gpu, false);
+  }
   // Without ZeRO-3 nothing is gathered: the flag is unused there.
   return plan_training(w, gpu, w.plan.zero < 3 || w.plan.dp == 1 || zero3_prefetches(w, gpu));
 }

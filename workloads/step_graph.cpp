@@ -82,8 +82,12 @@ class StageBuilder {
   }
   std::vector<Index> compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer, int mb,
                              std::vector<Index> deps);
+  struct ModuleReady {
+    std::size_t module;   // index into Context::module_grads
+    Index op;             // the op after which its gradients exist
+  };
   std::vector<Index> layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
-                                std::vector<Index>* grads_ready = nullptr);
+                                std::vector<ModuleReady>* grads_ready = nullptr);
   std::vector<Index> tp_collective(const CommPoint& p, int layer, int mb, std::vector<Index> deps);
   std::vector<Index> receive(const PipeStep& step, int from_virtual);
   void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
@@ -128,16 +132,24 @@ std::vector<Index> StageBuilder::tp_collective(const CommPoint& p, int layer, in
   return {collective(p.kind, Group::Tp, ctx_.activation, purpose, layer, mb, std::move(deps))};
 }
 
-bool holds_weights(KernelClass k) {
-  return k == KernelClass::QkvGemm || k == KernelClass::ProjGemm || k == KernelClass::MlpUpGemm ||
-         k == KernelClass::MlpDownGemm;
+// The linear module (layer_module_parameters' order: Q K V with the norms and biases, projection, MLP up, MLP
+// down) whose weights a kernel's GEMM uses; nullopt for kernels without weights.
+std::optional<std::size_t> module_of(KernelClass k) {
+  switch (k) {
+    case KernelClass::QkvGemm: return 0;
+    case KernelClass::ProjGemm: return 1;
+    case KernelClass::MlpUpGemm: return 2;
+    case KernelClass::MlpDownGemm: return 3;
+    default: return std::nullopt;
+  }
 }
 
-// `grads_ready`, when given (backward passes): the op after which each linear module's weight gradients exist,
-// in the order the backward produces them (MLP down, MLP up, projection, then Q K V with the norms and biases at
-// the end of the pass), so that gradient buckets can fill while the layer's backward still runs.
+// `grads_ready`, when given (backward passes): for each linear module, the op after which its weight gradients
+// exist, in the order the backward produces them: the projection's and the MLP's right after their weight GEMMs,
+// Q K V's with the norms' and biases' at the end of the pass (after its TP collectives, which the first norm's
+// backward waits for). Gradient buckets can so fill while the layer's backward still runs.
 std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
-                                            std::vector<Index>* grads_ready) {
+                                            std::vector<ModuleReady>* grads_ready) {
   const auto kernels = layer_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, pass);
   const auto compute_pass = [&](const std::vector<Kernel>& ks, std::vector<Index> d) {
     return compute(ks, Scope::Layer, pass, layer, mb, std::move(d));
@@ -147,7 +159,11 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
   const bool talks = ctx_.sharding.tp > 1 && (pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full);
   std::vector<CommPoint> points;
   if (talks) points = tp_comm_points(pass == Pass::Recompute ? Pass::Forward : pass, ctx_.sharding.sequence_parallel);
-  const std::size_t modules = ctx_.module_grads.size();
+  // A module other than Q K V whose weight GEMM `k` is: its gradients are ready after `k`.
+  const auto early_module = [&](const Kernel& k) -> std::optional<std::size_t> {
+    const auto m = module_of(k.kind);
+    return grads_ready != nullptr && m && *m != 0 ? m : std::nullopt;
+  };
   if (ctx_.granularity == Granularity::Layer) {
     if (grads_ready == nullptr) {
       deps = compute_pass(kernels, std::move(deps));
@@ -156,30 +172,29 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
       std::vector<Kernel> part;
       for (const Kernel& k : kernels) {
         part.push_back(k);
-        if (holds_weights(k.kind) && grads_ready->size() + 1 < modules) {
+        if (const auto m = early_module(k)) {
           deps = compute_pass(part, std::move(deps));
-          grads_ready->push_back(deps.front());
+          grads_ready->push_back({*m, deps.front()});
           part.clear();
         }
       }
       deps = compute_pass(part, std::move(deps));
-      grads_ready->push_back(deps.front());
     }
     for (const CommPoint& p : points) deps = tp_collective(p, layer, mb, std::move(deps));
-    return deps;
+  } else {
+    for (const Kernel& k : kernels) {
+      for (const CommPoint& p : points)
+        if (p.kernel == k.kind && p.before) deps = tp_collective(p, layer, mb, std::move(deps));
+      deps = compute_pass({k}, std::move(deps));
+      if (const auto m = early_module(k)) grads_ready->push_back({*m, deps.front()});
+      for (const CommPoint& p : points)
+        if (p.kernel == k.kind && !p.before) deps = tp_collective(p, layer, mb, std::move(deps));
+    }
   }
-  Index last_compute = 0;
-  for (const Kernel& k : kernels) {
-    for (const CommPoint& p : points)
-      if (p.kernel == k.kind && p.before) deps = tp_collective(p, layer, mb, std::move(deps));
-    deps = compute_pass({k}, std::move(deps));
-    last_compute = deps.front();
-    if (grads_ready != nullptr && holds_weights(k.kind) && grads_ready->size() + 1 < modules)
-      grads_ready->push_back(last_compute);
-    for (const CommPoint& p : points)
-      if (p.kernel == k.kind && !p.before) deps = tp_collective(p, layer, mb, std::move(deps));
+  if (grads_ready != nullptr) {
+    grads_ready->push_back({0, deps.front()});
+    DTSIM_ASSERT(grads_ready->size() == ctx_.module_grads.size(), "a layer's backward missed a module's gradients");
   }
-  if (grads_ready != nullptr) grads_ready->push_back(last_compute);
   return deps;
 }
 
@@ -277,12 +292,12 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
     deps = zero3_gather(l, mb, std::move(deps));
     if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
     // With buckets reduced during the backward, each module's gradients join the bucket as the backward produces
-    // them (layer_modules' order reversed), so a bucket can be reduced while the rest of the layer computes.
+    // them, so a bucket can be reduced while the rest of the layer computes.
     const bool per_module = reduce && ctx_.t.dp_overlap && ctx_.w.plan.dp > 1;
-    std::vector<Index> ready;
+    std::vector<ModuleReady> ready;
     deps = layer_pass(l, mb, Pass::Backward, std::move(deps), per_module ? &ready : nullptr);
     gather_window_.push_back(deps.front());
-    for (std::size_t i = 0; i < ready.size(); ++i) add_grads(ctx_.module_grads[ready.size() - 1 - i], l, mb, ready[i]);
+    for (const ModuleReady& r : ready) add_grads(ctx_.module_grads[r.module], l, mb, r.op);
     if (reduce && !per_module) add_grads(ctx_.layer_grads, l, mb, deps.front());
   }
   if (v == 0)

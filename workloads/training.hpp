@@ -25,8 +25,8 @@ inline constexpr std::string_view kRecomputeNames = "none, selective, full";
 
 // How far ZeRO-3 gathers parameters ahead of the compute that needs them. Layer: the next layer's gathers run
 // while this layer computes, so two layers are gathered at once. None: each layer's gathers wait for the previous
-// layer's compute, one layer gathered. Auto: Layer where the memory plan holds the prefetched layer, else None,
-// as a run bounded by its memory (DeepSpeed's stage3_max_live_parameters) must.
+// layer's compute, one layer gathered. Auto: Layer where the memory plan holds the prefetched layer, else None:
+// a run that fits only without the prefetch cannot have prefetched.
 enum class Zero3Prefetch { Auto, Layer, None };
 std::string_view to_string(Zero3Prefetch p);
 std::optional<Zero3Prefetch> parse_zero3_prefetch(std::string_view name);

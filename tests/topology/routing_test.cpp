@@ -111,6 +111,31 @@ TEST_CASE("fat tree over InfiniBand: ECMP routes by destination (D-mod-K), so a 
   }
 }
 
+TEST_CASE("D-mod-K numbers destinations by switch port: 8-GPU nodes on fat-tree and rail-optimized fabrics") {
+  // Node ids interleave each machine's GPUs with its NVSwitch and put NICs last, so D-mod-K must number a
+  // destination by its NIC's leaf port, not its id: with ids, strides sharing a factor with the spine count
+  // pile flows onto a few spines.
+  for (const InterKind inter : {InterKind::FatTree, InterKind::RailOptimized}) {
+    CAPTURE(to_string(inter));
+    ClusterSpec c = default_cluster("a100-sxm4-80gb", IntraKind::NvSwitch, 64, 8);
+    c.inter = inter;
+    c.inter_link = find_link("ib-hdr");
+    c.fabric.leaf_ports = 32;
+    const BuiltTopology b = build_cluster(c);
+    const auto& g = b.topology.gpus();
+    Router ecmp(b.topology, true);
+    for (const std::size_t shift : {std::size_t{1}, std::size_t{4}, std::size_t{5}, std::size_t{32}}) {
+      CAPTURE(shift);
+      std::map<std::pair<LinkId, bool>, int> load;   // GPU j of node m to GPU j of node m + shift
+      for (std::size_t i = 0; i < g.size(); ++i)
+        for (const Hop& h : ecmp.route(g[i], g[(i + 8 * shift) % g.size()]).hops) ++load[{h.link, h.forward}];
+      int most = 0;
+      for (const auto& [link, flows] : load) most = std::max(most, flows);
+      CHECK(most == 1);
+    }
+  }
+}
+
 TEST_CASE("the route cache stays correct past its bound") {
   ClusterSpec c = default_cluster("a100-pcie-80gb", IntraKind::Pcie, 300, 1);
   c.inter = InterKind::Switch;

@@ -298,7 +298,7 @@ TEST_CASE("ZeRO shards optimizer, then grads, then params by exactly 1/dp") {
   CHECK(z3.parts.params == z0.parts.params / 8);
   CHECK(z3.parts.optimizer == z0.parts.optimizer / 8);
   CHECK(z0.parts.activations == z3.parts.activations);
-  // Buffers: two 25 MB gradient buckets; ZeRO-3 adds two gathered layers (the largest unit) in bf16.
+  // Buffers: two 25 MB gradient buckets; ZeRO-3 adds the largest unit (a layer here) and the next layer, in bf16.
   CHECK(z0.parts.buffers.value() == 50e6);
   CHECK(z3.parts.buffers.value() == 50e6 + 2 * 202383360.0 * 2);
 }
@@ -327,12 +327,20 @@ TEST_CASE("ZeRO-3 prefetch: two gathered layers, one without prefetch, auto keep
   CHECK(automatic.notes.back().find("no prefetch (training.zero3_prefetch: auto, and the prefetched layer does not "
                                     "fit)") != std::string::npos);
   CHECK(none.notes.back().find("no prefetch (training.zero3_prefetch: none)") != std::string::npos);
-  CHECK(layer.notes.back().find("two gathered units") != std::string::npos);
+  CHECK(layer.notes.back().find("and the next layer, prefetched") != std::string::npos);
   CHECK_FALSE(zero3_prefetches(w, gpu));
   // At micro-batch 2 the prefetched layer fits, and auto keeps it.
   w.training->micro_batch = 2;
   CHECK(zero3_prefetches(w, gpu));
   CHECK(plan_memory(w, gpu).per_gpu == plan_with(Zero3Prefetch::Layer).per_gpu);
+  // The prefetch adds the next layer, not a second copy of the largest unit (here the 256k-token embedding).
+  Workload big_vocab = training(shape(4, 1024, 16, 16, 4096, 256000, 2048), zero(8, 3));
+  const auto buffers = [&](Zero3Prefetch p) {
+    big_vocab.training->zero3_prefetch = p;
+    return plan_memory(big_vocab, gpu).parts.buffers.value();
+  };
+  CHECK(buffers(Zero3Prefetch::Layer) - buffers(Zero3Prefetch::None) ==
+        doctest::Approx(2.0 * layer_parameters(big_vocab.model)));
   // Without ZeRO-3 nothing is gathered, whatever the setting.
   w.plan.zero = 2;
   CHECK_FALSE(zero3_prefetches(w, gpu));

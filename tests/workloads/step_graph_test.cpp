@@ -8,6 +8,7 @@
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 #include "workloads/gpt_job.hpp"
+#include "workloads/memory_plan.hpp"
 #include "workloads/step_graph.hpp"
 
 using namespace dtsim;
@@ -191,6 +192,7 @@ TEST_CASE("gradients join their bucket module by module while the layer's backwa
     const auto& ops = g.classes[0].ops;
     std::map<int, std::vector<std::uint32_t>> backward;   // layer -> its backward compute ops, in order
     std::map<int, std::vector<std::uint32_t>> after;      // layer -> the op each of its reduce-scatters waits for
+    std::map<int, std::vector<double>> sizes;             // layer -> each reduce-scatter's bytes
     double reduced = 0;
     for (std::uint32_t i = 0; i < ops.size(); ++i) {
       if (const auto* c = std::get_if<ComputeOp>(&ops[i].body);
@@ -200,6 +202,7 @@ TEST_CASE("gradients join their bucket module by module while the layer's backwa
       if (!k || k->purpose != CommPurpose::DataParallelGrads || k->layer < 0) continue;
       REQUIRE(ops[i].deps.size() == 1);
       after[k->layer].push_back(ops[i].deps[0]);
+      sizes[k->layer].push_back(k->bytes.value());
       reduced += k->bytes.value();
     }
     CHECK(reduced == doctest::Approx(grads));
@@ -211,6 +214,11 @@ TEST_CASE("gradients join their bucket module by module while the layer's backwa
       // MLP down, MLP up and the projection are reduced before the layer's backward ends; Q K V at its end.
       CHECK(waits.back() == backward.at(layer).back());
       CHECK(waits[2] < backward.at(layer).back());
+      // Each reduce-scatter carries its own module's gradients (fp32): MLP down, MLP up, projection, the rest.
+      const double h = w.model.hidden, f = w.model.ffn_hidden;
+      const std::vector<double> expected = {4 * h * f, 4 * h * f, 4 * h * h, 4 * (layer_parameters(w.model) - 2 * h * f - h * h)};
+      REQUIRE(sizes.at(layer).size() == 4);
+      for (std::size_t m = 0; m < 4; ++m) CHECK(sizes.at(layer)[m] == doctest::Approx(expected[m]));
       if (granularity == Granularity::Layer) {
         CHECK(backward.at(layer).size() == 4);   // one op per module's share of the layer
       } else {
@@ -259,6 +267,34 @@ TEST_CASE("ZeRO-3 prefetch: a layer's gathers wait for the layer pass two back, 
     }
     CHECK(gathers == 4 * 16);
   }
+}
+
+TEST_CASE("ZeRO-3 prefetch auto: the step graph drops the prefetch where the memory plan cannot hold it") {
+  // Megatron-LM SC'21's ZeRO-3 530B row on 640 A100s (memory_plan_test: one gathered layer fits, two do not).
+  auto w = gpt_job(1, 1, 640, 2560, 105);
+  w.model.hidden = 20480;
+  w.model.heads = w.model.kv_heads = 128;
+  w.model.ffn_hidden = 81920;
+  w.plan.zero = 3;
+  w.training->micro_batch = 4;
+  w.training->recompute = Recompute::Full;
+  w.training->precision = w.training->weight_dtype = w.training->grad_dtype = topology::Precision::Fp16;
+  w.training->dp_bucket = Bytes(1000e6);
+  REQUIRE_FALSE(zero3_prefetches(w, a100()));
+  const auto gate_layer = [&](const StepGraph& g) {   // what the forward's first gather of layer 5 waits for
+    const auto& ops = g.classes[0].ops;
+    for (const Op& op : ops)
+      if (const auto* k = std::get_if<CollectiveOp>(&op.body);
+          k && k->purpose == CommPurpose::ZeroParamGather && k->layer == 5) {
+        REQUIRE(op.deps.size() == 1);
+        return std::get<ComputeOp>(ops[op.deps[0]].body).layer;
+      }
+    FAIL("no gather for layer 5");
+    return -1;
+  };
+  CHECK(gate_layer(generate_step(w, a100())) == 4);   // auto: no prefetch
+  w.training->zero3_prefetch = Zero3Prefetch::Layer;
+  CHECK(gate_layer(generate_step(w, a100())) == 3);
 }
 
 TEST_CASE("the pipeline bubble comes out of the schedule: (p-1)/(m+p-1) for uniform stages") {
