@@ -333,25 +333,35 @@ Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   return Bytes(per_token * inf.context * inf.batch / tp);
 }
 
-bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu) {
-  if (!w.training || w.plan.zero < 3 || w.plan.dp == 1) return false;
-  switch (w.training->zero3_prefetch) {
-    case Zero3Prefetch::Layer: return true;
-    case Zero3Prefetch::None: return false;
-    case Zero3Prefetch::Auto: return plan_training(w, gpu, true).fits;
+namespace {
+
+// The training plan with ZeRO-3's prefetch resolved (training.zero3_prefetch; auto: the prefetch if it fits),
+// and whether it prefetches: what plan_memory reports and what the step graph runs.
+struct PrefetchPlan {
+  bool prefetch = false;
+  MemoryPlan plan;
+};
+PrefetchPlan plan_prefetch(const Workload& w, const topology::GpuSpec& gpu) {
+  const bool gathers = w.plan.zero >= 3 && w.plan.dp > 1;   // otherwise nothing is gathered: no prefetch
+  const Zero3Prefetch mode = w.training->zero3_prefetch;
+  if (gathers && mode == Zero3Prefetch::Auto) {
+    MemoryPlan with = plan_training(w, gpu, true);
+    if (with.fits) return {true, std::move(with)};
+    return {false, plan_training(w, gpu, false)};
   }
-  DTSIM_ASSERT(false, "prefetch mode missing from zero3_prefetches");
+  const bool prefetch = gathers && mode == Zero3Prefetch::Layer;
+  return {prefetch, plan_training(w, gpu, prefetch)};
+}
+
+}  // namespace
+
+bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu) {
+  return w.training && plan_prefetch(w, gpu).prefetch;
 }
 
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu) {
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
-  if (!w.training) return plan_inference(w, gpu);
-  if (w.plan.zero >= 3 && w.plan.dp > 1 && w.training->zero3_prefetch == Zero3Prefetch::Auto) {
-    MemoryPlan with = plan_training(w, gpu, true);
-    return with.fits ? with : plan_training(w, gpu, false);
-  }
-  // Without ZeRO-3 nothing is gathered: the flag is unused there.
-  return plan_training(w, gpu, w.plan.zero < 3 || w.plan.dp == 1 || zero3_prefetches(w, gpu));
+  return w.training ? plan_prefetch(w, gpu).plan : plan_inference(w, gpu);
 }
 
 }  // namespace dtsim::workloads

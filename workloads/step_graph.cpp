@@ -165,21 +165,17 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
     return grads_ready != nullptr && m && *m != 0 ? m : std::nullopt;
   };
   if (ctx_.granularity == Granularity::Layer) {
-    if (grads_ready == nullptr) {
-      deps = compute_pass(kernels, std::move(deps));
-    } else {
-      // One op per module's share of the layer: each ends with that module's weight GEMM.
-      std::vector<Kernel> part;
-      for (const Kernel& k : kernels) {
-        part.push_back(k);
-        if (const auto m = early_module(k)) {
-          deps = compute_pass(part, std::move(deps));
-          grads_ready->push_back({*m, deps.front()});
-          part.clear();
-        }
+    // One op for the pass, or with `grads_ready` one per module's share of it, each ending with its weight GEMM.
+    std::vector<Kernel> part;
+    for (const Kernel& k : kernels) {
+      part.push_back(k);
+      if (const auto m = early_module(k)) {
+        deps = compute_pass(part, std::move(deps));
+        grads_ready->push_back({*m, deps.front()});
+        part.clear();
       }
-      deps = compute_pass(part, std::move(deps));
     }
+    deps = compute_pass(part, std::move(deps));
     for (const CommPoint& p : points) deps = tp_collective(p, layer, mb, std::move(deps));
   } else {
     for (const Kernel& k : kernels) {
@@ -360,11 +356,11 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
   ctx.activation = Bytes(tokens * m.hidden * bytes_per_element(t.precision));
   const double layer_params = layer_parameters(m) / w.plan.tp;
-  for (const double part : layer_module_parameters(m))
+  for (const double part : layer_module_parameters(m)) {
     ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
-  ctx.layer_grads = Bytes(layer_params * bytes_per_element(t.grad_dtype));
-  for (const double part : layer_module_parameters(m))
     ctx.module_grads.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.grad_dtype)));
+  }
+  ctx.layer_grads = Bytes(layer_params * bytes_per_element(t.grad_dtype));
   ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(logits_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   return ctx;
