@@ -1,6 +1,6 @@
-// Helpers shared by the collective lowering tests (collective_test.cpp) and the timing tests against closed forms
-// and nccl.md (collective_timing_test.cpp): layouts, per-rank totals, and a contention-free playback of the
-// step rule.
+// Helpers shared by the collective lowering tests (collective_test.cpp per algorithm, collective_choice_test.cpp
+// across them) and the timing tests against closed forms and nccl.md (collective_timing_test.cpp): layouts,
+// per-rank totals, and a contention-free playback of the step rule.
 #pragma once
 
 #include <doctest/doctest.h>

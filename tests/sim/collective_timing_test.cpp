@@ -1,6 +1,6 @@
 // Collective timings: a contention-free playback of the step rule against closed forms (ring all-reduce and the
 // chain broadcast exactly), nccl.md's figures (8x A100 ring, 8x H100 NVLS and ring), NCCL's protocols (auto's
-// choice, explicit ones, bytes on the wire) and the protocol errors. Protocol names are in collective_test.cpp.
+// choice, explicit ones, bytes on the wire) and the protocol errors. Protocol names are in collective_choice_test.cpp.
 #include <doctest/doctest.h>
 
 #include "sim/collective_support.hpp"

@@ -68,7 +68,7 @@ constexpr std::array kRows = {
 // the layer's activations, b s h x 2 bytes = 100.7 MB (with sequence parallelism an all-gather plus a
 // reduce-scatter of the same total volume; the recomputed forward of full recompute repeats its two). What is
 // subtracted is what dtsim's own collective model gives for that all-reduce on 8 A100s over NVSwitch, 0.8216 ms
-// (214 GB/s busbw; tests/sim/collective_test.cpp holds the engine to this figure), so that a simulated layer,
+// (214 GB/s busbw; tests/sim/collective_timing_test.cpp holds the engine to this figure), so that a simulated layer,
 // compute plus simulated communication, adds back exactly what was taken out. An estimate of its own here would
 // leave dtsim's layers off by the difference (a ring at 180 GB/s busbw, 0.979 ms, is 4 % of the forward).
 constexpr Seconds kTpAllReduce = Seconds(821.58e-6);
