@@ -57,19 +57,24 @@ void rank_events(json& events, int rank, const workloads::RankClass& c, const st
 }
 
 // Per link direction, the rate of every transfer crossing it (bytes over its lifetime) summed into a step
-// function, as a fraction of line rate.
-void link_counters(json& events, const sim::Timeline& t, const topology::Topology& topo, bool ecmp) {
+// function, as a fraction of line rate. Under adaptive routing a transfer spreads over each layer's links in
+// proportion to their bandwidth.
+void link_counters(json& events, const sim::Timeline& t, const topology::Topology& topo, topology::Routing routing) {
   if (t.transfers.empty()) return;
-  topology::Router router(topo, ecmp);
+  topology::Router router(topo, routing);
   std::map<std::pair<topology::LinkId, bool>, std::map<double, double>> deltas;   // (link, forward) -> time -> rate
   for (const auto& x : t.transfers) {
     const double span = (x.end - x.start).value();
     if (span <= 0 || x.src == x.dst) continue;
-    for (const auto& hop : router.route(x.src, x.dst).hops) {
-      const double share = x.bytes.value() / span / topo.link(hop.link).bandwidth.value();
-      auto& d = deltas[{hop.link, hop.forward}];
-      d[us(x.start)] += share;
-      d[us(x.end)] -= share;
+    for (const auto& layer : router.route_layers(x.src, x.dst)) {
+      double width = 0;
+      for (const auto& hop : layer) width += topo.link(hop.link).bandwidth.value();
+      for (const auto& hop : layer) {
+        const double share = x.bytes.value() / span / width;
+        auto& d = deltas[{hop.link, hop.forward}];
+        d[us(x.start)] += share;
+        d[us(x.end)] -= share;
+      }
     }
   }
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", kLinksPid}, {"args", {{"name", "links (utilisation)"}}}});
@@ -88,7 +93,8 @@ void link_counters(json& events, const sim::Timeline& t, const topology::Topolog
 
 }  // namespace
 
-std::string trace_json(const workloads::StepGraph& g, const sim::Timeline& t, const topology::Topology& topo, bool ecmp) {
+std::string trace_json(const workloads::StepGraph& g, const sim::Timeline& t, const topology::Topology& topo,
+                       topology::Routing routing) {
   json events = json::array();
   if (!t.ranks.empty() && g.placement.ranks() <= kTraceAllRanksUpTo) {
     for (const auto& r : t.ranks)
@@ -98,7 +104,7 @@ std::string trace_json(const workloads::StepGraph& g, const sim::Timeline& t, co
     for (std::size_t c = 0; c < g.classes.size(); ++c)
       rank_events(events, g.classes[c].ranks.front(), g.classes[c], t.classes[c].ops);
   }
-  link_counters(events, t, topo, ecmp);
+  link_counters(events, t, topo, routing);
   return json{{"traceEvents", events}, {"displayTimeUnit", "ms"},
               {"otherData", {{"network_model", t.network_model}, {"step_time_s", t.step_time.value()}}}}
       .dump();

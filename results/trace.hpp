@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/timeline.hpp"
+#include "topology/routing.hpp"
 #include "topology/topology.hpp"
 #include "workloads/step_graph.hpp"
 
@@ -16,6 +17,6 @@ namespace dtsim::results {
 inline constexpr int kTraceAllRanksUpTo = 64;
 
 std::string trace_json(const workloads::StepGraph& g, const sim::Timeline& t, const topology::Topology& topo,
-                       bool ecmp);
+                       topology::Routing routing);
 
 }  // namespace dtsim::results

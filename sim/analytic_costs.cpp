@@ -11,17 +11,25 @@ namespace {
 using topology::NodeId;
 using topology::Topology;
 
-// The bandwidth a lone transfer gets on `route`: its narrowest link at line rate x efficiency, and no more than
-// the capacity of a device it crosses (the star's hub).
-BytesPerSecond route_rate(const topology::Route& route, const Topology& topo) {
-  BytesPerSecond rate(1e300);
-  for (const auto& hop : route.hops) {
-    const auto& link = topo.link(hop.link);
-    rate = std::min(rate, link.bandwidth * link.efficiency);
-    for (NodeId n : {link.a, link.b})
-      if (const auto& cap = topo.node(n).capacity) rate = std::min(rate, *cap);
+// What a lone transfer gets on a route given as layers (Router::route_layers): the narrowest layer (a layer's
+// links together, at line rate x efficiency), and no more than the capacity of a device it crosses (the star's
+// hub); its latency, the slowest link of each layer.
+PairPaths::Path layered_path(const std::vector<std::vector<topology::Hop>>& layers, const Topology& topo) {
+  PairPaths::Path p{Seconds(0), BytesPerSecond(1e300)};
+  for (const auto& layer : layers) {
+    BytesPerSecond width(0);
+    Seconds latency(0);
+    for (const auto& hop : layer) {
+      const auto& link = topo.link(hop.link);
+      width += link.bandwidth * link.efficiency;
+      latency = std::max(latency, link.latency);
+      for (NodeId n : {link.a, link.b})
+        if (const auto& cap = topo.node(n).capacity) p.rate = std::min(p.rate, *cap);
+    }
+    p.rate = std::min(p.rate, width);
+    p.latency += latency;
   }
-  return rate;
+  return p;
 }
 
 // The switch of `machine` that its GPUs hang off (NVLS endpoints).
@@ -64,13 +72,12 @@ GroupLayout group_layout(const std::vector<int>& group, const Topology& topology
 
 // The step rule: a transfer of step k from endpoint e starts when every transfer of step k-1 into or out of e
 // has ended, plus the step latency; step 0 starts after the collective's latency.
-PairPaths::PairPaths(const Topology& topology, bool ecmp) : topology_(topology), router_(topology, ecmp) {}
+PairPaths::PairPaths(const Topology& topology, topology::Routing routing) : topology_(topology), router_(topology, routing) {}
 
 const PairPaths::Path& PairPaths::path(NodeId src, NodeId dst) {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
   if (auto it = paths_.find(key); it != paths_.end()) return it->second;
-  const auto route = router_.route(src, dst);
-  return paths_.emplace(key, Path{route.latency, route_rate(route, topology_)}).first->second;
+  return paths_.emplace(key, layered_path(router_.route_layers(src, dst), topology_)).first->second;
 }
 
 Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, const Topology& topology,
@@ -110,8 +117,8 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
   return end;
 }
 
-CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvls, bool ecmp, int max_channels) {
-  auto paths = std::make_shared<PairPaths>(topology, ecmp);
+CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvls, topology::Routing routing, int max_channels) {
+  auto paths = std::make_shared<PairPaths>(topology, routing);
   const auto gpus_of = [&topology](const std::vector<int>& group) {
     std::vector<NodeId> out;
     for (int r : group) out.push_back(topology.gpus()[static_cast<std::size_t>(r)]);

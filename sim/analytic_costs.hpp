@@ -25,7 +25,7 @@ GroupLayout group_layout(const std::vector<int>& group, const topology::Topology
 // and again, and the router's per-source cache cannot hold every source of a large cluster.
 class PairPaths {
  public:
-  PairPaths(const topology::Topology& topology, bool ecmp);
+  PairPaths(const topology::Topology& topology, topology::Routing routing);
   struct Path {
     Seconds latency;
     BytesPerSecond rate;
@@ -46,7 +46,7 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<topology::NodeId>
 
 // Costs for play_analytic on `topology` (rank r on topology.gpus()[r]). The costs keep a reference to
 // `topology` and own a router.
-CommCosts analytic_costs(const topology::Topology& topology, Algorithm algorithm, bool nvls, bool ecmp,
+CommCosts analytic_costs(const topology::Topology& topology, Algorithm algorithm, bool nvls, topology::Routing routing,
                          int max_channels = 0);
 
 }  // namespace dtsim::sim

@@ -162,7 +162,7 @@ void add_routes(RouteNeeds& needs, const CollectivePlan& plan, const std::vector
     needs.add(nodes[plan.ends[i].src], nodes[plan.ends[i].dst], plan.lowered.transfers[i].rate);
 }
 
-Aggregates::Aggregates(const topology::Topology& topology, bool ecmp) : topo_(topology), paths_(topology, ecmp) {}
+Aggregates::Aggregates(const topology::Topology& topology, topology::Routing routing) : topo_(topology), paths_(topology, routing) {}
 
 std::optional<Aggregates::Choice> Aggregates::of(const std::shared_ptr<const CollectivePlan>& plan,
                                                  const std::vector<NodeId>& gpus) {
@@ -261,7 +261,7 @@ void CollectiveRun::touch(std::size_t endpoint, std::size_t phase) {
 // One collective per size over `ranks`, each starting when the previous one ends.
 std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                   const std::vector<int>& ranks, const topology::Topology& topology,
-                                  const GroupLayout& layout, const LowerFn& lower, bool ecmp, bool aggregate) {
+                                  const GroupLayout& layout, const LowerFn& lower, topology::Routing routing, bool aggregate) {
   DTSIM_ASSERT(layout.machine.size() == ranks.size(), "a group layout gives one machine per rank");
   GroupLayout labelled = layout;   // machines as Sites labels them
   labelled.machine = label_machines(layout.machine).first;
@@ -273,7 +273,7 @@ std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vec
   std::vector<std::shared_ptr<const CollectivePlan>> plan;
   std::vector<std::vector<NodeId>> nodes;
   std::vector<Seconds> tails;
-  Aggregates aggregates(topology, ecmp);
+  Aggregates aggregates(topology, routing);
   for (Bytes size : sizes) {
     plan.push_back(plans.get(kind, size, labelled));
     tails.emplace_back();
@@ -285,7 +285,7 @@ std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vec
     nodes.push_back(sites.endpoint_nodes(*plan.back(), gpus));
     add_routes(needs, *plan.back(), nodes.back());
   }
-  RouteResources routes(topology, ecmp);
+  RouteResources routes(topology, routing);
   Simulation sim(topology, needs, routes);
   std::vector<Seconds> times(sizes.size());
   std::unique_ptr<CollectiveRun> run;

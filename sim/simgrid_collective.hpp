@@ -102,7 +102,7 @@ class Sites {
 // plan takes (lowered_time of each; never negative).
 class Aggregates {
  public:
-  Aggregates(const topology::Topology& topology, bool ecmp);
+  Aggregates(const topology::Topology& topology, topology::Routing routing);
   struct Choice {
     std::shared_ptr<const CollectivePlan> plan;
     Seconds tail;

@@ -22,9 +22,9 @@ Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topolog
 
 std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                       const std::vector<int>& ranks, const topology::Topology& topology,
-                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp, bool aggregate,
+                                      const GroupLayout& layout, Algorithm algorithm, topology::Routing routing, bool aggregate,
                                       int max_channels) {
-  return flow::time_lowered(kind, sizes, ranks, topology, layout, lowering(algorithm, max_channels), ecmp,
+  return flow::time_lowered(kind, sizes, ranks, topology, layout, lowering(algorithm, max_channels), routing,
                             aggregate);
 }
 

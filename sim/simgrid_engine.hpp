@@ -20,6 +20,7 @@
 #include "sim/collective.hpp"
 #include "sim/timeline.hpp"
 #include "topology/builders.hpp"
+#include "topology/routing.hpp"
 #include "workloads/step_graph.hpp"
 
 namespace dtsim::sim {
@@ -32,7 +33,7 @@ struct SimgridOptions {
   Algorithm algorithm = Algorithm::Auto;
   int max_channels = 0;            // CollectiveTuning::max_channels (simulation.max_channels)
   bool record_transfers = false;   // fill Timeline::transfers (for the trace's link counters)
-  bool ecmp = false;               // spread equal-cost routes (the cluster's `ecmp`)
+  topology::Routing routing = topology::Routing::Single;   // how switches choose among equal paths (cluster.routing)
   // Collective memoization (DESIGN.md "Scale"): a collective on an ISOLATED group instance (no directed link or
   // switch capacity its lowered transfers can use is usable by another group instance's collectives or by a
   // pipeline send) takes a time that depends only on its plan (kind, bytes, lowering) and on the sub-topology
@@ -60,12 +61,13 @@ struct SimgridOptions {
 Timeline play_simgrid(const workloads::StepGraph& graph, const topology::Topology& topology, const SimgridOptions& options);
 
 // Times one collective per size, one after the other, over the GPUs `ranks` (indices into topology.gpus()),
-// in one simulation; each time runs from the collective's start (the previous one's end) to its end. `ecmp` and
+// in one simulation; each time runs from the collective's start (the previous one's end) to its end. `routing` and
 // `aggregate` as in SimgridOptions. Same process rule as play_simgrid.
 std::vector<Seconds> time_collectives(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                       const std::vector<int>& ranks, const topology::Topology& topology,
-                                      const GroupLayout& layout, Algorithm algorithm, bool ecmp = false,
-                                      bool aggregate = true, int max_channels = 0);
+                                      const GroupLayout& layout, Algorithm algorithm,
+                                      topology::Routing routing = topology::Routing::Single, bool aggregate = true,
+                                      int max_channels = 0);
 
 // Runs `work` in a forked child and returns what it returned (any bytes). An exception in the child comes back
 // as the same message: InputError as InputError, anything else as std::runtime_error.

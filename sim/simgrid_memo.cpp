@@ -57,10 +57,10 @@ std::vector<double> unpack(const std::string& s) {
 // Plays the samples one after the other in one simulation: per sample its duration, its transfer count, then
 // per transfer (src endpoint, dst endpoint, bytes, start, end) from its start when `record`.
 std::vector<double> play_samples(const std::vector<Sample>& samples, const topology::Topology& topology, bool record,
-                                 bool ecmp) {
+                                 topology::Routing routing) {
   RouteNeeds needs;
   for (const Sample& s : samples) add_routes(needs, *s.plan, s.nodes);
-  RouteResources resources(topology, ecmp);
+  RouteResources resources(topology, routing);
   Simulation sim(topology, needs, resources);
   std::vector<double> out;
   std::vector<TransferRecord> recorded;
@@ -94,7 +94,7 @@ std::vector<double> play_samples(const std::vector<Sample>& samples, const topol
 
 Memo::Memo(const Traffic& traffic, std::set<GroupInstance> isolated, const topology::Topology& topology,
            const Sites& sites, PlanCache& plans, RouteResources& resources, Aggregates* aggregates, bool record,
-           bool ecmp)
+           topology::Routing routing)
     : isolated_(std::move(isolated)) {
   std::map<std::pair<const CollectivePlan*, std::vector<double>>, std::size_t> shapes;
   std::vector<Sample> samples;
@@ -119,7 +119,7 @@ Memo::Memo(const Traffic& traffic, std::set<GroupInstance> isolated, const topol
   }
   if (samples.empty()) return;
   const std::vector<double> out =
-      unpack(run_isolated([&] { return pack(play_samples(samples, topology, record, ecmp)); }));
+      unpack(run_isolated([&] { return pack(play_samples(samples, topology, record, routing)); }));
   std::size_t at = 0;
   for (const Sample& s : samples) {
     DTSIM_ASSERT(at + 2 <= out.size(), "the memoized collectives came back truncated");

@@ -39,7 +39,7 @@ class Memo {
   // `aggregates` is not null, recording transfers when `record`.
   Memo(const Traffic& traffic, std::set<GroupInstance> isolated, const topology::Topology& topology,
        const Sites& sites, PlanCache& plans, RouteResources& resources, Aggregates* aggregates, bool record,
-       bool ecmp);
+       topology::Routing routing);
 
   [[nodiscard]] bool isolated(const GroupInstance& instance) const { return isolated_.count(instance) > 0; }
   [[nodiscard]] const std::set<GroupInstance>& isolated() const { return isolated_; }

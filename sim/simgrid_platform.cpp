@@ -87,27 +87,71 @@ void RouteNeeds::add(NodeId src, NodeId dst, std::optional<BytesPerSecond> rate)
   DTSIM_ASSERT(added || it->second == rate, "transfers between one pair of nodes carry different rate caps");
 }
 
-RouteResources::RouteResources(const topology::Topology& topo, bool ecmp) : topo_(topo), router_(topo, ecmp) {}
+RouteResources::RouteResources(const topology::Topology& topo, topology::Routing routing) : topo_(topo), router_(topo, routing) {}
 
 const std::vector<Resource>& RouteResources::operator()(const RouteNeeds::Pair& pair) {
   const std::uint64_t key = (static_cast<std::uint64_t>(pair.first) << 32) | pair.second;
   auto [it, added] = routes_.emplace(key, std::vector<Resource>{});
   if (!added) return it->second;
   const std::uint64_t links = topo_.links().size();
-  std::vector<Resource>& out = it->second;
-  NodeId at = pair.first;
-  if (topo_.node(at).capacity) out.push_back(2 * links + at);
-  for (const topology::Hop& hop : router_.route(pair.first, pair.second).hops) {
+  std::vector<Resource> out;
+  if (topo_.node(pair.first).capacity) out.push_back(2 * links + pair.first);
+  for (const auto& layer : router_.route_layers(pair.first, pair.second)) {
+    if (layer.size() > 1) {
+      out.push_back(trunk(layer));
+      continue;
+    }
+    const topology::Hop& hop = layer.front();
     out.push_back(2 * static_cast<std::uint64_t>(hop.link) + (hop.forward ? 1 : 0));
-    at = topo_.other_end(hop.link, at);
-    if (topo_.node(at).capacity) out.push_back(2 * links + at);
+    const topology::Link& l = topo_.link(hop.link);
+    const NodeId to = hop.forward ? l.b : l.a;
+    if (topo_.node(to).capacity) out.push_back(2 * links + to);
   }
-  return out;
+  it->second = std::move(out);
+  return it->second;
 }
+
+// The trunk of one layer of equal hops: the same set is one trunk for every route that spreads over it, and a
+// link direction belongs to one trunk at most (a flow model of adaptive routing over groups that overlap would
+// need weights per link, which a trunk cannot give).
+Resource RouteResources::trunk(const std::vector<topology::Hop>& hops) {
+  std::vector<std::pair<topology::LinkId, bool>> key;
+  for (const topology::Hop& h : hops) key.emplace_back(h.link, h.forward);
+  const std::uint64_t base = 2 * topo_.links().size() + topo_.nodes().size();
+  auto [it, added] = trunk_ids_.emplace(key, base + trunks_.size());
+  if (!added) return it->second;
+  double bandwidth = 0, latency = 0;
+  for (const topology::Hop& h : hops) {
+    const topology::Link& l = topo_.link(h.link);
+    const Resource direction = 2 * static_cast<Resource>(h.link) + (h.forward ? 1 : 0);
+    if (!trunk_of_link_.emplace(direction, it->second).second)
+      throw InputError("cluster.routing", "adaptive",
+                       fmt::format("the equal-cost paths of the topology overlap in groups (link {} to {} is in two)",
+                                   topo_.node(l.a).name, topo_.node(l.b).name),
+                       "ecmp or dmodk on this topology");
+    for (NodeId n : {l.a, l.b})
+      if (topo_.node(n).capacity && n != (h.forward ? l.a : l.b))
+        throw InputError("cluster.routing", "adaptive",
+                         fmt::format("equal-cost paths cross {}, a device with a switching capacity", topo_.node(n).name),
+                         "ecmp or dmodk on this topology");
+    bandwidth += (l.bandwidth * l.efficiency).value();
+    latency = std::max(latency, l.latency.value());
+  }
+  trunks_.emplace_back(bandwidth, latency);
+  return it->second;
+}
+
+bool RouteResources::is_capacity(Resource r) const {
+  const std::uint64_t links = topo_.links().size();
+  return r >= 2 * links && r < 2 * links + topo_.nodes().size();
+}
+
+bool RouteResources::is_trunk(Resource r) const { return r >= 2 * topo_.links().size() + topo_.nodes().size(); }
 
 std::pair<double, double> RouteResources::offer(Resource r) const {
   const std::uint64_t links = topo_.links().size();
-  if (r >= 2 * links) return {topo_.node(static_cast<NodeId>(r - 2 * links)).capacity->value(), 0.0};
+  if (is_trunk(r)) return trunks_.at(r - 2 * links - topo_.nodes().size());
+  if (is_capacity(r)) return {topo_.node(static_cast<NodeId>(r - 2 * links)).capacity->value(), 0.0};
   const topology::Link& l = topo_.link(static_cast<topology::LinkId>(r / 2));
   return {(l.bandwidth * l.efficiency).value(), l.latency.value()};
 }
@@ -119,6 +163,7 @@ struct Simulation::Impl {
   sg4::Link* link(LinkId id, bool forward);
   double share(Resource r) const;
   sg4::Link* capacity_link(NodeId id);
+  sg4::Link* trunk_link(Resource r, std::pair<double, double> offer);
   sg4::Link* rate_link(BytesPerSecond rate);
   std::vector<sg4::LinkInRoute> route(RouteResources& routes, RouteNeeds::Pair pair, std::optional<BytesPerSecond> rate);
 
@@ -138,6 +183,7 @@ struct Simulation::Impl {
   Shares shares;
   std::vector<std::array<sg4::Link*, 2>> links;   // by link id, backward and forward; null until a route uses it
   std::unordered_map<NodeId, sg4::Link*> capacity_links;
+  std::unordered_map<Resource, sg4::Link*> trunk_links;
   std::vector<std::pair<BytesPerSecond, sg4::Link*>> rate_links;
   std::unordered_map<const sg4::Activity*, Pending> pending;   // looked up, never iterated
   std::vector<sg4::ActivityPtr> finished;   // released once the clock has moved past their completion
@@ -197,6 +243,16 @@ sg4::Link* Simulation::Impl::capacity_link(NodeId id) {
   return it->second;
 }
 
+// A trunk (adaptive routing): one shared link of the trunk's summed capacity and its slowest link's latency.
+sg4::Link* Simulation::Impl::trunk_link(Resource r, std::pair<double, double> offer) {
+  auto [it, added] = trunk_links.emplace(r, nullptr);
+  if (added)
+    it->second = zone->create_link(fmt::format("trunk{}", r), offer.first / share(r))
+                     ->set_latency(offer.second)
+                     ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
+  return it->second;
+}
+
 // A FATPIPE link limits each flow crossing it to its bandwidth without sharing: a per-transfer rate cap.
 sg4::Link* Simulation::Impl::rate_link(BytesPerSecond rate) {
   for (const auto& [r, l] : rate_links)
@@ -212,7 +268,9 @@ std::vector<sg4::LinkInRoute> Simulation::Impl::route(RouteResources& routes, Ro
   std::vector<sg4::LinkInRoute> path;
   const Resource capacities = 2 * static_cast<Resource>(topo.links().size());   // the first capacity resource
   for (Resource r : routes(pair)) {
-    if (r >= capacities)
+    if (routes.is_trunk(r))
+      path.emplace_back(trunk_link(r, routes.offer(r)));
+    else if (routes.is_capacity(r))
       path.emplace_back(capacity_link(static_cast<NodeId>(r - capacities)));
     else
       path.emplace_back(link(static_cast<LinkId>(r / 2), r % 2 == 1));

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "topology/routing.hpp"
 #include "topology/topology.hpp"
@@ -28,7 +29,8 @@
 namespace dtsim::sim::flow {
 
 // A resource SimGrid shares between flows: a topology link in one direction (2 x link + 1 forward, 2 x link
-// backward) or a device's switching capacity (2 x links + node).
+// backward), a device's switching capacity (2 x links + node), or, under adaptive routing, a trunk: the equal
+// hops of one fan-out taken together (2 x links + nodes + trunk).
 using Resource = std::uint64_t;
 // Resources whose capacity a simulation divides: each flow played on them stands for that many (symmetry).
 using Shares = std::unordered_map<Resource, double>;
@@ -45,18 +47,26 @@ class RouteNeeds {
   std::map<Pair, std::optional<BytesPerSecond>> pairs_;
 };
 
-// The resources of each pair's route (topology::Router's route), memoized per pair.
+// The resources of each pair's route (topology::Router's route layers), memoized per pair.
 class RouteResources {
  public:
-  RouteResources(const topology::Topology& topo, bool ecmp);
+  RouteResources(const topology::Topology& topo, topology::Routing routing);
   const std::vector<Resource>& operator()(const RouteNeeds::Pair& pair);
-  // What a resource offers: bandwidth x efficiency and latency of a link, or a node's capacity (latency 0).
+  // What a resource offers: bandwidth x efficiency and latency of a link, a node's capacity (latency 0), a
+  // trunk's links together (their summed bandwidth x efficiency, the slowest one's latency).
   [[nodiscard]] std::pair<double, double> offer(Resource r) const;
+  [[nodiscard]] bool is_capacity(Resource r) const;
+  [[nodiscard]] bool is_trunk(Resource r) const;
 
  private:
+  Resource trunk(const std::vector<topology::Hop>& hops);
+
   const topology::Topology& topo_;
   topology::Router router_;
   std::unordered_map<std::uint64_t, std::vector<Resource>> routes_;
+  std::map<std::vector<std::pair<topology::LinkId, bool>>, Resource> trunk_ids_;
+  std::vector<std::pair<double, double>> trunks_;        // per trunk: bandwidth x efficiency, latency
+  std::unordered_map<Resource, Resource> trunk_of_link_;   // each link direction in a trunk: which one
 };
 
 class Simulation {

@@ -411,7 +411,7 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   const Sites sites(topology);
   PlanCache plans(lower, options.aggregate);
   const Traffic traffic = collect_traffic(graph, topology, plans, sites);
-  RouteResources resources(topology, options.ecmp);
+  RouteResources resources(topology, options.routing);
   std::set<GroupInstance> isolated;
   if (options.memoize || options.symmetry) isolated = isolated_instances(traffic, resources);
   Symmetry symmetry;
@@ -419,12 +419,12 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
     symmetry = find_symmetry(graph, topology, traffic, isolated, resources);
   else
     symmetry.refused = "switched off";
-  Aggregates aggregates(topology, options.ecmp);
+  Aggregates aggregates(topology, options.routing);
   Aggregates* aggregating = options.aggregate ? &aggregates : nullptr;
   std::optional<Memo> memo;
   if (options.memoize)
     memo.emplace(traffic, std::move(isolated), topology, sites, plans, resources, aggregating,
-                 options.record_transfers, options.ecmp);
+                 options.record_transfers, options.routing);
   const std::vector<int>* representative = symmetry.applies() ? &symmetry.representative : nullptr;
   const RouteNeeds needs = route_needs(traffic, topology, sites, representative, memo ? &memo->isolated() : nullptr);
   Simulation sim(topology, needs, resources, symmetry.shares);

@@ -14,6 +14,6 @@ Timeline play_graph(const workloads::StepGraph& graph, const topology::Topology&
 
 std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
                                   const std::vector<int>& ranks, const topology::Topology& topology,
-                                  const GroupLayout& layout, const LowerFn& lower, bool ecmp, bool aggregate = true);
+                                  const GroupLayout& layout, const LowerFn& lower, topology::Routing routing, bool aggregate = true);
 
 }  // namespace dtsim::sim::flow

@@ -38,6 +38,17 @@ BytesPerSecond ClusterSpec::gpu_budget() const {
   return intra_link.bandwidth * static_cast<double>(effective_links_per_gpu());
 }
 
+Routing ClusterSpec::effective_routing() const {
+  if (routing) return *routing;
+  if (inter != InterKind::FatTree && inter != InterKind::RailOptimized) return Routing::Single;
+  const long long ports = fabric.leaf_ports;
+  const long long nics = static_cast<long long>(nodes) * effective_nics_per_node();
+  const long long leaves = inter == InterKind::FatTree ? (nics + ports - 1) / ports
+                                                       : effective_nics_per_node() * ((nodes + ports - 1) / ports);
+  if (leaves < 2) return Routing::Single;
+  return inter_link.family == LinkFamily::InfiniBand ? Routing::DModK : Routing::Ecmp;
+}
+
 ClusterSpec default_cluster(std::string_view gpu, IntraKind intra, int nodes, int gpus_per_node) {
   ClusterSpec spec;
   spec.gpu = find_gpu(gpu);

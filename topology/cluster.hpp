@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "topology/catalog.hpp"
+#include "topology/routing.hpp"
 
 namespace dtsim::topology {
 
@@ -49,7 +50,7 @@ struct ClusterSpec {
   double oversubscription = 1.0;   // leaf downlink : uplink capacity
   PcieLayout pcie;
   FabricLayout fabric;
-  bool ecmp = false;        // spread equal-cost paths (InfiniBand by destination, others by flow) instead of the first one
+  std::optional<Routing> routing;   // how switches choose among equal paths; none = the fabric's default
   std::optional<std::string> graph;   // a user topology file, instead of the builders
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
@@ -60,6 +61,10 @@ struct ClusterSpec {
   [[nodiscard]] int effective_nics_per_node() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
   [[nodiscard]] int effective_spines() const { return fabric.spines > 0 ? fabric.spines : fabric.leaf_ports; }
   [[nodiscard]] int effective_sockets() const;
+  // `routing`, or what the builders' fabric does without one (routing.hpp's default_routing, told from the spec
+  // without building it): D-mod-K over an InfiniBand leaf-spine fabric, ECMP over any other, single where no
+  // pair of GPUs has two equal paths through switches (one switch, no fabric). Not for user graphs.
+  [[nodiscard]] Routing effective_routing() const;
 };
 
 // A cluster with every default resolved from the catalog, for `gpu` on `intra` with `nodes` × `gpus_per_node`.

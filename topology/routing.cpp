@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "topology/error.hpp"
+#include "topology/name_table.hpp"
 
 namespace dtsim::topology {
 namespace {
@@ -23,9 +24,27 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+constexpr NameTable<Routing, 4> kRoutings{{{Routing::Single, "single"},
+                                          {Routing::Ecmp, "ecmp"},
+                                          {Routing::DModK, "dmodk"},
+                                          {Routing::Adaptive, "adaptive"}}};
+
 }  // namespace
 
-Router::Router(const Topology& topo, bool ecmp) : topo_(topo), ecmp_(ecmp) {
+std::string_view to_string(Routing r) { return name_of(kRoutings, r); }
+std::optional<Routing> parse_routing(std::string_view name) { return value_of(kRoutings, name); }
+
+Routing default_routing(const Topology& topo) {
+  bool fabric = false;
+  for (const Link& l : topo.links()) {
+    if (topo.node(l.a).kind != NodeKind::Switch || topo.node(l.b).kind != NodeKind::Switch) continue;
+    fabric = true;
+    if (!l.by_destination) return Routing::Ecmp;
+  }
+  return fabric ? Routing::DModK : Routing::Single;
+}
+
+Router::Router(const Topology& topo, Routing routing) : topo_(topo), routing_(routing) {
   for (NodeId v = 0; v < topo.nodes().size(); ++v) {
     arc_first_.push_back(static_cast<std::uint32_t>(arcs_.size()));
     for (LinkId l : topo.incident(v)) {
@@ -36,8 +55,9 @@ Router::Router(const Topology& topo, bool ecmp) : topo_(topo), ecmp_(ecmp) {
               [](const Arc& a, const Arc& b) { return a.peer != b.peer ? a.peer < b.peer : a.link < b.link; });
   }
   arc_first_.push_back(static_cast<std::uint32_t>(arcs_.size()));
-  // D-mod-K numbers each endpoint by its switch port: the switch's ordinal among those with endpoint ports times
-  // its port count, plus the port's position, in link order (the builders attach NICs to a leaf in order).
+  // D-mod-K numbers each endpoint by its port on a fabric switch (one outside every machine, or one reached over
+  // InfiniBand): the switch's ordinal among those with endpoint ports times its port count, plus the port's
+  // position, in link order (the builders attach NICs to a leaf in order). A machine's NVSwitch numbers nothing.
   port_index_.assign(topo.nodes().size(), kNoPort);
   std::uint64_t leaves = 0;
   for (NodeId v = 0; v < topo.nodes().size(); ++v) {
@@ -45,7 +65,8 @@ Router::Router(const Topology& topo, bool ecmp) : topo_(topo), ecmp_(ecmp) {
     std::vector<NodeId> ports;
     for (LinkId l : topo.incident(v)) {
       const NodeId end = topo.other_end(l, v);
-      if (topo.link(l).by_destination && topo.node(end).kind != NodeKind::Switch) ports.push_back(end);
+      const bool fabric = topo.node(v).machine < 0 || topo.link(l).by_destination;
+      if (fabric && topo.node(end).kind != NodeKind::Switch) ports.push_back(end);
     }
     if (ports.empty()) continue;
     for (std::size_t p = 0; p < ports.size(); ++p)
@@ -113,20 +134,66 @@ const Router::Tree& Router::tree(NodeId src) {
   return trees_.emplace(src, std::move(t)).first->second;
 }
 
-// ECMP's choice among the equal best hops into `v`, walking back from the destination. Among InfiniBand links
-// (Link::by_destination, all of them) it is D-mod-K: the destination's switch-port number (the first endpoint
-// met on the way back that has one; else its node id), read as digits in the successive fan-outs, so every flow
-// to one destination takes one path and the ports of one leaf take different spines, as fat-tree routing fills
-// InfiniBand forwarding tables. Otherwise a hash of (source, destination).
-std::size_t Router::pick(std::span<const Hop> hops, std::uint64_t salt, NodeId v, Digits& digits) const {
+// The choice among the equal best hops into `v`, walking back from the destination. D-mod-K: the destination's
+// switch-port number (the first endpoint met on the way back that has one; else its node id), read as digits in
+// the successive fan-outs, so every flow to one destination takes one path and the ports of one leaf take
+// different spines, as fat-tree routing fills InfiniBand forwarding tables. ECMP: a hash of (source,
+// destination) mixed with the fan-out's node. Single (and adaptive's one representative path): the first.
+std::size_t Router::pick(std::span<const Hop> hops, std::uint64_t salt, Digits& digits, NodeId v) const {
   if (hops.size() == 1) return 0;
-  if (std::ranges::all_of(hops, [&](const Hop& h) { return topo_.link(h.link).by_destination; })) {
-    digits.set = true;   // no endpoint port on the way: the destination's node id
-    const std::size_t i = digits.value % hops.size();
-    digits.value /= hops.size();
-    return i;
+  switch (routing_) {
+    case Routing::Single:
+    case Routing::Adaptive: return 0;
+    case Routing::DModK: {
+      digits.set = true;   // no endpoint port on the way: the destination's node id
+      const std::size_t i = digits.value % hops.size();
+      digits.value /= hops.size();
+      return i;
+    }
+    case Routing::Ecmp: return mix(salt ^ v) % hops.size();
   }
-  return mix(salt ^ v) % hops.size();
+  DTSIM_ASSERT(false, "routing missing from Router::pick");
+}
+
+// One path back from `dst` to `src`, each node's hop picked among `best(v)` (its best arriving hops).
+template <class Best>
+std::vector<Hop> Router::walk_back(NodeId src, NodeId dst, Best best) const {
+  const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
+  std::vector<Hop> hops;
+  Digits digits{dst};
+  for (NodeId v = dst; v != src;) {
+    digits.note(port_index_[v]);
+    const std::span<const Hop> preds = best(v);
+    const Hop h = preds[pick(preds, salt, digits, v)];
+    hops.push_back(h);
+    v = topo_.other_end(h.link, v);
+  }
+  return hops;
+}
+
+// Every best hop between the pair, layer by layer back from `dst`: the hops into the current frontier, whose far
+// ends make the next one. Returned from the source's side.
+template <class Best>
+std::vector<std::vector<Hop>> Router::layers_back(NodeId src, NodeId dst, Best best) const {
+  std::vector<std::vector<Hop>> layers;
+  std::vector<NodeId> frontier{dst};
+  while (!(frontier.size() == 1 && frontier.front() == src)) {
+    std::vector<Hop> layer;
+    std::vector<NodeId> next;
+    for (NodeId v : frontier)
+      for (const Hop& h : best(v)) {
+        layer.push_back(h);
+        next.push_back(topo_.other_end(h.link, v));
+      }
+    DTSIM_ASSERT(!layer.empty(), "a node on a shortest path has no best hop");
+    std::ranges::sort(layer, [](const Hop& a, const Hop& b) { return a.link != b.link ? a.link < b.link : a.forward < b.forward; });
+    std::ranges::sort(next);
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    layers.push_back(std::move(layer));
+    frontier = std::move(next);
+  }
+  std::reverse(layers.begin(), layers.end());
+  return layers;
 }
 
 void Router::Digits::note(std::uint64_t port) {
@@ -143,31 +210,14 @@ Route Router::make_route(std::vector<Hop> reversed) const {
   return r;
 }
 
-Route Router::route(NodeId src, NodeId dst) {
-  if (topo_.nodes().size() > kPairSearchAbove && trees_.count(src) == 0) return pair_route(src, dst);
-  const Tree& t = tree(src);
-  if (t.dist[dst] < 0) throw std::logic_error(fmt::format("no route from node {} to node {}", src, dst));
-  const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
-  std::vector<Hop> hops;
-  Digits digits{dst};
-  for (NodeId v = dst; v != src;) {
-    digits.note(port_index_[v]);
-    const auto preds = t.into(v);
-    const Hop h = preds[ecmp_ ? pick(preds, salt, v, digits) : 0];
-    hops.push_back(h);
-    v = topo_.other_end(h.link, v);
-  }
-  return make_route(std::move(hops));
-}
-
 // Breadth-first from both ends, one whole layer at a time on the smaller side, until a layer reaches a node the
 // other side has reached: then every such node is at distance D = (forward depth) + (backward depth), and
 // every node on a shortest path is within the forward depth of src or the backward depth of dst. Marking the
 // shortest-path nodes back from that meeting layer on each side, then the widest best hops forward from src
 // over them alone, gives each node on the way the same hops `tree` gives it (its best hops come from the
 // previous layer, all of whose nodes on a shortest path to it lie on one to dst as well).
-Route Router::pair_route(NodeId src, NodeId dst) {
-  if (src == dst) return make_route({});
+template <class Use>
+auto Router::pair_search(NodeId src, NodeId dst, Use use) {
   Scratch& s = scratch_;
   const auto n = topo_.nodes().size();
   if (s.from_src.size() != n) {
@@ -252,17 +302,10 @@ Route Router::pair_route(NodeId src, NodeId dst) {
     }
     s.best[v] = {begin, static_cast<std::uint32_t>(s.hops.size())};
   }
-  const std::uint64_t salt = mix((static_cast<std::uint64_t>(src) << 32) | dst);
-  std::vector<Hop> hops;
-  Digits digits{dst};
-  for (NodeId v = dst; v != src;) {
-    digits.note(port_index_[v]);
+  auto result = use([&](NodeId v) {
     const auto [first, last] = s.best[v];
-    const std::span<const Hop> best(s.hops.data() + first, last - first);
-    const Hop h = best[ecmp_ ? pick(best, salt, v, digits) : 0];
-    hops.push_back(h);
-    v = topo_.other_end(h.link, v);
-  }
+    return std::span<const Hop>(s.hops.data() + first, last - first);
+  });
   for (NodeId v : s.touched) {
     s.from_src[v] = s.to_dst[v] = -1;
     s.on_path[v] = 0;
@@ -270,7 +313,33 @@ Route Router::pair_route(NodeId src, NodeId dst) {
   }
   s.touched.clear();
   s.hops.clear();
-  return make_route(std::move(hops));
+  return result;
+}
+
+Route Router::pair_route(NodeId src, NodeId dst) {
+  if (src == dst) return make_route({});
+  return make_route(pair_search(src, dst, [&](const auto& best) { return walk_back(src, dst, best); }));
+}
+
+Route Router::route(NodeId src, NodeId dst) {
+  if (topo_.nodes().size() > kPairSearchAbove && trees_.count(src) == 0) return pair_route(src, dst);
+  const Tree& t = tree(src);
+  if (t.dist[dst] < 0) throw std::logic_error(fmt::format("no route from node {} to node {}", src, dst));
+  return make_route(walk_back(src, dst, [&](NodeId v) { return t.into(v); }));
+}
+
+std::vector<std::vector<Hop>> Router::route_layers(NodeId src, NodeId dst) {
+  if (routing_ != Routing::Adaptive) {
+    std::vector<std::vector<Hop>> layers;
+    for (const Hop& h : route(src, dst).hops) layers.push_back({h});
+    return layers;
+  }
+  if (src == dst) return {};
+  if (topo_.nodes().size() > kPairSearchAbove && trees_.count(src) == 0)
+    return pair_search(src, dst, [&](const auto& best) { return layers_back(src, dst, best); });
+  const Tree& t = tree(src);
+  if (t.dist[dst] < 0) throw std::logic_error(fmt::format("no route from node {} to node {}", src, dst));
+  return layers_back(src, dst, [&](NodeId v) { return t.into(v); });
 }
 
 int Router::hops(NodeId src, NodeId dst) { return tree(src).dist[dst]; }

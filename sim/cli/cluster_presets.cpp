@@ -20,14 +20,14 @@ struct Preset {
 };
 
 // DGX A100 / H100: 8 GPUs on NVSwitch and 8 InfiniBand NICs per node (one per GPU), a non-blocking fat tree
-// whose flows spread over the spines (ECMP, as the adaptive routing of an InfiniBand fabric does). PCIe server:
+// routed as InfiniBand fabrics are by default (D-mod-K: the routing default of an InfiniBand fabric). PCIe server:
 // 8 A100 PCIe cards, two per PCIe switch, two sockets. 100 GbE: one A100 PCIe per node on a 100 Gb/s Ethernet
 // switch, the commodity cluster.
 constexpr std::array kPresets = {
     Preset{"dgx-a100", "{gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, "
-                       "inter_link: ib-hdr, nics_per_node: 8, ecmp: true}"},
+                       "inter_link: ib-hdr, nics_per_node: 8}"},
     Preset{"dgx-h100", "{gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, "
-                       "inter_link: ib-ndr, nics_per_node: 8, ecmp: true}"},
+                       "inter_link: ib-ndr, nics_per_node: 8}"},
     Preset{"pcie-8xa100", "{gpu: a100-pcie-80gb, gpus_per_node: 8, intra: pcie, "
                           "pcie: {gpus_per_switch: 2, sockets: 2, socket_links: 3}}"},
     Preset{"ethernet-100g", "{gpu: a100-pcie-80gb, gpus_per_node: 1, inter: switch, inter_link: eth-100g, "

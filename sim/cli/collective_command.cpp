@@ -43,7 +43,8 @@ topology::ClusterSpec cluster_of(const CollectiveArgs& a) {
   c.inter = parse_named<topology::InterKind>("--inter", a.inter, topology::parse_inter_kind, topology::kInterNames);
   if (!a.inter_link.empty()) c.inter_link = topology::find_link(a.inter_link, "--inter-link");
   if (a.nics_per_node > 0) c.nics_per_node = a.nics_per_node;
-  c.ecmp = a.ecmp;
+  if (!a.routing.empty())
+    c.routing = parse_named<topology::Routing>("--routing", a.routing, topology::parse_routing, topology::kRoutingNames);
   return c;
 }
 
@@ -106,7 +107,7 @@ std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& clus
   }
   const auto times = deserialize(sim::run_isolated(
       [&] { return serialize(sim::time_collectives(kind, points, ranks, built.topology, layout, algorithm,
-                                                       cluster.ecmp, true, max_channels)); }));
+                                                       cluster.effective_routing(), true, max_channels)); }));
   for (std::size_t i = 0; i < out.size(); ++i) out[i].time = times.at(i);
   return out;
 }

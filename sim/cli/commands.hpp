@@ -45,7 +45,8 @@ struct CollectiveArgs {
   std::string inter = "none";
   std::string inter_link;            // empty: the cluster default
   int nics_per_node = 0;             // 0: one per GPU
-  bool ecmp = false;                 // spread flows over equal-cost paths (cluster.ecmp)
+  std::string routing;               // cluster.routing; empty: the fabric's default
+  bool ecmp = false;                 // the fabric's default routing (cluster.ecmp, the old name): as no --routing
   int max_channels = 0;              // rings across machines (simulation.max_channels), 0 = one per local rank
   std::string op = "allreduce";
   std::string algo = "auto";

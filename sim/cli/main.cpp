@@ -76,7 +76,9 @@ int dispatch(int argc, char** argv) {
   collective->add_option("--inter", coll.inter, "none | switch | fat-tree | rail-optimized");
   collective->add_option("--inter-link", coll.inter_link, "NIC link catalog name");
   collective->add_option("--nics-per-node", coll.nics_per_node, "NICs per node (default: one per GPU)");
-  collective->add_flag("--ecmp", coll.ecmp, "spread flows over equal-cost paths, as cluster.ecmp does");
+  collective->add_option("--routing", coll.routing,
+                         "single | ecmp | dmodk | adaptive, as cluster.routing (default: the fabric's own)");
+  collective->add_flag("--ecmp", coll.ecmp, "the fabric's default routing (the old name of no --routing)");
   collective->add_option("--max-channels", coll.max_channels,
                          "rings across machines, as simulation.max_channels (default 0: one per GPU of a node)");
   collective->add_option("--op", coll.op, "allreduce | allgather | reducescatter | alltoall | broadcast");

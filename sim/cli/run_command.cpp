@@ -50,7 +50,7 @@ bool nvls_capable(const topology::ClusterSpec& c) {
 sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
   const bool nvls = nvls_capable(s.cluster);
   if (s.simulation.engine == EngineKind::Analytic) {
-    auto t = sim::play_analytic(g, sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.ecmp,
+    auto t = sim::play_analytic(g, sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(),
                                                        s.simulation.max_channels));
     t.network_model = "analytic: closed form per transfer (route latency + bytes / narrowest link x efficiency), no contention";
     return t;
@@ -59,7 +59,7 @@ sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topol
   options.algorithm = s.simulation.collective_algo;
   options.max_channels = s.simulation.max_channels;
   options.record_transfers = trace;
-  options.ecmp = s.cluster.ecmp;
+  options.routing = s.cluster.effective_routing();
   options.memoize = s.simulation.memoize;
   options.aggregate = s.simulation.aggregate;
   options.symmetry = s.simulation.symmetry;
@@ -75,7 +75,7 @@ json simulate(const Scenario& s, const std::string& trace_path) {
   const auto timeline = play(s, graph, built.topology, !trace_path.empty());
   const auto metrics = results::step_metrics(graph, timeline, s.cluster.gpu, results::single_gpu_compute(w, s.cluster.gpu));
   if (!trace_path.empty())
-    write_file(trace_path, results::trace_json(graph, timeline, built.topology, s.cluster.ecmp), "--trace");
+    write_file(trace_path, results::trace_json(graph, timeline, built.topology, s.cluster.effective_routing()), "--trace");
   results::RunInfo info{s.name,
                         s.cluster.graph ? *s.cluster.graph : results::cluster_layout(s.cluster),
                         s.simulation.engine == EngineKind::Simgrid ? "simgrid" : "analytic",

@@ -14,6 +14,7 @@
 #include "sim/cli/workload_reader.hpp"
 #include "sim/cli/yaml_reader.hpp"
 #include "topology/error.hpp"
+#include "topology/user_graph.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -55,9 +56,22 @@ std::string resolve_path(const std::string& scenario_file, const std::string& pa
   return (std::filesystem::path(scenario_file).parent_path() / p).lexically_normal().string();
 }
 
+// cluster.routing, or its old name cluster.ecmp (true: the fabric's default, false: single), resolved: what the
+// fabric does without either (a user graph's from its links).
+topology::Routing read_routing(const YamlMap& m, const ClusterSpec& c) {
+  if (m.has("routing") && m.has("ecmp"))
+    m.fail("ecmp", m.text("ecmp").value_or(""), "cannot be combined with cluster.routing (ecmp is its old name), key",
+           "one of them: routing: single | ecmp | dmodk | adaptive");
+  if (m.has("routing"))
+    return read_enum(m, "routing", topology::Routing::Single, topology::parse_routing, topology::kRoutingNames);
+  if (!m.boolean("ecmp").value_or(true)) return topology::Routing::Single;
+  if (!c.graph) return c.effective_routing();
+  return topology::default_routing(topology::read_user_graph(*c.graph));
+}
+
 ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
   m.allow_only({"gpu", "nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "inter", "inter_link",
-                "nic_link", "nics_per_node", "oversubscription", "graph", "ecmp", "pcie", "fabric"});
+                "nic_link", "nics_per_node", "oversubscription", "graph", "routing", "ecmp", "pcie", "fabric"});
   if (!m.has("gpu")) m.fail("gpu", "", "missing required key", "a catalog GPU name or a map of its fields");
   const auto intra = read_enum(m, "intra", topology::IntraKind::NvSwitch, topology::parse_intra_kind, topology::kIntraNames);
   ClusterSpec c;
@@ -72,7 +86,6 @@ ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
   c.nic_link = read_link_or(m, "nic_link", c.gpu.host_link);
   c.nics_per_node = read_int(m, "nics_per_node", 0, 1, 4096);
   c.oversubscription = m.number("oversubscription", 0.0, false, 1000.0).value_or(1.0);
-  c.ecmp = m.boolean("ecmp").value_or(false);
   c.pcie.socket_link = topology::find_link("upi", "cluster.pcie.socket_link");
   c.pcie.root_complex = topology::pcie_root_complex_throughput();
   if (m.has("pcie")) read_pcie(m.map("pcie"), c);
@@ -81,6 +94,7 @@ ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
     check_graph_exclusive(m);
     c.graph = resolve_path(file, *g);
   }
+  c.routing = read_routing(m, c);
   return c;
 }
 

@@ -44,7 +44,7 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c) {
   emit_gpu(out, c.gpu);
   if (c.graph) {
     out << YAML::Key << "graph" << YAML::Value << *c.graph;
-    out << YAML::Key << "ecmp" << YAML::Value << c.ecmp;
+    out << YAML::Key << "routing" << YAML::Value << std::string(to_string(c.effective_routing()));
     out << YAML::EndMap;
     return;
   }
@@ -58,7 +58,7 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c) {
   emit_link(out, "nic_link", c.nic_link);
   out << YAML::Key << "nics_per_node" << YAML::Value << c.effective_nics_per_node();
   out << YAML::Key << "oversubscription" << YAML::Value << c.oversubscription;
-  out << YAML::Key << "ecmp" << YAML::Value << c.ecmp;
+  out << YAML::Key << "routing" << YAML::Value << std::string(to_string(c.effective_routing()));
   out << YAML::Key << "pcie" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "gpus_per_switch" << YAML::Value << c.pcie.gpus_per_switch;
   out << YAML::Key << "sockets" << YAML::Value << c.effective_sockets();

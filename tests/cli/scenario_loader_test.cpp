@@ -80,22 +80,51 @@ cluster: {gpu: h100-sxm5-80gb, nodes: 4, gpus_per_node: 8, inter: fat-tree, inte
   CHECK(back.cluster.inter_link.bandwidth == s.cluster.inter_link.bandwidth);
   CHECK(back.cluster.oversubscription == 2.0);
   CHECK(back.cluster.fabric.spines == 16);
-  CHECK(back.cluster.ecmp);
+  CHECK(back.cluster.routing == topology::Routing::DModK);   // ecmp: true over InfiniBand is D-mod-K
+  CHECK(yaml.find("routing: dmodk") != std::string::npos);
+  CHECK(yaml.find("ecmp") == std::string::npos);
+}
+
+TEST_CASE("cluster.routing: the fabric's default unless named, and ecmp its old name") {
+  const auto routing = [](const std::string& cluster) { return load_one("cluster: " + cluster).cluster.routing; };
+  const std::string ib = "{gpu: h100-sxm5-80gb, nodes: 8, inter: fat-tree, inter_link: ib-ndr";
+  const std::string eth = "{gpu: h100-sxm5-80gb, nodes: 8, inter: fat-tree, inter_link: eth-400g";
+  CHECK(routing(ib + "}") == topology::Routing::DModK);
+  CHECK(routing(eth + "}") == topology::Routing::Ecmp);
+  CHECK(routing(ib + ", ecmp: true}") == topology::Routing::DModK);
+  CHECK(routing(eth + ", ecmp: true}") == topology::Routing::Ecmp);
+  CHECK(routing(ib + ", ecmp: false}") == topology::Routing::Single);
+  CHECK(routing(eth + ", routing: adaptive}") == topology::Routing::Adaptive);
+  CHECK(routing(ib + ", routing: ecmp}") == topology::Routing::Ecmp);
+  CHECK(routing("{gpu: h100-sxm5-80gb}") == topology::Routing::Single);   // one NVSwitch: one path per pair
+  CHECK(routing("{preset: dgx-h100, nodes: 64}") == topology::Routing::DModK);
+  CHECK(routing("{preset: dgx-h100, nodes: 64}") == routing("{preset: dgx-h100, nodes: 64, routing: dmodk}"));
+  CHECK_THROWS_WITH_AS(load_one("cluster: " + ib + ", routing: hash}"),
+                       "test.yaml:1: cluster.routing: unknown value 'hash' (allowed: single, ecmp, dmodk, adaptive)",
+                       InputError);
+  CHECK_THROWS_WITH_AS(load_one("cluster: " + ib + ", routing: [ecmp]}"),
+                       doctest::Contains("cluster.routing: expected a single value"), InputError);
+  CHECK_THROWS_WITH_AS(load_one("cluster: " + ib + ", routing: single, ecmp: true}"),
+                       doctest::Contains("cluster.ecmp: cannot be combined with cluster.routing"), InputError);
+  // The resolved scenario names what was used, and loads back to it.
+  const Scenario s = load_one("cluster: " + eth + ", routing: adaptive}");
+  CHECK(to_yaml(s).find("routing: adaptive") != std::string::npos);
+  CHECK(load_one(to_yaml(s)).cluster.routing == topology::Routing::Adaptive);
 }
 
 TEST_CASE("cluster presets fill in the machine, the keys given beside them win, unknown names list the presets") {
-  const Scenario h = load_one("cluster: {preset: dgx-h100, nodes: 4}");
+  const Scenario h = load_one("cluster: {preset: dgx-h100, nodes: 8}");
   CHECK(h.cluster.gpu.name == "h100-sxm5-80gb");
-  CHECK(h.cluster.gpus() == 32);
+  CHECK(h.cluster.gpus() == 64);
   CHECK(h.cluster.intra == topology::IntraKind::NvSwitch);
   CHECK(h.cluster.inter == topology::InterKind::FatTree);
   CHECK(h.cluster.inter_link.name == "ib-ndr");
   CHECK(h.cluster.nics_per_node == 8);
-  CHECK(h.cluster.ecmp);
+  CHECK(h.cluster.routing == topology::Routing::DModK);
   const Scenario a = load_one("cluster: {preset: dgx-a100, nodes: 2, inter_link: ib-ndr, ecmp: false}");
   CHECK(a.cluster.gpu.name == "a100-sxm4-80gb");
   CHECK(a.cluster.inter_link.name == "ib-ndr");
-  CHECK_FALSE(a.cluster.ecmp);
+  CHECK(a.cluster.routing == topology::Routing::Single);
   const Scenario pcie = load_one("cluster: {preset: pcie-8xa100}");
   CHECK(pcie.cluster.intra == topology::IntraKind::Pcie);
   CHECK(pcie.cluster.pcie.gpus_per_switch == 2);

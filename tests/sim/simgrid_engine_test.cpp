@@ -35,7 +35,7 @@ TEST_CASE("simgrid: one transfer takes latency + size / (bandwidth x efficiency)
     const auto topo = two_gpus();
     sim::flow::RouteNeeds needs;
     needs.add(0, 1);
-    sim::flow::RouteResources routes(topo, false);
+    sim::flow::RouteResources routes(topo, topology::Routing::Single);
     sim::flow::Simulation sim(topo, needs, routes);
     std::vector<double> out;
     sim.transfer(0, 1, Bytes(1e9), [&](Seconds start, Seconds end) { out = {start.value(), end.value()}; });
@@ -53,7 +53,7 @@ TEST_CASE("simgrid: two flows in one direction share the link and opposite direc
     sim::flow::RouteNeeds needs;
     needs.add(0, 1);
     needs.add(1, 0);
-    sim::flow::RouteResources routes(topo, false);
+    sim::flow::RouteResources routes(topo, topology::Routing::Single);
     sim::flow::Simulation sim(topo, needs, routes);
     std::vector<double> out(4);
     const std::array<std::pair<NodeId, NodeId>, 3> flows{{{0, 1}, {0, 1}, {1, 0}}};
@@ -76,7 +76,7 @@ TEST_CASE("simgrid: a rate cap limits one transfer and compute ops and delays ta
     const auto topo = two_gpus();
     sim::flow::RouteNeeds needs;
     needs.add(0, 1, gigabytes_per_second(5));
-    sim::flow::RouteResources routes(topo, false);
+    sim::flow::RouteResources routes(topo, topology::Routing::Single);
     sim::flow::Simulation sim(topo, needs, routes);
     std::vector<double> out(4);
     sim.transfer(0, 1, Bytes(1e9), [&](Seconds, Seconds end) { out[0] = end.value(); });
@@ -102,7 +102,7 @@ TEST_CASE("simgrid: the star's hub limits the traffic through it to its capacity
   const auto t = isolated([&] {
     sim::flow::RouteNeeds needs;
     for (int i = 0; i < n; ++i) needs.add(topo.gpus()[static_cast<std::size_t>(i)], topo.gpus()[static_cast<std::size_t>((i + 1) % n)]);
-    sim::flow::RouteResources routes(topo, false);
+    sim::flow::RouteResources routes(topo, topology::Routing::Single);
     sim::flow::Simulation sim(topo, needs, routes);
     std::vector<double> out(n);
     for (int i = 0; i < n; ++i)
@@ -116,6 +116,44 @@ TEST_CASE("simgrid: the star's hub limits the traffic through it to its capacity
   for (double end : t) CHECK(end == near(2 * hop + bytes / (capacity / n)));
 }
 
+// Concurrent flows on a fat tree of 16 one-GPU machines (4 leaves of 4 NICs, 4 spines, each uplink one NIC's
+// rate): their end times under `routing`.
+std::vector<double> fat_tree_flows(topology::Routing routing, const std::vector<std::pair<int, int>>& flows) {
+  auto spec = topology::default_cluster("a100-pcie-80gb", IntraKind::Pcie, 16, 1);
+  spec.inter = topology::InterKind::FatTree;
+  spec.fabric.leaf_ports = 4;
+  const auto topo = topology::build_cluster(spec).topology;
+  return isolated([&] {
+    const auto& g = topo.gpus();
+    sim::flow::RouteNeeds needs;
+    for (const auto& [s, d] : flows) needs.add(g[static_cast<std::size_t>(s)], g[static_cast<std::size_t>(d)]);
+    sim::flow::RouteResources routes(topo, routing);
+    sim::flow::Simulation sim(topo, needs, routes);
+    std::vector<double> out(flows.size());
+    for (std::size_t i = 0; i < flows.size(); ++i)
+      sim.transfer(g[static_cast<std::size_t>(flows[i].first)], g[static_cast<std::size_t>(flows[i].second)],
+                   Bytes(1e9), [&out, i](Seconds, Seconds end) { out[i] = end.value(); });
+    sim.run();
+    return out;
+  });
+}
+
+TEST_CASE("simgrid: routing on a fat tree: single piles flows on one spine, D-mod-K and adaptive spread them") {
+  using topology::Routing;
+  const double alone = fat_tree_flows(Routing::Single, {{0, 4}})[0];
+  // Leaf 0 to leaf 1, four flows: single sends all four through spine0 (a quarter of an uplink each); D-mod-K
+  // gives the four destination ports four spines; adaptive spreads them over the trunk of four uplinks.
+  const std::vector<std::pair<int, int>> across{{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+  for (double end : fat_tree_flows(Routing::Single, across)) CHECK(end == doctest::Approx(4 * alone).epsilon(1e-3));
+  for (Routing r : {Routing::DModK, Routing::Adaptive})
+    for (double end : fat_tree_flows(r, across)) CHECK(end == near(alone));
+  // Two flows to port 0 of two other leaves: D-mod-K sends both through spine0 (the destinations' first digit
+  // is the same), adaptive through the trunk, at full rate each.
+  const std::vector<std::pair<int, int>> same_port{{0, 4}, {1, 8}};
+  for (double end : fat_tree_flows(Routing::DModK, same_port)) CHECK(end == doctest::Approx(2 * alone).epsilon(1e-3));
+  for (double end : fat_tree_flows(Routing::Adaptive, same_port)) CHECK(end == near(alone));
+}
+
 // ---- collectives (hand-built lowerings) --------------------------------------------------------------------------
 
 TEST_CASE("simgrid: hand-lowered ring all-reduce on an 8-GPU ring or NVSwitch or star hub matches its closed form") {
@@ -127,7 +165,7 @@ TEST_CASE("simgrid: hand-lowered ring all-reduce on an 8-GPU ring or NVSwitch or
     const auto t = isolated([&] {
       const auto times = sim::flow::time_lowered(CollectiveKind::AllReduce, {Bytes(bytes), Bytes(bytes)},
                                                  first_ranks(n), topo, one_machine(n),
-                                                 ring_lowering(Seconds(lat), Seconds(step)), false);
+                                                 ring_lowering(Seconds(lat), Seconds(step)), topology::Routing::Single);
       return std::vector<double>{times[0].value(), times[1].value()};
     });
     const topology::Link& l = topo.link(0);
@@ -155,7 +193,7 @@ TEST_CASE("simgrid: a step waits for the endpoint's step before (in and out) the
   const auto t = isolated([&] {
     auto lower = [&](CollectiveKind, Bytes, const sim::GroupLayout&) { return l; };
     return std::vector<double>{sim::flow::time_lowered(CollectiveKind::Broadcast, {Bytes(size)}, first_ranks(4), topo,
-                                                       one_machine(4), lower, false)[0].value()};
+                                                       one_machine(4), lower, topology::Routing::Single)[0].value()};
   });
   const double one = step + topo.link(0).latency.value() + size / rate(topo.link(0));
   CHECK(t[0] == near(lat + 4 * one));   // 0 -> 3 ends at lat + one, 3 -> 1 at lat + 4 one

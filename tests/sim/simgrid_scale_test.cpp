@@ -179,10 +179,10 @@ TEST_CASE("scale: a compact plan keeps one step of a ring and plays as the full 
     const std::size_t per_step = c->lowered.transfers.size();
     CHECK(per_step == 32);   // two channels (two GPUs a machine), every rank sending once in each
     CHECK(a->lowered.transfers.size() == per_step * static_cast<std::size_t>(steps));
-    sim::PairPaths paths(topo, false);
+    sim::PairPaths paths(topo, topology::Routing::Single);
     CHECK(sim::lowered_time(c->lowered, gpus, topo, paths, c->repeats) ==
           sim::lowered_time(a->lowered, gpus, topo, paths));
-    sim::flow::Aggregates of_full(topo, false), of_compact(topo, false);
+    sim::flow::Aggregates of_full(topo, topology::Routing::Single), of_compact(topo, topology::Routing::Single);
     const auto x = of_full.of(a, gpus);
     const auto y = of_compact.of(c, gpus);
     REQUIRE(x);

@@ -245,7 +245,7 @@ FatTreeRun ring_on_fat_tree(const topology::Topology& topo, int gpus, Bytes size
   const auto out = isolated([&] {
     const auto t0 = std::chrono::steady_clock::now();
     const auto times = sim::time_collectives(CollectiveKind::AllReduce, {size}, first_ranks(gpus), topo, layout,
-                                             sim::Algorithm::Ring, false, true, 1);
+                                             sim::Algorithm::Ring, topology::Routing::Single, true, 1);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);

@@ -70,8 +70,8 @@ TEST_CASE("GPUs of one node talk over NVSwitch, not through the NIC they share")
 TEST_CASE("fat tree: ECMP spreads pairs over the spines, each pair on one path") {
   BuiltTopology b = four_leaves("eth-100g");
   const auto& g = b.topology.gpus();
-  Router plain(b.topology, false);
-  Router ecmp(b.topology, true);
+  Router plain(b.topology, Routing::Single);
+  Router ecmp(b.topology, Routing::Ecmp);
   CHECK(plain.equal_cost_routes(g[0], g[8], 64).size() == 4);
   std::set<std::string> spines_plain, spines_ecmp;
   for (std::size_t s = 0; s < 4; ++s)
@@ -86,10 +86,10 @@ TEST_CASE("fat tree: ECMP spreads pairs over the spines, each pair on one path")
   CHECK(spines_ecmp.size() > 1);
 }
 
-TEST_CASE("fat tree over InfiniBand: ECMP routes by destination (D-mod-K), so a ring's flows never share a link") {
+TEST_CASE("fat tree over InfiniBand: D-mod-K routes by destination, so a ring's flows never share a link") {
   BuiltTopology b = four_leaves("ib-hdr");
   const auto& g = b.topology.gpus();
-  Router ecmp(b.topology, true);
+  Router ecmp(b.topology, Routing::DModK);
   // Every source reaches one destination through one spine; four destinations of a leaf use all four spines.
   std::set<std::string> spines;
   for (std::size_t d = 8; d < 12; ++d) {
@@ -123,7 +123,7 @@ TEST_CASE("D-mod-K numbers destinations by switch port: 8-GPU nodes on fat-tree 
     c.fabric.leaf_ports = 32;
     const BuiltTopology b = build_cluster(c);
     const auto& g = b.topology.gpus();
-    Router ecmp(b.topology, true);
+    Router ecmp(b.topology, Routing::DModK);
     for (const std::size_t shift : {std::size_t{1}, std::size_t{4}, std::size_t{5}, std::size_t{32}}) {
       CAPTURE(shift);
       std::map<std::pair<LinkId, bool>, int> load;   // GPU j of node m to GPU j of node m + shift
@@ -134,6 +134,87 @@ TEST_CASE("D-mod-K numbers destinations by switch port: 8-GPU nodes on fat-tree 
       CHECK(most == 1);
     }
   }
+}
+
+// Flows per directed leaf-to-spine link when each GPU i of the 16 sends to GPU (i + 8) mod 16: 16 flows, each
+// crossing one uplink of its leaf and one downlink into the other leaf. By hand: each leaf sends 4 flows up to
+// 4 spines and takes 4 down; single puts all 4 of a leaf on spine0 (4 per link, the other 3 spines idle);
+// D-mod-K gives the 4 destinations of a leaf 4 different spines (1 per link); adaptive spreads each flow over
+// the 4 spines, a quarter of a flow per link (1 per link in total).
+TEST_CASE("routing modes on a fat tree: flows per spine link, counted by hand") {
+  BuiltTopology b = four_leaves("ib-hdr");
+  const auto& g = b.topology.gpus();
+  const auto spine_links = [&](Routing routing) {
+    Router router(b.topology, routing);
+    std::map<std::pair<LinkId, bool>, double> load;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      for (const auto& layer : router.route_layers(g[i], g[(i + 8) % g.size()]))
+        for (const Hop& h : layer)
+          if (b.topology.node(b.topology.link(h.link).a).kind == NodeKind::Switch &&
+              b.topology.node(b.topology.link(h.link).b).kind == NodeKind::Switch)
+            load[{h.link, h.forward}] += 1.0 / static_cast<double>(layer.size());
+    return load;
+  };
+  const auto single = spine_links(Routing::Single);
+  CHECK(single.size() == 8);   // 4 leaves x (one uplink + one downlink), all through spine0
+  for (const auto& [link, flows] : single) {
+    CHECK(flows == 4.0);
+    CHECK(b.topology.node(b.topology.link(link.first).b).name == "spine0");
+  }
+  for (Routing spread : {Routing::DModK, Routing::Adaptive}) {
+    CAPTURE(to_string(spread));
+    const auto load = spine_links(spread);
+    CHECK(load.size() == 32);   // every leaf-spine link, both directions
+    for (const auto& [link, flows] : load) CHECK(flows == doctest::Approx(1.0));
+  }
+  // Hashing spreads the pairs but promises nothing: every flow still crosses one spine link each way.
+  const auto hashed = spine_links(Routing::Ecmp);
+  double total = 0;
+  for (const auto& [link, flows] : hashed) total += flows;
+  CHECK(total == 32.0);
+  CHECK(hashed.size() > 8);
+}
+
+TEST_CASE("adaptive routing: the equal hops of one fan-out form one layer, and a single path has none") {
+  BuiltTopology b = four_leaves("ib-hdr");
+  const auto& g = b.topology.gpus();
+  Router adaptive(b.topology, Routing::Adaptive);
+  const auto layers = adaptive.route_layers(g[0], g[8]);
+  REQUIRE(layers.size() == 6);   // GPU, NIC link (PCIe box: GPU -> PCIe switch -> NIC), leaf, spines, leaf, ...
+  std::vector<std::size_t> widths;
+  for (const auto& l : layers) widths.push_back(l.size());
+  CHECK(std::count(widths.begin(), widths.end(), 4) == 2);   // up to the 4 spines, down from them
+  CHECK(adaptive.route_layers(g[0], g[8]) == layers);        // deterministic
+  CHECK(adaptive.route_layers(g[0], g[1]).size() == Router(b.topology).route(g[0], g[1]).hops.size());
+  // Within a leaf there is one path, so every routing gives the single route.
+  for (const auto& l : adaptive.route_layers(g[0], g[1])) CHECK(l.size() == 1);
+}
+
+TEST_CASE("default routing follows the fabric: D-mod-K over InfiniBand, ECMP over Ethernet, single without spines") {
+  CHECK(default_routing(four_leaves("ib-hdr").topology) == Routing::DModK);
+  CHECK(default_routing(four_leaves("eth-100g").topology) == Routing::Ecmp);
+  CHECK(default_routing(build_cluster(default_cluster("a100-sxm4-80gb", IntraKind::Ring, 1, 8)).topology) ==
+        Routing::Single);
+  // The spec's rule (told without building) agrees with the built fabric's, on every builder fabric.
+  for (const char* link : {"ib-ndr", "eth-400g"})
+    for (InterKind i : {InterKind::None, InterKind::Switch, InterKind::FatTree, InterKind::RailOptimized})
+      for (int nodes : {1, 4, 16}) {
+        if (i == InterKind::None && nodes > 1) continue;
+        ClusterSpec c = default_cluster("h100-sxm5-80gb", IntraKind::NvSwitch, nodes, 8);
+        c.inter = i;
+        c.inter_link = find_link(link);
+        c.fabric.leaf_ports = 16;
+        CAPTURE(link);
+        CAPTURE(to_string(i));
+        CAPTURE(nodes);
+        CHECK(c.effective_routing() == default_routing(build_cluster(c).topology));
+      }
+  ClusterSpec c = default_cluster("h100-sxm5-80gb", IntraKind::NvSwitch, 4, 8);
+  c.routing = Routing::Adaptive;
+  CHECK(c.effective_routing() == Routing::Adaptive);
+  for (Routing r : {Routing::Single, Routing::Ecmp, Routing::DModK, Routing::Adaptive})
+    CHECK(parse_routing(to_string(r)) == r);
+  CHECK_FALSE(parse_routing("hash").has_value());
 }
 
 TEST_CASE("the route cache stays correct past its bound") {
@@ -169,7 +250,7 @@ TEST_CASE("full mesh: one direct hop, star: through the hub, PCIe box: up the tr
 
 // pair_route (the search from both ends that route uses on large graphs) against the tree route, hop for hop,
 // with and without ECMP, on every kind of node and fabric, between GPUs and to and from switches.
-TEST_CASE("pair_route finds the tree's route on every topology kind, with and without ECMP") {
+TEST_CASE("pair_route finds the tree's route on every topology kind, under every routing") {
   std::vector<ClusterSpec> specs;
   for (IntraKind k : {IntraKind::NvSwitch, IntraKind::FullMesh, IntraKind::Ring, IntraKind::Star, IntraKind::Pcie})
     for (InterKind i : {InterKind::None, InterKind::Switch, InterKind::FatTree, InterKind::RailOptimized}) {
@@ -187,9 +268,9 @@ TEST_CASE("pair_route finds the tree's route on every topology kind, with and wi
   for (const ClusterSpec& c : specs) {
     BuiltTopology b = build_cluster(c);
     const auto nodes = static_cast<NodeId>(b.topology.nodes().size());
-    for (bool ecmp : {false, true}) {
-      Router trees(b.topology, ecmp);
-      Router pairs(b.topology, ecmp);
+    for (Routing routing : {Routing::Single, Routing::Ecmp, Routing::DModK}) {
+      Router trees(b.topology, routing);
+      Router pairs(b.topology, routing);
       for (NodeId s = 0; s < nodes; s += 3)
         for (NodeId d = 0; d < nodes; d += 2) {
           CAPTURE(s);
