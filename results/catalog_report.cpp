@@ -80,6 +80,7 @@ json peaks_json(const GpuSpec& gpu) {
 json gpu_json(const GpuSpec& gpu) {
   return {{"name", gpu.name},
           {"vendor_name", gpu.vendor_name},
+          {"architecture", gpu.architecture},
           {"memory_bytes", whole_bytes(gpu.memory)},
           {"memory_reserve_bytes", whole_bytes(gpu.memory_reserve)},
           {"memory_bandwidth_GBps", tidy(to_gigabytes_per_second(gpu.memory_bandwidth))},
@@ -130,26 +131,60 @@ json model_json(const ModelSpec& m) {
           {"positions", std::string(to_string(m.positions))},
           {"tied_embeddings", m.tied_embeddings},
           {"bias", m.bias},
+          {"causal", m.causal},
           {"source", m.source}};
+}
+
+std::string_view work_name(workloads::Work w) {
+  switch (w) {
+    case workloads::Work::Gemm: return "gemm";
+    case workloads::Work::AttentionGemm: return "attention-gemm";
+    case workloads::Work::FusedAttention: return "fused-attention";
+    case workloads::Work::Stream: return "stream";
+    case workloads::Work::AttentionStream: return "attention-stream";
+  }
+  return "?";
 }
 
 std::string kernel_rows() {
   const auto& c = workloads::compute_constants();
-  std::string out = fmt::format("{:<17} {:>7} {:>7}\n", "kernel", "compute", "memory");
-  for (const auto& k : workloads::kernel_efficiencies())
-    out += fmt::format("{:<17} {:>7.2f} {:>7.2f}\n", to_string(k.kind), k.compute, k.memory);
-  return out + fmt::format("GEMM shape: each dimension d scales efficiency by d / (d + {:g}); launch overhead {:g} us per kernel\n",
-                           c.gemm_half_dim, tidy(to_microseconds(c.launch_overhead)));
+  std::string out = fmt::format("{:<10} {:>5} {:>5} {:>6} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7}\n", "arch",
+                                "gemm", "fp8", "attn", "half_mn", "half_k", "stream", "attn_s", "fa_fwd", "fa_bwd",
+                                "fa_seq", "fa_head");
+  for (const auto& a : workloads::architectures())
+    out += fmt::format("{:<10} {:>5.3f} {:>5.3f} {:>6.3f} {:>7g} {:>7g} {:>6.2f} {:>6.2f} {:>6.3f} {:>6.3f} {:>7g} {:>7g}\n",
+                       a.name, a.gemm, a.gemm_fp8, a.attention_gemm, a.gemm_half_mn, a.gemm_half_k, a.stream,
+                       a.attention_stream, a.flash_forward, a.flash_backward, a.flash_half_seq, a.flash_half_head);
+  out += fmt::format("{:<17} {}\n", "kernel", "work");
+  for (const auto& k : workloads::kernel_works()) out += fmt::format("{:<17} {}\n", to_string(k.kind), work_name(k.work));
+  return out + fmt::format("GEMM shape: m and n each scale efficiency by d / (d + half_mn), k by k / (k + half_k); "
+                           "launch overhead {:g} us per kernel\n",
+                           tidy(to_microseconds(c.launch_overhead)));
 }
 
 json kernels_json() {
   const auto& c = workloads::compute_constants();
-  json rows = json::array();
-  for (const auto& k : workloads::kernel_efficiencies())
-    rows.push_back({{"kernel", std::string(to_string(k.kind))}, {"compute", k.compute}, {"memory", k.memory},
-                    {"source", k.source}});
-  return {{"efficiencies", rows},
-          {"gemm_half_dim", c.gemm_half_dim},
+  json works = json::array();
+  for (const auto& k : workloads::kernel_works())
+    works.push_back({{"kernel", std::string(to_string(k.kind))}, {"work", std::string(work_name(k.work))},
+                     {"source", k.source}});
+  json archs = json::array();
+  for (const auto& a : workloads::architectures())
+    archs.push_back({{"name", std::string(a.name)},
+                     {"gemm", a.gemm},
+                     {"gemm_fp8", a.gemm_fp8},
+                     {"attention_gemm", a.attention_gemm},
+                     {"gemm_half_mn", a.gemm_half_mn},
+                     {"gemm_half_k", a.gemm_half_k},
+                     {"stream", a.stream},
+                     {"attention_stream", a.attention_stream},
+                     {"flash_forward", a.flash_forward},
+                     {"flash_backward", a.flash_backward},
+                     {"flash_half_seq", a.flash_half_seq},
+                     {"flash_half_head", a.flash_half_head},
+                     {"source", a.source}});
+  return {{"kernels", works},
+          {"architectures", archs},
           {"launch_overhead_us", tidy(to_microseconds(c.launch_overhead))},
           {"source", c.source}};
 }
@@ -163,7 +198,8 @@ std::string catalog_table() {
   for (const auto& link : topology::link_catalog()) out += link_row(link);
   out += "\nmodel presets (params: weights, biases, norms and embeddings, counted exactly)\n" + model_header();
   for (const auto& model : workloads::model_presets()) out += model_row(model);
-  out += "\ncompute model (fraction of the precision's dense peak and of memory bandwidth a large kernel reaches)\n";
+  out += "\ncompute model per GPU architecture (fraction of the precision's dense peak and of memory bandwidth a "
+         "large kernel reaches)\n";
   return out + kernel_rows();
 }
 

@@ -41,6 +41,7 @@ struct LinkSpec {
 struct GpuSpec {
   std::string name;
   std::string vendor_name;
+  std::string architecture;     // "ampere", "hopper", ...: whose kernel efficiencies apply (workloads/compute_model.hpp)
   Bytes memory;                 // capacity as the card exposes it (an "80GB" card has 80 GiB)
   Bytes memory_reserve;         // CUDA context + framework, subtracted before a fit verdict
   BytesPerSecond memory_bandwidth;

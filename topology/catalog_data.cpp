@@ -37,7 +37,7 @@ const Bytes kReserve = gibibytes(1.5);  // hardware.md: 1-2 GiB to CUDA context 
 
 std::vector<GpuSpec> make_gpus() {
   return {
-      {.name = "a100-sxm4-40gb", .vendor_name = "NVIDIA A100-SXM4-40GB",
+      {.name = "a100-sxm4-40gb", .vendor_name = "NVIDIA A100-SXM4-40GB", .architecture = "ampere",
        .memory = gibibytes(40), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1555),
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
@@ -45,7 +45,7 @@ std::vector<GpuSpec> make_gpus() {
        .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4",
        .source = "hardware.md row 'A100 SXM4 40GB'; fp64 tensor 19.5 and int4 1248 from the NVIDIA A100 "
                  "datasheet; prices approximate"},
-      {.name = "a100-sxm4-80gb", .vendor_name = "NVIDIA A100-SXM4-80GB",
+      {.name = "a100-sxm4-80gb", .vendor_name = "NVIDIA A100-SXM4-80GB", .architecture = "ampere",
        .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(2039),
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
@@ -53,7 +53,7 @@ std::vector<GpuSpec> make_gpus() {
        .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4",
        .source = "hardware.md row 'A100 SXM4 80GB' (nvidia-smi 81,920 MiB); fp64/tf32/fp32/int4 from the NVIDIA "
                  "A100 datasheet; prices approximate"},
-      {.name = "a100-pcie-80gb", .vendor_name = "NVIDIA A100 80GB PCIe",
+      {.name = "a100-pcie-80gb", .vendor_name = "NVIDIA A100 80GB PCIe", .architecture = "ampere",
        .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1935),
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
@@ -61,7 +61,7 @@ std::vector<GpuSpec> make_gpus() {
        .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
        .source = "hardware.md row 'A100 PCIe 80GB'; fp64/tf32/fp32/int4 from the NVIDIA A100 datasheet; an "
                  "optional NVLink bridge pairs two cards (link nvlink-bridge); prices approximate"},
-      {.name = "h100-sxm5-80gb", .vendor_name = "NVIDIA H100 80GB HBM3",
+      {.name = "h100-sxm5-80gb", .vendor_name = "NVIDIA H100 80GB HBM3", .architecture = "hopper",
        .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(3350),
        .peak = tflops({.fp64 = 67, .fp32 = 67, .tf32 = 494, .bf16 = 989, .fp16 = 989, .fp8 = 1979,
                        .int8 = 1979, .int4 = std::nullopt}),
@@ -69,7 +69,7 @@ std::vector<GpuSpec> make_gpus() {
        .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5",
        .source = "hardware.md row 'H100 SXM5 80GB' (nvidia-smi shows 81,559 MiB; 80 GiB by convention); fp64 "
                  "tensor 67 from the NVIDIA H100 datasheet; Hopper has no int4 tensor path; prices approximate"},
-      {.name = "h100-pcie-80gb", .vendor_name = "NVIDIA H100 PCIe",
+      {.name = "h100-pcie-80gb", .vendor_name = "NVIDIA H100 PCIe", .architecture = "hopper",
        .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(2000),
        .peak = tflops({.fp64 = 51, .fp32 = 51, .tf32 = 378, .bf16 = 756, .fp16 = 756, .fp8 = 1513,
                        .int8 = 1513, .int4 = std::nullopt}),
@@ -78,7 +78,7 @@ std::vector<GpuSpec> make_gpus() {
        .source = "hardware.md row 'H100 PCIe 80GB' (bf16 756, fp8 1513 marked unverified there; they are half "
                  "the sparse figures of the NVIDIA H100 datasheet, which also gives fp64 tensor 51, fp32 51, "
                  "tf32 378 dense, int8 1513 dense); prices approximate"},
-      {.name = "h200-sxm-141gb", .vendor_name = "NVIDIA H200",
+      {.name = "h200-sxm-141gb", .vendor_name = "NVIDIA H200", .architecture = "hopper",
        .memory = 143771_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(4800),
        .peak = tflops({.fp64 = 67, .fp32 = 67, .tf32 = 494, .bf16 = 989, .fp16 = 989, .fp8 = 1979,
                        .int8 = 1979, .int4 = std::nullopt}),
@@ -86,7 +86,7 @@ std::vector<GpuSpec> make_gpus() {
        .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5",
        .source = "hardware.md row 'H200 SXM 141GB'; memory is what nvidia-smi shows (143,771 MiB, not 141 GiB); "
                  "fp64/fp32/tf32 as H100 SXM (same GH100 die, NVIDIA H200 datasheet); prices approximate"},
-      {.name = "mi300x", .vendor_name = "AMD Instinct MI300X",
+      {.name = "mi300x", .vendor_name = "AMD Instinct MI300X", .architecture = "cdna3",
        .memory = gibibytes(192), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(5300),
        .peak = tflops({.fp64 = 163.4, .fp32 = 163.4, .tf32 = 653.7, .bf16 = 1307.4, .fp16 = 1307.4,
                        .fp8 = 2614.9, .int8 = 2614.9, .int4 = std::nullopt}),
@@ -95,7 +95,7 @@ std::vector<GpuSpec> make_gpus() {
        .source = "hardware.md row 'MI300X' (bf16 1,307 and fp8 2,615 marked unverified there; the AMD Instinct "
                  "MI300X datasheet gives 1307.4 / 2614.9 dense, fp64 matrix 163.4, fp32 163.4, tf32 653.7, int8 "
                  "2614.9); 192 GB = 8 HBM3 stacks of 24 GiB; prices approximate"},
-      {.name = "rtx4090", .vendor_name = "NVIDIA GeForce RTX 4090",
+      {.name = "rtx4090", .vendor_name = "NVIDIA GeForce RTX 4090", .architecture = "ada",
        .memory = gibibytes(24), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1008),
        .peak = tflops({.fp64 = 1.29, .fp32 = 82.6, .tf32 = 82.6, .bf16 = 165.2, .fp16 = 165.2, .fp8 = 330.3,
                        .int8 = 660.6, .int4 = 1321.2}),
@@ -105,7 +105,7 @@ std::vector<GpuSpec> make_gpus() {
                  "661 marked unverified there); NVIDIA Ada Lovelace whitepaper: fp32 82.6, tf32 82.6, fp8 330.3 "
                  "(FP32 accumulate), int8 660.6, int4 1321.2, fp64 1/64 of fp32; no NVLink; prices approximate "
                  "(MSRP 1,599 USD)"},
-      {.name = "t4", .vendor_name = "Tesla T4",
+      {.name = "t4", .vendor_name = "Tesla T4", .architecture = "turing",
        .memory = 15360_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(320),
        .peak = tflops({.fp64 = 0.25, .fp32 = 8.1, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 65,
                        .fp8 = std::nullopt, .int8 = 130, .int4 = 260}),
@@ -114,7 +114,7 @@ std::vector<GpuSpec> make_gpus() {
        .source = "hardware.md row 'T4'; NVIDIA T4 datasheet: fp32 8.1, int4 260; Turing has no bf16/tf32; fp64 "
                  "1/32 of fp32 (assumption, not in the datasheet); memory 16 GiB less ECC as nvidia-smi shows it "
                  "(15,360 MiB, ECC on by default); prices approximate"},
-      {.name = "v100-sxm2-32gb", .vendor_name = "Tesla V100-SXM2-32GB",
+      {.name = "v100-sxm2-32gb", .vendor_name = "Tesla V100-SXM2-32GB", .architecture = "volta",
        .memory = gibibytes(32), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(900),
        .peak = tflops({.fp64 = 7.8, .fp32 = 15.7, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 125,
                        .fp8 = std::nullopt, .int8 = std::nullopt, .int4 = std::nullopt}),

@@ -1,20 +1,25 @@
-// The compute model's constants, as data: one efficiency row per kernel class, the GEMM shape constant and the
-// launch overhead. Like the hardware catalog, the only place these numbers are written.
+// The compute model's constants, as data: the work each kernel class does, one row of efficiencies per GPU
+// architecture, and the launch overhead. Like the hardware catalog, the only place these numbers are written.
 //
-// Calibration (tests/workloads/compute_model_test.cpp replays it): Korthikanti et al., MLSys 2023, Table 4
-// (../shared/calibration/layer_times_22b.csv): one layer of a 22B GPT (h 6144, 64 heads, s 2048, micro-batch 4,
-// ffn 4h), TP 8 on a DGX A100, bf16. Each measured pass includes two TP all-reduces of 100.7 MB. What is
-// subtracted is what dtsim's own collective model plays for them (ring on 8 A100s over NVSwitch, 0.82 ms each),
-// so that a simulated layer adds back exactly what was taken out; communication is never folded into an
-// efficiency. TWO constants below are fitted: the large-GEMM efficiency (on this forward baseline and on the
-// SC'21 runs, below), and the attention core's streaming efficiency on the selective recompute's cost (1.3 ms),
-// the row that isolates it. The others are physical priors, checked against the rows: sequence parallelism's
-// saving, 0.5 ms measured, 0.59 modelled; the forward rows within 2.1-3.2 %; each backward row between dtsim's
-// time with its TP collectives exposed and with them hidden under the GEMMs (the 2022 Megatron-LM overlapped
-// them).
-// One table serves every GPU: a newer GPU reaching a lower share of its peak is not modelled.
+// Ampere is calibrated end to end (tests/workloads/compute_model_test.cpp replays it): Korthikanti et al., MLSys
+// 2023, Table 4 (../shared/calibration/layer_times_22b.csv), one layer of a 22B GPT (h 6144, 64 heads, s 2048,
+// micro-batch 4, ffn 4h), TP 8 on a DGX A100, bf16, jointly with the Megatron-LM SC'21 tables. Each measured pass
+// includes two TP all-reduces of 100.7 MB; what is subtracted is what dtsim's own collective model plays for them
+// (0.82 ms each), so that a simulated layer adds back exactly what was taken out. Two Ampere constants are fitted
+// (the large-GEMM efficiency and the unfused attention's streaming efficiency); the others are priors checked
+// against the rows.
+//
+// Every other architecture takes its kernel-level measurements from public benchmarks of its own chips
+// (sources in each row, copied from /work/research/kernels.md's primary sources), and one rule carries the
+// end-to-end calibration over: a training run's GEMMs reach the same share of the chip's best measured GEMM
+// rate (the "maximum achievable matmul FLOPS" of ml-engineering's table, L2 flushed, mean of 100) as Ampere's do.
+// On the A100 that share is 0.74 / 0.94 = 0.787: the best measured shape, 1024 x 10240 x 5120 at 271.2 TFLOP/s,
+// is 0.869 of peak, 0.94 once its shape factor (0.924 with d_half 64) is taken out.
 #include <array>
 
+#include <fmt/format.h>
+
+#include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
 
 namespace dtsim::workloads {
@@ -22,85 +27,140 @@ namespace {
 
 using namespace dtsim::literals;
 
-// Large GEMMs (m, n, k in the thousands), fraction of the precision's dense peak before the shape factor.
-// Fitted on the two sources that constrain it. The 22B forward baseline row (7.7 ms minus 1.64 ms of all-reduce,
-// 2022 software, bf16) alone gives 0.78. The SC'21 runs (Megatron-LM SC'21 tables 1 and 2, 2021 software,
-// fp16), whose PTD-P rows are compute-bound, come out uniformly 3-8 % fast at 0.78 and would centre near 0.72
-// (extrapolated). 0.74 splits them: the 22B forward lands 3.2 % slow, table 1 at 2.4 % mean absolute error,
-// table 2's PTD-P rows within 0.4-3.2 % (docs/validation.md). With the shape factor, large linear layers run at
-// 0.67-0.72 of 312 TFLOP/s (209-225 TFLOP/s).
-constexpr double kGemm = 0.74;
-constexpr const char* kGemmSource =
-    "fitted: Korthikanti et al. 2023 Table 4, 22B layer forward baseline 7.7 ms on DGX A100 (layer_times_22b.csv), "
-    "jointly with the Megatron-LM SC'21 tables 1 and 2 (megatron_sc21.csv)";
+// The share of the best measured GEMM rate that training's GEMMs reach, from Ampere (above).
+constexpr double kSustained = 0.74 / 0.94;
 
-// Attention's batched GEMMs (Q K^T and probabilities x V): the small inner or outer dimension (head_dim) is
-// charged by the shape factor; on the 22B shapes these GEMMs are memory-bound (head_dim 96), so the rows
-// cannot tell their compute efficiency from the large GEMMs': the same value, by assumption.
-constexpr double kAttention = kGemm;
-constexpr const char* kAttentionSource =
-    "assumed equal to the large-GEMM efficiency (memory-bound on the 22B calibration shapes, so not identifiable "
-    "there); the shape factor charges head_dim";
+// Best measured GEMM efficiencies (ml-engineering compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS
+// comparison table", commit 744d01e1), with their best shapes' shape factors taken out: H100 SXM bf16 794.5 of 989
+// at 2048 x 2048 x 13312 (factor 0.923 with d_half 64 / 64 / 250), fp8 1402.6 of 1979 at 1024 x 9216 x 14336
+// (0.919); B200 bf16 1745 of 2250 at 1792 x 16128 x 3072 (0.889), fp8 3432.5 of 4500 at 15360 x 4096 x 3072
+// (0.907); MI300X bf16 668.4 of 1300 at 10240 x 15360 x 8192 (0.982 with Ampere's 64).
+constexpr double kHopperBest = 0.803 / 0.923;
+constexpr double kHopperBestFp8 = 0.709 / 0.919;
+constexpr double kBlackwellBest = 0.776 / 0.889;
+constexpr double kBlackwellBestFp8 = 0.763 / 0.907;
+constexpr double kCdna3Best = 0.514 / 0.982;
 
-// Streaming kernels (norms, the residual stream's dropout, activations, optimizer), fraction of memory
-// bandwidth. Prior: simple copies reach ~85-90 % of HBM bandwidth on an A100 (STREAM/BabelStream class); fused
-// kernels with row reductions and masks a little less. Checked, not fitted, against the SP row.
-constexpr double kStream = 0.80;
-constexpr const char* kStreamSource =
-    "prior: ~80 % of HBM bandwidth for fused element-wise kernels on A100; checked against the 22B sequence-"
-    "parallel row (-0.5 ms)";
+constexpr const char* kAmpereSource =
+    "gemm 0.74 fitted: Korthikanti et al. 2023 Table 4, 22B layer forward 7.7 ms on DGX A100 (layer_times_22b.csv), "
+    "jointly with the Megatron-LM SC'21 tables 1 and 2 (megatron_sc21.csv); d_half 64 = half a 128-wide tile "
+    "(prior); stream 0.80 prior (~85 % of HBM in STREAM-class copies on A100, fused kernels a little less), checked "
+    "on the 22B sequence-parallel row; attention_stream 0.65 fitted on the 22B selective recompute's cost (1.3 ms); "
+    "fused attention: FlashAttention-2 forward+backward on A100 80GB SXM4, causal, head_dim 128: 99, 133, 155, 173, "
+    "182, 189 TFLOP/s at seq 512..16k (Dao-AILab/flash-attention assets/flash2_a100_fwd_bwd_benchmark.png at "
+    "0251105a): 0.64 of 312 with d_half_seq 520; head_dim 64 at 16k 171 of 189 gives d_half_head 15";
+constexpr const char* kHopperSource =
+    "gemm: best measured 0.803 (ml-engineering MAMF, H100 SXM bf16 794.5 TFLOP/s) without its shape factor, x the "
+    "sustained share 0.787 carried from Ampere; gemm_fp8 likewise from 1402.6 (0.709); d_half_k 250 fitted to "
+    "XLA's H100 GEMM table (xla/service/gpu/model/matmul_interpolator_data.h, sm_90 bf16, 4096 x 4096 x k: 398.6, "
+    "551.8, 685.2, 735.6, 780.2 TFLOP/s at k 256..4096); stream 0.85 and attention_stream 0.69: Ampere's priors x "
+    "the H100/A100 ratio of BabelStream triad (2.97/3.35 = 0.89 vs 0.84, Azure/AI-benchmarking-guide); fused "
+    "attention: cuDNN (Transformer Engine's fused attention) on H100 SXM, causal, head_dim 128, forward 315, 410, "
+    "484, 518, 529, 539 TFLOP/s at seq 512..16k (flash-attention assets/flash3_fp16_fwd.png): 0.566 of 989 with "
+    "d_half_seq 400; backward 305..518 (FlashAttention-3 paper, figure transcription): 0.546; head_dim 64 causal at "
+    "16k 388 of 539 gives d_half_head 81";
+constexpr const char* kBlackwellSource =
+    "gemm: best measured 0.776 (ml-engineering MAMF, B200 bf16 1745 TFLOP/s) without its shape factor, x the "
+    "sustained share carried from Ampere; gemm_fp8 from 3432.5 (0.763); d_half, stream: Hopper's (no Blackwell "
+    "measurement found: an assumption); fused attention: FlashAttention-4 on B200 1.88-1.95x FlashAttention-3 on "
+    "H200 (ml-engineering insights/when-to-upgrade-gpus) over a 2.275x peak: Hopper's fractions x 0.835";
+constexpr const char* kAssumedAmpereSource =
+    "no kernel measurements of this architecture found: Ampere's constants, an assumption";
+constexpr const char* kCdna3Source =
+    "gemm: best measured 0.514 (ml-engineering MAMF, MI300X bf16 668.4 TFLOP/s, TunableOp) without its shape "
+    "factor, x the sustained share carried from Ampere; everything else Ampere's (no measurement found: an "
+    "assumption)";
 
-// The attention core's element-wise kernels (scale-mask-softmax and dropout over the b x heads x s x s
-// probabilities), fraction of memory bandwidth. Fitted: the selective-recompute row isolates exactly these
-// kernels plus the two attention GEMMs (its backward minus the baseline's, measured 1.3 ms); 0.65 puts that
-// cost at 1.31 ms, where the streaming prior gave 1.13. They run below the prior because the dropout draws a
-// Philox random number per probability and the softmax reduces along 2,048-wide masked rows; the residual
-// stream's dropout is not identified apart from the norms and keeps the prior.
-constexpr double kAttnStream = 0.65;
-constexpr const char* kAttnStreamSource =
-    "fitted: Korthikanti et al. 2023 Table 4, selective recompute's cost (1.3 ms) on the 22B layer "
-    "(layer_times_22b.csv)";
+ArchitectureConstants ampere_like(std::string_view name, const char* source) {
+  return {.name = name, .gemm = 0.74, .gemm_fp8 = 0.74, .attention_gemm = 0.74, .gemm_half_mn = 64,
+          .gemm_half_k = 64, .stream = 0.80, .attention_stream = 0.65, .flash_forward = 0.64,
+          .flash_backward = 0.64, .flash_half_seq = 520, .flash_half_head = 15, .source = source};
+}
 
-// A GEMM streams its operands at the same rate when it is memory-bound (skinny or small GEMMs).
-constexpr const char* kGemmMemorySource = "memory side: as the streaming kernels";
+ArchitectureConstants hopper_like(std::string_view name, double best, double best_fp8, double flash_scale,
+                                  const char* source) {
+  return {.name = name, .gemm = best * kSustained, .gemm_fp8 = best_fp8 * kSustained,
+          .attention_gemm = best * kSustained, .gemm_half_mn = 64, .gemm_half_k = 250, .stream = 0.85,
+          .attention_stream = 0.69, .flash_forward = 0.566 * flash_scale, .flash_backward = 0.546 * flash_scale,
+          .flash_half_seq = 400, .flash_half_head = 81, .source = source};
+}
 
-// Element-wise kernels count no FLOPs, so their compute efficiency is never used.
-constexpr const char* kNoFlops = "0 FLOPs: timed by bytes only";
+ArchitectureConstants cdna3() {
+  ArchitectureConstants a = ampere_like("cdna3", kCdna3Source);
+  a.gemm = a.gemm_fp8 = a.attention_gemm = kCdna3Best * kSustained;
+  return a;
+}
+
+constexpr const char* kGemmWork = "dense GEMM: compute-bound at the architecture's gemm efficiency x shape";
+constexpr const char* kAttentionGemmWork =
+    "attention's batched GEMMs, unfused: the architecture's attention_gemm efficiency x shape (head_dim charged "
+    "there); memory-bound on most shapes";
+constexpr const char* kFusedWork =
+    "fused attention (FlashAttention class): executed FLOPs at the architecture's flash efficiency x its sequence "
+    "and head-dimension factors";
+constexpr const char* kStreamWork = "0 FLOPs: timed by bytes at the architecture's stream efficiency";
+constexpr const char* kAttentionStreamWork =
+    "0 FLOPs over the b x heads x s x s probabilities: timed by bytes at the architecture's attention_stream "
+    "efficiency (the dropout draws a Philox number per probability, the softmax reduces 2,048-wide masked rows)";
 
 }  // namespace
 
-std::span<const KernelEfficiency> kernel_efficiencies() {
-  static const std::array<KernelEfficiency, 16> table = {{
-      {KernelClass::Embedding, 1.0, kStream, std::string(kStreamSource) + "; " + kNoFlops},
-      {KernelClass::LayerNorm, 1.0, kStream, std::string(kStreamSource) + "; " + kNoFlops},
-      {KernelClass::QkvGemm, kGemm, kStream, std::string(kGemmSource) + "; " + kGemmMemorySource},
-      {KernelClass::AttnScores, kAttention, kStream, std::string(kAttentionSource) + "; " + kGemmMemorySource},
-      {KernelClass::Softmax, 1.0, kAttnStream, std::string(kAttnStreamSource) + "; " + kNoFlops},
-      {KernelClass::AttnDropout, 1.0, kAttnStream, std::string(kAttnStreamSource) + "; " + kNoFlops},
-      {KernelClass::AttnContext, kAttention, kStream, std::string(kAttentionSource) + "; " + kGemmMemorySource},
-      {KernelClass::ProjGemm, kGemm, kStream, std::string(kGemmSource) + "; " + kGemmMemorySource},
-      {KernelClass::MlpUpGemm, kGemm, kStream, std::string(kGemmSource) + "; " + kGemmMemorySource},
-      {KernelClass::Activation, 1.0, kStream, std::string(kStreamSource) + "; " + kNoFlops},
-      {KernelClass::MlpDownGemm, kGemm, kStream, std::string(kGemmSource) + "; " + kGemmMemorySource},
-      {KernelClass::Dropout, 1.0, kStream, std::string(kStreamSource) + "; " + kNoFlops},
-      {KernelClass::Residual, 1.0, kStream, std::string(kStreamSource) + "; " + kNoFlops},
-      {KernelClass::Logits, kGemm, kStream, std::string(kGemmSource) + "; " + kGemmMemorySource},
-      {KernelClass::CrossEntropy, 1.0, kStream, std::string(kStreamSource) + "; " + kNoFlops},
-      {KernelClass::OptimizerUpdate, 1.0, kStream, std::string(kStreamSource) + "; " + kNoFlops},
+std::span<const KernelWork> kernel_works() {
+  static const std::array<KernelWork, 18> table = {{
+      {KernelClass::Embedding, Work::Stream, kStreamWork},
+      {KernelClass::LayerNorm, Work::Stream, kStreamWork},
+      {KernelClass::QkvGemm, Work::Gemm, kGemmWork},
+      {KernelClass::AttnScores, Work::AttentionGemm, kAttentionGemmWork},
+      {KernelClass::Softmax, Work::AttentionStream, kAttentionStreamWork},
+      {KernelClass::AttnDropout, Work::AttentionStream, kAttentionStreamWork},
+      {KernelClass::AttnContext, Work::AttentionGemm, kAttentionGemmWork},
+      {KernelClass::FlashAttention, Work::FusedAttention, kFusedWork},
+      {KernelClass::ProjGemm, Work::Gemm, kGemmWork},
+      {KernelClass::MlpUpGemm, Work::Gemm, kGemmWork},
+      {KernelClass::Activation, Work::Stream, kStreamWork},
+      {KernelClass::MlpDownGemm, Work::Gemm, kGemmWork},
+      {KernelClass::Dropout, Work::Stream, kStreamWork},
+      {KernelClass::Residual, Work::Stream, kStreamWork},
+      {KernelClass::Fp8Cast, Work::Stream, kStreamWork},
+      {KernelClass::Logits, Work::Gemm, kGemmWork},
+      {KernelClass::CrossEntropy, Work::Stream, kStreamWork},
+      {KernelClass::OptimizerUpdate, Work::Stream, kStreamWork},
   }};
   return table;
 }
 
-// d_half = 64: half of a 128-wide output tile, the average a dimension leaves empty in its last tile.
+std::span<const ArchitectureConstants> architectures() {
+  static const std::array<ArchitectureConstants, 7> table = {
+      ampere_like("ampere", kAmpereSource),
+      hopper_like("hopper", kHopperBest, kHopperBestFp8, 1.0, kHopperSource),
+      hopper_like("blackwell", kBlackwellBest, kBlackwellBestFp8, 0.835, kBlackwellSource),
+      ampere_like("ada", kAssumedAmpereSource),
+      ampere_like("turing", kAssumedAmpereSource),
+      ampere_like("volta", kAssumedAmpereSource),
+      cdna3(),
+  };
+  return table;
+}
+
+std::string architecture_names() {
+  std::string out;
+  for (const ArchitectureConstants& a : architectures()) out += fmt::format("{}{}", out.empty() ? "" : ", ", a.name);
+  return out;
+}
+
+const ArchitectureConstants& architecture(std::string_view name, std::string_view key) {
+  for (const ArchitectureConstants& a : architectures())
+    if (a.name == name) return a;
+  throw InputError(std::string(key), std::string(name), "unknown GPU architecture", architecture_names());
+}
+
 // Launch overhead 4 us: the gap and ramp between back-to-back kernels on one stream (CUDA launch latency is
-// ~3-5 us). Neither is identifiable on the 22B rows (all dimensions >= 96; 15 kernels x 4 us = 0.06 ms per
-// pass); both are physical priors.
+// ~3-5 us). Not identifiable on the 22B rows (15 kernels x 4 us = 0.06 ms per pass): a physical prior.
 const ComputeConstants& compute_constants() {
   static const ComputeConstants constants{
-      .gemm_half_dim = 64,
       .launch_overhead = 4_us,
-      .source = "priors: d_half = half a 128-wide GEMM tile; ~4 us per kernel launch and ramp (CUDA launch latency "
-                "3-5 us); checked against the 22B layer rows of Korthikanti et al. 2023"};
+      .source = "prior: ~4 us per kernel launch and ramp (CUDA launch latency 3-5 us); checked against the 22B "
+                "layer rows of Korthikanti et al. 2023"};
   return constants;
 }
 

@@ -1,6 +1,6 @@
-// The roofline of compute_model.hpp: the slower of the compute time at the class's share of the precision's
-// peak (scaled by the GEMM shape factor) and the memory time at the class's share of the memory bandwidth,
-// plus one launch overhead per kernel.
+// The roofline of compute_model.hpp: the slower of the compute time at the work's share of the precision's peak
+// (scaled by the shape factor) and the memory time at its share of the memory bandwidth, plus one launch
+// overhead per kernel.
 #include "workloads/compute_model.hpp"
 
 #include <algorithm>
@@ -21,10 +21,10 @@ std::string precisions_of(const topology::GpuSpec& gpu) {
   return out;
 }
 
-FlopsPerSecond peak_of(const topology::GpuSpec& gpu, Precision p) {
+FlopsPerSecond peak_of(const topology::GpuSpec& gpu, Precision p, bool own) {
   const std::optional<FlopsPerSecond> peak = gpu.peak_for(p);
   if (!peak)
-    throw InputError("training.precision", std::string(topology::to_string(p)),
+    throw InputError(own ? "training.fp8" : "training.precision", std::string(topology::to_string(p)),
                      fmt::format("gpu {} has no peak for", gpu.name), precisions_of(gpu));
   return *peak;
 }
@@ -32,30 +32,76 @@ FlopsPerSecond peak_of(const topology::GpuSpec& gpu, Precision p) {
 // Share of one dimension's work the GPU does usefully: tiles left partly empty, too few thread blocks.
 double fill(double dim, double half) { return dim / (dim + half); }
 
+bool eight_bit(Precision p) { return p == Precision::Fp8 || p == Precision::Int8 || p == Precision::Int4; }
+
+// The compute efficiency of `k` on `arch` at `p`, its shape factor included.
+double compute_efficiency(const Kernel& k, const ArchitectureConstants& arch, Precision p) {
+  switch (work_of(k.kind).work) {
+    case Work::Gemm: {
+      const double large = eight_bit(p) ? arch.gemm_fp8 : arch.gemm;
+      if (!k.weight_gemm) return large * gemm_shape_factor(*k.gemm, arch);
+      // A backward GEMM is two of equal FLOPs (data and weight gradients), each at its own shape: the rate of
+      // the pair is the harmonic mean of theirs.
+      const double a = gemm_shape_factor(*k.gemm, arch), b = gemm_shape_factor(*k.weight_gemm, arch);
+      return large * 2.0 / (1.0 / a + 1.0 / b);
+    }
+    case Work::AttentionGemm: return arch.attention_gemm * gemm_shape_factor(*k.gemm, arch);
+    case Work::FusedAttention: {
+      const double large = k.pass == Pass::Backward ? arch.flash_backward : arch.flash_forward;
+      return large * attention_shape_factor(*k.attention, arch);
+    }
+    case Work::Stream:
+    case Work::AttentionStream: return 1.0;   // no FLOPs: never used
+  }
+  DTSIM_ASSERT(false, "work missing from compute_efficiency");
+}
+
+double memory_efficiency(const Kernel& k, const ArchitectureConstants& arch) {
+  return work_of(k.kind).work == Work::AttentionStream ? arch.attention_stream : arch.stream;
+}
+
 }  // namespace
 
-const KernelEfficiency& efficiency_of(KernelClass k) {
-  const std::span<const KernelEfficiency> table = kernel_efficiencies();
-  const auto it = std::ranges::find(table, k, &KernelEfficiency::kind);
-  DTSIM_ASSERT(it != table.end(), "kernel class missing from the efficiency table");
+const KernelWork& work_of(KernelClass k) {
+  const std::span<const KernelWork> table = kernel_works();
+  const auto it = std::ranges::find(table, k, &KernelWork::kind);
+  DTSIM_ASSERT(it != table.end(), "kernel class missing from the work table");
   return *it;
 }
 
 // The batch of a batched GEMM (attention over sequences x heads) runs side by side: it multiplies the thread
 // blocks available along m, so m * batch stands for m in the parallelism factor. n and k count as they are.
-double gemm_shape_factor(const GemmShape& g) {
-  const double half = compute_constants().gemm_half_dim;
-  return fill(g.m * g.batch, half) * fill(g.n, half) * fill(g.k, half);
+double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch) {
+  return fill(g.m * g.batch, arch.gemm_half_mn) * fill(g.n, arch.gemm_half_mn) * fill(g.k, arch.gemm_half_k);
+}
+
+// The constants are measured at head_dim 128, the common one: smaller heads cost; larger ones are assumed to gain
+// nothing (cuDNN's causal forward on an H100 runs head_dim 256 no faster than 128).
+double attention_shape_factor(const AttentionShape& a, const ArchitectureConstants& arch) {
+  constexpr double kMeasuredHead = 128;
+  const double head = std::min(1.0, fill(a.head_dim, arch.flash_half_head) / fill(kMeasuredHead, arch.flash_half_head));
+  return fill(a.seq, arch.flash_half_seq) * head;
+}
+
+FlopCount executed_flops(const Kernel& k) {
+  if (!k.attention) return k.flops;
+  const double causal = k.attention->causal ? 0.5 : 1.0;
+  const double recompute = k.pass == Pass::Backward ? 2.5 / 2.0 : 1.0;
+  return k.flops * (causal * recompute);
 }
 
 Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision) {
-  const FlopsPerSecond peak = peak_of(gpu, precision);
+  const Precision p = k.precision.value_or(precision);
+  const FlopsPerSecond peak = peak_of(gpu, p, k.precision.has_value());
   if (k.flops.value() <= 0.0 && k.bytes.value() <= 0.0) return Seconds(0);   // no work, no launch
-  const KernelEfficiency& eff = efficiency_of(k.kind);
-  const double shape = k.gemm ? gemm_shape_factor(*k.gemm) : 1.0;
-  DTSIM_ASSERT(k.flops.value() <= 0.0 || shape > 0.0, "a kernel with FLOPs has an empty GEMM shape");
-  const Seconds compute = k.flops.value() > 0.0 ? k.flops / (peak * (eff.compute * shape)) : Seconds(0);
-  const Seconds memory = k.bytes / (gpu.memory_bandwidth * eff.memory);
+  const ArchitectureConstants& arch = architecture(gpu.architecture);
+  Seconds compute(0);
+  if (k.flops.value() > 0.0) {
+    const double efficiency = compute_efficiency(k, arch, p);
+    DTSIM_ASSERT(efficiency > 0.0, "a kernel with FLOPs has an empty shape");
+    compute = executed_flops(k) / (peak * efficiency);
+  }
+  const Seconds memory = k.bytes / (gpu.memory_bandwidth * memory_efficiency(k, arch));
   return std::max(compute, memory) + compute_constants().launch_overhead;
 }
 

@@ -1,45 +1,79 @@
-// How long a kernel takes on a GPU: a roofline per kernel class.
+// How long a kernel takes on a GPU: a roofline per kernel class, with constants per GPU architecture.
 //
-//   time = max(FLOPs / (peak(precision) x efficiency(class) x shape(GEMM)),
-//              bytes / (memory bandwidth x memory efficiency(class)))  + launch overhead
+//   time = max(executed FLOPs / (peak(precision) x efficiency(architecture, work, precision) x shape),
+//              bytes / (memory bandwidth x memory efficiency(architecture, work)))  + launch overhead
 //
-// shape(GEMM) < 1 for small or skinny GEMMs: each dimension d contributes d / (d + d_half) (tiles left partly
-// empty, too few thread blocks to fill the GPU). The constants are data (compute_catalog.cpp), each with its
-// source, calibrated against Korthikanti et al.'s 22B layer times (../shared/calibration/layer_times_22b.csv).
+// A kernel class does one kind of work: a dense GEMM, attention's batched GEMMs (unfused), a fused attention
+// kernel (FlashAttention class), or streaming (element-wise, timed by bytes). Each architecture (Ampere, Hopper,
+// Blackwell, ...) gives that work's efficiency from measurements of its own chips (compute_catalog.cpp, each with
+// its source). shape < 1 for small or skinny GEMMs: m and n each contribute d / (d + d_half_mn) (tiles left partly
+// empty, too few thread blocks), k contributes k / (k + d_half_k) (the pipeline's prologue and epilogue over a
+// short reduction). A fused attention kernel's efficiency grows with the sequence and the head dimension the same
+// way; under a causal mask it executes half the score FLOPs the model counts, and its backward recomputes the
+// scores (2.5 forward GEMMs of work where the model counts 2).
 #pragma once
 
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "topology/catalog.hpp"
 #include "workloads/kernels.hpp"
 
 namespace dtsim::workloads {
 
-// Efficiencies of one kernel class: the fraction of the precision's dense peak a large instance reaches, and
-// the fraction of memory bandwidth it streams at.
-struct KernelEfficiency {
+// The kind of work a kernel class does, which selects its efficiencies.
+enum class Work { Gemm, AttentionGemm, FusedAttention, Stream, AttentionStream };
+
+// The work of one kernel class, and why it is timed so.
+struct KernelWork {
   KernelClass kind;
-  double compute = 1.0;
-  double memory = 1.0;
+  Work work;
+  std::string source;
+};
+
+// One GPU architecture's constants.
+struct ArchitectureConstants {
+  std::string_view name;        // the catalog's GpuSpec::architecture
+  double gemm = 0;              // large 16-bit (and tf32/fp32) GEMMs: fraction of the precision's dense peak
+  double gemm_fp8 = 0;          // large fp8 (and int8) GEMMs
+  double attention_gemm = 0;    // unfused attention's batched GEMMs (Q K^T, probabilities x V)
+  double gemm_half_mn = 0;      // d_half of a GEMM's m and n
+  double gemm_half_k = 0;       // d_half of its k
+  double stream = 0;            // element-wise kernels: fraction of memory bandwidth
+  double attention_stream = 0;  // unfused attention's softmax and dropout over the probabilities
+  double flash_forward = 0;     // fused attention forward at long sequences and head_dim 128: executed FLOPs over
+                                // the 16-bit peak
+  double flash_backward = 0;    // its backward likewise
+  double flash_half_seq = 0;    // sequence length at which the fused kernel runs at half that
+  double flash_half_head = 0;   // head dimension likewise (relative to 128, never above it)
   std::string source;
 };
 
 struct ComputeConstants {
-  double gemm_half_dim = 0;        // d_half of shape(): a GEMM dimension of this size halves efficiency
-  Seconds launch_overhead;         // per kernel (fused layers: per kernel of the fused sequence)
+  Seconds launch_overhead;      // per kernel (fused layers: per kernel of the fused sequence)
   std::string source;
 };
 
-std::span<const KernelEfficiency> kernel_efficiencies();
-const KernelEfficiency& efficiency_of(KernelClass k);
+std::span<const KernelWork> kernel_works();
+const KernelWork& work_of(KernelClass k);
+std::span<const ArchitectureConstants> architectures();
+// Throws InputError (key `key`) naming the architectures there are when `name` is not one.
+const ArchitectureConstants& architecture(std::string_view name, std::string_view key = "cluster.gpu.architecture");
+std::string architecture_names();
 const ComputeConstants& compute_constants();
 
-// The shape factor in (0, 1].
-double gemm_shape_factor(const GemmShape& g);
+// The shape factor in (0, 1] on `arch`.
+double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch);
+// A fused attention kernel's fraction of its architecture's long-sequence efficiency, in (0, 1].
+double attention_shape_factor(const AttentionShape& a, const ArchitectureConstants& arch);
+// FLOPs a kernel executes: its counted FLOPs, but for a fused attention kernel under a causal mask (half the
+// scores) and in its backward (which recomputes the scores: 2.5 forward GEMMs of work for the 2 counted).
+FlopCount executed_flops(const Kernel& k);
 
-// Duration of `k` on `gpu` computing in `precision`. Throws InputError (key "training.precision") when the GPU
-// has no peak for that precision.
+// Duration of `k` on `gpu` computing in `precision` (the kernel's own precision when it has one: fp8 GEMMs).
+// Throws InputError (key "training.precision", or "training.fp8" for a kernel's own fp8) when the GPU has no
+// peak for that precision.
 Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision);
 
 // Sum over kernels.

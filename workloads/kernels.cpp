@@ -23,7 +23,7 @@ using topology::NameTable;
 using topology::name_of;
 using topology::value_of;
 
-constexpr NameTable<KernelClass, 16> kKernelNames{{
+constexpr NameTable<KernelClass, 18> kKernelNames{{
     {KernelClass::Embedding, "embedding"},
     {KernelClass::LayerNorm, "layer-norm"},
     {KernelClass::QkvGemm, "qkv-gemm"},
@@ -31,12 +31,14 @@ constexpr NameTable<KernelClass, 16> kKernelNames{{
     {KernelClass::Softmax, "softmax"},
     {KernelClass::AttnDropout, "attn-dropout"},
     {KernelClass::AttnContext, "attn-context"},
+    {KernelClass::FlashAttention, "flash-attention"},
     {KernelClass::ProjGemm, "proj-gemm"},
     {KernelClass::MlpUpGemm, "mlp-up-gemm"},
     {KernelClass::Activation, "activation"},
     {KernelClass::MlpDownGemm, "mlp-down-gemm"},
     {KernelClass::Dropout, "dropout"},
     {KernelClass::Residual, "residual"},
+    {KernelClass::Fp8Cast, "fp8-cast"},
     {KernelClass::Logits, "logits"},
     {KernelClass::CrossEntropy, "cross-entropy"},
     {KernelClass::OptimizerUpdate, "optimizer-update"},
@@ -64,6 +66,10 @@ struct Dims {
   double fp32 = 0;         // bytes per fp32 element (losses and statistics kept in fp32)
   bool swiglu = false;
   bool learned_positions = false;
+  bool flash = false;      // the attention core as one fused kernel
+  bool causal = true;
+  bool fp8 = false;        // the linear layers' GEMMs in fp8 (Transformer Engine)
+  bool fused_loss = false;
 };
 
 Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch) {
@@ -88,6 +94,10 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.ge = bytes_per_element(t.grad_dtype);
   d.fp32 = bytes_per_element(Precision::Fp32);
   d.learned_positions = m.positions == Positions::Learned;
+  d.flash = t.attention == AttentionKernel::Flash;
+  d.causal = m.causal;
+  d.fp8 = t.fp8 != Fp8::None;
+  d.fused_loss = t.cross_entropy_fusion;
   return d;
 }
 
@@ -97,16 +107,20 @@ struct Traffic {
   double backward = 0;
 };
 
-// A kernel as described once: a GEMM (with or without a weight operand) or an element-wise kernel.
+// A kernel as described once: a GEMM (with or without a weight operand), a fused attention kernel, or an
+// element-wise kernel.
 struct Step {
   KernelClass kind = KernelClass::Residual;
   std::optional<GemmShape> gemm;
   bool weighted = true;   // GEMMs: B is a weight matrix (false: both operands are activations)
-  Traffic traffic;        // element-wise kernels
+  Traffic traffic;        // element-wise and fused attention kernels
+  std::optional<AttentionShape> attention;   // fused attention, with its forward FLOPs as the model counts them
+  double attention_flops = 0;
+  bool fp8 = false;       // a GEMM in fp8
 };
 
-Step gemm_step(KernelClass kind, GemmShape g, bool weighted = true) { return {kind, g, weighted, {}}; }
-Step elementwise_step(KernelClass kind, Traffic t) { return {kind, std::nullopt, true, t}; }
+Step gemm_step(KernelClass kind, GemmShape g, bool weighted = true) { return {kind, g, weighted, {}, {}, 0, false}; }
+Step elementwise_step(KernelClass kind, Traffic t) { return {kind, std::nullopt, true, t, {}, 0, false}; }
 
 // FLOPs of the forward GEMM: 2 per multiply-add.
 double gemm_flops(const GemmShape& g) { return 2.0 * g.m * g.n * g.k * g.batch; }
@@ -126,9 +140,10 @@ double gemm_backward_bytes(const GemmShape& g, bool weighted, const Dims& d) {
   return activations + g.k * g.n * (d.we + 2.0 * d.ge);
 }
 
-// The data-gradient GEMM's shape: output m x k, inner dimension n. (The weight-gradient GEMM k x n over m has
-// the same three dimensions, so the same shape factor when batch = 1.)
+// The data-gradient GEMM's shape: output m x k, inner dimension n.
 GemmShape backward_shape(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
+// The weight-gradient GEMM's: output k x n, inner dimension m (the tokens).
+GemmShape weight_shape(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
 
 Kernel kernel_of(const Step& step, Pass pass, const Dims& d) {
   Kernel k;
@@ -137,12 +152,16 @@ Kernel kernel_of(const Step& step, Pass pass, const Dims& d) {
   const bool backward = pass == Pass::Backward;
   if (!step.gemm) {
     k.bytes = Bytes(backward ? step.traffic.backward : step.traffic.forward);
+    k.attention = step.attention;
+    k.flops = FlopCount(step.attention_flops * (backward ? 2.0 : 1.0));
     return k;
   }
   const GemmShape& g = *step.gemm;
   k.flops = FlopCount(gemm_flops(g) * (backward ? 2.0 : 1.0));
   k.bytes = Bytes(backward ? gemm_backward_bytes(g, step.weighted, d) : gemm_forward_bytes(g, step.weighted, d));
   k.gemm = backward ? backward_shape(g) : g;
+  if (backward && step.weighted) k.weight_gemm = weight_shape(g);
+  if (step.fp8) k.precision = Precision::Fp8;
   return k;
 }
 
@@ -174,39 +193,68 @@ Traffic activation_traffic(double n, double e, bool swiglu) {
 
 // ---- the layer ----
 
+// The unfused attention core (Megatron's): the scores written to memory, softmax and dropout over them.
+void unfused_attention(std::vector<Step>& steps, const Dims& d) {
+  const double probs = d.b * d.heads * d.s * d.s;   // attention probabilities on this GPU
+  const double bh = d.b * d.heads;                  // attention GEMMs are batched over sequences x heads
+  steps.push_back(gemm_step(KernelClass::AttnScores, {d.s, d.s, d.head_dim, bh}, false));
+  steps.push_back(elementwise_step(KernelClass::Softmax, softmax_traffic(probs, d.e)));
+  steps.push_back(elementwise_step(KernelClass::AttnDropout, dropout_traffic(probs, d.e)));
+  steps.push_back(gemm_step(KernelClass::AttnContext, {d.s, d.head_dim, d.s, bh}, false));
+}
+
+// The fused core (FlashAttention, cuDNN): Q K V in, the output and the softmax statistics (fp32 per row) out;
+// the backward reads them with the output's gradient and writes Q K V's, the scores recomputed on chip. It counts
+// the FLOPs of the two unfused GEMMs.
+Step fused_attention(const Dims& d) {
+  const double q = d.tokens * d.heads * d.head_dim;   // Q and the output, elements on this GPU
+  const double kv = d.tokens * (d.qkv_out - d.heads * d.head_dim) / 2.0;   // K (and V)
+  const double stats = d.b * d.heads * d.s * d.fp32;
+  Step step = elementwise_step(KernelClass::FlashAttention,
+                               {(2.0 * q + 2.0 * kv) * d.e + stats, (4.0 * q + 4.0 * kv) * d.e + 2.0 * stats});
+  step.attention = AttentionShape{d.b * d.heads, d.s, d.head_dim, d.causal};
+  step.attention_flops = 4.0 * d.b * d.heads * d.s * d.s * d.head_dim;
+  return step;
+}
+
+// A linear layer's GEMM, in fp8 behind the quantisation of its input (and transpose, for the weight gradient;
+// backward: of the incoming gradient) when the layer trains in fp8: the cast reads e bytes and writes 2.
+void linear(std::vector<Step>& steps, KernelClass kind, GemmShape g, const Dims& d) {
+  if (d.fp8) steps.push_back(elementwise_step(KernelClass::Fp8Cast, {g.m * g.k * (d.e + 2.0), g.m * g.n * (d.e + 2.0)}));
+  Step step = gemm_step(kind, g);
+  step.fp8 = d.fp8;
+  steps.push_back(step);
+}
+
 std::vector<Step> layer_steps(const Dims& d) {
   const double x = d.ew_tokens * d.h;               // residual-stream elements on this GPU
-  const double probs = d.b * d.heads * d.s * d.s;   // attention probabilities on this GPU
   const double act = d.tokens * d.ffn;              // MLP activation elements on this GPU
-  const double bh = d.b * d.heads;                  // attention GEMMs are batched over sequences x heads
-  return {
-      elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)),
-      gemm_step(KernelClass::QkvGemm, {d.tokens, d.qkv_out, d.h, 1}),
-      gemm_step(KernelClass::AttnScores, {d.s, d.s, d.head_dim, bh}, false),
-      elementwise_step(KernelClass::Softmax, softmax_traffic(probs, d.e)),
-      elementwise_step(KernelClass::AttnDropout, dropout_traffic(probs, d.e)),
-      gemm_step(KernelClass::AttnContext, {d.s, d.head_dim, d.s, bh}, false),
-      gemm_step(KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.head_dim, 1}),
-      elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)),
-      elementwise_step(KernelClass::Residual, residual_traffic(x, d.e)),
-      elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)),
-      gemm_step(KernelClass::MlpUpGemm, {d.tokens, d.up_out, d.h, 1}),
-      elementwise_step(KernelClass::Activation, activation_traffic(act, d.e, d.swiglu)),
-      gemm_step(KernelClass::MlpDownGemm, {d.tokens, d.h, d.ffn, 1}),
-      elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)),
-      elementwise_step(KernelClass::Residual, residual_traffic(x, d.e)),
-  };
+  std::vector<Step> steps;
+  steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
+  linear(steps, KernelClass::QkvGemm, {d.tokens, d.qkv_out, d.h, 1}, d);
+  if (d.flash) steps.push_back(fused_attention(d));
+  else unfused_attention(steps, d);
+  linear(steps, KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.head_dim, 1}, d);
+  steps.push_back(elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)));
+  steps.push_back(elementwise_step(KernelClass::Residual, residual_traffic(x, d.e)));
+  steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
+  linear(steps, KernelClass::MlpUpGemm, {d.tokens, d.up_out, d.h, 1}, d);
+  steps.push_back(elementwise_step(KernelClass::Activation, activation_traffic(act, d.e, d.swiglu)));
+  linear(steps, KernelClass::MlpDownGemm, {d.tokens, d.h, d.ffn, 1}, d);
+  steps.push_back(elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)));
+  steps.push_back(elementwise_step(KernelClass::Residual, residual_traffic(x, d.e)));
+  return steps;
 }
 
 // What the recompute pass repeats: everything (full), or the attention core whose activations are large and
-// cheap to recompute (selective, Korthikanti et al. section 5).
+// cheap to recompute (selective, Korthikanti et al. section 5; with a fused core, that kernel).
 bool recomputed(KernelClass k, Recompute r) {
   switch (r) {
     case Recompute::None: return false;
     case Recompute::Full: return true;
     case Recompute::Selective:
       return k == KernelClass::AttnScores || k == KernelClass::Softmax || k == KernelClass::AttnDropout ||
-             k == KernelClass::AttnContext;
+             k == KernelClass::AttnContext || k == KernelClass::FlashAttention;
   }
   DTSIM_ASSERT(false, "recompute granularity missing from recomputed()");
 }
@@ -230,8 +278,11 @@ Traffic embedding_traffic(const Dims& d, double tp) {
 // logits to fp32 (read e, write 4), then max (read 4), subtract (read 4, write 4), exp (read 4, write 4), sum
 // (read 4), normalise (read 4, write 4), keeping the probabilities for the backward, which scales them by the
 // loss gradient in place (read 4, write 4) and casts the result back (read 4, write e).
+// Fused (Megatron-Core's --cross-entropy-loss-fusion), in one kernel each way over the 16-bit logits: forward
+// reads them and writes the softmax's gradient in their place, backward scales it by the loss gradient.
 Traffic cross_entropy_traffic(const Dims& d) {
   const double n = d.tokens * d.vocab;
+  if (d.fused_loss) return {2.0 * n * d.e, 2.0 * n * d.e};
   return {n * (d.e + 9.0 * d.fp32), n * (d.e + 3.0 * d.fp32)};
 }
 
@@ -249,7 +300,7 @@ std::string_view to_string(KernelClass k) { return name_of(kKernelNames, k); }
 std::string_view to_string(Pass p) { return name_of(kPassNames, p); }
 std::optional<KernelClass> parse_kernel_class(std::string_view name) { return value_of(kKernelNames, name); }
 
-bool is_gemm(KernelClass k) {
+bool is_gemm(KernelClass k) {   // the fused attention counts FLOPs too, but is not one GEMM
   switch (k) {
     case KernelClass::QkvGemm:
     case KernelClass::AttnScores:
@@ -292,7 +343,10 @@ Kernel optimizer_kernel(const TrainingSpec& t, double params) {
   DTSIM_ASSERT(params >= 0.0, "a GPU cannot hold a negative number of parameters");
   const double we = bytes_per_element(t.weight_dtype);
   const double master = t.master_weights ? 2.0 * bytes_per_element(Precision::Fp32) : we;
-  const double per_param = bytes_per_element(t.grad_dtype) + master + 2.0 * optimizer_state_bytes_per_param(t) + we;
+  // fp8 training also quantises each weight (and its transpose) once per step, for the first micro-batch's GEMMs.
+  const double fp8_cast = t.fp8 != Fp8::None ? we + 2.0 : 0.0;
+  const double per_param =
+      bytes_per_element(t.grad_dtype) + master + 2.0 * optimizer_state_bytes_per_param(t) + we + fp8_cast;
   Kernel k;
   k.kind = KernelClass::OptimizerUpdate;
   k.pass = Pass::Backward;

@@ -27,12 +27,14 @@ enum class KernelClass {
   Softmax,          // scale, mask, softmax over the scores
   AttnDropout,      // dropout over the attention probabilities
   AttnContext,      // probabilities x V, batched over heads
+  FlashAttention,   // the attention core fused (FlashAttention class): scores, softmax, dropout and context in one
   ProjGemm,         // attention output projection (row-parallel)
   MlpUpGemm,        // h -> ffn (gelu: one GEMM; swiglu: gate and up)
   Activation,       // gelu, or silu(gate) * up
   MlpDownGemm,      // ffn -> h (row-parallel)
   Dropout,          // dropout after the projection and after the MLP
   Residual,         // residual adds
+  Fp8Cast,          // fp8 training: an activation or gradient quantised (and transposed) for an fp8 GEMM
   Logits,           // output projection to the vocabulary
   CrossEntropy,     // softmax cross-entropy over the vocabulary
   OptimizerUpdate,  // read gradients and states, write weights and states
@@ -52,12 +54,23 @@ struct GemmShape {
   double batch = 1;
 };
 
+// A fused attention kernel's problem: `batch_heads` independent (sequence x sequence) attentions.
+struct AttentionShape {
+  double batch_heads = 0;
+  double seq = 0;
+  double head_dim = 0;
+  bool causal = true;   // a causal mask: the kernel skips the masked half of the scores
+};
+
 struct Kernel {
   KernelClass kind = KernelClass::Residual;
   Pass pass = Pass::Forward;
-  FlopCount flops;
+  FlopCount flops;                         // as the model counts them (Megatron-LM's accounting)
   Bytes bytes;
-  std::optional<GemmShape> gemm;   // for GEMMs; backward kernels give the shape of one of their two GEMMs
+  std::optional<GemmShape> gemm;           // GEMMs; a weighted backward GEMM: its data-gradient GEMM's shape
+  std::optional<GemmShape> weight_gemm;    // a weighted backward GEMM: its weight-gradient GEMM's shape
+  std::optional<AttentionShape> attention; // fused attention
+  std::optional<Precision> precision;      // a GEMM computing in its own precision (fp8 training's linear layers)
 };
 
 // What shards one GPU's share of a layer.

@@ -91,8 +91,10 @@ LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batc
   const double h = m.hidden;
   const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
   const double split_width = 2.0 * h + 2.0 * m.kv_dim() + mlp_tensors * m.ffn_hidden;
-  return {sb * h * (4.0 * e + 2.0 * kMaskBytes), sb * e * split_width,
-          sb * m.seq_length * m.heads * (2.0 * e + kMaskBytes)};
+  // A fused attention core keeps no scores, only the softmax statistics (fp32 per row) for its backward.
+  const double scores = t.attention == AttentionKernel::Flash ? sb * m.heads * bytes_per_element(Precision::Fp32)
+                                                              : sb * m.seq_length * m.heads * (2.0 * e + kMaskBytes);
+  return {sb * h * (4.0 * e + 2.0 * kMaskBytes), sb * e * split_width, scores};
 }
 
 // Embedding output dropout mask (first virtual stage): sbh bytes, /t with SP (Korthikanti section 4.3).
@@ -102,11 +104,13 @@ double embedding_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int
 }
 
 // Last virtual stage (Korthikanti section 4.3): final norm input and output-projection input (e sbh each, /t
-// with SP), and the logits the loss keeps in fp32, vocab-parallel: 4 sbV / t.
+// with SP), and the logits the loss keeps in fp32, vocab-parallel: 4 sbV / t (the fused loss keeps them in the
+// 16-bit precision).
 double head_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) {
   const double sb = static_cast<double>(m.seq_length) * t.micro_batch;
   const double inputs = 2.0 * activation_element_bytes(t.precision) * sb * m.hidden / (t.sequence_parallel ? tp : 1);
-  return inputs + kLossBytes * sb * m.vocab / tp;
+  const double logits = t.cross_entropy_fusion ? activation_element_bytes(t.precision) : kLossBytes;
+  return inputs + logits * sb * m.vocab / tp;
 }
 
 // Bytes one in-flight forward of virtual stage v leaves on its GPU until its backward runs.
@@ -219,10 +223,13 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
   const ParallelPlan& p = w.plan;
   const std::string master = t.master_weights ? "4 B fp32 master + " : "";
   const std::string sp = t.sequence_parallel ? " + sequence parallel" : "";
+  const bool fused = t.attention == AttentionKernel::Flash;
   std::string act = fmt::format(
       "activations: Korthikanti et al., recompute {}{}, tp {}, micro-batch {} x {} tokens, {} in flight on stage "
-      "{}; logits fp32 on the last stage",
-      to_string(t.recompute), sp, p.tp, t.micro_batch, w.model.seq_length, s.in_flight, stage);
+      "{}; {}; logits {} on the last stage",
+      to_string(t.recompute), sp, p.tp, t.micro_batch, w.model.seq_length, s.in_flight, stage,
+      fused ? "fused attention (no scores kept)" : "unfused attention (scores kept)",
+      t.cross_entropy_fusion ? to_string(t.precision) : "fp32");
   if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
   return {
       fmt::format("params: {} parameters per GPU (stage {}, split over tp {}; norms and row biases "

@@ -41,6 +41,7 @@ struct ModelSpec {
   Positions positions = Positions::Learned;
   bool tied_embeddings = true;
   bool bias = true;            // linear layers carry biases (GPT, BERT) or not (LLaMA)
+  bool causal = true;          // decoder attention under a causal mask (GPT, LLaMA); false: bidirectional (BERT)
   std::string source;          // where a preset's figures come from
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }

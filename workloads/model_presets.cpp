@@ -103,7 +103,7 @@ std::vector<ModelSpec> make_llama() {
 // same size). Not counted: the pooler and the token-type embeddings (HF BertModel's 109.5M / 335.1M include
 // them; the MLM head is outside BertModel).
 std::vector<ModelSpec> make_bert() {
-  return {
+  std::vector<ModelSpec> bert = {
       gpt_style({"bert-base", 12, 768, 12, 12, 3072, 30522, 512,
                  "Devlin et al. 2019 (BERT): L 12, H 768, A 12, ffn 4H, WordPiece vocab 30522, 512 positions; "
                  "108.9M without pooler and token-type embeddings (the paper's 110M with them); the article's "
@@ -112,6 +112,8 @@ std::vector<ModelSpec> make_bert() {
                  "Devlin et al. 2019 (BERT): L 24, H 1024, A 16, ffn 4H, WordPiece vocab 30522, 512 positions; "
                  "334.1M without pooler and token-type embeddings (the paper's 340M with them)"}),
   };
+  for (ModelSpec& m : bert) m.causal = false;   // an encoder attends both ways
+  return bert;
 }
 
 std::vector<ModelSpec> make_presets() {

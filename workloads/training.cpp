@@ -15,6 +15,13 @@ constexpr NameTable<Optimizer, 3> kOptimizers{{{Optimizer::AdamW, "adamw"},
 constexpr NameTable<Recompute, 3> kRecomputes{{{Recompute::None, "none"},
                                                {Recompute::Selective, "selective"},
                                                {Recompute::Full, "full"}}};
+constexpr NameTable<Framework, 4> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
+                                               {Framework::Megatron2021, "megatron-2021"},
+                                               {Framework::Megatron2022, "megatron-2022"},
+                                               {Framework::DeepSpeed, "deepspeed"}}};
+constexpr NameTable<AttentionKernel, 2> kAttentionKernels{{{AttentionKernel::Unfused, "unfused"},
+                                                           {AttentionKernel::Flash, "flash"}}};
+constexpr NameTable<Fp8, 3> kFp8s{{{Fp8::None, "none"}, {Fp8::Hybrid, "hybrid"}, {Fp8::E4m3, "e4m3"}}};
 constexpr NameTable<Zero3Prefetch, 3> kZero3Prefetches{{{Zero3Prefetch::Auto, "auto"},
                                                         {Zero3Prefetch::Layer, "layer"},
                                                         {Zero3Prefetch::None, "none"}}};
@@ -27,6 +34,20 @@ std::optional<Optimizer> parse_optimizer(std::string_view name) { return value_o
 std::optional<Recompute> parse_recompute(std::string_view name) { return value_of(kRecomputes, name); }
 std::string_view to_string(Zero3Prefetch p) { return name_of(kZero3Prefetches, p); }
 std::optional<Zero3Prefetch> parse_zero3_prefetch(std::string_view name) { return value_of(kZero3Prefetches, name); }
+
+std::string_view to_string(Framework f) { return name_of(kFrameworks, f); }
+std::optional<Framework> parse_framework(std::string_view name) { return value_of(kFrameworks, name); }
+std::string_view to_string(AttentionKernel a) { return name_of(kAttentionKernels, a); }
+std::optional<AttentionKernel> parse_attention_kernel(std::string_view name) { return value_of(kAttentionKernels, name); }
+std::string_view to_string(Fp8 f) { return name_of(kFp8s, f); }
+std::optional<Fp8> parse_fp8(std::string_view name) { return value_of(kFp8s, name); }
+
+void apply_framework(TrainingSpec& t, Framework f) {
+  t.framework = f;
+  const bool core = f == Framework::MegatronCore;
+  t.attention = core ? AttentionKernel::Flash : AttentionKernel::Unfused;
+  t.cross_entropy_fusion = core;
+}
 
 double bytes_per_element(Precision p) {
   switch (p) {

@@ -32,6 +32,28 @@ std::string_view to_string(Zero3Prefetch p);
 std::optional<Zero3Prefetch> parse_zero3_prefetch(std::string_view name);
 inline constexpr std::string_view kZero3PrefetchNames = "auto, layer, none";
 
+// The software whose defaults a scenario's feature keys take (training.framework): Megatron-Core as NVIDIA's
+// published runs configure it (today's, the default), Megatron-LM as the SC'21 runs were (2021) and as
+// Korthikanti et al.'s (2022), DeepSpeed as its ZeRO-3 of 2021 ran. apply_framework says what each sets.
+enum class Framework { MegatronCore, Megatron2021, Megatron2022, DeepSpeed };
+std::string_view to_string(Framework f);
+std::optional<Framework> parse_framework(std::string_view name);
+inline constexpr std::string_view kFrameworkNames = "megatron-core, megatron-2021, megatron-2022, deepspeed";
+
+// The attention core (training.attention): unfused kernels that write the b x heads x s x s scores to memory, or
+// one fused kernel (FlashAttention, cuDNN's fused attention) that keeps them on chip.
+enum class AttentionKernel { Unfused, Flash };
+std::string_view to_string(AttentionKernel a);
+std::optional<AttentionKernel> parse_attention_kernel(std::string_view name);
+inline constexpr std::string_view kAttentionKernelNames = "unfused, flash";
+
+// Transformer Engine's fp8 training (training.fp8): the linear layers' GEMMs in fp8 (hybrid: E4M3 forward, E5M2
+// gradients; e4m3: E4M3 throughout), everything else in the 16-bit precision.
+enum class Fp8 { None, Hybrid, E4m3 };
+std::string_view to_string(Fp8 f);
+std::optional<Fp8> parse_fp8(std::string_view name);
+inline constexpr std::string_view kFp8Names = "none, hybrid, e4m3";
+
 // Bytes of one element stored in `p` (int4: 0.5; tf32 is stored as fp32).
 double bytes_per_element(Precision p);
 
@@ -52,7 +74,20 @@ struct TrainingSpec {
   // as Megatron-LM's "local" DDP did (the SC'21 runs); with ZeRO 2/3, one after each micro-batch's backward.
   bool dp_overlap = true;
   Zero3Prefetch zero3_prefetch = Zero3Prefetch::Auto;
+  // The software's features; these defaults are Megatron-LM 2021's (apply_framework sets a framework's).
+  Framework framework = Framework::Megatron2021;
+  AttentionKernel attention = AttentionKernel::Unfused;
+  bool cross_entropy_fusion = false;     // the loss in one fused kernel over 16-bit logits (Megatron-Core's
+                                         // --cross-entropy-loss-fusion) instead of Megatron's unfused fp32 one
+  Fp8 fp8 = Fp8::None;
 };
+
+// Sets every feature `f` decides to its default there (and `framework`); a scenario's explicit keys come after.
+//   megatron-2021, deepspeed: unfused attention and loss;
+//   megatron-2022: the same;
+//   megatron-core: fused attention (Transformer Engine's DotProductAttention) and the fused loss, as NVIDIA's
+//     published Megatron-Core and NeMo runs use them.
+void apply_framework(TrainingSpec& t, Framework f);
 
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).
 struct InferenceSpec {

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "topology/error.hpp"
+#include "workloads/compute_model.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -29,14 +30,21 @@ void read_peaks(const YamlMap& m, GpuSpec& gpu) {
 }
 
 GpuSpec read_gpu_map(const YamlMap& m) {
-  m.allow_only({"base", "name", "memory_GiB", "memory_reserve_GiB", "memory_bandwidth_GBps", "peak_TFLOPS", "tdp_W",
-                "price_usd", "price_per_hour_usd", "gpu_link", "gpu_link_count", "host_link"});
+  m.allow_only({"base", "name", "architecture", "memory_GiB", "memory_reserve_GiB", "memory_bandwidth_GBps",
+                "peak_TFLOPS", "tdp_W", "price_usd", "price_per_hour_usd", "gpu_link", "gpu_link_count", "host_link"});
   const auto base = m.text("base");
   GpuSpec gpu = base ? topology::find_gpu(*base, m.dotted("base")) : GpuSpec{};
-  need(m, base.has_value(), {"name", "memory_GiB", "memory_reserve_GiB", "memory_bandwidth_GBps", "peak_TFLOPS",
-                             "gpu_link", "host_link"});
+  need(m, base.has_value(), {"name", "architecture", "memory_GiB", "memory_reserve_GiB", "memory_bandwidth_GBps",
+                             "peak_TFLOPS", "gpu_link", "host_link"});
   if (!base) gpu.source = "scenario";
   if (auto v = m.text("name")) gpu.name = *v;
+  if (auto v = m.text("architecture")) {
+    try {
+      gpu.architecture = workloads::architecture(*v, m.dotted("architecture")).name;
+    } catch (const InputError& e) {
+      m.fail("architecture", *v, e.reason(), e.allowed());
+    }
+  }
   if (auto v = m.number("memory_GiB", 0.0, false, kInf)) gpu.memory = gibibytes(*v);
   if (auto v = m.number("memory_reserve_GiB", 0.0, true, kInf)) gpu.memory_reserve = gibibytes(*v);
   if (auto v = m.number("memory_bandwidth_GBps", 0.0, false, kInf)) gpu.memory_bandwidth = gigabytes_per_second(*v);

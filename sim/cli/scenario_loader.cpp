@@ -60,8 +60,9 @@ std::string resolve_path(const std::string& scenario_file, const std::string& pa
 // fabric does without either (a user graph's from its links).
 topology::Routing read_routing(const YamlMap& m, const ClusterSpec& c) {
   if (m.has("routing") && m.has("ecmp"))
-    m.fail("ecmp", m.text("ecmp").value_or(""), "cannot be combined with cluster.routing (ecmp is its old name), key",
-           "one of them: routing: single | ecmp | dmodk | adaptive");
+    m.fail("ecmp", "ecmp: " + m.text("ecmp").value_or(""),
+           "is cluster.routing's old name and cannot be given beside it: remove",
+           "routing: single | ecmp | dmodk | adaptive, alone");
   if (m.has("routing"))
     return read_enum(m, "routing", topology::Routing::Single, topology::parse_routing, topology::kRoutingNames);
   if (!m.boolean("ecmp").value_or(true)) return topology::Routing::Single;

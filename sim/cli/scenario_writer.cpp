@@ -23,6 +23,7 @@ void emit_link(YAML::Emitter& out, const char* key, const topology::LinkSpec& l)
 void emit_gpu(YAML::Emitter& out, const topology::GpuSpec& g) {
   out << YAML::Key << "gpu" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << g.name;
+  out << YAML::Key << "architecture" << YAML::Value << g.architecture;
   out << YAML::Key << "memory_GiB" << YAML::Value << to_gibibytes(g.memory);
   out << YAML::Key << "memory_reserve_GiB" << YAML::Value << to_gibibytes(g.memory_reserve);
   out << YAML::Key << "memory_bandwidth_GBps" << YAML::Value << to_gigabytes_per_second(g.memory_bandwidth);
@@ -100,11 +101,13 @@ void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
   emit_name(out, "positions", to_string(m.positions));
   emit(out, "tied_embeddings", m.tied_embeddings);
   emit(out, "bias", m.bias);
+  emit(out, "causal", m.causal);
   out << YAML::EndMap;
 }
 
 void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   out << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
+  emit_name(out, "framework", to_string(t.framework));
   emit(out, "global_batch", t.global_batch);
   emit(out, "micro_batch", t.micro_batch);
   emit_name(out, "precision", to_string(t.precision));
@@ -118,6 +121,9 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit(out, "dp_bucket_MB", t.dp_bucket.value() / 1e6);
   emit(out, "dp_overlap", t.dp_overlap);
   emit_name(out, "zero3_prefetch", to_string(t.zero3_prefetch));
+  emit_name(out, "attention", to_string(t.attention));
+  emit(out, "cross_entropy_fusion", t.cross_entropy_fusion);
+  emit_name(out, "fp8", to_string(t.fp8));
   out << YAML::EndMap;
 }
 

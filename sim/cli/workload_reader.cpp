@@ -93,6 +93,7 @@ void read_model_options(const YamlMap& m, ModelSpec& model) {
   model.positions = read_enum(m, "positions", model.positions, workloads::parse_positions, workloads::kPositionNames);
   model.tied_embeddings = m.boolean("tied_embeddings").value_or(model.tied_embeddings);
   model.bias = m.boolean("bias").value_or(model.bias);
+  model.causal = m.boolean("causal").value_or(model.causal);
 }
 
 // workloads::validate's cross-key checks (heads divide hidden, ...), located at the offending key.
@@ -107,7 +108,7 @@ void validate_model(const YamlMap& m, const ModelSpec& model) {
 
 ModelSpec read_model(const YamlMap& m, const std::string& scenario_name) {
   m.allow_only({"preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_length", "activation",
-                "norm", "positions", "tied_embeddings", "bias"});
+                "norm", "positions", "tied_embeddings", "bias", "causal"});
   const ModelSpec base = model_base(m, scenario_name);
   ModelSpec model = base;
   model.layers = read_int(m, "layers", base.layers, 1, kMaxLayers);
@@ -122,12 +123,23 @@ ModelSpec read_model(const YamlMap& m, const std::string& scenario_name) {
   return model;
 }
 
+// training.fp8 names the linear layers' GEMM precision; the rest computes in training.precision, which must be
+// the 16-bit format fp8 training keeps.
+void check_fp8(const YamlMap& m, const TrainingSpec& t) {
+  if (t.fp8 == workloads::Fp8::None || t.precision == Precision::Bf16 || t.precision == Precision::Fp16) return;
+  m.fail("fp8", std::string(to_string(t.fp8)),
+         fmt::format("needs a 16-bit training.precision for what does not run in fp8 (it is {}), so not", to_string(t.precision)),
+         "training.precision bf16 or fp16 with fp8, or fp8: none");
+}
+
 TrainingSpec read_training(const YamlMap& m) {
-  m.allow_only({"global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype", "master_weights",
-                "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
-                "dp_overlap", "zero3_prefetch"});
+  m.allow_only({"framework", "global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype",
+                "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
+                "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8"});
   if (!m.has("global_batch")) m.fail("global_batch", "", "missing required key", "sequences per step, an integer >= 1");
   TrainingSpec t = workloads::training_defaults(read_precision(m, "precision", Precision::Bf16, kComputePrecisions));
+  workloads::apply_framework(t, read_enum(m, "framework", workloads::Framework::MegatronCore,
+                                          workloads::parse_framework, workloads::kFrameworkNames));
   t.global_batch = read_int(m, "global_batch", t.global_batch, 1, kMaxSequences);
   t.micro_batch = read_int(m, "micro_batch", t.micro_batch, 1, kMaxSequences);
   t.weight_dtype = read_precision(m, "weight_dtype", t.weight_dtype, kWeightPrecisions);
@@ -141,6 +153,10 @@ TrainingSpec read_training(const YamlMap& m) {
   t.dp_overlap = m.boolean("dp_overlap").value_or(t.dp_overlap);
   t.zero3_prefetch = read_enum(m, "zero3_prefetch", t.zero3_prefetch, workloads::parse_zero3_prefetch,
                                workloads::kZero3PrefetchNames);
+  t.attention = read_enum(m, "attention", t.attention, workloads::parse_attention_kernel, workloads::kAttentionKernelNames);
+  t.cross_entropy_fusion = m.boolean("cross_entropy_fusion").value_or(t.cross_entropy_fusion);
+  t.fp8 = read_enum(m, "fp8", t.fp8, workloads::parse_fp8, workloads::kFp8Names);
+  check_fp8(m, t);
   return t;
 }
 
@@ -196,6 +212,13 @@ ParallelPlan read_plan(const YamlMap& top, const topology::ClusterSpec& cluster)
   return p;
 }
 
+// fp8 training needs fp8 matrix units.
+void check_fp8_gpu(const YamlMap& m, const TrainingSpec& t, const topology::GpuSpec& gpu) {
+  if (t.fp8 == workloads::Fp8::None || gpu.peak_for(Precision::Fp8)) return;
+  m.fail("fp8", std::string(to_string(t.fp8)), fmt::format("needs fp8 matrix units, which gpu {} lacks, so not", gpu.name),
+         "fp8: none on this GPU, or a GPU with an fp8 peak (Hopper, Ada, Blackwell, CDNA3)");
+}
+
 // A model needs exactly one of training and inference; those and parallelism need a model.
 void check_sections(const YamlMap& top) {
   if (!top.has("model")) {
@@ -218,8 +241,12 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
   if (!top.has("model")) return std::nullopt;
   workloads::Workload w;
   w.model = read_model(top.map("model"), scenario_name);
-  if (top.has("training")) w.training = read_training(top.map("training"));
-  else w.inference = read_inference(top.map("inference"), w.model);
+  if (top.has("training")) {
+    w.training = read_training(top.map("training"));
+    check_fp8_gpu(top.map("training"), *w.training, cluster.gpu);
+  } else {
+    w.inference = read_inference(top.map("inference"), w.model);
+  }
   w.plan = read_plan(top, cluster);
   return w;
 }

@@ -105,7 +105,7 @@ TEST_CASE("cluster.routing: the fabric's default unless named, and ecmp its old 
   CHECK_THROWS_WITH_AS(load_one("cluster: " + ib + ", routing: [ecmp]}"),
                        doctest::Contains("cluster.routing: expected a single value"), InputError);
   CHECK_THROWS_WITH_AS(load_one("cluster: " + ib + ", routing: single, ecmp: true}"),
-                       doctest::Contains("cluster.ecmp: cannot be combined with cluster.routing"), InputError);
+                       doctest::Contains("cluster.ecmp: is cluster.routing's old name and cannot be given beside it"), InputError);
   // The resolved scenario names what was used, and loads back to it.
   const Scenario s = load_one("cluster: " + eth + ", routing: adaptive}");
   CHECK(to_yaml(s).find("routing: adaptive") != std::string::npos);

@@ -112,6 +112,38 @@ training:
         workloads::Zero3Prefetch::Auto);
 }
 
+TEST_CASE("training.framework: megatron-core by default, each framework's features, explicit keys win") {
+  const auto training = [](const std::string& keys) {
+    return *load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\ntraining: {global_batch: 8" + keys +
+                     "}\n")
+                .workload->training;
+  };
+  const workloads::TrainingSpec core = training("");
+  CHECK(core.framework == workloads::Framework::MegatronCore);
+  CHECK(core.attention == workloads::AttentionKernel::Flash);
+  CHECK(core.cross_entropy_fusion);
+  CHECK(core.fp8 == workloads::Fp8::None);
+  for (const char* old : {"megatron-2021", "megatron-2022", "deepspeed"}) {
+    CAPTURE(old);
+    const workloads::TrainingSpec t = training(std::string(", framework: ") + old);
+    CHECK(to_string(t.framework) == old);
+    CHECK(t.attention == workloads::AttentionKernel::Unfused);
+    CHECK_FALSE(t.cross_entropy_fusion);
+  }
+  const workloads::TrainingSpec mixed = training(", framework: megatron-2021, attention: flash, fp8: hybrid");
+  CHECK(mixed.attention == workloads::AttentionKernel::Flash);
+  CHECK_FALSE(mixed.cross_entropy_fusion);
+  CHECK(mixed.fp8 == workloads::Fp8::Hybrid);
+  CHECK(training(", cross_entropy_fusion: false").cross_entropy_fusion == false);
+  // The resolved scenario names every feature, and loads back to them.
+  const Scenario s = load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\n"
+                              "training: {global_batch: 8, fp8: e4m3}\n");
+  const std::string yaml = to_yaml(s);
+  for (const char* key : {"framework: megatron-core", "attention: flash", "cross_entropy_fusion: true", "fp8: e4m3"})
+    CHECK(yaml.find(key) != std::string::npos);
+  CHECK(load_one(yaml).workload->training->fp8 == workloads::Fp8::E4m3);
+}
+
 TEST_CASE("inference: context defaults to the model's sequence length") {
   const Scenario s = load_one(with_cluster("model: {preset: llama-7b}\ninference: {weights: int4}"));
   REQUIRE(s.workload->inference.has_value());

@@ -241,16 +241,21 @@ TEST_CASE("catalog JSON carries every entry with units in the keys") {
   REQUIRE(json.at("links").size() == link_catalog().size());
   CHECK(json.at("models").is_array());
   CHECK(json.at("models").size() >= 9);
-  // The compute model's constants: one row per kernel class, each citing its source.
-  const auto& kernels = json.at("compute").at("efficiencies");
-  CHECK(kernels.size() == 16);
-  for (const auto& k : kernels) {
-    CHECK(k.at("compute").get<double>() > 0);
-    CHECK(k.at("compute").get<double>() <= 1);
-    CHECK_FALSE(k.at("source").get<std::string>().empty());
+  // The compute model's constants: the work of each kernel class, one row per architecture, each with its source.
+  const auto& kernels = json.at("compute").at("kernels");
+  CHECK(kernels.size() == 18);
+  for (const auto& k : kernels) CHECK_FALSE(k.at("source").get<std::string>().empty());
+  const auto& archs = json.at("compute").at("architectures");
+  CHECK(archs.size() >= 3);
+  for (const auto& a : archs) {
+    CHECK(a.at("gemm").get<double>() > 0);
+    CHECK(a.at("gemm").get<double>() <= 1);
+    CHECK(a.at("gemm_half_k").get<double>() > 0);
+    CHECK_FALSE(a.at("source").get<std::string>().empty());
   }
-  CHECK(json.at("compute").at("gemm_half_dim").get<double>() > 0);
+  CHECK(json.at("compute").at("launch_overhead_us").get<double>() > 0);
   const auto& a100 = json.at("gpus").at(1);
+  CHECK(a100.at("architecture") == "ampere");
   CHECK(a100.at("name") == "a100-sxm4-80gb");
   CHECK(a100.at("memory_bytes") == 85'899'345'920LL);
   CHECK(a100.at("peak_TFLOPS").at("bf16") == 312.0);

@@ -40,7 +40,9 @@ Kernel streaming(KernelClass kind, Bytes bytes) {
   return k;
 }
 
-double fill(double d) { return d / (d + compute_constants().gemm_half_dim); }
+const ArchitectureConstants& ampere() { return architecture("ampere"); }
+const ArchitectureConstants& hopper() { return architecture("hopper"); }
+double fill(double d, double half = 64) { return d / (d + half); }
 
 // ---- calibration: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
 // MLSys 2023, Table 4 (../shared/calibration/layer_times_22b.csv): one layer of a 22B GPT, TP 8 on a DGX A100.
@@ -101,61 +103,141 @@ double error(double model, double measured) { return model / measured - 1.0; }
 
 }  // namespace
 
-TEST_CASE("compute model: one efficiency row per kernel class, each with a source") {
+TEST_CASE("compute model: one work per kernel class, one row per architecture, each with a source") {
   std::set<KernelClass> kinds;
-  for (const KernelEfficiency& e : kernel_efficiencies()) {
-    CAPTURE(e.kind);
-    kinds.insert(e.kind);
-    CHECK(e.compute > 0.0);
-    CHECK(e.compute <= 1.0);
-    CHECK(e.memory > 0.0);
-    CHECK(e.memory <= 1.0);
-    CHECK_FALSE(e.source.empty());
-    CHECK(&efficiency_of(e.kind) == &e);
+  for (const KernelWork& w : kernel_works()) {
+    CAPTURE(w.kind);
+    kinds.insert(w.kind);
+    CHECK_FALSE(w.source.empty());
+    CHECK(&work_of(w.kind) == &w);
   }
-  CHECK(kinds.size() == 16);
-  CHECK(kernel_efficiencies().size() == 16);
-  CHECK(compute_constants().gemm_half_dim > 0);
+  CHECK(kinds.size() == 18);
+  CHECK(kernel_works().size() == 18);
+  std::set<std::string> names;
+  for (const ArchitectureConstants& a : architectures()) {
+    CAPTURE(a.name);
+    names.insert(std::string(a.name));
+    for (double e : {a.gemm, a.gemm_fp8, a.attention_gemm, a.stream, a.attention_stream, a.flash_forward,
+                     a.flash_backward}) {
+      CHECK(e > 0.0);
+      CHECK(e <= 1.0);
+    }
+    for (double h : {a.gemm_half_mn, a.gemm_half_k, a.flash_half_seq, a.flash_half_head}) CHECK(h > 0.0);
+    CHECK_FALSE(a.source.empty());
+  }
+  CHECK(names.size() == architectures().size());
+  for (const auto& gpu : topology::gpu_catalog()) CHECK_NOTHROW((void)architecture(gpu.architecture));
+  CHECK_THROWS_WITH_AS((void)architecture("kepler"),
+                       doctest::Contains("unknown GPU architecture 'kepler' (allowed: ampere, hopper, blackwell"),
+                       InputError);
   CHECK(compute_constants().launch_overhead > Seconds(0));
   CHECK_FALSE(compute_constants().source.empty());
 }
 
 TEST_CASE("compute model: the shape factor is the product of d / (d + d_half), the batch multiplying m") {
   const GemmShape g{1024, 2048, 4096, 1};
-  CHECK(gemm_shape_factor(g) == doctest::Approx(fill(1024) * fill(2048) * fill(4096)).epsilon(1e-15));
+  CHECK(gemm_shape_factor(g, ampere()) == doctest::Approx(fill(1024) * fill(2048) * fill(4096)).epsilon(1e-15));
   const GemmShape batched{2048, 2048, 96, 32};
-  CHECK(gemm_shape_factor(batched) == doctest::Approx(fill(2048 * 32) * fill(2048) * fill(96)).epsilon(1e-15));
-  CHECK(gemm_shape_factor(batched) > gemm_shape_factor({2048, 2048, 96, 1}));
-  CHECK(gemm_shape_factor({1e9, 1e9, 1e9, 1}) == doctest::Approx(1.0).epsilon(1e-6));
-  CHECK(gemm_shape_factor({1, 8192, 8192, 1}) < 0.02);
+  CHECK(gemm_shape_factor(batched, ampere()) ==
+        doctest::Approx(fill(2048 * 32) * fill(2048) * fill(96)).epsilon(1e-15));
+  CHECK(gemm_shape_factor(batched, ampere()) > gemm_shape_factor({2048, 2048, 96, 1}, ampere()));
+  CHECK(gemm_shape_factor({1e9, 1e9, 1e9, 1}, ampere()) == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(gemm_shape_factor({1, 8192, 8192, 1}, ampere()) < 0.02);
+  // Hopper's reduction depth costs more: k enters as k / (k + 250) (XLA's H100 table, compute_catalog.cpp).
+  CHECK(gemm_shape_factor(g, hopper()) ==
+        doctest::Approx(fill(1024) * fill(2048) * fill(4096, 250)).epsilon(1e-15));
+  // XLA's H100 bf16 GEMMs 4096 x 4096 x k, k = 256 against 4096: 398.6 / 780.2 = 0.511 measured.
+  const double ratio = gemm_shape_factor({4096, 4096, 256, 1}, hopper()) / gemm_shape_factor({4096, 4096, 4096, 1}, hopper());
+  CHECK(ratio == doctest::Approx(398.6 / 780.2).epsilon(0.06));
 }
 
 TEST_CASE("compute model: a large GEMM is compute-bound at peak x efficiency x shape, plus one launch") {
   const GemmShape g{8192, 8192, 8192, 1};
   const Kernel k = gemm(KernelClass::MlpUpGemm, g, Bytes(3 * 8192.0 * 8192 * 2));
-  const double rate = 312e12 * efficiency_of(KernelClass::MlpUpGemm).compute * gemm_shape_factor(g);
-  const Seconds want = Seconds(k.flops.value() / rate) + compute_constants().launch_overhead;
+  const Seconds launch = compute_constants().launch_overhead;
+  const double rate = 312e12 * ampere().gemm * gemm_shape_factor(g, ampere());
+  const Seconds want = Seconds(k.flops.value() / rate) + launch;
   CHECK(kernel_time(k, a100(), Precision::Bf16).value() == doctest::Approx(want.value()).epsilon(1e-12));
   // tf32 runs at half the bf16 peak on an A100: exactly twice the compute part.
   const Seconds tf32 = kernel_time(k, a100(), Precision::Tf32);
-  CHECK((tf32 - compute_constants().launch_overhead).value() ==
-        doctest::Approx(2 * (want - compute_constants().launch_overhead).value()).epsilon(1e-12));
-  // An H100's bf16 peak is 989 TFLOP/s: the same GEMM runs 989/312 times faster.
-  const Seconds h100 = kernel_time(k, find_gpu("h100-sxm5-80gb"), Precision::Bf16);
-  CHECK((h100 - compute_constants().launch_overhead).value() ==
-        doctest::Approx((want - compute_constants().launch_overhead).value() * 312 / 989).epsilon(1e-12));
+  CHECK((tf32 - launch).value() == doctest::Approx(2 * (want - launch).value()).epsilon(1e-12));
+  // An H100 runs it at its own peak (989), efficiency and shape: Hopper's row.
+  const double h100_rate = 989e12 * hopper().gemm * gemm_shape_factor(g, hopper());
+  CHECK((kernel_time(k, find_gpu("h100-sxm5-80gb"), Precision::Bf16) - launch).value() ==
+        doctest::Approx(k.flops.value() / h100_rate).epsilon(1e-12));
+}
+
+TEST_CASE("compute model: an fp8 GEMM runs at the fp8 peak and fp8 efficiency, whatever the training precision") {
+  const GemmShape g{8192, 8192, 8192, 1};
+  Kernel k = gemm(KernelClass::QkvGemm, g, Bytes(0));
+  const auto& h100 = find_gpu("h100-sxm5-80gb");
+  const Seconds launch = compute_constants().launch_overhead;
+  const Seconds bf16 = kernel_time(k, h100, Precision::Bf16) - launch;
+  k.precision = Precision::Fp8;
+  const Seconds fp8 = kernel_time(k, h100, Precision::Bf16) - launch;
+  const double want = k.flops.value() / (1979e12 * hopper().gemm_fp8 * gemm_shape_factor(g, hopper()));
+  CHECK(fp8.value() == doctest::Approx(want).epsilon(1e-12));
+  // 2x the peak at the measured fp8/bf16 efficiency ratio (MAMF 1402.6 / 794.5 = 1.77x): 1.77x as fast here.
+  CHECK(bf16.value() / fp8.value() == doctest::Approx(1402.6 / 794.5).epsilon(0.01));
+  // An A100 has no fp8 units: the error names training.fp8.
+  CHECK_THROWS_WITH_AS((void)kernel_time(k, a100(), Precision::Bf16),
+                       doctest::Contains("training.fp8: gpu a100-sxm4-80gb has no peak for 'fp8'"), InputError);
+}
+
+TEST_CASE("compute model: fused attention executes half the scores under a causal mask, 2.5/2 of them backward") {
+  Kernel k;
+  k.kind = KernelClass::FlashAttention;
+  k.attention = AttentionShape{32, 4096, 128, true};
+  k.flops = FlopCount(4.0 * 32 * 4096.0 * 4096 * 128);
+  const auto& h100 = find_gpu("h100-sxm5-80gb");
+  const Seconds launch = compute_constants().launch_overhead;
+  const double factor = fill(4096, hopper().flash_half_seq);   // head_dim 128: the measured one
+  CHECK(attention_shape_factor(*k.attention, hopper()) == doctest::Approx(factor).epsilon(1e-15));
+  const double forward = 0.5 * k.flops.value() / (989e12 * hopper().flash_forward * factor);
+  CHECK((kernel_time(k, h100, Precision::Bf16) - launch).value() == doctest::Approx(forward).epsilon(1e-12));
+  // cuDNN's measured causal forward at seq 4096, head_dim 128: 518 TFLOP/s (FA convention: executed FLOPs).
+  CHECK(0.5 * k.flops.value() / forward / 1e12 == doctest::Approx(518).epsilon(0.03));
+  Kernel back = k;
+  back.pass = Pass::Backward;
+  back.flops = k.flops * 2.0;
+  CHECK(executed_flops(back).value() == doctest::Approx(2.5 * 0.5 * k.flops.value()));
+  const double backward = executed_flops(back).value() / (989e12 * hopper().flash_backward * factor);
+  CHECK((kernel_time(back, h100, Precision::Bf16) - launch).value() == doctest::Approx(backward).epsilon(1e-12));
+  k.attention->causal = false;   // bidirectional: every score computed
+  CHECK(executed_flops(k) == k.flops);
+  // Smaller heads cost (cuDNN causal at 16k: head_dim 64 388 against 128's 539), larger ones gain nothing.
+  const auto at = [&](double head) { return attention_shape_factor({32, 16384, head, true}, hopper()); };
+  CHECK(at(64) / at(128) == doctest::Approx(388.0 / 539).epsilon(0.01));
+  CHECK(at(256) == at(128));
 }
 
 TEST_CASE("compute model: a softmax is memory-bound at bandwidth x memory efficiency, whatever the precision") {
   const Kernel k = streaming(KernelClass::Softmax, Bytes(1e9));
-  const double rate = 2039e9 * efficiency_of(KernelClass::Softmax).memory;
+  const double rate = 2039e9 * ampere().attention_stream;
   const double want = 1e9 / rate + compute_constants().launch_overhead.value();
   CHECK(kernel_time(k, a100(), Precision::Bf16).value() == doctest::Approx(want).epsilon(1e-12));
   CHECK(kernel_time(k, a100(), Precision::Fp32).value() == doctest::Approx(want).epsilon(1e-12));
   // A skinny GEMM with few FLOPs per byte is memory-bound too: matrix-vector, m = 1.
   const Kernel gemv = gemm(KernelClass::Logits, {1, 8192, 8192, 1}, Bytes(8192.0 * 8192 * 2));
-  const double gemv_memory = 8192.0 * 8192 * 2 / (2039e9 * efficiency_of(KernelClass::Logits).memory);
+  const double gemv_memory = 8192.0 * 8192 * 2 / (2039e9 * ampere().stream);
   CHECK(kernel_time(gemv, a100(), Precision::Bf16).value() >= gemv_memory);
+  // Element-wise kernels stream at Hopper's share of an H100's bandwidth.
+  const Kernel norm = streaming(KernelClass::LayerNorm, Bytes(1e9));
+  CHECK(kernel_time(norm, find_gpu("h100-sxm5-80gb"), Precision::Bf16).value() ==
+        doctest::Approx(1e9 / (3350e9 * hopper().stream) + compute_constants().launch_overhead.value()).epsilon(1e-12));
+}
+
+TEST_CASE("compute model: a backward GEMM times its data- and weight-gradient halves at their own shapes") {
+  Kernel k = gemm(KernelClass::ProjGemm, {8192, 768, 6144, 1}, Bytes(0));   // dgrad: tokens x in x out
+  k.pass = Pass::Backward;
+  k.flops = k.flops * 2.0;
+  k.weight_gemm = GemmShape{768, 6144, 8192, 1};
+  const auto& h100 = find_gpu("h100-sxm5-80gb");
+  const double half = k.flops.value() / 2.0;
+  const double want = half / (989e12 * hopper().gemm * gemm_shape_factor(*k.gemm, hopper())) +
+                      half / (989e12 * hopper().gemm * gemm_shape_factor(*k.weight_gemm, hopper()));
+  CHECK((kernel_time(k, h100, Precision::Bf16) - compute_constants().launch_overhead).value() ==
+        doctest::Approx(want).epsilon(1e-12));
 }
 
 TEST_CASE("compute model: skinny GEMMs are slower per FLOP than square ones") {

@@ -61,17 +61,19 @@ std::vector<KernelClass> kinds_of(const std::vector<Kernel>& ks) {
 
 }  // namespace
 
-TEST_CASE("kernels: every class and pass has a lower-case hyphenated name that parses back") {
+TEST_CASE("kernels: every class and pass has a lower-case hyphenated name that parses back") {   // digits allowed
   std::set<std::string> names;
   for (int i = 0; i <= static_cast<int>(KernelClass::OptimizerUpdate); ++i) {
     const auto k = static_cast<KernelClass>(i);
     const std::string name(to_string(k));
-    CHECK(std::ranges::all_of(name, [](char c) { return (c >= 'a' && c <= 'z') || c == '-'; }));
+    CHECK(std::ranges::all_of(name, [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }));
     CHECK(parse_kernel_class(name) == k);
     names.insert(name);
   }
-  CHECK(names.size() == 16);
+  CHECK(names.size() == 18);
   CHECK(to_string(KernelClass::QkvGemm) == "qkv-gemm");
+  CHECK(to_string(KernelClass::FlashAttention) == "flash-attention");
+  CHECK(to_string(KernelClass::Fp8Cast) == "fp8-cast");
   CHECK(to_string(KernelClass::AttnScores) == "attn-scores");
   CHECK(to_string(KernelClass::OptimizerUpdate) == "optimizer-update");
   CHECK_FALSE(parse_kernel_class("qkv_gemm").has_value());
@@ -338,4 +340,80 @@ TEST_CASE("kernels: precision sets the bytes of activations, not the FLOPs") {
   CHECK(total_flops(a) == total_flops(b));
   CHECK(find(b, KernelClass::Softmax).bytes.value() == 2 * find(a, KernelClass::Softmax).bytes.value());
   CHECK(total_bytes(b).value() > 1.9 * total_bytes(a).value());
+}
+
+TEST_CASE("kernels: fused attention is one kernel counting the unfused pair's FLOPs, and fewer bytes") {
+  const ModelSpec m = gpt3_like();
+  TrainingSpec flash = training();
+  flash.attention = AttentionKernel::Flash;
+  const Sharding s{8, false};
+  for (const Pass p : {Pass::Forward, Pass::Backward}) {
+    CAPTURE(to_string(p));
+    const auto unfused = layer_kernels(m, training(), s, 2, p);
+    const auto fused = layer_kernels(m, flash, s, 2, p);
+    CHECK(total_flops(fused) == total_flops(unfused));
+    CHECK(fused.size() == unfused.size() - 3);   // scores, softmax, dropout and context become one kernel
+    const Kernel& k = find(fused, KernelClass::FlashAttention);
+    const double bhs = 2.0 * 96 / 8 * 2048;      // b x local heads x s
+    CHECK(k.flops.value() == doctest::Approx(4.0 * bhs * 2048 * 128 * (p == Pass::Backward ? 2 : 1)).epsilon(kExact));
+    REQUIRE(k.attention);
+    CHECK(k.attention->seq == 2048);
+    CHECK(k.attention->head_dim == 128);
+    CHECK(k.attention->causal);
+    // No b x heads x s x s tensor: Q, K, V and the output (forward; backward also their gradients and the output's)
+    // and the fp32 row statistics.
+    const double q = 2 * 2048 * 96.0 / 8 * 128;   // elements of Q on this GPU (MHA: K and V the same)
+    const double want = p == Pass::Forward ? 4 * q * 2 + bhs * 4 : 8 * q * 2 + 2 * bhs * 4;
+    CHECK(k.bytes.value() == doctest::Approx(want).epsilon(kExact));
+    for (const KernelClass gone : {KernelClass::AttnScores, KernelClass::Softmax, KernelClass::AttnDropout})
+      CHECK(std::ranges::find(fused, gone, &Kernel::kind) == fused.end());
+  }
+  // Selective recompute repeats the fused kernel; BERT attends both ways.
+  flash.recompute = Recompute::Selective;
+  CHECK(kinds_of(layer_kernels(m, flash, s, 1, Pass::Recompute)) == std::vector{KernelClass::FlashAttention});
+  CHECK_FALSE(layer_kernels(find_model("bert-large"), flash, {1, false}, 1, Pass::Forward).at(2).attention->causal);
+}
+
+TEST_CASE("kernels: fp8 training runs the four linear GEMMs in fp8 behind a cast, the attention and logits in bf16") {
+  const ModelSpec m = llama_like();
+  TrainingSpec t = training();
+  t.fp8 = Fp8::Hybrid;
+  const auto fwd = layer_kernels(m, t, {8, false}, 1, Pass::Forward);
+  int fp8 = 0, casts = 0;
+  for (const Kernel& k : fwd) {
+    if (k.precision == Precision::Fp8) ++fp8;
+    if (k.kind == KernelClass::Fp8Cast) ++casts;
+  }
+  CHECK(fp8 == 4);
+  CHECK(casts == 4);
+  CHECK_FALSE(find(fwd, KernelClass::AttnScores).precision.has_value());
+  // The cast before the QKV GEMM reads its bf16 input and writes it in fp8 twice (and transposed).
+  const Kernel& cast = fwd.at(1);
+  CHECK(cast.kind == KernelClass::Fp8Cast);
+  CHECK(cast.bytes.value() == 4096 * 8192.0 * (2 + 2));
+  CHECK(total_flops(fwd) == total_flops(layer_kernels(m, training(), {8, false}, 1, Pass::Forward)));
+  for (const Kernel& k : logits_kernels(m, t, {8, false}, 1, Pass::Forward)) CHECK_FALSE(k.precision.has_value());
+  // Each weight is quantised once per step, with the optimizer's pass: 4 more bytes per parameter in bf16.
+  CHECK(optimizer_kernel(t, 1e9).bytes.value() == optimizer_kernel(training(), 1e9).bytes.value() + 4e9);
+}
+
+TEST_CASE("kernels: the fused loss streams the 16-bit logits twice each way") {
+  const ModelSpec m = llama_like();
+  TrainingSpec t = training();
+  t.cross_entropy_fusion = true;
+  const double n = 4096 * 32000 / 8.0;
+  CHECK(find(logits_kernels(m, t, {8, false}, 1, Pass::Forward), KernelClass::CrossEntropy).bytes.value() == n * 4);
+  CHECK(find(logits_kernels(m, t, {8, false}, 1, Pass::Backward), KernelClass::CrossEntropy).bytes.value() == n * 4);
+}
+
+TEST_CASE("kernels: a weighted backward GEMM carries its weight-gradient shape, tokens as the inner dimension") {
+  const auto bwd = layer_kernels(gpt3_like(), training(), {8, false}, 1, Pass::Backward);
+  const Kernel& up = find(bwd, KernelClass::MlpUpGemm);
+  REQUIRE(up.gemm);
+  REQUIRE(up.weight_gemm);
+  CHECK(up.gemm->m == 2048);               // data gradient: tokens x h over ffn / t
+  CHECK(up.weight_gemm->m == 12288);       // weight gradient: h x ffn / t over the tokens
+  CHECK(up.weight_gemm->n == 49152 / 8);
+  CHECK(up.weight_gemm->k == 2048);
+  CHECK_FALSE(find(bwd, KernelClass::AttnScores).weight_gemm.has_value());
 }

@@ -243,6 +243,18 @@ TEST_CASE("Korthikanti et al.: the GPT-3 layer reproduces eq. 1-3 and the recomp
   CHECK(layer_activation_bytes(m, t, 1, 4).value() == 4 * bytes(1, false, Recompute::None));   // linear in b
 }
 
+TEST_CASE("a fused attention core keeps the softmax statistics, not the 5as^2b scores") {
+  const ModelSpec m = gpt3_175b();
+  TrainingSpec t = training_defaults(Precision::Bf16);
+  t.attention = AttentionKernel::Flash;
+  const double sbh = 2048.0 * 12288;
+  const double stats = 2048.0 * 96 * 4;   // fp32 per row of each head
+  CHECK(layer_activation_bytes(m, t, 1, 1).value() == sbh * 34 + stats);
+  CHECK(layer_activation_bytes(m, t, 8, 1).value() == sbh * (10 + 24.0 / 8) + stats / 8);
+  t.recompute = Recompute::Selective;   // nothing left for selective recompute to drop but the statistics
+  CHECK(layer_activation_bytes(m, t, 8, 1).value() == sbh * (10 + 24.0 / 8));
+}
+
 TEST_CASE("Korthikanti et al. section 4.3: the first stage of a 1F1B pipeline holds L layers' worth") {
   // tp 8, pp 8, SP: stage 0 keeps p micro-batches of L/p layers: sbhL/t (34 + 5as/h), plus p embedding masks.
   Workload w = training(gpt3_175b(), par(8, 8), 64, Recompute::None);
