@@ -89,6 +89,7 @@ std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind k
     }
   auto built = make_plan(std::move(lowered), static_cast<int>(layout.machine.size()));
   built.repeats = repeats;
+  built.id = plans_.size();
   auto plan = std::make_shared<const CollectivePlan>(std::move(built));
   plans_.emplace(std::move(key), plan);
   by_address_.emplace(plan.get(), plan);

@@ -48,6 +48,8 @@ struct CollectivePlan {
   std::vector<Endpoint> endpoints;            // the group ranks 0..n-1, then the switches
   std::vector<std::vector<Phase>> phases;     // per endpoint
   std::vector<Ends> ends;                     // per transfer
+  std::size_t id = 0;                         // the order PlanCache made it in: sets of plans are iterated in this
+                                              // order, never by address (which varies from run to run)
 };
 
 CollectivePlan make_plan(Lowered lowered, int members);

@@ -1,5 +1,6 @@
 #include "sim/simgrid_memo.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -102,7 +103,9 @@ Memo::Memo(const Traffic& traffic, std::set<GroupInstance> isolated, const topol
     const auto& data = traffic.instances.at(instance);
     std::vector<NodeId> gpus;
     for (int r : data.members) gpus.push_back(topology.gpus().at(static_cast<std::size_t>(r)));
-    for (const CollectivePlan* plan : data.plans) {
+    std::vector<const CollectivePlan*> in_order(data.plans.begin(), data.plans.end());
+    std::ranges::sort(in_order, {}, &CollectivePlan::id);   // the samples play one after another: a fixed order
+    for (const CollectivePlan* plan : in_order) {
       const std::vector<NodeId> nodes = sites.endpoint_nodes(*plan, gpus);
       auto [it, added] = shapes.emplace(std::pair{plan, shape(*plan, nodes, resources)}, samples.size());
       shape_of_.emplace(std::pair{instance, plan}, it->second);

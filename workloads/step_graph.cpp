@@ -9,6 +9,7 @@
 #include "workloads/step_graph.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
@@ -39,33 +40,73 @@ struct Context {
   bool zero3_prefetch = false;    // ZeRO-3 gathers the next layer while this one computes (memory_plan.hpp)
 };
 
-// Where a layer pass talks to its TP peers (Megatron's f and g operators): two all-reduces, or with sequence
-// parallelism an all-gather before each column-parallel GEMM and a reduce-scatter after each row-parallel one
-// (backward: mirrored). Each moves the layer's b x s x h activations.
-struct CommPoint {
+// Where a layer pass talks to its TP peers (Megatron's f and g operators), and how. Without sequence parallelism,
+// two all-reduces (forward: after the row-parallel projection and MLP down; backward: after the column-parallel
+// Q K V and MLP up); with it an all-gather before each column-parallel GEMM and a reduce-scatter after each
+// row-parallel one (backward: mirrored). Each moves the layer's b x s x h activations.
+//   exposed   on the critical path, between the kernels around it (Megatron-LM 2021);
+//   ring      an all-gather pipelined with the GEMM it feeds (the GEMM in tp chunks, each computing while the next
+//             arrives: Transformer Engine's ring exchange under --tp-comm-overlap);
+//   pipelined a reduce-scatter pipelined with the GEMM it follows, in kTpSplits chunks (TE's split pipeline);
+//   bulk      a column-parallel layer's backward: the data-gradient GEMM, then its collective beside the
+//             weight-gradient GEMM; with sequence parallelism the layer's input all-gathered again beside the
+//             data-gradient GEMM for the weight gradient (Korthikanti et al. 4.2.2, Megatron-Core).
+enum class TpStyle { Exposed, Ring, Pipelined, Bulk };
+
+struct TpComm {
   KernelClass kernel;
   bool before;
   CollectiveKind kind;
+  TpStyle style;
 };
 
-std::vector<CommPoint> tp_comm_points(Pass pass, bool sequence_parallel) {
+std::vector<TpComm> tp_plan(Pass pass, const TrainingSpec& t) {
   using K = KernelClass;
   using C = CollectiveKind;
-  if (pass == Pass::Forward && !sequence_parallel)
-    return {{K::ProjGemm, false, C::AllReduce}, {K::MlpDownGemm, false, C::AllReduce}};
-  if (pass == Pass::Forward)
-    return {{K::QkvGemm, true, C::AllGather}, {K::ProjGemm, false, C::ReduceScatter},
-            {K::MlpUpGemm, true, C::AllGather}, {K::MlpDownGemm, false, C::ReduceScatter}};
-  if (!sequence_parallel) return {{K::MlpUpGemm, false, C::AllReduce}, {K::QkvGemm, false, C::AllReduce}};
-  return {{K::MlpDownGemm, true, C::AllGather}, {K::MlpUpGemm, false, C::ReduceScatter},
-          {K::ProjGemm, true, C::AllGather}, {K::QkvGemm, false, C::ReduceScatter}};
+  const TpStyle ring = t.tp_comm_overlap ? TpStyle::Ring : TpStyle::Exposed;
+  const TpStyle pipelined = t.tp_comm_overlap ? TpStyle::Pipelined : TpStyle::Exposed;
+  const TpStyle bulk = t.tp_backward_overlap ? TpStyle::Bulk : TpStyle::Exposed;
+  const bool sp = t.sequence_parallel;
+  if (pass != Pass::Backward && !sp)
+    return {{K::ProjGemm, false, C::AllReduce, TpStyle::Exposed}, {K::MlpDownGemm, false, C::AllReduce, TpStyle::Exposed}};
+  if (pass != Pass::Backward)
+    return {{K::QkvGemm, true, C::AllGather, ring}, {K::ProjGemm, false, C::ReduceScatter, pipelined},
+            {K::MlpUpGemm, true, C::AllGather, ring}, {K::MlpDownGemm, false, C::ReduceScatter, pipelined}};
+  if (!sp) return {{K::MlpUpGemm, false, C::AllReduce, bulk}, {K::QkvGemm, false, C::AllReduce, bulk}};
+  return {{K::MlpDownGemm, true, C::AllGather, ring}, {K::MlpUpGemm, false, C::ReduceScatter, bulk},
+          {K::ProjGemm, true, C::AllGather, ring}, {K::QkvGemm, false, C::ReduceScatter, bulk}};
 }
+
+// `k` split along its rows (the tokens) into `parts` equal chunks: one chunk.
+Kernel row_chunk(const Kernel& k, int parts) {
+  Kernel c = k;
+  c.flops = k.flops / parts;
+  c.bytes = k.bytes / parts;
+  if (c.gemm) c.gemm->m /= parts;
+  if (c.weight_gemm) c.weight_gemm->k /= parts;
+  return c;
+}
+
+// A weighted backward GEMM's two halves: the data gradient, then the weight gradient.
+std::pair<Kernel, Kernel> gradient_halves(const Kernel& k) {
+  DTSIM_ASSERT(k.weight_gemm.has_value(), "a weighted backward GEMM has a weight-gradient shape");
+  Kernel data = k, weight = k;
+  data.flops = weight.flops = k.flops / 2.0;
+  data.bytes = weight.bytes = k.bytes / 2.0;
+  data.weight_gemm = weight.weight_gemm = std::nullopt;
+  weight.gemm = k.weight_gemm;
+  return {data, weight};
+}
+
+// The distributed optimizer's parameter all-gather moved to the next step's forward (training.overlap_param_gather).
+bool overlaps_param_gather(const Workload& w) { return w.training->overlap_param_gather && w.plan.zero == 1; }
 
 // The ops of one stage, and the state that crosses schedule steps (the open gradient bucket).
 class StageBuilder {
  public:
   StageBuilder(const Context& ctx, int stage) : ctx_(ctx), stage_(stage) {}
 
+  void start();
   void forward(const PipeStep& step);
   void backward(const PipeStep& step, bool last_micro_batch);
   void finish(double stage_params);
@@ -88,7 +129,20 @@ class StageBuilder {
   };
   std::vector<Index> layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
                                 std::vector<ModuleReady>* grads_ready = nullptr);
-  std::vector<Index> tp_collective(const CommPoint& p, int layer, int mb, std::vector<Index> deps);
+  // A layer pass being built: the kernels not yet emitted (one op at layer granularity) and the exposed TP
+  // collectives that follow them.
+  struct Pending {
+    int layer = -1;
+    int mb = -1;
+    Pass pass = Pass::Forward;
+    std::vector<Index> deps;
+    std::vector<Kernel> kernels;
+    std::vector<CollectiveKind> comms;
+  };
+  std::optional<Index> flush(Pending& p);   // the compute op emitted, if any; p.deps ends after its collectives
+  void overlapped(Pending& p, const Kernel& k, const TpComm& c, std::optional<std::size_t> module,
+                  std::vector<ModuleReady>* grads_ready);
+  Index tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, std::vector<Index> deps);
   std::vector<Index> receive(const PipeStep& step, int from_virtual);
   void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
   std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
@@ -108,6 +162,12 @@ class StageBuilder {
   std::vector<Index> dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
   std::vector<Index> last_backward_;   // the final op of the last backward step
   std::vector<Index> gather_window_;   // each layer pass's last op (ZeRO-3 prefetch gates on it)
+  // overlap_param_gather: the all-gather of the bucket holding each unit's parameters (a layer, kEmbeddingUnit,
+  // kLogitsUnit), until the unit's first forward has waited for it.
+  std::map<int, Index> param_gates_;
+  static constexpr int kEmbeddingUnit = -1;
+  static constexpr int kLogitsUnit = -2;
+  std::vector<Index> gated(int unit, std::vector<Index> deps);
 };
 
 std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer,
@@ -127,9 +187,79 @@ std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Sco
   return {last};
 }
 
-std::vector<Index> StageBuilder::tp_collective(const CommPoint& p, int layer, int mb, std::vector<Index> deps) {
+Index StageBuilder::tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, std::vector<Index> deps) {
   const auto purpose = ctx_.sharding.sequence_parallel ? CommPurpose::SequenceParallel : CommPurpose::TensorParallel;
-  return {collective(p.kind, Group::Tp, ctx_.activation, purpose, layer, mb, std::move(deps))};
+  return collective(kind, Group::Tp, bytes, purpose, p.layer, p.mb, std::move(deps));
+}
+
+std::optional<Index> StageBuilder::flush(Pending& p) {
+  std::optional<Index> op;
+  if (!p.kernels.empty()) {
+    p.deps = compute(p.kernels, Scope::Layer, p.pass, p.layer, p.mb, std::move(p.deps));
+    op = p.deps.front();
+  }
+  for (const CollectiveKind kind : p.comms) p.deps = {tp_collective(kind, ctx_.activation, p, std::move(p.deps))};
+  p.kernels.clear();
+  p.comms.clear();
+  return op;
+}
+
+// The overlapped schedules of TpStyle, each as few ops as give its end time exactly (one op per chunk would give
+// the same end, at several times the events):
+//   ring:      C = the all-gather (tp - 1 steps of 1/tp each); G_main = tp - 1 GEMM chunks, from the start (the
+//              first on the local shard, each next one's shard arriving while the previous computes); G_last the
+//              last chunk, after C. End: max((tp - 1) g, (tp - 1) c) + g, g and c a chunk's compute and step.
+//              Backward: the data-gradient GEMM so, then the weight gradient on the gathered input.
+//   pipelined: G_first = one of kTpSplits chunks; R_main = the reduce-scatter of the first kTpSplits - 1 chunks'
+//              outputs after it, G_rest the other chunks beside it; R_last the last chunk's after G_rest (and
+//              R_main, on the one communicator). End: max(G + r, g + kTpSplits r).
+//   bulk:      [A = the input's all-gather, with sequence parallelism] beside D = the data-gradient GEMM; R = its
+//              collective after D (and A, on the one communicator), beside W = the weight-gradient GEMM (after
+//              A). End: max(A, D) + max(R, W).
+void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std::optional<std::size_t> module,
+                              std::vector<ModuleReady>* grads_ready) {
+  const auto run = [&](const std::vector<Kernel>& ks, std::vector<Index> deps) {
+    return compute(ks, Scope::Layer, p.pass, p.layer, p.mb, std::move(deps));
+  };
+  const Bytes b = ctx_.activation;
+  const int tp = ctx_.sharding.tp;
+  std::optional<Index> ready;
+  switch (c.style) {
+    case TpStyle::Ring: {
+      const bool backward = k.pass == Pass::Backward;
+      const auto [data, weight] = backward ? gradient_halves(k) : std::pair<Kernel, Kernel>{k, k};
+      const Kernel chunk = row_chunk(data, tp);
+      const Index gathered = tp_collective(CollectiveKind::AllGather, b, p, p.deps);
+      run(std::vector<Kernel>(static_cast<std::size_t>(tp - 1), chunk), p.deps);
+      p.deps = run({chunk}, {gathered});
+      if (backward) p.deps = run({weight}, std::move(p.deps));
+      ready = p.deps.front();
+      break;
+    }
+    case TpStyle::Pipelined: {
+      const Kernel chunk = row_chunk(k, kTpSplits);
+      const auto first = run({chunk}, p.deps);
+      tp_collective(CollectiveKind::ReduceScatter, b * ((kTpSplits - 1.0) / kTpSplits), p, first);
+      const auto rest = run(std::vector<Kernel>(kTpSplits - 1, chunk), first);
+      p.deps = {rest.front(), tp_collective(CollectiveKind::ReduceScatter, b / kTpSplits, p, rest)};
+      ready = rest.front();
+      break;
+    }
+    case TpStyle::Bulk: {
+      const auto [data, weight] = gradient_halves(k);
+      std::vector<Index> gate;
+      if (ctx_.sharding.sequence_parallel) gate.push_back(tp_collective(CollectiveKind::AllGather, b, p, p.deps));
+      const auto d = run({data}, p.deps);
+      const Index reduced = tp_collective(c.kind, b, p, d);
+      gate.insert(gate.end(), d.begin(), d.end());
+      const auto w = run({weight}, std::move(gate));
+      p.deps = {w.front(), reduced};
+      ready = w.front();
+      break;
+    }
+    case TpStyle::Exposed: DTSIM_ASSERT(false, "an exposed collective is not overlapped");
+  }
+  if (module && grads_ready != nullptr) grads_ready->push_back({*module, *ready});
 }
 
 // The linear module (layer_module_parameters' order: Q K V with the norms and biases, projection, MLP up, MLP
@@ -148,50 +278,47 @@ std::optional<std::size_t> module_of(KernelClass k) {
 // exist, in the order the backward produces them: the projection's and the MLP's right after their weight GEMMs,
 // Q K V's with the norms' and biases' at the end of the pass (after its TP collectives, which the first norm's
 // backward waits for). Gradient buckets can so fill while the layer's backward still runs.
+// At layer granularity the kernels between two breaks (an overlapped GEMM, a module's gradients) are one op, the
+// exposed collectives among them after it: they are all on the critical path, so the pass ends as when each sits
+// where it runs.
 std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
                                             std::vector<ModuleReady>* grads_ready) {
   const auto kernels = layer_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, pass);
-  const auto compute_pass = [&](const std::vector<Kernel>& ks, std::vector<Index> d) {
-    return compute(ks, Scope::Layer, pass, layer, mb, std::move(d));
-  };
   // Full recomputation reruns the layer's forward, TP collectives included; selective recomputes only the
   // attention core, which needs no communication.
   const bool talks = ctx_.sharding.tp > 1 && (pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full);
-  std::vector<CommPoint> points;
-  if (talks) points = tp_comm_points(pass == Pass::Recompute ? Pass::Forward : pass, ctx_.sharding.sequence_parallel);
-  // A module other than Q K V whose weight GEMM `k` is: its gradients are ready after `k`.
-  const auto early_module = [&](const Kernel& k) -> std::optional<std::size_t> {
-    const auto m = module_of(k.kind);
-    return grads_ready != nullptr && m && *m != 0 ? m : std::nullopt;
-  };
-  if (ctx_.granularity == Granularity::Layer) {
-    // One op for the pass, or with `grads_ready` one per module's share of it, each ending with its weight GEMM.
-    std::vector<Kernel> part;
-    for (const Kernel& k : kernels) {
-      part.push_back(k);
-      if (const auto m = early_module(k)) {
-        deps = compute_pass(part, std::move(deps));
-        grads_ready->push_back({*m, deps.front()});
-        part.clear();
-      }
+  std::vector<TpComm> plan;
+  if (talks) plan = tp_plan(pass == Pass::Recompute ? Pass::Forward : pass, ctx_.t);
+  const bool fine = ctx_.granularity == Granularity::Kernel;
+  Pending p{layer, mb, pass, std::move(deps), {}, {}};
+  for (const Kernel& k : kernels) {
+    const auto c = std::ranges::find(plan, k.kind, &TpComm::kernel);
+    const TpComm* comm = c == plan.end() ? nullptr : &*c;
+    // A module other than Q K V whose weight GEMM `k` is: its gradients are ready after `k`.
+    std::optional<std::size_t> module = module_of(k.kind);
+    if (grads_ready == nullptr || (module && *module == 0)) module.reset();
+    if (comm && comm->style != TpStyle::Exposed) {
+      flush(p);
+      overlapped(p, k, *comm, module, grads_ready);
+      continue;
     }
-    deps = compute_pass(part, std::move(deps));
-    for (const CommPoint& p : points) deps = tp_collective(p, layer, mb, std::move(deps));
-  } else {
-    for (const Kernel& k : kernels) {
-      for (const CommPoint& p : points)
-        if (p.kernel == k.kind && p.before) deps = tp_collective(p, layer, mb, std::move(deps));
-      deps = compute_pass({k}, std::move(deps));
-      if (const auto m = early_module(k)) grads_ready->push_back({*m, deps.front()});
-      for (const CommPoint& p : points)
-        if (p.kernel == k.kind && !p.before) deps = tp_collective(p, layer, mb, std::move(deps));
+    if (comm && comm->before) {
+      if (fine) flush(p);
+      p.comms.push_back(comm->kind);
+      if (fine) flush(p);
     }
+    p.kernels.push_back(k);
+    if (comm && !comm->before) p.comms.push_back(comm->kind);
+    if (!fine && !module) continue;
+    const std::optional<Index> op = flush(p);
+    if (module) grads_ready->push_back({*module, *op});
   }
+  flush(p);
   if (grads_ready != nullptr) {
-    grads_ready->push_back({0, deps.front()});
+    grads_ready->push_back({0, p.deps.front()});
     DTSIM_ASSERT(grads_ready->size() == ctx_.module_grads.size(), "a layer's backward missed a module's gradients");
   }
-  return deps;
+  return p.deps;
 }
 
 std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Index> deps) {
@@ -239,16 +366,16 @@ void StageBuilder::forward(const PipeStep& step) {
   std::vector<Index> deps;
   if (v > 0) deps = receive(step, v - 1);
   if (v == 0) deps = compute(embedding_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Forward),
-                             Scope::Embedding, Pass::Forward, -1, mb, std::move(deps));
+                             Scope::Embedding, Pass::Forward, -1, mb, gated(kEmbeddingUnit, std::move(deps)));
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi]; l < ctx_.first_layer[vi] + ctx_.layers[vi]; ++l) {
-    deps = zero3_gather(l, mb, std::move(deps));
+    deps = zero3_gather(l, mb, gated(l, std::move(deps)));
     deps = layer_pass(l, mb, Pass::Forward, std::move(deps));
     gather_window_.push_back(deps.front());
   }
   if (v == ctx_.virtual_stages - 1) {
     compute(logits_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Forward), Scope::Logits,
-            Pass::Forward, -1, mb, std::move(deps));
+            Pass::Forward, -1, mb, gated(kLogitsUnit, std::move(deps)));
     return;
   }
   send(step, v + 1, std::move(deps));
@@ -321,9 +448,17 @@ void StageBuilder::finish(double stage_params) {
   const Index step = add(ComputeOp{Scope::Optimizer, std::nullopt, Pass::Forward, -1, -1, k.flops, k.bytes,
                                    kernel_time(k, ctx_.gpu, ctx_.t.precision)},
                          std::move(before_step));
-  if ((plan.zero == 1 || plan.zero == 2) && plan.dp > 1)
+  if ((plan.zero == 1 || plan.zero == 2) && plan.dp > 1 && !overlaps_param_gather(ctx_.w))
     collective(CollectiveKind::AllGather, Group::Dp, Bytes(stage_params * bytes_per_element(ctx_.t.weight_dtype)),
                CommPurpose::ZeroParamGather, -1, -1, {step});
+}
+
+std::vector<Index> StageBuilder::gated(int unit, std::vector<Index> deps) {
+  const auto it = param_gates_.find(unit);
+  if (it == param_gates_.end()) return deps;
+  deps.push_back(it->second);
+  param_gates_.erase(it);
+  return deps;
 }
 
 // Parameters one GPU of `stage` holds (its TP shard): its layers, the embedding on the first virtual stage, the
@@ -366,8 +501,54 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   return ctx;
 }
 
+// The units of one virtual stage in forward order (the embedding, its layers, the logits), with the parameters
+// one GPU holds of each.
+std::vector<std::pair<int, double>> forward_units(const Context& ctx, int v) {
+  const ModelSpec& m = ctx.w.model;
+  const auto vi = static_cast<std::size_t>(v);
+  const double tp = ctx.w.plan.tp;
+  std::vector<std::pair<int, double>> units;
+  if (v == 0) units.emplace_back(-1, embedding_parameters(m) / tp);
+  for (int l = ctx.first_layer[vi]; l < ctx.first_layer[vi] + ctx.layers[vi]; ++l)
+    units.emplace_back(l, layer_parameters(m) / tp);
+  if (v == ctx.virtual_stages - 1) {
+    double head = final_norm_parameters(m) + logits_parameters(m);
+    if (m.tied_embeddings && ctx.w.plan.pp > 1) head += static_cast<double>(m.vocab) * m.hidden;
+    units.emplace_back(-2, head / tp);
+  }
+  return units;
+}
+
+// overlap_param_gather: at the step's start (the previous step's optimizer has just run: in steady state Megatron
+// issues these all-gathers then, and every stage at once with align_param_gather), one all-gather per bucket of
+// the stage's parameters in forward order, the bucket as the gradients' (dp_bucket, counted in parameters); each
+// unit's first forward waits for its own bucket only.
+void StageBuilder::start() {
+  if (!overlaps_param_gather(ctx_.w) || ctx_.w.plan.dp == 1) return;
+  const double bucket = ctx_.t.dp_bucket.value() / bytes_per_element(ctx_.t.grad_dtype);
+  const double weight = bytes_per_element(ctx_.t.weight_dtype);
+  std::vector<int> members;
+  double params = 0;
+  const auto gather = [&] {
+    if (members.empty()) return;
+    const Index ag = collective(CollectiveKind::AllGather, Group::Dp, Bytes(params * weight),
+                                CommPurpose::ZeroParamGather, members.front() >= 0 ? members.front() : -1, 0, {});
+    for (int u : members) param_gates_[u] = ag;
+    members.clear();
+    params = 0;
+  };
+  for (int v = stage_; v < ctx_.virtual_stages; v += ctx_.w.plan.pp)
+    for (const auto& [unit, count] : forward_units(ctx_, v)) {
+      members.push_back(unit);
+      params += count;
+      if (params >= bucket) gather();
+    }
+  gather();
+}
+
 std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
   StageBuilder b(ctx, stage);
+  b.start();
   for (const PipeStep& step : schedule_order(ctx.w.plan, micro_batches, stage)) {
     if (step.pass == Pass::Forward) b.forward(step);
     else b.backward(step, step.micro_batch == micro_batches - 1);

@@ -47,6 +47,9 @@ void apply_framework(TrainingSpec& t, Framework f) {
   const bool core = f == Framework::MegatronCore;
   t.attention = core ? AttentionKernel::Flash : AttentionKernel::Unfused;
   t.cross_entropy_fusion = core;
+  t.tp_backward_overlap = core || f == Framework::Megatron2022;
+  t.distributed_optimizer = core;
+  t.overlap_param_gather = core;
 }
 
 double bytes_per_element(Precision p) {

@@ -70,23 +70,47 @@ struct TrainingSpec {
   bool sequence_parallel = false;
   Bytes dp_bucket = Bytes(25e6);         // data-parallel gradient bucket (dp_bucket_MB, decimal MB)
   // Gradient reduction overlaps the backward pass, one collective per filled bucket (PyTorch DDP; Megatron-LM's
-  // DDP with --overlap-grad-reduce). false: one reduction of all the stage's gradients after its last backward,
-  // as Megatron-LM's "local" DDP did (the SC'21 runs); with ZeRO 2/3, one after each micro-batch's backward.
+  // DDP with --overlap-grad-reduce; key training.overlap_grad_reduce, or its old name dp_overlap). false: one
+  // reduction of all the stage's gradients after its last backward, as Megatron-LM's "local" DDP did (the SC'21
+  // runs); with ZeRO 2/3, one after each micro-batch's backward.
   bool dp_overlap = true;
   Zero3Prefetch zero3_prefetch = Zero3Prefetch::Auto;
   // The software's features; these defaults are Megatron-LM 2021's (apply_framework sets a framework's).
   Framework framework = Framework::Megatron2021;
   AttentionKernel attention = AttentionKernel::Unfused;
+  // The backward's TP collective of each column-parallel layer (Q K V, MLP up) runs beside its weight-gradient
+  // GEMM, and with sequence parallelism the layer's input is all-gathered again beside its data-gradient GEMM
+  // (Megatron-LM 2022's asynchronous tensor-parallel all-reduce, Korthikanti et al. section 4.2.2; Megatron-Core).
+  bool tp_backward_overlap = false;
+  // Megatron-Core's --tp-comm-overlap (Transformer Engine's userbuffers; needs sequence parallelism): each
+  // all-gather before a column-parallel GEMM (and, backward, before a row-parallel data-gradient GEMM) is a ring
+  // exchange pipelined with the GEMM's tp chunks, each reduce-scatter after a row-parallel GEMM is pipelined with
+  // its kTpSplits chunks.
+  bool tp_comm_overlap = false;
+  // The distributed optimizer (Megatron-Core's ZeRO-1: optimizer states sharded over the data-parallel group,
+  // gradients reduce-scattered, parameters all-gathered); a plan's zero stage 1.
+  bool distributed_optimizer = false;
+  // --overlap-param-gather: the all-gather of the updated parameters runs at the next step's start, bucket by
+  // bucket, each layer's first forward waiting only for its own bucket (instead of one all-gather after the
+  // optimizer step, before the next step can start).
+  bool overlap_param_gather = false;
   bool cross_entropy_fusion = false;     // the loss in one fused kernel over 16-bit logits (Megatron-Core's
                                          // --cross-entropy-loss-fusion) instead of Megatron's unfused fp32 one
   Fp8 fp8 = Fp8::None;
 };
 
+// The chunks a pipelined reduce-scatter splits its GEMM into (Transformer Engine's default num_splits for
+// proj_fprop and fc2_fprop, transformer_engine/pytorch/module/base.py initialize_ub).
+inline constexpr int kTpSplits = 4;
+
 // Sets every feature `f` decides to its default there (and `framework`); a scenario's explicit keys come after.
-//   megatron-2021, deepspeed: unfused attention and loss;
-//   megatron-2022: the same;
-//   megatron-core: fused attention (Transformer Engine's DotProductAttention) and the fused loss, as NVIDIA's
-//     published Megatron-Core and NeMo runs use them.
+//   megatron-2021, deepspeed: unfused attention and loss, every TP collective exposed, one all-gather after the
+//     optimizer step;
+//   megatron-2022: the same, with the backward's TP collectives overlapped (tp_backward_overlap);
+//   megatron-core: fused attention (Transformer Engine's DotProductAttention), the fused loss, the backward's
+//     TP overlap, the distributed optimizer with the parameter all-gather overlapped, as NVIDIA's published
+//     Megatron-Core and NeMo runs use them; the plan-dependent ones (sequence parallelism and tp_comm_overlap
+//     where tp > 1, Megatron-Core's bucket size) are resolved with the plan (apply_framework_plan).
 void apply_framework(TrainingSpec& t, Framework f);
 
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).

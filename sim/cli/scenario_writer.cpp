@@ -119,11 +119,15 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit_name(out, "recompute", to_string(t.recompute));
   emit(out, "sequence_parallel", t.sequence_parallel);
   emit(out, "dp_bucket_MB", t.dp_bucket.value() / 1e6);
-  emit(out, "dp_overlap", t.dp_overlap);
+  emit(out, "overlap_grad_reduce", t.dp_overlap);
   emit_name(out, "zero3_prefetch", to_string(t.zero3_prefetch));
   emit_name(out, "attention", to_string(t.attention));
   emit(out, "cross_entropy_fusion", t.cross_entropy_fusion);
   emit_name(out, "fp8", to_string(t.fp8));
+  emit(out, "tp_backward_overlap", t.tp_backward_overlap);
+  emit(out, "tp_comm_overlap", t.tp_comm_overlap);
+  emit(out, "distributed_optimizer", t.distributed_optimizer);
+  emit(out, "overlap_param_gather", t.overlap_param_gather);
   out << YAML::EndMap;
 }
 

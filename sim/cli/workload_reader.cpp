@@ -135,7 +135,12 @@ void check_fp8(const YamlMap& m, const TrainingSpec& t) {
 TrainingSpec read_training(const YamlMap& m) {
   m.allow_only({"framework", "global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype",
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
-                "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8"});
+                "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
+                "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather"});
+  if (m.has("overlap_grad_reduce") && m.has("dp_overlap"))
+    m.fail("dp_overlap", "dp_overlap: " + m.text("dp_overlap").value_or(""),
+           "is training.overlap_grad_reduce's old name and cannot be given beside it: remove",
+           "overlap_grad_reduce: true | false, alone");
   if (!m.has("global_batch")) m.fail("global_batch", "", "missing required key", "sequences per step, an integer >= 1");
   TrainingSpec t = workloads::training_defaults(read_precision(m, "precision", Precision::Bf16, kComputePrecisions));
   workloads::apply_framework(t, read_enum(m, "framework", workloads::Framework::MegatronCore,
@@ -150,13 +155,17 @@ TrainingSpec read_training(const YamlMap& m) {
   t.recompute = read_enum(m, "recompute", t.recompute, workloads::parse_recompute, workloads::kRecomputeNames);
   t.sequence_parallel = m.boolean("sequence_parallel").value_or(t.sequence_parallel);
   if (const auto mb = m.number("dp_bucket_MB", 0.0, false, kMaxBucketMB)) t.dp_bucket = Bytes(*mb * 1e6);
-  t.dp_overlap = m.boolean("dp_overlap").value_or(t.dp_overlap);
+  t.dp_overlap = m.boolean("dp_overlap").value_or(m.boolean("overlap_grad_reduce").value_or(t.dp_overlap));
   t.zero3_prefetch = read_enum(m, "zero3_prefetch", t.zero3_prefetch, workloads::parse_zero3_prefetch,
                                workloads::kZero3PrefetchNames);
   t.attention = read_enum(m, "attention", t.attention, workloads::parse_attention_kernel, workloads::kAttentionKernelNames);
   t.cross_entropy_fusion = m.boolean("cross_entropy_fusion").value_or(t.cross_entropy_fusion);
   t.fp8 = read_enum(m, "fp8", t.fp8, workloads::parse_fp8, workloads::kFp8Names);
   check_fp8(m, t);
+  t.tp_backward_overlap = m.boolean("tp_backward_overlap").value_or(t.tp_backward_overlap);
+  t.tp_comm_overlap = m.boolean("tp_comm_overlap").value_or(t.tp_comm_overlap);
+  t.distributed_optimizer = m.boolean("distributed_optimizer").value_or(t.distributed_optimizer);
+  t.overlap_param_gather = m.boolean("overlap_param_gather").value_or(t.overlap_param_gather);
   return t;
 }
 
@@ -212,6 +221,55 @@ ParallelPlan read_plan(const YamlMap& top, const topology::ClusterSpec& cluster)
   return p;
 }
 
+// Megatron-Core's bucket: max(40M, 1M x dp) parameters (megatron/core/distributed/distributed_data_parallel.py,
+// "to ensure that chunks used in NCCL ring-reduce implementations are large enough to remain bandwidth-bound");
+// DeepSpeed's reduce_bucket_size, 5e8 elements (deepspeed/runtime/zero/constants.py); Megatron-LM 2021's 25 MB
+// (PyTorch DDP's default bucket_cap_mb).
+Bytes default_bucket(const TrainingSpec& t, const ParallelPlan& p) {
+  const double element = workloads::bytes_per_element(t.grad_dtype);
+  switch (t.framework) {
+    case workloads::Framework::MegatronCore: return Bytes(std::max(4e7, 1e6 * p.dp) * element);
+    case workloads::Framework::DeepSpeed: return Bytes(5e8 * element);
+    case workloads::Framework::Megatron2021:
+    case workloads::Framework::Megatron2022: return Bytes(25e6);
+  }
+  return Bytes(25e6);
+}
+
+// The distributed optimizer is ZeRO-1: parallelism.zero and training.distributed_optimizer say the same, the one a
+// scenario gives deciding the other (neither: the framework's default).
+void resolve_distributed_optimizer(const YamlMap& top, TrainingSpec& t, ParallelPlan& p) {
+  const YamlMap m = top.map("training");
+  const bool zero_given = top.has("parallelism") && top.map("parallelism").has("zero");
+  if (!m.has("distributed_optimizer") && zero_given) t.distributed_optimizer = p.zero == 1;
+  if (!zero_given) p.zero = t.distributed_optimizer ? 1 : 0;
+  if (t.distributed_optimizer == (p.zero == 1)) return;
+  m.fail("distributed_optimizer", t.distributed_optimizer ? "true" : "false",
+         fmt::format("is ZeRO-1 (optimizer states sharded over the data-parallel group) and parallelism.zero is {}, so "
+                     "not",
+                     p.zero),
+         "distributed_optimizer: true with zero 1 (or no zero), false with zero 0, 2 or 3");
+}
+
+// The framework's defaults that depend on the plan (tp_comm_overlap, sequence parallelism, the bucket), and
+// what Megatron-Core's argument checks require of the features.
+void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p) {
+  const YamlMap m = top.map("training");
+  const bool core = t.framework == workloads::Framework::MegatronCore;
+  if (!m.has("sequence_parallel") && core) t.sequence_parallel = p.tp > 1;
+  if (!m.has("tp_comm_overlap")) t.tp_comm_overlap = core && t.sequence_parallel && p.tp > 1;
+  if (t.tp_comm_overlap && !t.sequence_parallel)
+    m.fail("tp_comm_overlap", "true", "needs training.sequence_parallel (Megatron-Core refuses it without), so not",
+           "tp_comm_overlap: false, or sequence_parallel: true");
+  resolve_distributed_optimizer(top, t, p);
+  if (!m.has("overlap_param_gather")) t.overlap_param_gather = t.overlap_param_gather && t.distributed_optimizer && t.dp_overlap;
+  if (t.overlap_param_gather && !(t.distributed_optimizer && t.dp_overlap))
+    m.fail("overlap_param_gather", "true",
+           "needs the distributed optimizer and overlap_grad_reduce (Megatron-Core refuses it without), so not",
+           "overlap_param_gather: false, or distributed_optimizer and overlap_grad_reduce true");
+  if (!m.has("dp_bucket_MB")) t.dp_bucket = default_bucket(t, p);
+}
+
 // fp8 training needs fp8 matrix units.
 void check_fp8_gpu(const YamlMap& m, const TrainingSpec& t, const topology::GpuSpec& gpu) {
   if (t.fp8 == workloads::Fp8::None || gpu.peak_for(Precision::Fp8)) return;
@@ -248,6 +306,7 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
     w.inference = read_inference(top.map("inference"), w.model);
   }
   w.plan = read_plan(top, cluster);
+  if (w.training) located(top, "training", [&] { resolve_with_plan(top, *w.training, w.plan); });
   return w;
 }
 

@@ -30,13 +30,16 @@ TEST_CASE("a preset gives the model, training takes mixed-precision defaults, dp
   CHECK(w.training->grad_dtype == topology::Precision::Fp32);
   CHECK(w.training->master_weights);
   CHECK(w.training->optimizer == workloads::Optimizer::AdamW);
-  CHECK(w.training->dp_bucket == Bytes(25e6));
+  CHECK(w.training->dp_bucket == Bytes(4e7 * 4));   // Megatron-Core's 40M parameters, fp32 gradients
   CHECK(w.training->dp_overlap);
+  CHECK(w.training->sequence_parallel);             // megatron-core: where tp > 1
+  CHECK(w.training->tp_comm_overlap);
+  CHECK(w.training->distributed_optimizer);
   CHECK(w.plan.tp == 8);
   CHECK(w.plan.pp == 1);
   CHECK(w.plan.dp == 1);
   CHECK(w.plan.vpp == 1);
-  CHECK(w.plan.zero == 0);
+  CHECK(w.plan.zero == 1);                           // the distributed optimizer
   CHECK(w.plan.schedule == workloads::Schedule::OneFOneB);
   CHECK(workloads::order_name(w.plan.order) == "tp-dp-pp");
   CHECK(w.plan.layers_per_stage.empty());
@@ -142,6 +145,65 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   for (const char* key : {"framework: megatron-core", "attention: flash", "cross_entropy_fusion: true", "fp8: e4m3"})
     CHECK(yaml.find(key) != std::string::npos);
   CHECK(load_one(yaml).workload->training->fp8 == workloads::Fp8::E4m3);
+}
+
+TEST_CASE("Megatron-Core's plan-dependent defaults: sequence parallelism and TP overlap where tp > 1, ZeRO-1, buckets") {
+  const auto load = [](const std::string& training, const std::string& parallelism = "{tp: 1}") {
+    return *load_one("cluster: {gpu: h100-sxm5-80gb, nodes: 4, inter: fat-tree, inter_link: ib-ndr}\n"
+                     "model: {preset: llama2-7b}\ntraining: {global_batch: 64" + training + "}\n"
+                     "parallelism: " + parallelism + "\n").workload;
+  };
+  const workloads::Workload tp1 = load("");
+  CHECK_FALSE(tp1.training->sequence_parallel);
+  CHECK_FALSE(tp1.training->tp_comm_overlap);
+  CHECK(tp1.plan.zero == 1);
+  CHECK(tp1.training->overlap_param_gather);
+  CHECK(tp1.training->dp_bucket == Bytes(4e7 * 4));   // dp 32: max(40M, 32M) parameters
+  const workloads::Workload tp8 = load("", "{tp: 8}");
+  CHECK(tp8.training->sequence_parallel);
+  CHECK(tp8.training->tp_comm_overlap);
+  const workloads::Workload wide = load("", "{tp: 1, dp: 32}");
+  CHECK(wide.training->dp_bucket == Bytes(4e7 * 4));
+  // Explicit keys win, and decide what follows from them.
+  CHECK_FALSE(load(", sequence_parallel: false", "{tp: 8}").training->tp_comm_overlap);
+  CHECK_FALSE(load(", tp_comm_overlap: false", "{tp: 8}").training->tp_comm_overlap);
+  const workloads::Workload zero3 = load("", "{tp: 1, zero: 3}");
+  CHECK_FALSE(zero3.training->distributed_optimizer);
+  CHECK_FALSE(zero3.training->overlap_param_gather);
+  const workloads::Workload plain = load(", distributed_optimizer: false");
+  CHECK(plain.plan.zero == 0);
+  CHECK_FALSE(plain.training->overlap_param_gather);
+  CHECK(load(", dp_bucket_MB: 25").training->dp_bucket == Bytes(25e6));
+  CHECK(load(", overlap_grad_reduce: false").training->dp_overlap == false);
+  // The older frameworks keep their defaults: 25 MB buckets, no sequence parallelism, no ZeRO.
+  const workloads::Workload old = load(", framework: megatron-2021", "{tp: 8}");
+  CHECK_FALSE(old.training->sequence_parallel);
+  CHECK_FALSE(old.training->tp_comm_overlap);
+  CHECK_FALSE(old.training->tp_backward_overlap);
+  CHECK(old.plan.zero == 0);
+  CHECK(old.training->dp_bucket == Bytes(25e6));
+  CHECK(load(", framework: megatron-2022").training->tp_backward_overlap);
+  CHECK(load(", framework: deepspeed", "{tp: 1, zero: 3}").training->dp_bucket == Bytes(5e8 * 4));
+  // What Megatron-Core refuses, refused with the key and the line.
+  const auto err = [&](const std::string& training, const std::string& parallelism) {
+    try {
+      (void)load(training, parallelism);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(err(", sequence_parallel: false, tp_comm_overlap: true", "{tp: 8}")
+            .find("test.yaml:3: training.tp_comm_overlap: needs training.sequence_parallel") != std::string::npos);
+  CHECK(err(", distributed_optimizer: true", "{tp: 1, zero: 2}")
+            .find("training.distributed_optimizer: is ZeRO-1 (optimizer states sharded over the data-parallel group) "
+                  "and parallelism.zero is 2, so not 'true'") != std::string::npos);
+  CHECK(err(", distributed_optimizer: false, overlap_param_gather: true", "{tp: 1}")
+            .find("training.overlap_param_gather: needs the distributed optimizer") != std::string::npos);
+  CHECK(err(", overlap_grad_reduce: true, dp_overlap: true", "{tp: 1}")
+            .find("training.dp_overlap: is training.overlap_grad_reduce's old name") != std::string::npos);
+  CHECK(err(", tp_comm_overlap: sometimes", "{tp: 8}").find("training.tp_comm_overlap: not a boolean") !=
+        std::string::npos);
 }
 
 TEST_CASE("inference: context defaults to the model's sequence length") {
