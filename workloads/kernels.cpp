@@ -169,7 +169,11 @@ std::vector<Kernel> materialise(const std::vector<Step>& steps, Pass pass, const
   std::vector<Kernel> out;
   out.reserve(steps.size());
   for (const Step& step : steps) out.push_back(kernel_of(step, pass, d));
-  if (pass == Pass::Backward) std::ranges::reverse(out);
+  if (pass != Pass::Backward) return out;
+  std::ranges::reverse(out);
+  // A backward cast quantises the gradient its GEMM then reads: it runs first.
+  for (std::size_t i = 0; i + 1 < out.size(); ++i)
+    if (out[i + 1].kind == KernelClass::Fp8Cast) std::swap(out[i], out[i + 1]);
   return out;
 }
 
@@ -217,10 +221,18 @@ Step fused_attention(const Dims& d) {
   return step;
 }
 
-// A linear layer's GEMM, in fp8 behind the quantisation of its input (and transpose, for the weight gradient;
-// backward: of the incoming gradient) when the layer trains in fp8: the cast reads e bytes and writes 2.
+// A linear layer's GEMM, in fp8 when the layer trains in fp8, behind the quantisation of its operands: a cast
+// reads e bytes per element and writes 2 (the fp8 tensor and its transpose, Hopper's fp8 GEMMs being TN only).
+// Transformer Engine fuses the forward cast of Q K V's and MLP up's input into the norm before them
+// (LayerNormLinear, LayerNormMLP) and of MLP down's into the activation, which then write fp8 instead of bf16;
+// the projection's input (the attention's output) is cast on its own. Backward, each layer's incoming gradient is
+// cast and transposed (cast_transpose) before its two GEMMs.
 void linear(std::vector<Step>& steps, KernelClass kind, GemmShape g, const Dims& d) {
-  if (d.fp8) steps.push_back(elementwise_step(KernelClass::Fp8Cast, {g.m * g.k * (d.e + 2.0), g.m * g.n * (d.e + 2.0)}));
+  if (d.fp8) {
+    const bool own_forward_cast = kind == KernelClass::ProjGemm;
+    steps.push_back(elementwise_step(KernelClass::Fp8Cast,
+                                     {own_forward_cast ? g.m * g.k * (d.e + 2.0) : 0.0, g.m * g.n * (d.e + 2.0)}));
+  }
   Step step = gemm_step(kind, g);
   step.fp8 = d.fp8;
   steps.push_back(step);

@@ -387,10 +387,19 @@ TEST_CASE("kernels: fp8 training runs the four linear GEMMs in fp8 behind a cast
   CHECK(fp8 == 4);
   CHECK(casts == 4);
   CHECK_FALSE(find(fwd, KernelClass::AttnScores).precision.has_value());
-  // The cast before the QKV GEMM reads its bf16 input and writes it in fp8 twice (and transposed).
-  const Kernel& cast = fwd.at(1);
-  CHECK(cast.kind == KernelClass::Fp8Cast);
-  CHECK(cast.bytes.value() == 4096 * 8192.0 * (2 + 2));
+  // Forward, the projection's input is cast on its own (read bf16, write fp8 and its transpose); Q K V's, MLP up's
+  // and MLP down's casts are fused into the norm and the activation before them.
+  const Kernel& qkv_cast = fwd.at(1);
+  CHECK(qkv_cast.kind == KernelClass::Fp8Cast);
+  CHECK(qkv_cast.bytes.value() == 0);
+  const auto proj = std::ranges::find(fwd, KernelClass::ProjGemm, &Kernel::kind);
+  CHECK((proj - 1)->kind == KernelClass::Fp8Cast);
+  CHECK((proj - 1)->bytes.value() == 4096 * 8192.0 / 8 * (2 + 2));
+  // Backward, every incoming gradient: Q K V's is tokens x (h + 2 kv) / t.
+  const auto bwd = layer_kernels(m, t, {8, false}, 1, Pass::Backward);
+  const auto qkv = std::ranges::find(bwd, KernelClass::QkvGemm, &Kernel::kind);
+  CHECK((qkv - 1)->kind == KernelClass::Fp8Cast);   // before the GEMM that reads it
+  CHECK((qkv - 1)->bytes.value() == 4096 * (8192.0 + 2 * 1024) / 8 * (2 + 2));
   CHECK(total_flops(fwd) == total_flops(layer_kernels(m, training(), {8, false}, 1, Pass::Forward)));
   for (const Kernel& k : logits_kernels(m, t, {8, false}, 1, Pass::Forward)) CHECK_FALSE(k.precision.has_value());
   // Each weight is quantised once per step, with the optimizer's pass: 4 more bytes per parameter in bf16.
