@@ -72,6 +72,7 @@ json run_json(const RunInfo& info, const StepMetrics& m, const workloads::Memory
           {"gpus", m.gpus},
           {"step_time_s", m.step_time.value()},
           {"tokens_per_s", m.tokens_per_s},
+          {"tokens_per_s_per_gpu", m.tokens_per_s / m.gpus},
           {"tflops_per_gpu", m.tflops_per_gpu},
           {"hw_tflops_per_gpu", m.hw_tflops_per_gpu},
           {"mfu", m.mfu},

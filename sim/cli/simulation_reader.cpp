@@ -10,8 +10,8 @@ namespace dtsim::cli {
 namespace {
 
 // Result fields a reference may quote (DESIGN.md's JSON fields, plus the TP traffic of claim S16).
-constexpr std::array<std::string_view, 10> kReferenceKeys = {
-    "step_time_s", "tokens_per_s", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu", "hfu", "scaling_efficiency",
+constexpr std::array<std::string_view, 11> kReferenceKeys = {
+    "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu", "hfu", "scaling_efficiency",
     "tp_comm_ms", "tp_comm_GB", "memory_GB"};
 
 std::optional<EngineKind> parse_engine(std::string_view name) {

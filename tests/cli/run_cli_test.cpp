@@ -42,6 +42,7 @@ TEST_CASE("the default scenario: six configurations, DESIGN.md's fields, 175B do
                             "scaling_efficiency"})
       CHECK(field(r, key) > 0);
     CHECK(r.at("gpus") == 8);
+    CHECK(field(r, "tokens_per_s_per_gpu") == doctest::Approx(field(r, "tokens_per_s") / 8).epsilon(1e-12));
     CHECK(field(r, "hfu") > field(r, "mfu"));   // full recompute
     CHECK(field(r, "scaling_efficiency") <= 1.0);
     const auto& b = r.at("breakdown_s");
