@@ -1,5 +1,5 @@
-// Plays a StepGraph on a Simulation, every rank expanded (but where symmetry applies), by the rules of workloads/step_graph.hpp as the
-// analytic engine applies them:
+// Plays a StepGraph on a Simulation, every rank expanded (but where symmetry applies), by the rules of
+// workloads/step_graph.hpp as the analytic engine applies them:
 //  - an op is ready when its deps have ended;
 //  - compute ops run one at a time in list order (a compute op starts when it is ready and the previous
 //    compute op of its rank has ended);
@@ -8,11 +8,17 @@
 //    starts when every member has reached it, and ends for all of them together;
 //  - a send starts when ready and ends when its transfer arrives; the recv with the same (sender, tag) ends when
 //    both it is ready and that transfer has arrived (it starts when ready).
-// Activities are started from completion callbacks only, so live transfers stay bounded.
+//
+// Only the network is simulated. An op whose duration is known before it runs (a compute op, a memoized
+// collective) ends at a time the rules give as soon as the ends it waits for are known: those times propagate
+// through the graph without SimGrid, from whatever SimGrid event made them known (they are never earlier than
+// it). What touches the network (a collective played in full, a send) starts in SimGrid at the time the rules
+// give it, from a timer if that time is ahead of the clock; its end comes back as a SimGrid event. Contention is
+// what SimGrid computes for the flows so started, as if every op had been an event.
 //
 // The scale shortcuts (DESIGN.md "Scale"), each with its switch in SimgridOptions:
-//  - memoization (simgrid_memo.hpp): collectives of isolated group instances are timers of a duration played
-//    apart, once per (plan, sub-topology);
+//  - memoization (simgrid_memo.hpp): collectives of isolated group instances take a duration played apart,
+//    once per (plan, sub-topology);
 //  - aggregated flows (Aggregates): a ring's alike steps as one flow per transfer and a latency tail;
 //  - symmetry (simgrid_symmetry.hpp): one rank of each TP group is played, its images' share of the links it
 //    shares with them taken off their capacity.
@@ -80,12 +86,13 @@ struct RankState {
   std::size_t cls = 0;
   NodeId gpu = 0;
   std::vector<std::uint32_t> waiting;   // per op: deps not yet ended
-  std::vector<OpTime> times;            // start holds the ready time until the op really starts
+  std::vector<OpTime> times;            // start holds the ready time (the latest dep end) until the op starts
   std::size_t ended = 0;
   std::size_t next_compute = 0;
-  bool computing = false;
+  Seconds compute_free;                 // when the compute stream's last started op ends
   std::array<std::size_t, kGroups> next_collective{};
-  std::array<bool, kGroups> communicating{};
+  std::array<bool, kGroups> communicating{};   // reached a collective of this group that has not ended
+  std::array<Seconds, kGroups> group_free{};   // when the group's previous collective ended
   std::array<std::int32_t, kGroups> site{-1, -1, -1};   // per group, its GroupSite; -1 until first needed
 };
 
@@ -97,8 +104,15 @@ using InstanceKey = std::tuple<std::size_t, int, std::size_t>;
 struct Instance {
   std::size_t members = 0;
   std::vector<std::pair<int, std::uint32_t>> arrived;   // (rank, op)
-  Seconds start;
+  Seconds start;                                        // the latest arrival, then the start
   std::unique_ptr<CollectiveRun> run;
+};
+
+// An op whose end is known, waiting to be passed on to what waits for it.
+struct Ending {
+  int rank;
+  std::uint32_t op;
+  Seconds end;
 };
 
 class Player {
@@ -122,10 +136,14 @@ class Player {
   const RankState& state(int rank) const { return ranks_[static_cast<std::size_t>(rank)]; }
 
   void ready(int rank, std::uint32_t op);
-  void ended(int rank, std::uint32_t op);
+  void ended(int rank, std::uint32_t op, Seconds end);   // queues it; drain() passes it on
+  void drain();
+  void pass_on(const Ending& e);
   void try_compute(int rank);
   void try_collective(int rank, std::size_t group);
-  void arrive(int rank, std::uint32_t op, std::size_t k);
+  void arrive(int rank, std::uint32_t op, std::size_t k, Seconds at);
+  // Runs `what` at `at` (no earlier than now): now, or from a timer.
+  void at_time(Seconds at, std::function<void()> what);
   // A group instance as the player needs it, resolved once.
   struct GroupSite {
     GroupInstance instance;
@@ -140,12 +158,14 @@ class Player {
     std::map<std::pair<int, double>, Plan> plans;   // by (kind, bytes)
   };
   GroupSite& site(int rank, workloads::Group group);
+  const GroupSite::Plan& plan_of(GroupSite& site, const CollectiveOp& c);
+  void record_replay(const Memo::Played& played, const std::vector<NodeId>& gpus, Seconds start);
   void begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, GroupSite& site);
   void collective_ended(const InstanceKey& key, Seconds end);
   void replay(const InstanceKey& key, const Memo::Played& played, const std::vector<NodeId>& gpus);
   void post(int rank, std::uint32_t op, const SendOp& send);
   void receive(int rank, std::uint32_t op, const RecvOp& recv);
-  void arrival(const PipeKey& key);
+  void arrival(const PipeKey& key, Seconds at);
 
   const StepGraph& g_;
   const topology::Topology& topo_;
@@ -166,6 +186,8 @@ class Player {
   std::map<GroupInstance, std::size_t> site_index_;
   std::map<PipeKey, Seconds> arrived_;                              // sends arrived before their recv was ready
   std::map<PipeKey, std::pair<int, std::uint32_t>> waiting_recvs_;   // recvs ready before their send arrived
+  std::deque<Ending> endings_;                                      // known ends not yet passed on
+  bool draining_ = false;
 };
 
 Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans,
@@ -201,11 +223,19 @@ void Player::start() {
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r)
     if (played(r))
       for (std::uint32_t i = 0; i < ops(r).size(); ++i)
-      if (index(r).dep_counts[i] == 0) ready(r, i);
+        if (index(r).dep_counts[i] == 0) ready(r, i);
+  drain();
 }
 
+void Player::at_time(Seconds at, std::function<void()> what) {
+  const Seconds now = sim_.now();
+  DTSIM_ASSERT(at >= now, "an op would start before the event that made its start known");
+  if (at == now) return what();
+  sim_.after(at - now, std::move(what));
+}
+
+// The op's deps have all ended, the latest at times[op].start.
 void Player::ready(int rank, std::uint32_t op) {
-  state(rank).times[op].start = sim_.now();
   const auto& body = ops(rank)[op].body;
   if (std::holds_alternative<ComputeOp>(body)) return try_compute(rank);
   if (const auto* c = std::get_if<CollectiveOp>(&body)) return try_collective(rank, index_of(c->group));
@@ -213,27 +243,43 @@ void Player::ready(int rank, std::uint32_t op) {
   receive(rank, op, std::get<RecvOp>(body));
 }
 
-void Player::ended(int rank, std::uint32_t op) {
-  RankState& s = state(rank);
-  ++s.ended;
-  for (std::uint32_t next : index(rank).successors[op])
-    if (--s.waiting[next] == 0) ready(rank, next);
+void Player::ended(int rank, std::uint32_t op, Seconds end) {
+  state(rank).times[op].end = end;
+  endings_.push_back(Ending{rank, op, end});
 }
 
+// Passes every queued end on, breadth first (a chain of timed ops would otherwise recurse as deep as it is long).
+void Player::drain() {
+  if (draining_) return;
+  draining_ = true;
+  while (!endings_.empty()) {
+    const Ending e = endings_.front();
+    endings_.pop_front();
+    pass_on(e);
+  }
+  draining_ = false;
+}
+
+void Player::pass_on(const Ending& e) {
+  RankState& s = state(e.rank);
+  ++s.ended;
+  for (std::uint32_t next : index(e.rank).successors[e.op]) {
+    s.times[next].start = std::max(s.times[next].start, e.end);
+    if (--s.waiting[next] == 0) ready(e.rank, next);
+  }
+}
+
+// Compute ends are known at their start: the stream runs ahead as far as its ops' deps are known.
 void Player::try_compute(int rank) {
   RankState& s = state(rank);
   const auto& order = index(rank).compute_order;
-  if (s.computing || s.next_compute == order.size() || s.waiting[order[s.next_compute]] > 0) return;
-  const std::uint32_t op = order[s.next_compute];
-  s.computing = true;
-  sim_.compute(s.gpu, std::get<ComputeOp>(ops(rank)[op].body).duration, [this, rank, op](Seconds start, Seconds end) {
-    RankState& st = state(rank);
-    st.times[op] = OpTime{start, end};
-    st.computing = false;
-    ++st.next_compute;
-    ended(rank, op);
-    try_compute(rank);
-  });
+  while (s.next_compute < order.size() && s.waiting[order[s.next_compute]] == 0) {
+    const std::uint32_t op = order[s.next_compute++];
+    OpTime& t = s.times[op];
+    t.start = std::max(t.start, s.compute_free);
+    s.compute_free = t.start + std::get<ComputeOp>(ops(rank)[op].body).duration;
+    ended(rank, op, s.compute_free);
+  }
 }
 
 void Player::try_collective(int rank, std::size_t group) {
@@ -242,7 +288,8 @@ void Player::try_collective(int rank, std::size_t group) {
   const std::size_t k = s.next_collective[group];
   if (s.communicating[group] || k == order.size() || s.waiting[order[k]] > 0) return;
   s.communicating[group] = true;
-  arrive(rank, order[k], k);
+  const std::uint32_t op = order[k];
+  arrive(rank, op, k, std::max(s.times[op].start, s.group_free[group]));
 }
 
 // The group instance `rank` is in, resolved once per instance and remembered per rank.
@@ -262,27 +309,45 @@ Player::GroupSite& Player::site(int rank, workloads::Group group) {
   return s;
 }
 
-void Player::arrive(int rank, std::uint32_t op, std::size_t k) {
+void Player::arrive(int rank, std::uint32_t op, std::size_t k, Seconds at) {
   const auto& c = std::get<CollectiveOp>(ops(rank)[op].body);
   GroupSite& s = site(rank, c.group);
+  if (s.played == 1 && s.isolated) {   // a memoized collective that waits for no other played rank: no instance
+    const Memo::Played& played = *plan_of(s, c).played;
+    ++replayed_;
+    record_replay(played, s.gpus, at);
+    RankState& st = state(rank);
+    const std::size_t group = index_of(c.group);
+    st.times[op].start = at;
+    st.communicating[group] = false;
+    st.group_free[group] = at + played.duration;
+    ++st.next_collective[group];
+    ended(rank, op, st.group_free[group]);
+    return try_collective(rank, group);
+  }
   const InstanceKey key{s.instance.first, s.instance.second, k};
   Instance& inst = instances_[key];
   inst.members = s.played;
   inst.arrived.emplace_back(rank, op);
+  inst.start = std::max(inst.start, at);
   if (inst.arrived.size() == inst.members) begin(key, inst, c, s);
 }
 
-void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, GroupSite& site) {
-  const std::vector<NodeId>& gpus = site.gpus;
+const Player::GroupSite::Plan& Player::plan_of(GroupSite& site, const CollectiveOp& c) {
   auto [known, added] = site.plans.emplace(std::pair{static_cast<int>(c.kind), c.bytes.value()}, GroupSite::Plan{});
   if (added) {
     known->second.plan = plans_.get(c.kind, c.bytes, site.layout);
     if (site.isolated) known->second.played = &memo_->played(site.instance, known->second.plan.get());
   }
-  auto plan = known->second.plan;
-  inst.start = sim_.now();
+  return known->second;
+}
+
+void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, GroupSite& site) {
+  const std::vector<NodeId>& gpus = site.gpus;
+  const GroupSite::Plan& known = plan_of(site, c);
+  auto plan = known.plan;
   if (memo_ != nullptr) {
-    if (site.isolated) return replay(key, *known->second.played, gpus);
+    if (site.isolated) return replay(key, *known.played, gpus);
     ++refused_;
   }
   Seconds tail;
@@ -294,23 +359,29 @@ void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c
     }
   std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, gpus);
   inst.run = std::make_unique<CollectiveRun>(
-      sim_, std::move(plan), std::move(nodes), record_, [this, key](Seconds end) { collective_ended(key, end); }, tail);
-  inst.run->start();
+      sim_, std::move(plan), std::move(nodes), record_,
+      [this, key](Seconds end) {
+        collective_ended(key, end);
+        drain();
+      },
+      tail);
+  at_time(inst.start, [run = inst.run.get()] { run->start(); });
 }
 
-// One timer of the memoized duration; the memoized transfers are recorded on this group's nodes, shifted to
-// this start.
+// The memoized duration from the instance's start; the memoized transfers are recorded on this group's nodes,
+// shifted to that start.
 void Player::replay(const InstanceKey& key, const Memo::Played& played, const std::vector<NodeId>& gpus) {
   ++replayed_;
-  std::vector<NodeId> nodes;
-  if (record_ != nullptr) nodes = sites_.endpoint_nodes(*played.plan, gpus);
-  sim_.after(played.duration, [this, key, &played, nodes = std::move(nodes)] {
-    const Seconds start = instances_.at(key).start;
-    if (record_ != nullptr)
-      for (const auto& r : played.transfers)
-        record_->push_back(TransferRecord{nodes.at(r.src), nodes.at(r.dst), r.bytes, start + r.start, start + r.end});
-    collective_ended(key, sim_.now());
-  });
+  const Seconds start = instances_.at(key).start;
+  record_replay(played, gpus, start);
+  collective_ended(key, start + played.duration);
+}
+
+void Player::record_replay(const Memo::Played& played, const std::vector<NodeId>& gpus, Seconds start) {
+  if (record_ == nullptr) return;
+  const std::vector<NodeId> nodes = sites_.endpoint_nodes(*played.plan, gpus);
+  for (const auto& r : played.transfers)
+    record_->push_back(TransferRecord{nodes.at(r.src), nodes.at(r.dst), r.bytes, start + r.start, start + r.end});
 }
 
 // Every member's op ends together; then each member moves on to what follows.
@@ -320,25 +391,26 @@ void Player::collective_ended(const InstanceKey& key, Seconds end) {
   const std::size_t group = std::get<0>(key);
   for (const auto& [rank, op] : inst.arrived) {
     RankState& s = state(rank);
-    s.times[op] = OpTime{inst.start, end};
+    s.times[op].start = inst.start;
     s.communicating[group] = false;
+    s.group_free[group] = end;
     ++s.next_collective[group];
+    ended(rank, op, end);
   }
-  for (const auto& [rank, op] : inst.arrived) {
-    ended(rank, op);
-    try_collective(rank, group);
-  }
+  for (const auto& [rank, op] : inst.arrived) try_collective(rank, group);
 }
 
 void Player::post(int rank, std::uint32_t op, const SendOp& send) {
   const int peer = g_.peer_rank(rank, send.peer_stage);
   const PipeKey key{rank, peer, send.tag.micro_batch, send.tag.chunk, static_cast<int>(send.tag.direction)};
   const NodeId src = state(rank).gpu, dst = state(peer).gpu;
-  sim_.transfer(src, dst, send.bytes, [this, rank, op, key, src, dst, bytes = send.bytes](Seconds start, Seconds end) {
-    state(rank).times[op].end = end;
-    if (record_ != nullptr) record_->push_back(TransferRecord{src, dst, bytes, start, end});
-    ended(rank, op);
-    arrival(key);
+  at_time(state(rank).times[op].start, [this, rank, op, key, src, dst, bytes = send.bytes] {
+    sim_.transfer(src, dst, bytes, [this, rank, op, key, src, dst, bytes](Seconds start, Seconds end) {
+      if (record_ != nullptr) record_->push_back(TransferRecord{src, dst, bytes, start, end});
+      ended(rank, op, end);
+      arrival(key, end);
+      drain();
+    });
   });
 }
 
@@ -350,21 +422,20 @@ void Player::receive(int rank, std::uint32_t op, const RecvOp& recv) {
     waiting_recvs_.emplace(key, std::pair{rank, op});
     return;
   }
+  const Seconds arrived = it->second;
   arrived_.erase(it);
-  state(rank).times[op].end = sim_.now();
-  ended(rank, op);
+  ended(rank, op, std::max(state(rank).times[op].start, arrived));
 }
 
-void Player::arrival(const PipeKey& key) {
+void Player::arrival(const PipeKey& key, Seconds at) {
   auto it = waiting_recvs_.find(key);
   if (it == waiting_recvs_.end()) {
-    arrived_.emplace(key, sim_.now());
+    arrived_.emplace(key, at);
     return;
   }
   const auto [rank, op] = it->second;
   waiting_recvs_.erase(it);
-  state(rank).times[op].end = sim_.now();
-  ended(rank, op);
+  ended(rank, op, std::max(state(rank).times[op].start, at));
 }
 
 // Per class, the timeline of the played rank that ends last (the lowest such rank on a tie); a rank played by

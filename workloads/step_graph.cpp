@@ -9,6 +9,7 @@
 #include "workloads/step_graph.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "topology/error.hpp"
@@ -38,7 +39,15 @@ struct Context {
   Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
   Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
   bool zero3_prefetch = false;    // ZeRO-3 gathers the next layer while this one computes (memory_plan.hpp)
+  // Every layer's kernels are the same: built once per pass (Forward, Backward, Recompute), as are the first
+  // stage's embedding and the last stage's logits (Forward, Backward).
+  std::array<std::vector<Kernel>, 3> layer_kernels;
+  std::array<std::vector<Seconds>, 3> layer_times;   // each of those kernels' duration on the GPU
+  std::array<std::vector<Kernel>, 2> embedding_kernels;
+  std::array<std::vector<Kernel>, 2> logits_kernels;
 };
+
+std::size_t pass_index(Pass p) { return static_cast<std::size_t>(p); }
 
 // Where a layer pass talks to its TP peers (Megatron's f and g operators), and how. Without sequence parallelism,
 // two all-reduces (forward: after the row-parallel projection and MLP down; backward: after the column-parallel
@@ -136,7 +145,7 @@ class StageBuilder {
     int mb = -1;
     Pass pass = Pass::Forward;
     std::vector<Index> deps;
-    std::vector<Kernel> kernels;
+    std::vector<std::uint32_t> kernels;   // indices into Context::layer_kernels of the pass
     std::vector<CollectiveKind> comms;
   };
   std::optional<Index> flush(Pending& p);   // the compute op emitted, if any; p.deps ends after its collectives
@@ -168,20 +177,37 @@ class StageBuilder {
   static constexpr int kEmbeddingUnit = -1;
   static constexpr int kLogitsUnit = -2;
   std::vector<Index> gated(int unit, std::vector<Index> deps);
+  // kernel_time, memoized: a stage times the same few kernels thousands of times.
+  Seconds time_of(const Kernel& k);
+  using TimeKey = std::array<double, 16>;
+  std::map<TimeKey, Seconds> times_;
 };
+
+Seconds StageBuilder::time_of(const Kernel& k) {
+  const GemmShape none{};
+  const GemmShape& g = k.gemm.value_or(none);
+  const GemmShape& wg = k.weight_gemm.value_or(none);
+  const AttentionShape a = k.attention.value_or(AttentionShape{0, 0, 0, false});
+  const TimeKey key{static_cast<double>(k.kind), static_cast<double>(k.pass), k.flops.value(), k.bytes.value(), g.m,
+                    g.n, g.k, g.batch, wg.m, wg.n, wg.k, a.batch_heads, a.seq, a.head_dim + (a.causal ? 0.5 : 0.0),
+                    k.precision ? static_cast<double>(*k.precision) : -1.0, k.gemm ? 1.0 : 0.0};
+  auto [it, added] = times_.emplace(key, Seconds(0));
+  if (added) it->second = kernel_time(k, ctx_.gpu, ctx_.t.precision);
+  return it->second;
+}
 
 std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer,
                                          int mb, std::vector<Index> deps) {
   if (kernels.empty()) return deps;
-  const Precision precision = ctx_.t.precision;
   if (ctx_.granularity == Granularity::Layer) {
-    ComputeOp op{scope, std::nullopt, pass, layer, mb, total_flops(kernels), total_bytes(kernels),
-                 kernels_time(kernels, ctx_.gpu, precision)};
+    Seconds time(0);
+    for (const Kernel& k : kernels) time += time_of(k);
+    ComputeOp op{scope, std::nullopt, pass, layer, mb, total_flops(kernels), total_bytes(kernels), time};
     return {add(op, std::move(deps))};
   }
   Index last = 0;
   for (const Kernel& k : kernels) {
-    last = add(ComputeOp{scope, k.kind, pass, layer, mb, k.flops, k.bytes, kernel_time(k, ctx_.gpu, precision)}, deps);
+    last = add(ComputeOp{scope, k.kind, pass, layer, mb, k.flops, k.bytes, time_of(k)}, deps);
     deps.clear();
   }
   return {last};
@@ -194,10 +220,25 @@ Index StageBuilder::tp_collective(CollectiveKind kind, Bytes bytes, const Pendin
 
 std::optional<Index> StageBuilder::flush(Pending& p) {
   std::optional<Index> op;
-  if (!p.kernels.empty()) {
-    p.deps = compute(p.kernels, Scope::Layer, p.pass, p.layer, p.mb, std::move(p.deps));
-    op = p.deps.front();
+  const auto pass = pass_index(p.pass);
+  const auto& kernels = ctx_.layer_kernels[pass];
+  const auto& times = ctx_.layer_times[pass];
+  if (!p.kernels.empty() && ctx_.granularity == Granularity::Layer) {
+    ComputeOp c{Scope::Layer, std::nullopt, p.pass, p.layer, p.mb, FlopCount(0), Bytes(0), Seconds(0)};
+    for (const std::uint32_t i : p.kernels) {
+      c.flops += kernels[i].flops;
+      c.bytes += kernels[i].bytes;
+      c.duration += times[i];
+    }
+    op = add(c, std::move(p.deps));
   }
+  if (ctx_.granularity == Granularity::Kernel)
+    for (const std::uint32_t i : p.kernels) {
+      const Kernel& k = kernels[i];
+      op = add(ComputeOp{Scope::Layer, k.kind, p.pass, p.layer, p.mb, k.flops, k.bytes, times[i]}, std::move(p.deps));
+      p.deps.clear();
+    }
+  if (op) p.deps = {*op};
   for (const CollectiveKind kind : p.comms) p.deps = {tp_collective(kind, ctx_.activation, p, std::move(p.deps))};
   p.kernels.clear();
   p.comms.clear();
@@ -283,7 +324,7 @@ std::optional<std::size_t> module_of(KernelClass k) {
 // where it runs.
 std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
                                             std::vector<ModuleReady>* grads_ready) {
-  const auto kernels = layer_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, pass);
+  const auto& kernels = ctx_.layer_kernels[pass_index(pass)];
   // Full recomputation reruns the layer's forward, TP collectives included; selective recomputes only the
   // attention core, which needs no communication.
   const bool talks = ctx_.sharding.tp > 1 && (pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full);
@@ -291,7 +332,8 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
   if (talks) plan = tp_plan(pass == Pass::Recompute ? Pass::Forward : pass, ctx_.t);
   const bool fine = ctx_.granularity == Granularity::Kernel;
   Pending p{layer, mb, pass, std::move(deps), {}, {}};
-  for (const Kernel& k : kernels) {
+  for (std::uint32_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
     const auto c = std::ranges::find(plan, k.kind, &TpComm::kernel);
     const TpComm* comm = c == plan.end() ? nullptr : &*c;
     // A module other than Q K V whose weight GEMM `k` is: its gradients are ready after `k`.
@@ -307,7 +349,7 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
       p.comms.push_back(comm->kind);
       if (fine) flush(p);
     }
-    p.kernels.push_back(k);
+    p.kernels.push_back(i);
     if (comm && !comm->before) p.comms.push_back(comm->kind);
     if (!fine && !module) continue;
     const std::optional<Index> op = flush(p);
@@ -365,7 +407,7 @@ void StageBuilder::forward(const PipeStep& step) {
   const int mb = step.micro_batch;
   std::vector<Index> deps;
   if (v > 0) deps = receive(step, v - 1);
-  if (v == 0) deps = compute(embedding_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Forward),
+  if (v == 0) deps = compute(ctx_.embedding_kernels[0],
                              Scope::Embedding, Pass::Forward, -1, mb, gated(kEmbeddingUnit, std::move(deps)));
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi]; l < ctx_.first_layer[vi] + ctx_.layers[vi]; ++l) {
@@ -374,7 +416,7 @@ void StageBuilder::forward(const PipeStep& step) {
     gather_window_.push_back(deps.front());
   }
   if (v == ctx_.virtual_stages - 1) {
-    compute(logits_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Forward), Scope::Logits,
+    compute(ctx_.logits_kernels[0], Scope::Logits,
             Pass::Forward, -1, mb, gated(kLogitsUnit, std::move(deps)));
     return;
   }
@@ -406,7 +448,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   std::vector<Index> deps;
   if (v < ctx_.virtual_stages - 1) deps = receive(step, v + 1);
   if (v == ctx_.virtual_stages - 1) {
-    deps = compute(logits_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Backward),
+    deps = compute(ctx_.logits_kernels[1],
                    Scope::Logits, Pass::Backward, -1, mb, std::move(deps));
     if (reduce && !ctx_.w.model.tied_embeddings) add_grads(ctx_.logits_grads, -1, mb, deps.front());
   }
@@ -424,7 +466,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
     if (reduce && !per_module) add_grads(ctx_.layer_grads, l, mb, deps.front());
   }
   if (v == 0)
-    deps = compute(embedding_kernels(ctx_.w.model, ctx_.t, ctx_.sharding, ctx_.t.micro_batch, Pass::Backward),
+    deps = compute(ctx_.embedding_kernels[1],
                    Scope::Embedding, Pass::Backward, -1, mb, std::move(deps));
   if (v == 0 && reduce) add_grads(ctx_.embedding_grads, -1, mb, deps.front());
   if (reduce && !ctx_.t.dp_overlap && ctx_.w.plan.zero >= 2) flush_bucket(-1, mb);   // after this backward
@@ -481,7 +523,7 @@ double stage_parameters(const Context& ctx, int stage) {
 Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularity granularity) {
   const TrainingSpec& t = *w.training;
   Context ctx{w, t, gpu, granularity, Sharding{w.plan.tp, t.sequence_parallel}, stage_layers(w.plan, w.model.layers),
-              {}, w.plan.pp * w.plan.vpp, {}, {}, {}, {}, {}, {}, zero3_prefetches(w, gpu)};
+              {}, w.plan.pp * w.plan.vpp, {}, {}, {}, {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}};
   int first = 0;
   for (int n : ctx.layers) {
     ctx.first_layer.push_back(first);
@@ -498,6 +540,15 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   ctx.layer_grads = Bytes(layer_params * bytes_per_element(t.grad_dtype));
   ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(logits_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
+  for (const Pass p : {Pass::Forward, Pass::Backward, Pass::Recompute}) {
+    ctx.layer_kernels[pass_index(p)] = layer_kernels(m, t, ctx.sharding, t.micro_batch, p);
+    for (const Kernel& k : ctx.layer_kernels[pass_index(p)])
+      ctx.layer_times[pass_index(p)].push_back(kernel_time(k, gpu, t.precision));
+  }
+  for (const Pass p : {Pass::Forward, Pass::Backward}) {
+    ctx.embedding_kernels[pass_index(p)] = embedding_kernels(m, t, ctx.sharding, t.micro_batch, p);
+    ctx.logits_kernels[pass_index(p)] = logits_kernels(m, t, ctx.sharding, t.micro_batch, p);
+  }
   return ctx;
 }
 
