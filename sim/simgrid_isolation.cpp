@@ -1,6 +1,7 @@
 #include "sim/simgrid_isolation.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 namespace dtsim::sim::flow {
@@ -80,6 +81,19 @@ RouteNeeds route_needs(const Traffic& traffic, const topology::Topology& topo, c
 }
 
 
+namespace {
+
+// The least a route offers a flow alone: its narrowest resource.
+double route_bottleneck(const std::vector<Resource>& route, const RouteResources& resources) {
+  double rate = std::numeric_limits<double>::infinity();
+  for (Resource r : route) rate = std::min(rate, resources.offer(r).first);
+  return rate;
+}
+
+}  // namespace
+
+// A resource's users: the instances (by index into `used`) and the sends crossing it, and a bound on the rate
+// the traffic other than a TP instance's can take from it (each flow at most its route's narrowest resource).
 std::set<GroupInstance> isolated_instances(const Traffic& traffic, RouteResources& resources) {
   {   // routes by source, so that the router builds each source's tree once
     std::set<RouteNeeds::Pair> pairs;
@@ -89,30 +103,62 @@ std::set<GroupInstance> isolated_instances(const Traffic& traffic, RouteResource
       if (pair.first != pair.second) resources(pair);
   }
   constexpr int kShared = -1, kSends = -2;
-  std::unordered_map<Resource, int> owner;   // resource -> its only user, or kShared
+  std::unordered_map<Resource, int> owner;          // resource -> its only user, or kShared
+  std::unordered_map<Resource, bool> tp_shared;     // resource -> crossed by two TP instances
+  std::unordered_map<Resource, double> foreign;     // resource -> the rate non-TP flows can take from it
+  std::unordered_map<Resource, int> tp_user;
   auto use = [&](Resource resource, int user) {
     auto [it, added] = owner.emplace(resource, user);
     if (!added && it->second != user) it->second = kShared;
   };
+  // A non-TP flow's rate on average: what its route offers, and no more than the narrowest route of its
+  // collective (a ring moves the same bytes over every hop in a step, at the pace of its slowest).
+  const auto foreign_flow = [&](const RouteNeeds::Pair& pair, double pace) {
+    const auto& route = resources(pair);
+    const double rate = std::min(pace, route_bottleneck(route, resources));
+    for (Resource r : route) foreign[r] += rate;
+  };
   for (const auto& [ranks, pair] : traffic.sends)
-    if (pair.first != pair.second)
+    if (pair.first != pair.second) {
       for (Resource r : resources(pair)) use(r, kSends);
+      foreign_flow(pair, std::numeric_limits<double>::infinity());
+    }
   std::vector<std::pair<GroupInstance, std::vector<Resource>>> used;
   for (const auto& [instance, data] : traffic.instances) {
     const int id = static_cast<int>(used.size());
+    const bool tp = instance.first == static_cast<std::size_t>(workloads::Group::Tp);
     auto& mine = used.emplace_back(instance, std::vector<Resource>{}).second;
-    for (const auto& pair : data.pairs)
+    double pace = std::numeric_limits<double>::infinity();
+    for (const auto& pair : data.pairs) {
+      pace = std::min(pace, route_bottleneck(resources(pair), resources));
       for (Resource r : resources(pair)) {
         use(r, id);
         mine.push_back(r);
+        if (!tp) continue;
+        auto [it, added] = tp_user.emplace(r, id);
+        if (!added && it->second != id) tp_shared[r] = true;
       }
+    }
+    if (!tp)
+      for (const auto& pair : data.pairs) foreign_flow(pair, pace);
   }
+  // Alone on its resources; or, for a TP instance, sharing them only with other groups' flows that are paced
+  // elsewhere, at no more than kLightShare of what any shared resource offers.
+  const auto alone = [&](std::size_t i) {
+    return std::all_of(used[i].second.begin(), used[i].second.end(),
+                       [&](Resource r) { return owner.at(r) == static_cast<int>(i); });
+  };
+  const auto lightly_shared = [&](std::size_t i) {
+    if (used[i].first.first != static_cast<std::size_t>(workloads::Group::Tp)) return false;
+    return std::all_of(used[i].second.begin(), used[i].second.end(), [&](Resource r) {
+      if (tp_shared.count(r) > 0) return false;
+      const auto f = foreign.find(r);
+      return f == foreign.end() || f->second <= kLightShare * resources.offer(r).first;
+    });
+  };
   std::set<GroupInstance> isolated;
-  for (std::size_t i = 0; i < used.size(); ++i) {
-    const auto& mine = used[i].second;
-    if (std::all_of(mine.begin(), mine.end(), [&](Resource r) { return owner.at(r) == static_cast<int>(i); }))
-      isolated.insert(used[i].first);
-  }
+  for (std::size_t i = 0; i < used.size(); ++i)
+    if (alone(i) || lightly_shared(i)) isolated.insert(used[i].first);
   return isolated;
 }
 

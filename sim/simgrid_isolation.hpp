@@ -48,7 +48,13 @@ Traffic collect_traffic(const workloads::StepGraph& g, const topology::Topology&
 RouteNeeds route_needs(const Traffic& traffic, const topology::Topology& topo, const Sites& sites,
                        const std::vector<int>* representative, const std::set<GroupInstance>* timers);
 
-// The group instances whose resources no other instance and no send uses.
+// The group instances whose collectives may be memoized: those whose resources no other instance and no send
+// uses; and TP instances whose resources no other TP instance uses and the other groups' flows (data-parallel
+// rings through the node's NVSwitch beside a TP group of 4 on an 8-GPU node, pipeline sends inside a node) take
+// at most kLightShare of, each flow bounded by its route's narrowest resource (a NIC, typically). The light
+// sharing is not played: while such a flow runs, the TP collective would take at most that much longer, and only
+// then (docs/scale.md has the measured effect).
+inline constexpr double kLightShare = 0.25;
 std::set<GroupInstance> isolated_instances(const Traffic& traffic, RouteResources& resources);
 
 }  // namespace dtsim::sim::flow

@@ -227,11 +227,11 @@ TEST_CASE("scale: symmetry records the transfers of the ranks it does not play")
   CHECK(on[2] == doctest::Approx(off[2]).epsilon(1e-9).scale(0));
 }
 
-TEST_CASE("scale: symmetry refuses TP groups that share links with other traffic") {
-  const auto g = workloads::generate_step(gpt_job(2, 1, 4, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
-  // 2 nodes of 4, one NIC per node: the DP rings (tp 2, dp 4) cross the NIC and share the GPUs' NVSwitch links
-  // with the TP pairs, so no TP group is isolated.
-  const auto topo = nodes_on_a_switch(2, 4, 1);
+TEST_CASE("scale: symmetry refuses TP groups that share links heavily with other traffic") {
+  const auto g = workloads::generate_step(gpt_job(2, 1, 2, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
+  // One node of 4: the DP rings (tp 2, dp 2) run over the GPUs' NVSwitch links at full rate beside the TP pairs,
+  // so no TP group is isolated.
+  const auto topo = built(IntraKind::NvSwitch, 4);
   const auto off = play(g, topo, {});
   const auto on = play(g, topo, {false, false, true});
   CHECK_FALSE(on.symmetric);
@@ -243,6 +243,19 @@ TEST_CASE("scale: symmetry refuses TP groups that share links with other traffic
     return sim::play_simgrid(g, topo, options).symmetry;
   });
   CHECK(why.find("shares a link with other traffic") != std::string::npos);
+}
+
+TEST_CASE("scale: TP groups sharing their links lightly are memoized and folded, within 1e-4 of the full run") {
+  // 2 nodes of 4, one NIC per node: the DP rings (tp 2, dp 4) cross the node's NIC, and beside the TP pairs on
+  // the NVSwitch links they run at its pace (a tenth of those links).
+  const auto g = workloads::generate_step(gpt_job(2, 1, 4, 8, 2), topology::find_gpu("a100-sxm4-80gb"));
+  const auto topo = nodes_on_a_switch(2, 4, 1);
+  const auto off = play(g, topo, {});
+  const auto on = play(g, topo, {true, true, true});
+  MESSAGE("every shortcut off ", off.step, " s, on ", on.step, " s");
+  CHECK(on.symmetric);
+  CHECK(on.memoized > 0);
+  CHECK(deviation(on, off) < 1e-4);
 }
 
 TEST_CASE("scale: symmetry refuses routes that do not map onto each other along TP") {
