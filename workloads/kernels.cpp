@@ -70,6 +70,8 @@ struct Dims {
   bool causal = true;
   bool fp8 = false;        // the linear layers' GEMMs in fp8 (Transformer Engine)
   bool fused_loss = false;
+  bool hidden_dropout = true;      // dropout after the projection and the MLP (model.hidden_dropout > 0)
+  bool attention_dropout = true;   // over the attention probabilities (model.attention_dropout > 0)
 };
 
 Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch) {
@@ -98,6 +100,8 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.causal = m.causal;
   d.fp8 = t.fp8 != Fp8::None;
   d.fused_loss = t.cross_entropy_fusion;
+  d.hidden_dropout = m.hidden_dropout > 0.0;
+  d.attention_dropout = m.attention_dropout > 0.0;
   return d;
 }
 
@@ -184,8 +188,12 @@ Traffic norm_traffic(double n, double e) { return {2.0 * n * e, 3.0 * n * e}; }
 // Dropout: forward reads x, writes y and a 1-byte mask; backward reads dy and the mask, writes dx.
 Traffic dropout_traffic(double n, double e) { return {n * (2.0 * e + 1.0), n * (2.0 * e + 1.0)}; }
 // Residual add, fused into the preceding bias-dropout kernel (bias_dropout_add): forward it only adds the read
-// of the residual stream; backward the two branches' gradients join (read two, write one).
-Traffic residual_traffic(double n, double e) { return {n * e, 3.0 * n * e}; }
+// of the residual stream; backward the two branches' gradients join (read two, write one). Without dropout the
+// add is the kernel: it reads the branch and the residual and writes their sum (the dropout's backward, the
+// identity, runs nothing).
+Traffic residual_traffic(double n, double e, bool after_dropout) {
+  return {(after_dropout ? 1.0 : 3.0) * n * e, 3.0 * n * e};
+}
 // Softmax (fused scale + mask + softmax): forward reads and writes the scores; backward reads y and dy.
 Traffic softmax_traffic(double n, double e) { return {2.0 * n * e, 3.0 * n * e}; }
 // Activation on the MLP's ffn/t columns: gelu (fused with its bias) reads x, writes y; backward reads x and dy,
@@ -203,7 +211,7 @@ void unfused_attention(std::vector<Step>& steps, const Dims& d) {
   const double bh = d.b * d.heads;                  // attention GEMMs are batched over sequences x heads
   steps.push_back(gemm_step(KernelClass::AttnScores, {d.s, d.s, d.head_dim, bh}, false));
   steps.push_back(elementwise_step(KernelClass::Softmax, softmax_traffic(probs, d.e)));
-  steps.push_back(elementwise_step(KernelClass::AttnDropout, dropout_traffic(probs, d.e)));
+  if (d.attention_dropout) steps.push_back(elementwise_step(KernelClass::AttnDropout, dropout_traffic(probs, d.e)));
   steps.push_back(gemm_step(KernelClass::AttnContext, {d.s, d.head_dim, d.s, bh}, false));
 }
 
@@ -238,6 +246,12 @@ void linear(std::vector<Step>& steps, KernelClass kind, GemmShape g, const Dims&
   steps.push_back(step);
 }
 
+// The bias-dropout-add closing the attention and MLP blocks.
+void add_dropout_residual(std::vector<Step>& steps, double x, const Dims& d) {
+  if (d.hidden_dropout) steps.push_back(elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)));
+  steps.push_back(elementwise_step(KernelClass::Residual, residual_traffic(x, d.e, d.hidden_dropout)));
+}
+
 std::vector<Step> layer_steps(const Dims& d) {
   const double x = d.ew_tokens * d.h;               // residual-stream elements on this GPU
   const double act = d.tokens * d.ffn;              // MLP activation elements on this GPU
@@ -247,14 +261,12 @@ std::vector<Step> layer_steps(const Dims& d) {
   if (d.flash) steps.push_back(fused_attention(d));
   else unfused_attention(steps, d);
   linear(steps, KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.head_dim, 1}, d);
-  steps.push_back(elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)));
-  steps.push_back(elementwise_step(KernelClass::Residual, residual_traffic(x, d.e)));
+  add_dropout_residual(steps, x, d);
   steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
   linear(steps, KernelClass::MlpUpGemm, {d.tokens, d.up_out, d.h, 1}, d);
   steps.push_back(elementwise_step(KernelClass::Activation, activation_traffic(act, d.e, d.swiglu)));
   linear(steps, KernelClass::MlpDownGemm, {d.tokens, d.h, d.ffn, 1}, d);
-  steps.push_back(elementwise_step(KernelClass::Dropout, dropout_traffic(x, d.e)));
-  steps.push_back(elementwise_step(KernelClass::Residual, residual_traffic(x, d.e)));
+  add_dropout_residual(steps, x, d);
   return steps;
 }
 

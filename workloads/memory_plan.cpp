@@ -73,8 +73,9 @@ double stage_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p, int s
 //   replicated under TP without SP: two norm inputs, QKV input, MLP input (4e sbh), two masks (2 sbh);
 //   split over TP:                  Q (e sbh), K and V (2e sb kv), projection input (e sbh), MLP (k e sbf);
 //   attention scores, split:        softmax output, mask, dropout output: (2e + 1) a s^2 b.
-// For e = 2, kv = h, f = 4h, k = 2 these are 10sbh, 24sbh and 5as^2b: the paper's eq. 1-2 exactly. Masks are
-// counted for every model (a model trained without dropout stores 2 sbh bytes less per layer).
+// For e = 2, kv = h, f = 4h, k = 2 these are 10sbh, 24sbh and 5as^2b: the paper's eq. 1-2 exactly. Without
+// hidden dropout the two sbh masks are not kept; without attention dropout the scores keep only the softmax
+// output (e a s^2 b).
 
 // Stored activation elements take the compute precision's bytes; fp8 GEMMs keep bf16 activations.
 double activation_element_bytes(Precision p) { return p == Precision::Fp8 ? 2.0 : bytes_per_element(p); }
@@ -92,13 +93,16 @@ LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batc
   const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
   const double split_width = 2.0 * h + 2.0 * m.kv_dim() + mlp_tensors * m.ffn_hidden;
   // A fused attention core keeps no scores, only the softmax statistics (fp32 per row) for its backward.
+  const double dropped = m.attention_dropout > 0.0 ? e + kMaskBytes : 0.0;   // the mask and dropout output
   const double scores = t.attention == AttentionKernel::Flash ? sb * m.heads * bytes_per_element(Precision::Fp32)
-                                                              : sb * m.seq_length * m.heads * (2.0 * e + kMaskBytes);
-  return {sb * h * (4.0 * e + 2.0 * kMaskBytes), sb * e * split_width, scores};
+                                                              : sb * m.seq_length * m.heads * (e + dropped);
+  const double masks = m.hidden_dropout > 0.0 ? 2.0 * kMaskBytes : 0.0;
+  return {sb * h * (4.0 * e + masks), sb * e * split_width, scores};
 }
 
 // Embedding output dropout mask (first virtual stage): sbh bytes, /t with SP (Korthikanti section 4.3).
 double embedding_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) {
+  if (m.hidden_dropout <= 0.0) return 0.0;
   const double sbh = static_cast<double>(m.seq_length) * t.micro_batch * m.hidden;
   return kMaskBytes * sbh / (t.sequence_parallel ? tp : 1);
 }

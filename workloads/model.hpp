@@ -42,6 +42,11 @@ struct ModelSpec {
   bool tied_embeddings = true;
   bool bias = true;            // linear layers carry biases (GPT, BERT) or not (LLaMA)
   bool causal = true;          // decoder attention under a causal mask (GPT, LLaMA); false: bidirectional (BERT)
+  // Dropout probabilities as Megatron names them (--hidden-dropout, --attention-dropout; 0.1 by default, as GPT and
+  // BERT trained): after the embedding, the projection and the MLP; over the attention probabilities. At 0 the
+  // kernels skip it (torch's dropout returns its input) and no mask is kept, as LLaMA-style recipes train.
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
   std::string source;          // where a preset's figures come from
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }

@@ -3,8 +3,9 @@
 //
 // Families share their style (activation, norm, positions, biases, tying); each row gives the sizes:
 // - GPT (GPT-3, Megatron-LM's GPT sizes) and BERT: gelu MLP of 4h, LayerNorm, learned positions, biases, tied
-//   embeddings;
-// - LLaMA 1/2/3: SwiGLU MLP, RMSNorm, rotary positions, no biases, untied output projection.
+//   embeddings,
+//   dropout 0.1;
+// - LLaMA 1/2/3: SwiGLU MLP, RMSNorm, rotary positions, no biases, untied output projection, no dropout.
 // Megatron-LM pads its GPT vocabulary to 51200 (GPT-2/3's BPE has 50257); its parameter counts, which the
 // presets reproduce, use 51200.
 #include <algorithm>
@@ -42,6 +43,7 @@ ModelSpec llama_style(const Sizes& s) {
   m.positions = Positions::Rotary;
   m.tied_embeddings = false;
   m.bias = false;
+  m.hidden_dropout = m.attention_dropout = 0.0;   // LLaMA trains without dropout (Megatron's and NeMo's recipes)
   return m;
 }
 

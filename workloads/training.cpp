@@ -15,7 +15,8 @@ constexpr NameTable<Optimizer, 3> kOptimizers{{{Optimizer::AdamW, "adamw"},
 constexpr NameTable<Recompute, 3> kRecomputes{{{Recompute::None, "none"},
                                                {Recompute::Selective, "selective"},
                                                {Recompute::Full, "full"}}};
-constexpr NameTable<Framework, 4> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
+constexpr NameTable<Framework, 5> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
+                                               {Framework::Nemo, "nemo"},
                                                {Framework::Megatron2021, "megatron-2021"},
                                                {Framework::Megatron2022, "megatron-2022"},
                                                {Framework::DeepSpeed, "deepspeed"}}};
@@ -42,14 +43,18 @@ std::optional<AttentionKernel> parse_attention_kernel(std::string_view name) { r
 std::string_view to_string(Fp8 f) { return name_of(kFp8s, f); }
 std::optional<Fp8> parse_fp8(std::string_view name) { return value_of(kFp8s, name); }
 
+bool megatron_core_based(Framework f) { return f == Framework::MegatronCore || f == Framework::Nemo; }
+
 void apply_framework(TrainingSpec& t, Framework f) {
   t.framework = f;
-  const bool core = f == Framework::MegatronCore;
+  const bool core = megatron_core_based(f);
   t.attention = core ? AttentionKernel::Flash : AttentionKernel::Unfused;
-  t.cross_entropy_fusion = core;
+  t.cross_entropy_fusion = f == Framework::Nemo;
   t.tp_backward_overlap = core || f == Framework::Megatron2022;
   t.distributed_optimizer = core;
   t.overlap_param_gather = core;
+  const bool sixteen = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
+  if (f == Framework::Nemo && sixteen) t.grad_dtype = t.precision;
 }
 
 double bytes_per_element(Precision p) {

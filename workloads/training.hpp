@@ -32,13 +32,16 @@ std::string_view to_string(Zero3Prefetch p);
 std::optional<Zero3Prefetch> parse_zero3_prefetch(std::string_view name);
 inline constexpr std::string_view kZero3PrefetchNames = "auto, layer, none";
 
-// The software whose defaults a scenario's feature keys take (training.framework): Megatron-Core as NVIDIA's
-// published runs configure it (today's, the default), Megatron-LM as the SC'21 runs were (2021) and as
-// Korthikanti et al.'s (2022), DeepSpeed as its ZeRO-3 of 2021 ran. apply_framework says what each sets.
-enum class Framework { MegatronCore, Megatron2021, Megatron2022, DeepSpeed };
+// The software whose defaults a scenario's feature keys take (training.framework): Megatron-Core with the
+// overlaps NVIDIA's published Megatron-LM runs turn on (today's, the default), NeMo's performance recipes on top of
+// it, Megatron-LM as the SC'21 runs were (2021) and as Korthikanti et al.'s (2022), DeepSpeed as its ZeRO-3 of
+// 2021 ran. apply_framework says what each sets.
+enum class Framework { MegatronCore, Nemo, Megatron2021, Megatron2022, DeepSpeed };
 std::string_view to_string(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
-inline constexpr std::string_view kFrameworkNames = "megatron-core, megatron-2021, megatron-2022, deepspeed";
+inline constexpr std::string_view kFrameworkNames = "megatron-core, nemo, megatron-2021, megatron-2022, deepspeed";
+// Megatron-Core and what is built on it (NeMo): the plan-dependent defaults of apply_framework_plan apply.
+[[nodiscard]] bool megatron_core_based(Framework f);
 
 // The attention core (training.attention): unfused kernels that write the b x heads x s x s scores to memory, or
 // one fused kernel (FlashAttention, cuDNN's fused attention) that keeps them on chip.
@@ -107,10 +110,15 @@ inline constexpr int kTpSplits = 4;
 //   megatron-2021, deepspeed: unfused attention and loss, every TP collective exposed, one all-gather after the
 //     optimizer step;
 //   megatron-2022: the same, with the backward's TP collectives overlapped (tp_backward_overlap);
-//   megatron-core: fused attention (Transformer Engine's DotProductAttention), the fused loss, the backward's
-//     TP overlap, the distributed optimizer with the parameter all-gather overlapped, as NVIDIA's published
-//     Megatron-Core and NeMo runs use them; the plan-dependent ones (sequence parallelism and tp_comm_overlap
-//     where tp > 1, Megatron-Core's bucket size) are resolved with the plan (apply_framework_plan).
+//   megatron-core: fused attention (Transformer Engine's DotProductAttention, the default of Megatron-Core's
+//     transformer_engine implementation), the backward's TP overlap, the distributed optimizer with the
+//     parameter all-gather overlapped, as the Megatron-LM README's scaling runs state them (--overlap-grad-reduce
+//     --overlap-param-gather --tp-comm-overlap); the loss unfused (--cross-entropy-loss-fusion is off by default);
+//     the plan-dependent ones (sequence parallelism and tp_comm_overlap where tp > 1, Megatron-Core's bucket
+//     size) resolved with the plan (the scenario reader);
+//   nemo: megatron-core's, with what NeMo's performance recipes add (scripts/performance, helpers.py): the fused
+//     loss (cross_entropy_fusion_impl te), gradients reduced in bf16 (grad_reduce_in_fp32 False), 128 Mi-parameter
+//     buckets (MegatronCommOverlapCallback).
 void apply_framework(TrainingSpec& t, Framework f);
 
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).

@@ -102,6 +102,8 @@ void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
   emit(out, "tied_embeddings", m.tied_embeddings);
   emit(out, "bias", m.bias);
   emit(out, "causal", m.causal);
+  emit(out, "hidden_dropout", m.hidden_dropout);
+  emit(out, "attention_dropout", m.attention_dropout);
   out << YAML::EndMap;
 }
 

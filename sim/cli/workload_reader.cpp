@@ -28,6 +28,7 @@ constexpr long long kMaxWidth = 1'000'000;          // hidden, ffn_hidden, heads
 constexpr long long kMaxTokens = 1'000'000'000;     // vocab, seq_length, context
 constexpr long long kMaxSequences = 1'000'000'000;  // batch sizes
 constexpr long long kMaxDegree = 1'000'000;         // tp, pp, dp
+constexpr double kMaxDropout = 0.99;                 // hidden_dropout, attention_dropout (1 drops everything)
 constexpr double kMaxBucketMB = 1e6;
 
 // The sizes a model without a preset must give; the rest default to a GPT-style layer (ModelSpec's defaults).
@@ -94,6 +95,8 @@ void read_model_options(const YamlMap& m, ModelSpec& model) {
   model.tied_embeddings = m.boolean("tied_embeddings").value_or(model.tied_embeddings);
   model.bias = m.boolean("bias").value_or(model.bias);
   model.causal = m.boolean("causal").value_or(model.causal);
+  model.hidden_dropout = m.number("hidden_dropout", 0.0, true, kMaxDropout).value_or(model.hidden_dropout);
+  model.attention_dropout = m.number("attention_dropout", 0.0, true, kMaxDropout).value_or(model.attention_dropout);
 }
 
 // workloads::validate's cross-key checks (heads divide hidden, ...), located at the offending key.
@@ -108,7 +111,8 @@ void validate_model(const YamlMap& m, const ModelSpec& model) {
 
 ModelSpec read_model(const YamlMap& m, const std::string& scenario_name) {
   m.allow_only({"preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_length", "activation",
-                "norm", "positions", "tied_embeddings", "bias", "causal"});
+                "norm", "positions", "tied_embeddings", "bias", "causal", "hidden_dropout",
+                "attention_dropout"});
   const ModelSpec base = model_base(m, scenario_name);
   ModelSpec model = base;
   model.layers = read_int(m, "layers", base.layers, 1, kMaxLayers);
@@ -229,6 +233,7 @@ Bytes default_bucket(const TrainingSpec& t, const ParallelPlan& p) {
   const double element = workloads::bytes_per_element(t.grad_dtype);
   switch (t.framework) {
     case workloads::Framework::MegatronCore: return Bytes(std::max(4e7, 1e6 * p.dp) * element);
+    case workloads::Framework::Nemo: return Bytes(128.0 * 1024 * 1024 * element);
     case workloads::Framework::DeepSpeed: return Bytes(5e8 * element);
     case workloads::Framework::Megatron2021:
     case workloads::Framework::Megatron2022: return Bytes(25e6);
@@ -255,7 +260,7 @@ void resolve_distributed_optimizer(const YamlMap& top, TrainingSpec& t, Parallel
 // what Megatron-Core's argument checks require of the features.
 void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p) {
   const YamlMap m = top.map("training");
-  const bool core = t.framework == workloads::Framework::MegatronCore;
+  const bool core = workloads::megatron_core_based(t.framework);
   if (!m.has("sequence_parallel") && core) t.sequence_parallel = p.tp > 1;
   if (!m.has("tp_comm_overlap")) t.tp_comm_overlap = core && t.sequence_parallel && p.tp > 1;
   if (t.tp_comm_overlap && !t.sequence_parallel)

@@ -124,8 +124,17 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   const workloads::TrainingSpec core = training("");
   CHECK(core.framework == workloads::Framework::MegatronCore);
   CHECK(core.attention == workloads::AttentionKernel::Flash);
-  CHECK(core.cross_entropy_fusion);
+  CHECK_FALSE(core.cross_entropy_fusion);  // --cross-entropy-loss-fusion is off by default
+  CHECK(core.grad_dtype == workloads::Precision::Fp32);
   CHECK(core.fp8 == workloads::Fp8::None);
+  // NeMo's performance recipes: fused loss, bf16 gradient reduction, 128 Mi-parameter buckets.
+  const workloads::TrainingSpec nemo = training(", framework: nemo");
+  CHECK(nemo.framework == workloads::Framework::Nemo);
+  CHECK(nemo.attention == workloads::AttentionKernel::Flash);
+  CHECK(nemo.cross_entropy_fusion);
+  CHECK(nemo.grad_dtype == workloads::Precision::Bf16);
+  CHECK(nemo.dp_bucket == Bytes(128.0 * 1024 * 1024 * 2));
+  CHECK(nemo.distributed_optimizer);
   for (const char* old : {"megatron-2021", "megatron-2022", "deepspeed"}) {
     CAPTURE(old);
     const workloads::TrainingSpec t = training(std::string(", framework: ") + old);
@@ -140,9 +149,9 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   CHECK(training(", cross_entropy_fusion: false").cross_entropy_fusion == false);
   // The resolved scenario names every feature, and loads back to them.
   const Scenario s = load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\n"
-                              "training: {global_batch: 8, fp8: e4m3}\n");
+                              "training: {global_batch: 8, fp8: e4m3, framework: nemo}\n");
   const std::string yaml = to_yaml(s);
-  for (const char* key : {"framework: megatron-core", "attention: flash", "cross_entropy_fusion: true", "fp8: e4m3"})
+  for (const char* key : {"framework: nemo", "attention: flash", "cross_entropy_fusion: true", "fp8: e4m3"})
     CHECK(yaml.find(key) != std::string::npos);
   CHECK(load_one(yaml).workload->training->fp8 == workloads::Fp8::E4m3);
 }

@@ -229,6 +229,29 @@ TEST_CASE("kernels: attention bytes scale with b (a/t) s^2 and carry a 1-byte dr
   CHECK(find(fwd, KernelClass::AttnScores).bytes.value() == 2 * 12 * (2 * s * 128 + s * s) * 2);
 }
 
+TEST_CASE("kernels: without dropout no mask is drawn, the residual add reads both branches, the backward skips it") {
+  ModelSpec m = gpt3_like();
+  const double x = 2 * 2048 * 12288.0, probs = 2 * (96.0 / 8) * 2048 * 2048;
+  const auto with = layer_kernels(m, training(), {8, false}, 2, Pass::Forward);
+  m.hidden_dropout = m.attention_dropout = 0.0;
+  const auto fwd = layer_kernels(m, training(), {8, false}, 2, Pass::Forward);
+  const auto bwd = layer_kernels(m, training(), {8, false}, 2, Pass::Backward);
+  for (const auto& ks : {fwd, bwd}) {
+    CHECK(std::ranges::count(ks, KernelClass::Dropout, &Kernel::kind) == 0);
+    CHECK(std::ranges::count(ks, KernelClass::AttnDropout, &Kernel::kind) == 0);
+    CHECK(std::ranges::count(ks, KernelClass::Residual, &Kernel::kind) == 2);
+  }
+  CHECK(find(fwd, KernelClass::Residual).bytes.value() == 3 * x * 2);   // branch + residual in, sum out
+  CHECK(find(bwd, KernelClass::Residual).bytes.value() == 3 * x * 2);   // the gradients join as before
+  // Forward traffic drops by the two 1-byte masks and the attention dropout's pass over the probabilities.
+  CHECK(total_bytes(with).value() - total_bytes(fwd).value() == doctest::Approx(2 * x + probs * (2 * 2 + 1)));
+  CHECK(flops_of(fwd) == flops_of(with));
+  // LLaMA-style presets train without dropout; GPT's keep Megatron's 0.1.
+  CHECK(llama_like().hidden_dropout == 0.0);
+  CHECK(llama_like().attention_dropout == 0.0);
+  CHECK(gpt3_like().hidden_dropout == 0.1);
+}
+
 TEST_CASE("kernels: sequence parallelism shards the norms, dropouts and residuals, not the attention core") {
   const ModelSpec m = gpt3_like();
   const double x = 2 * 2048 * 12288.0;   // b s h

@@ -255,6 +255,19 @@ TEST_CASE("a fused attention core keeps the softmax statistics, not the 5as^2b s
   CHECK(layer_activation_bytes(m, t, 8, 1).value() == sbh * (10 + 24.0 / 8));
 }
 
+TEST_CASE("without dropout a layer keeps no masks: 2 sbh bytes less, and the scores only the softmax output") {
+  ModelSpec m = gpt3_175b();
+  TrainingSpec t = training_defaults(Precision::Bf16);
+  const double sbh = 2048.0 * 12288;
+  const double as_h = 96.0 * 2048 / 12288;
+  m.hidden_dropout = 0.0;
+  CHECK(layer_activation_bytes(m, t, 1, 1).value() == sbh * (32 + 5 * as_h));
+  m.attention_dropout = 0.0;
+  CHECK(layer_activation_bytes(m, t, 1, 1).value() == sbh * (32 + 2 * as_h));   // softmax output, bf16
+  t.attention = AttentionKernel::Flash;
+  CHECK(layer_activation_bytes(m, t, 1, 1).value() == sbh * 32 + 2048.0 * 96 * 4);
+}
+
 TEST_CASE("Korthikanti et al. section 4.3: the first stage of a 1F1B pipeline holds L layers' worth") {
   // tp 8, pp 8, SP: stage 0 keeps p micro-batches of L/p layers: sbhL/t (34 + 5as/h), plus p embedding masks.
   Workload w = training(gpt3_175b(), par(8, 8), 64, Recompute::None);
