@@ -47,6 +47,8 @@ struct ArchitectureConstants {
   double flash_backward = 0;    // its backward likewise
   double flash_half_seq = 0;    // sequence length at which the fused kernel runs at half that
   double flash_half_head = 0;   // head dimension likewise (relative to 128, never above it)
+  double power_limited = 1;     // share of its benchmarked compute-bound rates a training step keeps (in gemm,
+                                // gemm_fp8, attention_gemm and flash_* already; here to say so)
   std::string source;
 };
 

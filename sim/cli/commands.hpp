@@ -59,9 +59,9 @@ struct CollectiveArgs {
 int collective_command(const CollectiveArgs& args);
 
 
-// Runs every point of each validation scenario (no file: the embedded Megatron-LM SC'21 tables) and prints, per
-// row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and largest
-// absolute error.
+// Runs every point of each validation scenario (no file: the embedded tables of scenarios/validation) and prints,
+// per row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and
+// largest absolute error.
 // `dtsim sweep`: the sweep's points in up to `jobs` processes, rows streamed to OUT/results.{jsonl,csv}.
 struct Shard {
   int index = 1;   // 1..count

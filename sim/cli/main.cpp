@@ -88,7 +88,7 @@ int dispatch(int argc, char** argv) {
   collective->add_option("--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
   collective->add_option("--format", coll.format, "output format")->transform(CLI::CheckedTransformer(kFormats));
   auto* validate = app.add_subcommand("validate", "published measurements against dtsim: per row and per table error "
-                                                  "(no file: the embedded Megatron-LM SC'21 tables)");
+                                                  "(no file: the embedded tables, scenarios/validation)");
   std::vector<std::string> validate_files, validate_sets, validate_only;
   Format validate_format = Format::Table;
   validate->add_option("scenarios", validate_files, "validation scenario YAML files (reference figures per point)");
