@@ -21,7 +21,8 @@
 //    once per (plan, sub-topology);
 //  - aggregated flows (Aggregates): a ring's alike steps as one flow per transfer and a latency tail;
 //  - symmetry (simgrid_symmetry.hpp): one rank of each TP group is played, its images' share of the links it
-//    shares with them taken off their capacity.
+//    shares with them taken off their capacity; or, where routes do not map, its images as lanes: their sends
+//    and data-parallel and embedding collectives played beside its own, each lane its own stream per group.
 #include "sim/simgrid_player.hpp"
 
 #include "sim/simgrid_isolation.hpp"
@@ -106,6 +107,12 @@ struct Instance {
   std::vector<std::pair<int, std::uint32_t>> arrived;   // (rank, op)
   Seconds start;                                        // the latest arrival, then the start
   std::unique_ptr<CollectiveRun> run;
+  // Lanes (laned groups): each lane's run, once its lane's previous collective on the group has ended.
+  const CollectiveOp* op = nullptr;                     // set when every member has arrived
+  std::vector<std::unique_ptr<CollectiveRun>> lane_runs;
+  std::size_t lanes_pending = 0;
+  Seconds lanes_end;                                    // the latest lane's end so far
+  bool starting = false;                                // its lanes are being started
 };
 
 // An op whose end is known, waiting to be passed on to what waits for it.
@@ -119,7 +126,7 @@ class Player {
  public:
   Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans, const Sites& sites,
          std::vector<TransferRecord>* record, const Memo* memo, Aggregates* aggregates,
-         const std::vector<int>* representative);
+         const std::vector<int>* representative, const std::vector<std::vector<int>>* lanes);
   [[nodiscard]] std::size_t replayed() const { return replayed_; }
   [[nodiscard]] std::size_t refused() const { return refused_; }
   [[nodiscard]] std::size_t aggregated() const { return aggregated_; }
@@ -134,6 +141,12 @@ class Player {
     return representative_ == nullptr || (*representative_)[static_cast<std::size_t>(rank)] == rank;
   }
   const RankState& state(int rank) const { return ranks_[static_cast<std::size_t>(rank)]; }
+  // Lanes: a played rank's images along TP play their sends and collectives but TP ones beside it.
+  [[nodiscard]] bool laned(std::size_t group) const { return lanes_ != nullptr && group != index_of(workloads::Group::Tp); }
+  [[nodiscard]] std::size_t lane_count() const { return lanes_ == nullptr ? 1 : 1 + lane_images_; }
+  [[nodiscard]] int lane_rank(int rank, std::size_t lane) const {
+    return lane == 0 ? rank : (*lanes_)[static_cast<std::size_t>(rank)].at(lane - 1);
+  }
 
   void ready(int rank, std::uint32_t op);
   void ended(int rank, std::uint32_t op, Seconds end);   // queues it; drain() passes it on
@@ -151,6 +164,11 @@ class Player {
     GroupLayout layout;
     std::size_t played = 0;   // members played (all, but where symmetry applies)
     bool isolated = false;    // memoized
+    // Lanes: per lane, its image's site (lane 0: this one), the end of its latest collective on the group and
+    // the index k of the next it runs.
+    std::vector<GroupSite*> lane_sites;
+    std::vector<Seconds> lane_free;
+    std::vector<std::size_t> lane_next;
     struct Plan {
       std::shared_ptr<const CollectivePlan> plan;
       const Memo::Played* played = nullptr;   // isolated: what it takes
@@ -163,6 +181,11 @@ class Player {
   void begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, GroupSite& site);
   void collective_ended(const InstanceKey& key, Seconds end);
   void replay(const InstanceKey& key, const Memo::Played& played, const std::vector<NodeId>& gpus);
+  void begin_lanes(const InstanceKey& key, Instance& inst, GroupSite& site);
+  void start_lane(const InstanceKey& key, Instance& inst, GroupSite& site, std::size_t lane);
+  void lane_ended(const InstanceKey& key, std::size_t lane, Seconds end);
+  void lanes_ended(const InstanceKey& key);
+  void post_lanes(int rank, std::uint32_t op, const SendOp& send, const PipeKey& key);
   void post(int rank, std::uint32_t op, const SendOp& send);
   void receive(int rank, std::uint32_t op, const RecvOp& recv);
   void arrival(const PipeKey& key, Seconds at);
@@ -178,6 +201,8 @@ class Player {
   std::size_t refused_ = 0;
   Aggregates* aggregates_;   // null: play every step of every collective
   const std::vector<int>* representative_;   // symmetry: per rank the rank played for it; null: all played
+  const std::vector<std::vector<int>>* lanes_;   // lanes: per played rank its images along TP; null: no lanes
+  std::size_t lane_images_ = 0;
   std::size_t aggregated_ = 0;
   std::vector<ClassIndex> classes_;
   std::vector<RankState> ranks_;
@@ -192,7 +217,7 @@ class Player {
 
 Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans,
                const Sites& sites, std::vector<TransferRecord>* record, const Memo* memo, Aggregates* aggregates,
-               const std::vector<int>* representative)
+               const std::vector<int>* representative, const std::vector<std::vector<int>>* lanes)
     : g_(g),
       topo_(topo),
       sim_(sim),
@@ -201,7 +226,9 @@ Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& s
       record_(record),
       memo_(memo),
       aggregates_(aggregates),
-      representative_(representative) {
+      representative_(representative),
+      lanes_(lanes) {
+  if (lanes_ != nullptr && !lanes_->empty()) lane_images_ = lanes_->front().size();
   std::size_t total = 0;
   for (const auto& c : g.classes) total += c.ranks.size();
   ranks_.resize(total);
@@ -285,6 +312,14 @@ void Player::try_compute(int rank) {
 void Player::try_collective(int rank, std::size_t group) {
   RankState& s = state(rank);
   const auto& order = index(rank).collective_order[group];
+  if (laned(group)) {   // each lane keeps its own order (GroupSite::lane_next): the rank reaches it when ready
+    for (std::size_t k = s.next_collective[group]; k < order.size() && s.waiting[order[k]] == 0;
+         k = s.next_collective[group]) {
+      ++s.next_collective[group];
+      arrive(rank, order[k], k, s.times[order[k]].start);
+    }
+    return;
+  }
   const std::size_t k = s.next_collective[group];
   if (s.communicating[group] || k == order.size() || s.waiting[order[k]] > 0) return;
   s.communicating[group] = true;
@@ -312,7 +347,7 @@ Player::GroupSite& Player::site(int rank, workloads::Group group) {
 void Player::arrive(int rank, std::uint32_t op, std::size_t k, Seconds at) {
   const auto& c = std::get<CollectiveOp>(ops(rank)[op].body);
   GroupSite& s = site(rank, c.group);
-  if (s.played == 1 && s.isolated) {   // a memoized collective that waits for no other played rank: no instance
+  if (s.played == 1 && s.isolated && !laned(index_of(c.group))) {   // memoized, waits for no other played rank
     const Memo::Played& played = *plan_of(s, c).played;
     ++replayed_;
     record_replay(played, s.gpus, at);
@@ -344,6 +379,10 @@ const Player::GroupSite::Plan& Player::plan_of(GroupSite& site, const Collective
 
 void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, GroupSite& site) {
   const std::vector<NodeId>& gpus = site.gpus;
+  if (laned(std::get<0>(key))) {
+    inst.op = &c;
+    return begin_lanes(key, inst, site);
+  }
   const GroupSite::Plan& known = plan_of(site, c);
   auto plan = known.plan;
   if (memo_ != nullptr) {
@@ -384,6 +423,81 @@ void Player::record_replay(const Memo::Played& played, const std::vector<NodeId>
     record_->push_back(TransferRecord{nodes.at(r.src), nodes.at(r.dst), r.bytes, start + r.start, start + r.end});
 }
 
+// Every member has reached the k-th collective of the instance: each lane whose (k-1)-th has ended starts it.
+void Player::begin_lanes(const InstanceKey& key, Instance& inst, GroupSite& site) {
+  const std::size_t lanes = lane_count();
+  if (site.lane_sites.empty()) {
+    site.lane_sites.push_back(&site);
+    for (std::size_t l = 1; l < lanes; ++l)
+      site.lane_sites.push_back(&this->site(lane_rank(site.instance.second, l), static_cast<workloads::Group>(site.instance.first)));
+    site.lane_free.assign(lanes, Seconds(0));
+    site.lane_next.assign(lanes, 0);
+  }
+  inst.lane_runs.resize(lanes);
+  inst.lanes_pending = lanes;
+  inst.starting = true;
+  for (std::size_t l = 0; l < lanes; ++l)
+    if (site.lane_next[l] == std::get<2>(key)) start_lane(key, inst, site, l);
+  inst.starting = false;
+  if (inst.lanes_pending == 0) lanes_ended(key);
+}
+
+// One lane of a collective, on its image's GPUs and routes, from the later of the members' arrival and the end
+// of the lane's previous collective on the group.
+void Player::start_lane(const InstanceKey& key, Instance& inst, GroupSite& site, std::size_t lane) {
+  GroupSite& image = *site.lane_sites[lane];
+  const GroupSite::Plan& known = plan_of(image, *inst.op);
+  const Seconds start = std::max(inst.start, site.lane_free[lane]);
+  if (memo_ != nullptr) {
+    if (image.isolated) {
+      ++replayed_;
+      record_replay(*known.played, image.gpus, start);
+      return lane_ended(key, lane, start + known.played->duration);
+    }
+    ++refused_;
+  }
+  auto plan = known.plan;
+  Seconds tail;
+  if (aggregates_ != nullptr)
+    if (auto choice = aggregates_->of(plan, image.gpus)) {
+      ++aggregated_;
+      plan = std::move(choice->plan);
+      tail = choice->tail;
+    }
+  std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, image.gpus);
+  inst.lane_runs[lane] = std::make_unique<CollectiveRun>(
+      sim_, std::move(plan), std::move(nodes), record_,
+      [this, key, lane](Seconds end) {
+        lane_ended(key, lane, end);
+        drain();
+      },
+      tail);
+  at_time(start, [run = inst.lane_runs[lane].get()] { run->start(); });
+}
+
+// A lane's collective ended: the lane moves on to its next collective on the group, if every member has
+// reached it; the op ends when its last lane does.
+void Player::lane_ended(const InstanceKey& key, std::size_t lane, Seconds end) {
+  Instance& inst = instances_.at(key);
+  const auto [group, first, k] = key;
+  GroupSite& site = group_sites_[static_cast<std::size_t>(state(first).site[group])];
+  inst.lanes_end = std::max(inst.lanes_end, end);
+  site.lane_free[lane] = end;
+  site.lane_next[lane] = k + 1;
+  if (auto next = instances_.find(InstanceKey{group, first, k + 1}); next != instances_.end() && next->second.op != nullptr)
+    start_lane(next->first, next->second, site, lane);
+  if (--inst.lanes_pending == 0 && !inst.starting) lanes_ended(key);
+}
+
+void Player::lanes_ended(const InstanceKey& key) {
+  auto node = instances_.extract(key);   // destroys the runs when this returns
+  const Instance& inst = node.mapped();
+  for (const auto& [rank, op] : inst.arrived) {
+    state(rank).times[op].start = inst.start;
+    ended(rank, op, inst.lanes_end);
+  }
+}
+
 // Every member's op ends together; then each member moves on to what follows.
 void Player::collective_ended(const InstanceKey& key, Seconds end) {
   auto node = instances_.extract(key);   // destroys the run when this returns
@@ -403,6 +517,7 @@ void Player::collective_ended(const InstanceKey& key, Seconds end) {
 void Player::post(int rank, std::uint32_t op, const SendOp& send) {
   const int peer = g_.peer_rank(rank, send.peer_stage);
   const PipeKey key{rank, peer, send.tag.micro_batch, send.tag.chunk, static_cast<int>(send.tag.direction)};
+  if (lanes_ != nullptr) return post_lanes(rank, op, send, key);
   const NodeId src = state(rank).gpu, dst = state(peer).gpu;
   at_time(state(rank).times[op].start, [this, rank, op, key, src, dst, bytes = send.bytes] {
     sim_.transfer(src, dst, bytes, [this, rank, op, key, src, dst, bytes](Seconds start, Seconds end) {
@@ -412,6 +527,29 @@ void Player::post(int rank, std::uint32_t op, const SendOp& send) {
       drain();
     });
   });
+}
+
+// The send of every lane, from one start (check_lanes); it arrives when the last lane's does.
+void Player::post_lanes(int rank, std::uint32_t op, const SendOp& send, const PipeKey& key) {
+  const int peer = std::get<1>(key);
+  struct Pending {
+    std::size_t lanes;
+    Seconds end;
+  };
+  auto pending = std::make_shared<Pending>(Pending{lane_count(), Seconds(0)});
+  for (std::size_t l = 0; l < lane_count(); ++l) {
+    const NodeId src = state(lane_rank(rank, l)).gpu, dst = state(lane_rank(peer, l)).gpu;
+    at_time(state(rank).times[op].start, [this, rank, op, key, src, dst, bytes = send.bytes, pending] {
+      sim_.transfer(src, dst, bytes, [this, rank, op, key, src, dst, bytes, pending](Seconds start, Seconds end) {
+        if (record_ != nullptr) record_->push_back(TransferRecord{src, dst, bytes, start, end});
+        pending->end = std::max(pending->end, end);
+        if (--pending->lanes > 0) return;
+        ended(rank, op, pending->end);
+        arrival(key, pending->end);
+        drain();
+      });
+    });
+  }
 }
 
 void Player::receive(int rank, std::uint32_t op, const RecvOp& recv) {
@@ -497,20 +635,27 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
     memo.emplace(traffic, std::move(isolated), topology, sites, plans, resources, aggregating,
                  options.record_transfers, options.routing);
   const std::vector<int>* representative = symmetry.applies() ? &symmetry.representative : nullptr;
-  const RouteNeeds needs = route_needs(traffic, topology, sites, representative, memo ? &memo->isolated() : nullptr);
+  const bool lanes = symmetry.applies() && !symmetry.lanes.empty();
+  // Lanes route their images too: every rank's traffic is played.
+  const RouteNeeds needs = route_needs(traffic, topology, sites, lanes ? nullptr : representative,
+                                       memo ? &memo->isolated() : nullptr);
   Simulation sim(topology, needs, resources, symmetry.shares);
   Timeline t;
   Player player(graph, topology, sim, plans, sites, options.record_transfers ? &t.transfers : nullptr,
-                memo ? &*memo : nullptr, aggregating, representative);
+                memo ? &*memo : nullptr, aggregating, representative, lanes ? &symmetry.images : nullptr);
   player.start();
   sim.run();
   player.fill(t);
-  if (symmetry.applies() && options.record_transfers) add_images(t.transfers, symmetry, topology);
+  if (symmetry.applies() && !lanes && options.record_transfers) add_images(t.transfers, symmetry, topology);
   t.memoized_collectives = player.replayed();
   t.memo_refused_collectives = player.refused();
   t.memo_shapes = memo ? memo->shapes() : 0;
   t.aggregated_collectives = player.aggregated();
-  if (symmetry.applies())
+  if (lanes)
+    t.symmetry = fmt::format("one rank of each TP group played, its images' sends and data-parallel collectives "
+                             "as lanes beside it ({})",
+                             symmetry.lanes);
+  else if (symmetry.applies())
     t.symmetry = fmt::format("one rank of each TP group played, {} resources shared by its images",
                              symmetry.shares.size());
   else

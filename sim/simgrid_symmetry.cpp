@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -145,6 +147,83 @@ std::unordered_map<Resource, double> check_shares(const std::set<Pair>& played, 
   return shares;
 }
 
+// Lanes: every send and every collective but a TP one starts at the same time on every lane. A pipeline
+// receive, a send or such a collective ends at a time of its lane ("lane-timed"); so does what follows it, until
+// a TP collective, which waits for every lane. An op's start is the latest end among its predecessors (its deps,
+// and for a compute op the compute stream's previous op); a lane-timed predecessor that is an ancestor of a TP
+// collective among them ends before that collective starts, on every lane, and does not decide the start.
+class LaneCheck {
+ public:
+  explicit LaneCheck(const workloads::RankClass& cls) : cls_(cls), timed_(cls.ops.size(), 0), stream_pred_(cls.ops.size(), -1) {
+    std::int64_t previous = -1;
+    for (std::size_t i = 0; i < cls.ops.size(); ++i)
+      if (std::holds_alternative<workloads::ComputeOp>(cls.ops[i].body)) {
+        stream_pred_[i] = previous;
+        previous = static_cast<std::int64_t>(i);
+      }
+  }
+
+  void run() {
+    for (std::size_t i = 0; i < cls_.ops.size(); ++i) {
+      const workloads::Op& op = cls_.ops[i];
+      std::vector<std::uint32_t> preds(op.deps.begin(), op.deps.end());
+      if (stream_pred_[i] >= 0) preds.push_back(static_cast<std::uint32_t>(stream_pred_[i]));
+      bool start = false;
+      for (std::uint32_t p : preds)
+        if (timed_[p] != 0 && !covered(p, preds)) start = true;
+      if (std::holds_alternative<workloads::ComputeOp>(op.body)) {
+        timed_[i] = start;
+        continue;
+      }
+      if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.body); c != nullptr && c->group == Group::Tp) {
+        sync_.insert(static_cast<std::uint32_t>(i));
+        continue;
+      }
+      if (start && !std::holds_alternative<workloads::RecvOp>(op.body))
+        throw Refused(fmt::format("the routes of the images along TP do not map, and stage {}'s op {} (a send or "
+                                  "collective) may start at different times on the images: it follows a transfer "
+                                  "with no TP collective between them",
+                                  cls_.stage, i));
+      timed_[i] = 1;
+    }
+  }
+
+ private:
+  // Whether `p` is an ancestor of a TP collective among `preds` (a bounded search back from it; not found within
+  // the bound counts as not covered, which can only refuse).
+  bool covered(std::uint32_t p, const std::vector<std::uint32_t>& preds) const {
+    for (std::uint32_t s : preds) {
+      if (s <= p || !sync_.count(s)) continue;
+      std::vector<std::uint32_t> stack{s};
+      std::set<std::uint32_t> seen;
+      while (!stack.empty() && seen.size() < kSearch) {
+        const std::uint32_t v = stack.back();
+        stack.pop_back();
+        if (!seen.insert(v).second) continue;
+        const auto visit = [&](std::uint32_t u) {
+          if (u == p) return true;
+          if (u > p) stack.push_back(u);
+          return false;
+        };
+        for (std::uint32_t d : cls_.ops[v].deps)
+          if (visit(d)) return true;
+        if (stream_pred_[v] >= 0 && visit(static_cast<std::uint32_t>(stream_pred_[v]))) return true;
+      }
+    }
+    return false;
+  }
+
+  static constexpr std::size_t kSearch = 256;
+  const workloads::RankClass& cls_;
+  std::vector<char> timed_;                 // per op: its end may differ between lanes
+  std::vector<std::int64_t> stream_pred_;   // per compute op: the compute stream's previous op, or -1
+  std::set<std::uint32_t> sync_;            // TP collectives
+};
+
+void check_lanes(const workloads::StepGraph& g) {
+  for (const auto& cls : g.classes) LaneCheck(cls).run();
+}
+
 }  // namespace
 
 Symmetry find_symmetry(const workloads::StepGraph& g, const topology::Topology& topo, const Traffic& traffic,
@@ -163,8 +242,14 @@ Symmetry find_symmetry(const workloads::StepGraph& g, const topology::Topology& 
       if (instance.first == kTp && isolated.count(instance) == 0)
         throw Refused(fmt::format("the TP group of rank {} shares a link with other traffic", instance.second));
     const std::set<Pair> played = played_pairs(traffic, shift);
-    check_routes(played, shift, resources);
-    s.shares = check_shares(played, shift, resources);
+    try {
+      check_routes(played, shift, resources);
+      s.shares = check_shares(played, shift, resources);
+    } catch (const Refused& r) {
+      check_lanes(g);
+      s.shares.clear();
+      s.lanes = r.why();
+    }
     s.images.resize(static_cast<std::size_t>(g.placement.ranks()));
     for (int r = 0; r < g.placement.ranks(); ++r) {
       workloads::RankCoord c = g.placement.coord(r);
