@@ -46,7 +46,7 @@ std::string peak_cell(const GpuSpec& gpu, Precision p) {
 std::string gpu_header() {
   std::string row = fmt::format("{:<16} {:>8} {:>9}", "gpu", "mem_GiB", "HBM_GBps");
   for (const auto p : kTablePrecisions) row += fmt::format(" {:>7}", to_string(p));
-  return row + fmt::format(" {:>6} {:<19} {:>9} {:>7}\n", "tdp_W", "gpu_link", "price_usd", "usd_h");
+  return row + fmt::format(" {:>6} {:>5} {:<19} {:>9} {:>7}\n", "tdp_W", "clock", "gpu_link", "price_usd", "usd_h");
 }
 
 std::string gpu_row(const GpuSpec& gpu) {
@@ -54,8 +54,8 @@ std::string gpu_row(const GpuSpec& gpu) {
                                 to_gigabytes_per_second(gpu.memory_bandwidth));
   for (const auto p : kTablePrecisions) row += fmt::format(" {:>7}", peak_cell(gpu, p));
   const auto link = fmt::format("{} x{}", gpu.gpu_link, gpu.gpu_link_count);
-  return row + fmt::format(" {:>6.0f} {:<19} {:>9.0f} {:>7.2f}\n", gpu.tdp.value(), link, gpu.price.value(),
-                           gpu.price_per_hour.value());
+  return row + fmt::format(" {:>6.0f} {:>5.3f} {:<19} {:>9.0f} {:>7.2f}\n", gpu.tdp.value(),
+                           workloads::sustained_clock(gpu), link, gpu.price.value(), gpu.price_per_hour.value());
 }
 
 std::string link_header() {
@@ -86,6 +86,7 @@ json gpu_json(const GpuSpec& gpu) {
           {"memory_bandwidth_GBps", tidy(to_gigabytes_per_second(gpu.memory_bandwidth))},
           {"peak_TFLOPS", peaks_json(gpu)},
           {"tdp_W", gpu.tdp.value()},
+          {"sustained_clock", workloads::sustained_clock(gpu)},
           {"price_usd", gpu.price.value()},
           {"price_per_hour_usd", gpu.price_per_hour.value()},
           {"gpu_link", gpu.gpu_link},
@@ -192,7 +193,10 @@ json kernels_json() {
 }  // namespace
 
 std::string catalog_table() {
-  std::string out = "GPUs (dense peaks in TFLOP/s, int8 in TOPS; prices approximate)\n" + gpu_header();
+  std::string out =
+      "GPUs (dense peaks in TFLOP/s, int8 in TOPS; clock: the share of its peak clock a card sustains under "
+      "compute-bound load, by its TDP per TFLOP/s against its architecture's reference card; prices approximate)\n" +
+      gpu_header();
   for (const auto& gpu : topology::gpu_catalog()) out += gpu_row(gpu);
   out += "\nlinks (bandwidth of one link, one direction, line rate; latency per hop)\n" + link_header();
   for (const auto& link : topology::link_catalog()) out += link_row(link);

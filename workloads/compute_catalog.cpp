@@ -89,7 +89,8 @@ constexpr const char* kCdna3Source =
 ArchitectureConstants ampere_like(std::string_view name, const char* source) {
   return {.name = name, .gemm = 0.74, .gemm_fp8 = 0.74, .attention_gemm = 0.74, .gemm_half_mn = 64,
           .gemm_half_k = 64, .stream = 0.80, .attention_stream = 0.65, .flash_forward = 0.64,
-          .flash_backward = 0.64, .flash_half_seq = 520, .flash_half_head = 15, .source = source};
+          .flash_backward = 0.64, .flash_half_seq = 520, .flash_half_head = 15, .source = source,
+          .reference_gpu = {}, .reference_watts_per_tflops = 0};
 }
 
 ArchitectureConstants hopper_like(std::string_view name, double best, double best_fp8, double flash_scale,
@@ -99,7 +100,18 @@ ArchitectureConstants hopper_like(std::string_view name, double best, double bes
   return {.name = name, .gemm = best * gemm, .gemm_fp8 = best_fp8 * gemm,
           .attention_gemm = best * gemm, .gemm_half_mn = 64, .gemm_half_k = 250, .stream = 0.85,
           .attention_stream = 0.69, .flash_forward = 0.566 * flash_scale, .flash_backward = 0.546 * flash_scale,
-          .flash_half_seq = 400, .flash_half_head = 81, .power_limited = kPowerLimited, .source = source};
+          .flash_half_seq = 400, .flash_half_head = 81, .power_limited = kPowerLimited, .source = source,
+          .reference_gpu = {}, .reference_watts_per_tflops = 0};
+}
+
+// The reference SKU of an architecture's measured constants, and its power per unit of dense 16-bit peak.
+ArchitectureConstants measured_on(ArchitectureConstants a, std::string_view gpu) {
+  const topology::GpuSpec& ref = topology::find_gpu(gpu);
+  const auto peak = ref.peak_for(Precision::Bf16);
+  DTSIM_ASSERT(peak && ref.tdp.value() > 0.0, "an architecture's reference GPU has no bf16 peak or no TDP");
+  a.reference_gpu = gpu;
+  a.reference_watts_per_tflops = ref.tdp.value() / (peak->value() / 1e12);
+  return a;
 }
 
 ArchitectureConstants cdna3() {
@@ -148,8 +160,10 @@ std::span<const KernelWork> kernel_works() {
 
 std::span<const ArchitectureConstants> architectures() {
   static const std::array<ArchitectureConstants, 7> table = {
-      ampere_like("ampere", kAmpereSource),
-      hopper_like("hopper", kHopperBest, kHopperBestFp8, 1.0, kHopperSource),
+      // Ampere's constants come from A100 SXM4 measurements (the SC'21 rows, ml-engineering's A100 SXM), Hopper's
+      // from H100 SXM5 ones; Blackwell's reference SKU is not in the catalog yet (no power scaling).
+      measured_on(ampere_like("ampere", kAmpereSource), "a100-sxm4-80gb"),
+      measured_on(hopper_like("hopper", kHopperBest, kHopperBestFp8, 1.0, kHopperSource), "h100-sxm5-80gb"),
       hopper_like("blackwell", kBlackwellBest, kBlackwellBestFp8, 0.835, kBlackwellSource),
       ampere_like("ada", kAssumedAmpereSource),
       ampere_like("turing", kAssumedAmpereSource),

@@ -4,6 +4,7 @@
 #include "workloads/compute_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -90,6 +91,15 @@ FlopCount executed_flops(const Kernel& k) {
   return k.flops * (causal * recompute);
 }
 
+double sustained_clock(const topology::GpuSpec& gpu) {
+  const ArchitectureConstants& arch = architecture(gpu.architecture);
+  const std::optional<FlopsPerSecond> peak = gpu.peak_for(Precision::Bf16) ? gpu.peak_for(Precision::Bf16)
+                                                                           : gpu.peak_for(Precision::Fp16);
+  if (arch.reference_watts_per_tflops <= 0.0 || !peak || gpu.tdp.value() <= 0.0) return 1.0;
+  const double watts_per_tflops = gpu.tdp.value() / (peak->value() / 1e12);
+  return std::min(1.0, std::pow(watts_per_tflops / arch.reference_watts_per_tflops, kPowerClockExponent));
+}
+
 Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision) {
   const Precision p = k.precision.value_or(precision);
   const FlopsPerSecond peak = peak_of(gpu, p, k.precision.has_value());
@@ -99,7 +109,7 @@ Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision pre
   if (k.flops.value() > 0.0) {
     const double efficiency = compute_efficiency(k, arch, p);
     DTSIM_ASSERT(efficiency > 0.0, "a kernel with FLOPs has an empty shape");
-    compute = executed_flops(k) / (peak * efficiency);
+    compute = executed_flops(k) / (peak * (efficiency * sustained_clock(gpu)));
   }
   const Seconds memory = k.bytes / (gpu.memory_bandwidth * memory_efficiency(k, arch));
   return std::max(compute, memory) + compute_constants().launch_overhead;

@@ -50,6 +50,10 @@ struct ArchitectureConstants {
   double power_limited = 1;     // share of its benchmarked compute-bound rates a training step keeps (in gemm,
                                 // gemm_fp8, attention_gemm and flash_* already; here to say so)
   std::string source;
+  // The SKU the constants were measured on (empty: none, no power scaling); the power it has per unit of dense
+  // 16-bit peak (its TDP over that peak, W per TFLOP/s) is where the clocks hold (sustained_clock).
+  std::string_view reference_gpu;
+  double reference_watts_per_tflops = 0;
 };
 
 struct ComputeConstants {
@@ -72,6 +76,18 @@ double attention_shape_factor(const AttentionShape& a, const ArchitectureConstan
 // FLOPs a kernel executes: its counted FLOPs, but for a fused attention kernel under a causal mask (half the
 // scores) and in its backward (which recomputes the scores: 2.5 forward GEMMs of work for the 2 counted).
 FlopCount executed_flops(const Kernel& k);
+
+// The share of its quoted peak that `gpu` sustains under compute-bound load, relative to its architecture's
+// reference SKU (where the constants were measured): in (0, 1]. A card's clock settles where its power meets
+// its limit; power grows as a power of the clock (f V^2 with voltage rising with frequency: f^3 in the textbook
+// DVFS range, steeper near the top of the voltage curve), so a card with less power per unit of peak runs at
+// (its W per TFLOP/s over the reference's)^kPowerClockExponent of the reference's clock, never above its own
+// boost. Memory-bound kernels do not slow: HBM has its own clock.
+double sustained_clock(const topology::GpuSpec& gpu);
+// 0.243 = ln(252.9 / 271.2) / ln(300 / 400): the best measured GEMM rates of the A100 PCIe (300 W) and the A100
+// SXM4 (400 W), one 312 TFLOP/s die (ml-engineering compute/accelerator/README.md, "Maximum Achievable Matmul
+// FLOPS comparison table"), the one pair where only the power limit differs (power ~ f^4.1).
+inline constexpr double kPowerClockExponent = 0.2429;
 
 // Duration of `k` on `gpu` computing in `precision` (the kernel's own precision when it has one: fp8 GEMMs).
 // Throws InputError (key "training.precision", or "training.fp8" for a kernel's own fp8) when the GPU has no

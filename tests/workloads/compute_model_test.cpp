@@ -256,6 +256,43 @@ TEST_CASE("compute model: skinny GEMMs are slower per FLOP than square ones") {
   CHECK(t_skinny > t_thin);
 }
 
+TEST_CASE("compute model: a card with less power per unit of peak sustains a lower clock, memory-bound kernels do not slow") {
+  // The reference SKUs hold their clocks; so do cards with at least their power per TFLOP/s (H200: 700 W, 989).
+  CHECK(sustained_clock(a100()) == 1.0);
+  CHECK(sustained_clock(find_gpu("a100-sxm4-40gb")) == 1.0);
+  CHECK(sustained_clock(find_gpu("h100-sxm5-80gb")) == 1.0);
+  CHECK(sustained_clock(find_gpu("h200-sxm-141gb")) == 1.0);
+  // The A100 PCIe (300 W, same die): the measured ratio of best GEMM rates the exponent comes from.
+  CHECK(sustained_clock(find_gpu("a100-pcie-80gb")) == doctest::Approx(252.9 / 271.2).epsilon(1e-3));
+  // The H100 PCIe: 350 W for 756 TFLOP/s against the SXM5's 700 W for 989.
+  const double h100_pcie = std::pow((350.0 / 756) / (700.0 / 989), kPowerClockExponent);
+  CHECK(sustained_clock(find_gpu("h100-pcie-80gb")) == doctest::Approx(h100_pcie).epsilon(1e-12));
+  CHECK(h100_pcie == doctest::Approx(0.902).epsilon(1e-3));
+  // A user's card with more power than its reference runs no faster than its boost clock; no TDP, no scaling.
+  topology::GpuSpec hot = find_gpu("h100-pcie-80gb");
+  hot.tdp = Watts(1000);
+  CHECK(sustained_clock(hot) == 1.0);
+  hot.tdp = Watts(0);
+  CHECK(sustained_clock(hot) == 1.0);
+  // Architectures without a measured reference SKU are not scaled.
+  CHECK(sustained_clock(find_gpu("rtx4090")) == 1.0);
+
+  // A compute-bound GEMM on the PCIe card takes 1 / sustained longer than at its peak x efficiency; a
+  // memory-bound kernel takes its bytes over the bandwidth, whatever the clock.
+  const auto& pcie = find_gpu("a100-pcie-80gb");
+  const Seconds launch = compute_constants().launch_overhead;
+  const GemmShape g{8192, 8192, 8192, 1};
+  const Kernel big = gemm(KernelClass::MlpUpGemm, g, Bytes(0));
+  const double at_peak = big.flops.value() / (312e12 * ampere().gemm * gemm_shape_factor(g, ampere()));
+  CHECK((kernel_time(big, pcie, Precision::Bf16) - launch).value() ==
+        doctest::Approx(at_peak / sustained_clock(pcie)).epsilon(1e-12));
+  Kernel stream;
+  stream.kind = KernelClass::LayerNorm;
+  stream.bytes = Bytes(1e9);
+  CHECK((kernel_time(stream, pcie, Precision::Bf16) - launch).value() ==
+        doctest::Approx(1e9 / (1935e9 * ampere().stream)).epsilon(1e-12));
+}
+
 TEST_CASE("compute model: a kernel with no work takes no time, a list takes the sum of its kernels") {
   CHECK(kernel_time(streaming(KernelClass::Residual, Bytes(0)), a100(), Precision::Bf16) == Seconds(0));
   const std::vector<Kernel> ks{streaming(KernelClass::Softmax, Bytes(1e8)),
