@@ -10,7 +10,9 @@ namespace dtsim::results {
 
 struct ValidationTable {
   std::string name;                 // the scenario file
-  std::vector<nlohmann::json> rows; // run_json objects, with their `reference`
+  // run_json objects, with their `reference`; a ratio row also has "ratio_to" (its baseline's run_json) and
+  // "ratios" (figure -> published ratio of this row's figure to the baseline's)
+  std::vector<nlohmann::json> rows;
 };
 
 // {"tables": [{"name", "source", "rows": [{"name", "figure", "published", "dtsim", "error"}],

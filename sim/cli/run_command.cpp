@@ -82,7 +82,7 @@ json simulate(const Scenario& s, const std::string& trace_path) {
                         timeline.network_model,
                         std::string(sim::to_string(s.simulation.collective_algo)),
                         s.reference.source,
-                        s.reference.values};
+                        s.reference.baseline.empty() ? s.reference.values : std::map<std::string, double>{}};
   if (s.simulation.engine == EngineKind::Simgrid)
     info.shortcuts = {{"memoized_collectives", timeline.memoized_collectives},
                       {"memo_refused_collectives", timeline.memo_refused_collectives},

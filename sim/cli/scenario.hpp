@@ -33,6 +33,9 @@ struct SimulationSpec {
 struct Reference {
   std::string source;
   std::map<std::string, double> values;
+  // A ratio row: `values` are published ratios of this row's figures to those of the row named here (same file),
+  // as a measurement of one benchmark on two systems gives them. Empty: absolute figures.
+  std::string baseline;
 };
 
 // Which point of its file's `sweep:` a scenario is: its index in sweep order and the values it took.

@@ -28,7 +28,7 @@ std::optional<workloads::Granularity> parse_granularity(std::string_view name) {
 
 }  // namespace
 
-std::string reference_keys() { return fmt::format("source, {}", fmt::join(kReferenceKeys, ", ")); }
+std::string reference_keys() { return fmt::format("source, baseline, {}", fmt::join(kReferenceKeys, ", ")); }
 
 SimulationSpec read_simulation(const YamlMap& m) {
   m.allow_only({"engine", "collective_algo", "max_channels", "granularity", "memoize", "aggregate", "symmetry"});
@@ -49,6 +49,10 @@ Reference read_reference(const YamlMap& m) {
   for (const auto& key : m.keys()) {
     if (key == "source") {
       r.source = m.text("source").value_or("");
+      continue;
+    }
+    if (key == "baseline") {
+      if (!m.is_null(key)) r.baseline = m.text("baseline").value_or("");
       continue;
     }
     if (std::find(kReferenceKeys.begin(), kReferenceKeys.end(), key) == kReferenceKeys.end())

@@ -2,6 +2,7 @@
 // its published figures (the point's `reference`) beside dtsim's, and the error per row and per table.
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -40,12 +41,34 @@ int validate_command(const std::vector<std::string>& files, const std::vector<st
   std::vector<results::ValidationTable> report;
   for (const auto& [name, scenarios] : tables) {
     results::ValidationTable t{name, {}};
+    const auto selected = [&](const Scenario& s) { return only.empty() || std::ranges::find(only, s.name) != only.end(); };
+    // Ratio rows: each names its baseline, a row of the same file, which runs with it.
+    std::set<std::string> names, baselines;
+    for (const Scenario& s : scenarios) names.insert(s.name);
     for (const Scenario& s : scenarios) {
-      if (!only.empty() && std::ranges::find(only, s.name) == only.end()) continue;
-      if (s.reference.values.empty())
+      const std::string& b = s.reference.baseline;
+      if (b.empty()) continue;
+      if (b == s.name || !names.contains(b))
+        throw InputError("reference.baseline", b, "names no other row of this file",
+                         fmt::format("{}", fmt::join(names, ", ")), s.file);
+      if (selected(s)) baselines.insert(b);
+    }
+    std::map<std::string, nlohmann::json> runs;
+    for (const Scenario& s : scenarios) {
+      if (!selected(s) && !baselines.contains(s.name)) continue;
+      if (s.reference.values.empty() && !baselines.contains(s.name))
         throw InputError("reference", "", "missing: validate compares a scenario's published figures with dtsim's",
                          "a reference section with at least one figure (see docs/validation.md)", s.file);
-      t.rows.push_back(run_point(s, ""));
+      runs[s.name] = run_point(s, "");
+    }
+    for (const Scenario& s : scenarios) {
+      if (!selected(s) || s.reference.values.empty()) continue;   // a baseline only
+      nlohmann::json row = runs.at(s.name);
+      if (!s.reference.baseline.empty()) {
+        row["ratio_to"] = runs.at(s.reference.baseline);
+        row["ratios"] = s.reference.values;
+      }
+      t.rows.push_back(std::move(row));
     }
     if (!t.rows.empty()) report.push_back(std::move(t));
   }

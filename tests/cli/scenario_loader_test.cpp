@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 #include <filesystem>
 
 #include "results/catalog_report.hpp"
@@ -198,10 +199,17 @@ TEST_CASE("every scenario shipped in scenarios/ loads, those under models/ bench
     CHECK_FALSE(all.empty());
     const std::string dir = f.parent_path().filename().string();
     if (dir != "models" && dir != "bench" && dir != "validation") continue;
+    std::set<std::string> baselines;   // rows other rows quote ratios to
+    for (const auto& s : all)
+      if (!s.reference.baseline.empty()) baselines.insert(s.reference.baseline);
     for (const auto& s : all) {
       REQUIRE(s.workload.has_value());
       CHECK_NOTHROW(workloads::check_plan(*s.workload, s.cluster.gpus()));
-      if (dir == "validation") {   // one published figure: TFLOP/s or tokens/s per GPU, or the step time
+      if (dir != "validation") continue;
+      CAPTURE(s.name);
+      if (s.reference.values.empty()) CHECK(baselines.count(s.name) == 1);   // a baseline only
+      else if (!s.reference.baseline.empty()) CHECK(s.reference.values.size() == 1);   // one published ratio
+      else {   // one published figure: TFLOP/s or tokens/s per GPU, or the step time
         int published = 0;
         for (const char* key : {"hw_tflops_per_gpu", "tflops_per_gpu", "tokens_per_s_per_gpu", "step_time_s"})
           published += static_cast<int>(s.reference.values.count(key));

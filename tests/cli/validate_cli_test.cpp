@@ -47,6 +47,40 @@ TEST_CASE("validate: each published figure beside run's, with the error, and the
   CHECK(text.out.find("slow-links") != std::string::npos);
 }
 
+// A ratio row (one benchmark measured on two systems): dtsim's ratio is the row's figure over its baseline's,
+// both as `run` gives them; the baseline, without a figure of its own, runs but is no row; `run` does not print a
+// ratio beside an absolute figure.
+TEST_CASE("validate: a ratio row's dtsim figure is its run figure over its baseline's") {
+  const std::string file = src("tests/data/scenarios/validation-ratio.yaml");
+  const auto v = dtsim("validate " + file + " --format json");
+  REQUIRE_MESSAGE(v.status == 0, v.err);
+  const auto r = dtsim("run " + file + " --format json");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const json runs = json::parse(r.out);
+  REQUIRE(runs.size() == 2);
+  const json report = json::parse(v.out);
+  const json& rows = report.at("tables").at(0).at("rows");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows.at(0).at("name") == "fast-links / slow-links");
+  CHECK(rows.at(0).at("figure") == "tokens_per_s ratio");
+  CHECK(rows.at(0).at("published").get<double>() == 1.5);
+  const double ratio = runs.at(1).at("tokens_per_s").get<double>() / runs.at(0).at("tokens_per_s").get<double>();
+  CHECK(ratio > 1.0);   // faster links, more tokens: a real ratio, not 1 by construction
+  CHECK(rows.at(0).at("dtsim").get<double>() == doctest::Approx(ratio).epsilon(1e-12));
+  CHECK(rows.at(0).at("error").get<double>() == doctest::Approx(ratio / 1.5 - 1).epsilon(1e-12));
+  CHECK(runs.at(1).at("reference").size() == 1);   // the source only: 1.5 is not an absolute figure
+  // --only the ratio row still runs its baseline.
+  const auto only = dtsim("validate " + file + " --only fast-links --format json");
+  REQUIRE_MESSAGE(only.status == 0, only.err);
+  CHECK(json::parse(only.out).at("tables").at(0).at("rows").at(0).at("dtsim").get<double>() ==
+        doctest::Approx(ratio).epsilon(1e-12));
+  const auto bad = dtsim("validate " + src("tests/data/scenarios/validation-ratio-bad-baseline.yaml"));
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("validation-ratio-bad-baseline.yaml: reference.baseline: names no other row of this file "
+                     "'no-such-row' (allowed: fast-links, slow-links)") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+}
+
 TEST_CASE("validate: a scenario without published figures is an input error, status 2") {
   const auto r = dtsim("validate " + src("tests/data/scenarios/small-tp4.yaml"));
   CHECK(r.status == 2);
