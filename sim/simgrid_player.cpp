@@ -531,25 +531,21 @@ void Player::post(int rank, std::uint32_t op, const SendOp& send) {
 
 // The send of every lane, from one start (check_lanes); it arrives when the last lane's does.
 void Player::post_lanes(int rank, std::uint32_t op, const SendOp& send, const PipeKey& key) {
-  const int peer = std::get<1>(key);
-  struct Pending {
-    std::size_t lanes;
-    Seconds end;
-  };
-  auto pending = std::make_shared<Pending>(Pending{lane_count(), Seconds(0)});
-  for (std::size_t l = 0; l < lane_count(); ++l) {
-    const NodeId src = state(lane_rank(rank, l)).gpu, dst = state(lane_rank(peer, l)).gpu;
-    at_time(state(rank).times[op].start, [this, rank, op, key, src, dst, bytes = send.bytes, pending] {
+  at_time(state(rank).times[op].start, [this, rank, op, key, bytes = send.bytes] {
+    const int peer = std::get<1>(key);
+    auto pending = std::make_shared<std::pair<std::size_t, Seconds>>(lane_count(), Seconds(0));
+    for (std::size_t l = 0; l < lane_count(); ++l) {
+      const NodeId src = state(lane_rank(rank, l)).gpu, dst = state(lane_rank(peer, l)).gpu;
       sim_.transfer(src, dst, bytes, [this, rank, op, key, src, dst, bytes, pending](Seconds start, Seconds end) {
         if (record_ != nullptr) record_->push_back(TransferRecord{src, dst, bytes, start, end});
-        pending->end = std::max(pending->end, end);
-        if (--pending->lanes > 0) return;
-        ended(rank, op, pending->end);
-        arrival(key, pending->end);
+        pending->second = std::max(pending->second, end);
+        if (--pending->first > 0) return;
+        ended(rank, op, pending->second);
+        arrival(key, pending->second);
         drain();
       });
-    });
-  }
+    }
+  });
 }
 
 void Player::receive(int rank, std::uint32_t op, const RecvOp& recv) {
