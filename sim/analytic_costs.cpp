@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <vector>
 
 #include "topology/error.hpp"
 
@@ -91,26 +92,42 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
     if (machine_first[m] < 0) machine_first[m] = static_cast<int>(i);
   }
   DTSIM_ASSERT(repeats == 1 || lowered.transfers.back().step == 0, "only a single step is repeated");
-  std::map<NodeId, Seconds> previous_step_end, this_step_end;   // per endpoint
+  // Per endpoint, dense: a group rank, or after them a machine's switch; the end of its transfers in the previous
+  // and in this step (negative: none).
+  const std::size_t ranks = gpus.size();
+  const auto slot = [ranks](const Transfer& t, int e) {
+    return e != kSwitch ? static_cast<std::size_t>(e) : ranks + static_cast<std::size_t>(t.machine);
+  };
+  std::vector<Seconds> previous_step_end(ranks + machine_first.size(), Seconds(-1));
+  std::vector<Seconds> this_step_end = previous_step_end;
+  std::vector<std::size_t> touched, previous_touched;   // the slots each has set
+  const auto next_step = [&] {   // this step becomes the previous one; the one before is forgotten
+    for (std::size_t e : previous_touched) previous_step_end[e] = Seconds(-1);
+    std::swap(previous_step_end, this_step_end);
+    std::swap(previous_touched, touched);
+    touched.clear();
+  };
   int step = 0;
   Seconds end = lowered.latency;
   for (int repeat = 0; repeat < repeats; ++repeat) {
     for (const Transfer& t : lowered.transfers) {
       if (t.step + repeat != step) {
-        previous_step_end = std::move(this_step_end);
-        this_step_end.clear();
+        next_step();
         step = t.step + repeat;
       }
       const NodeId src = endpoint(t.src, t.machine, gpus, topology, machine_first);
       const NodeId dst = endpoint(t.dst, t.machine, gpus, topology, machine_first);
-      Seconds start = lowered.latency;
-      if (auto it = previous_step_end.find(src); it != previous_step_end.end()) start = it->second;
+      const std::size_t a = slot(t, t.src), b = slot(t, t.dst);
+      Seconds start = previous_step_end[a] >= Seconds(0) ? previous_step_end[a] : lowered.latency;
       start += lowered.step_latency;
       const auto& path = paths.path(src, dst);
       BytesPerSecond rate = path.rate;
       if (t.rate) rate = std::min(rate, *t.rate);
       const Seconds finish = start + path.latency + t.bytes / rate;
-      for (NodeId e : {src, dst}) this_step_end[e] = std::max(this_step_end[e], finish);
+      for (std::size_t e : {a, b}) {
+        if (this_step_end[e] < Seconds(0)) touched.push_back(e);
+        this_step_end[e] = std::max(this_step_end[e], finish);
+      }
       end = std::max(end, finish);
     }
   }

@@ -241,16 +241,20 @@ auto order_key(const Transfer& t) { return std::tie(t.step, t.src, t.dst, t.mach
 // binary tree can meet on one edge) merge into one: they start together and share one path, so one flow of
 // their summed bytes ends when the later of the two would.
 std::vector<Transfer> canonical(std::vector<Transfer> transfers) {
-  std::ranges::stable_sort(transfers, [](const Transfer& a, const Transfer& b) { return order_key(a) < order_key(b); });
-  std::vector<Transfer> out;
-  for (const Transfer& t : transfers) {
-    if (!out.empty() && order_key(out.back()) == order_key(t) && out.back().rate == t.rate) {
-      out.back().bytes += t.bytes;
+  const auto before = [](const Transfer& a, const Transfer& b) { return order_key(a) < order_key(b); };
+  if (!std::ranges::is_sorted(transfers, before)) std::ranges::stable_sort(transfers, before);   // rings come sorted
+  std::size_t kept = 0;   // merged in place
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    Transfer& last = transfers[kept > 0 ? kept - 1 : 0];
+    if (kept > 0 && order_key(last) == order_key(transfers[i]) && last.rate == transfers[i].rate) {
+      last.bytes += transfers[i].bytes;
       continue;
     }
-    out.push_back(t);
+    if (kept != i) transfers[kept] = transfers[i];
+    ++kept;
   }
-  return out;
+  transfers.resize(kept);
+  return transfers;
 }
 
 // A step without transfers would cut the step rule's chain of waits: the next step would start at once.
