@@ -321,6 +321,52 @@ TEST_CASE("scale: hashed routes (ECMP) keep symmetry as lanes: the full run's st
   CHECK(dmodk != doctest::Approx(on[0]).epsilon(1e-6));
 }
 
+// Lanes are exact only while every send starts at one time on all lanes. A hand-made two-stage step over the
+// two-NIC nodes (whose routes do not map along TP): stage 0 sends, receives the backward, then sends again;
+// stage 1 receives, computes, all-reduces over TP and sends back.
+// With a TP all-reduce between that receive and the second send, lanes apply and equal the full run; without
+// it the second send would start at each lane's own time, and symmetry refuses, saying why.
+TEST_CASE("scale: lanes refuse a send that follows a transfer with no TP collective between, and apply with one") {
+  using namespace workloads;
+  const Workload w = gpt_job(4, 2, 1, 2, 2);
+  auto compute = [](double ms) {
+    return ComputeOp{Scope::Layer, std::nullopt, Pass::Forward, 0, 0, {}, {}, Seconds(ms * 1e-3)};
+  };
+  const PipeTag f0{0, 0, Pass::Forward}, b0{0, 0, Pass::Backward}, f1{1, 0, Pass::Forward};
+  const Bytes mb(8e6);
+  const CollectiveOp tp_all_reduce{CollectiveKind::AllReduce, Group::Tp, Bytes(1e6), CommPurpose::TensorParallel, 0, 0};
+  const auto graph = [&](bool resync) {
+    RankClass first{0, {0, 1, 2, 3}, {}};
+    first.ops = {{compute(1), {}}, {SendOp{1, mb, f0}, {0}}, {RecvOp{1, mb, b0}, {}}};
+    if (resync) {
+      first.ops.push_back({tp_all_reduce, {2}});
+      first.ops.push_back({SendOp{1, mb, f1}, {3}});
+    } else {
+      first.ops.push_back({SendOp{1, mb, f1}, {2}});
+    }
+    RankClass second{1, {4, 5, 6, 7}, {}};   // its send back after a TP all-reduce in both variants
+    second.ops = {{RecvOp{0, mb, f0}, {}}, {compute(2), {0}},
+                  {tp_all_reduce, {1}},
+                  {SendOp{0, mb, b0}, {2}}, {RecvOp{0, mb, f1}, {}}};
+    return StepGraph{w, Placement(w.plan), Granularity::Layer, 1, {first, second}};
+  };
+  const auto topo = nodes_on_a_switch(2, 4, 2);
+  const auto why = [&](const StepGraph& g) {
+    return sim::run_isolated([&] { return sim::play_simgrid(g, topo, sim::SimgridOptions{}).symmetry; });
+  };
+  const auto unsynced = graph(false);
+  const std::string refused = why(unsynced);
+  MESSAGE("without a TP collective: ", refused);
+  CHECK(refused.rfind("not applied", 0) == 0);
+  CHECK(refused.find("stage 0's op 3 (a send or collective) may start at different times") != std::string::npos);
+  CHECK(play(unsynced, topo, {false, false, true}).step == play(unsynced, topo, {}).step);
+  const auto synced = graph(true);
+  const std::string applied = why(synced);
+  MESSAGE("with one: ", applied);
+  CHECK(applied.find("as lanes") != std::string::npos);
+  check_same_timing(play(synced, topo, {false, false, true}), play(synced, topo, {}));
+}
+
 TEST_CASE("scale: coarse compute ops (one per layer pass) keep the kernel-level step time within 1 percent") {
   const auto topo = contended_fabric();
   auto job = gpt_job(2, 2, 4, 16, 4);
