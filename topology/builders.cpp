@@ -94,7 +94,7 @@ void build_pcie(Topology& topo, const ClusterSpec& spec, MachineDevices& m, int 
 }  // namespace
 
 Link make_link(NodeId a, NodeId b, const LinkSpec& cls, BytesPerSecond bandwidth) {
-  return Link{a, b, bandwidth, cls.latency, cls.efficiency, cls.name, cls.family == LinkFamily::InfiniBand};
+  return Link{a, b, bandwidth, cls.latency, cls.efficiency, cls.name, destination_routed(cls.family)};
 }
 
 std::vector<std::size_t> first_half(std::size_t n) {

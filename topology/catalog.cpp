@@ -23,13 +23,15 @@ constexpr NameTable<Precision, kAllPrecisions.size()> kPrecisionNames = {{
     {Precision::Int4, "int4"},
 }};
 
-constexpr NameTable<LinkFamily, 7> kFamilyNames = {{
+constexpr NameTable<LinkFamily, 9> kFamilyNames = {{
     {LinkFamily::NvLink, "nvlink"},
     {LinkFamily::InfinityFabric, "infinity-fabric"},
     {LinkFamily::Pcie, "pcie"},
     {LinkFamily::CpuInterconnect, "cpu-interconnect"},
     {LinkFamily::Ethernet, "ethernet"},
+    {LinkFamily::EthernetTcp, "ethernet-tcp"},
     {LinkFamily::InfiniBand, "infiniband"},
+    {LinkFamily::OmniPath, "omni-path"},
     {LinkFamily::Custom, "custom"},
 }};
 
@@ -80,6 +82,12 @@ std::string_view to_string(LinkFamily f) { return name_of(kFamilyNames, f); }
 std::optional<LinkFamily> parse_link_family(std::string_view name) { return value_of(kFamilyNames, name); }
 
 std::string gpu_names() { return join_names(gpu_catalog()); }
+std::string link_family_names() {
+  std::string out;
+  for (const auto& [family, name] : kFamilyNames) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
+  return out;
+}
+
 std::string link_names() { return join_names(link_catalog()); }
 
 const GpuSpec& find_gpu(std::string_view name, std::string_view key) {

@@ -21,9 +21,13 @@ std::string_view to_string(Precision p);
 std::optional<Precision> parse_precision(std::string_view name);
 
 // What a link is made of; one protocol efficiency per family is fitted later (sim/).
-enum class LinkFamily { NvLink, InfinityFabric, Pcie, CpuInterconnect, Ethernet, InfiniBand, Custom };
+// Ethernet is RDMA over it (RoCE); EthernetTcp is NCCL's socket transport over kernel TCP; OmniPath is Intel's
+// (Cornelis') fabric, destination-routed as InfiniBand is.
+enum class LinkFamily { NvLink, InfinityFabric, Pcie, CpuInterconnect, Ethernet, EthernetTcp, InfiniBand, OmniPath, Custom };
 std::string_view to_string(LinkFamily f);
 std::optional<LinkFamily> parse_link_family(std::string_view name);
+// Fabrics whose switches forward by destination (subnet-managed forwarding tables): InfiniBand and Omni-Path.
+inline bool destination_routed(LinkFamily f) { return f == LinkFamily::InfiniBand || f == LinkFamily::OmniPath; }
 
 // One link class. `bandwidth` is one direction, line rate, of ONE link of this class (one NVLink, one x16 slot,
 // one NIC port); a GPU may have several (GpuSpec::link_count).
@@ -80,6 +84,7 @@ const GpuSpec& find_gpu(std::string_view name, std::string_view key = "cluster.g
 const LinkSpec& find_link(std::string_view name, std::string_view key = "cluster.intra_link");
 std::string gpu_names();   // "a100-sxm4-40gb, a100-sxm4-80gb, ..."
 std::string link_names();
+std::string link_family_names();   // "nvlink, infinity-fabric, ..."
 
 // Checks a user-supplied entry (positive bandwidths, efficiency in (0,1], ...); throws InputError with `key`.
 void validate(const GpuSpec& gpu, std::string_view key);

@@ -10,6 +10,7 @@
 // - prices: approximate 2024 public figures (street/list purchase price per GPU; typical on-demand cloud rate per
 //   GPU-hour); good for orders of magnitude in cost comparisons, not for quotes.
 // - link bandwidth: ONE link, ONE direction, line rate. efficiency: fraction of it NCCL moves on large messages.
+#include <algorithm>
 #include <vector>
 
 #include "topology/catalog.hpp"
@@ -123,6 +124,64 @@ std::vector<GpuSpec> make_gpus() {
        .source = "hardware.md row 'V100 SXM2' (fp16 125 and NVLink2 300 GB/s marked unverified there; the "
                  "NVIDIA V100 datasheet confirms both: 6 links x 25 GB/s each way); fp64 7.8 and fp32 15.7 from "
                  "the datasheet (no fp64 tensor cores, no int8 tensor cores); prices approximate"},
+      {.name = "a100-pcie-40gb", .vendor_name = "NVIDIA A100-PCIE-40GB", .architecture = "ampere",
+       .memory = gibibytes(40), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1555),
+       .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
+                       .int8 = 624, .int4 = 1248}),
+       .tdp = Watts(250), .price = Dollars(8000), .price_per_hour = Dollars(1.1),
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .source = "NVIDIA A100 40GB PCIe product brief PB-10137-001 (copy): 1,555 GB/s, 250 W, the A100 datasheet's "
+                 "peaks (same as SXM4); nvidia-smi shows 40960 MiB; an optional NVLink bridge pairs two cards "
+                 "(link nvlink-bridge, 12 links); prices approximate, unverified"},
+      {.name = "l40s", .vendor_name = "NVIDIA L40S", .architecture = "ada",
+       .memory = 46068_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(864),
+       .peak = tflops({.fp64 = 1.43, .fp32 = 91.6, .tf32 = 183, .bf16 = 362.05, .fp16 = 362.05, .fp8 = 733,
+                       .int8 = 733, .int4 = 1466}),
+       .tdp = Watts(350), .price = Dollars(8500), .price_per_hour = Dollars(1.0),
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .source = "NVIDIA L40S datasheet (reseller copies): dense fp32 91.6, tf32 183, bf16/fp16 362.05 (FP32 "
+                 "accumulate), fp8 733, int8 733; int4 2 x int8 (the datasheet prints 733, a copy error against the "
+                 "L40's 2x); fp64 1/64 of fp32; 48 GB GDDR6 with ECC on shows 46068 MiB (nvidia-smi); no NVLink; "
+                 "142 SMs; MSRP 8,500 USD (huggingface.co/hardware/l40s), cloud rate approximate"},
+      {.name = "l4", .vendor_name = "NVIDIA L4", .architecture = "ada",
+       .memory = 23034_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(300),
+       .peak = tflops({.fp64 = 0.47, .fp32 = 30.3, .tf32 = 60, .bf16 = 121, .fp16 = 121, .fp8 = 242.5,
+                       .int8 = 242.5, .int4 = 485}),
+       .tdp = Watts(72), .price = Dollars(2500), .price_per_hour = Dollars(0.6),
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .source = "NVIDIA L4 datasheet (reseller copies): the sparse figures halved (tf32 120, bf16 242, fp8/int8 "
+                 "485 sparse), fp32 30.3; int4 2 x int8 (not printed; Ada runs it); fp64 1/64 of fp32; 24 GB GDDR6 "
+                 "with ECC on shows 23034 MiB; 72 W slot power; 58 SMs at 2040 MHz (device output); prices "
+                 "approximate, unverified"},
+      {.name = "v100-pcie-32gb", .vendor_name = "Tesla V100-PCIE-32GB", .architecture = "volta",
+       .memory = gibibytes(32), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(900),
+       .peak = tflops({.fp64 = 7, .fp32 = 14, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 112,
+                       .fp8 = std::nullopt, .int8 = std::nullopt, .int4 = std::nullopt}),
+       .tdp = Watts(250), .price = Dollars(3000), .price_per_hour = Dollars(0.8),
+       .gpu_link = "pcie3", .gpu_link_count = 1, .host_link = "pcie3",
+       .source = "NVIDIA V100 datasheet, PCIe column (a stored copy): fp64 7, fp32 14, tensor fp16 112, 900 GB/s, "
+                 "250 W; consistent with 80 SMs at 1380 MHz (clinfo); no NVLink connector; 32 GiB as v100-sxm2-32gb "
+                 "(nvidia-smi shows 32510 MiB); prices approximate, unverified"},
+      {.name = "h100-nvl-94gb", .vendor_name = "NVIDIA H100 NVL", .architecture = "hopper",
+       .memory = 95830_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(3900),
+       .peak = tflops({.fp64 = 60, .fp32 = 60, .tf32 = 417.5, .bf16 = 835.5, .fp16 = 835.5, .fp8 = 1670.5,
+                       .int8 = 1670.5, .int4 = std::nullopt}),
+       .tdp = Watts(400), .price = Dollars(28000), .price_per_hour = Dollars(3.0),
+       .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5",
+       .source = "NVIDIA H100 datasheet, NVL column (recalled, not read here: unverified): the sparse figures "
+                 "halved, 3.9 TB/s, 400 W (configurable 350-400 W, ml-engineering's power table); fp64/fp32 60 "
+                 "agree with 132 SMs at the device's 1785 MHz; nvidia-smi shows 95830 MiB; a card pair joined by "
+                 "an NVLink bridge, NV12 (600 GB/s bidirectional); prices approximate, unverified"},
+      {.name = "b200-sxm-180gb", .vendor_name = "NVIDIA B200", .architecture = "blackwell",
+       .memory = 183359_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
+       .peak = tflops({.fp64 = 37, .fp32 = 75, .tf32 = 1100, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500,
+                       .int8 = 4500, .int4 = std::nullopt}),
+       .tdp = Watts(1000), .price = Dollars(40000), .price_per_hour = Dollars(5.5),
+       .gpu_link = "nvlink5", .gpu_link_count = 18, .host_link = "pcie5",
+       .source = "NVIDIA HGX B200 per-GPU table (copy; an earlier revision gives fp64 40 / fp32 80): sparse figures "
+                 "halved, bf16 2250 (ml-engineering's table too), NVLink 5 1.8 TB/s, configurable to 1000 W; 8 TB/s "
+                 "(DGX B200: 64 TB/s over 8; NVIDIA's later table prints 7.7); nvidia-smi shows 183359 MiB; 148 SMs; "
+                 "FP4 has no slot in the catalog; prices approximate, unverified"},
   };
 }
 
@@ -133,6 +192,25 @@ std::vector<GpuSpec> make_gpus() {
 // counted (0.7673 to three digits: 0.767). The other NVLink rows are checks, not fits: 8x H100 ring and
 // non-reduction collectives come out at 345 GB/s against ~370 (-7 %), 8x H100 NVLS at 481 against ~480.
 constexpr double kNvLinkEfficiency = 0.767;
+
+// NCCL's socket transport over kernel TCP (the ethernet-tcp family), one model for every speed: a port moves
+// its TCP framing's share of line rate (1448 B of payload per 1538 B on the wire at MTU 1500: 0.94), but no more
+// than what the host's copies through the socket path sustain per NIC, 5 GB/s, fitted on NCCL over 100 Gb/s TCP
+// (4-6 GB/s on 4 nodes x 8 V100, NVIDIA/nccl #450; about 4.7 GB/s on AWS p3dn, nccl #398). Checked: 0.96-0.98
+// of a 32 Gb/s network with one GPU per node (nccl #209); with 8 GPUs per node there it measured 0.45-0.72, which
+// this model does not reproduce. 10 us per hop for the host's socket path is an assumption (NCCL's own tuning
+// gives the network no latency of its own).
+constexpr double kTcpFraming = 1448.0 / 1538.0;
+constexpr double kTcpHostCeilingGBps = 5.0;
+
+LinkSpec tcp_link(const char* name, double gbps) {
+  const double line = gbps / 8.0;   // GB/s
+  return {.name = name, .family = LinkFamily::EthernetTcp, .bandwidth = gigabits_per_second(gbps),
+          .latency = microseconds(10.0), .efficiency = std::min(kTcpFraming, kTcpHostCeilingGBps / line),
+          .switch_reduction = false,
+          .source = "NCCL's socket transport (kernel TCP, staged in host memory): TCP framing 0.94 of line rate, at "
+                    "most 5 GB/s per NIC (fitted on NVIDIA/nccl #450 at 100 Gb/s); latency 10 us per hop assumed"};
+}
 
 std::vector<LinkSpec> make_links() {
   return {
@@ -194,6 +272,40 @@ std::vector<LinkSpec> make_links() {
        .latency = microseconds(1.0), .efficiency = 0.94,
        .source = "hardware.md: InfiniBand NDR 4x port 400 Gb/s = 50 GB/s; efficiency 0.94 (nccl.md: 46-49 of 50 "
                  "GB/s per NIC); latency 1 us per hop (NIC + switch) is an assumption"},
+      {.name = "nvlink5", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(50),
+       .latency = microseconds(0.6), .efficiency = kNvLinkEfficiency, .switch_reduction = true,
+       .source = "NVIDIA HGX B200 table: NVLink 5, 1.8 TB/s bidirectional over 18 links = 50 GB/s per link per "
+                 "direction; efficiency of the NVLink family (NCCL's own Blackwell figure, 40.1 of 50 GB/s per link, "
+                 "src/graph/tuning.cc, is 0.80); latency as nvlink3; fifth-generation NVSwitch reduces in the switch"},
+      {.name = "ib-qdr", .family = LinkFamily::InfiniBand, .bandwidth = gigabits_per_second(32),
+       .latency = microseconds(1.0), .efficiency = 0.94,
+       .source = "InfiniBand QDR 4x: 40 Gb/s signalling, 8b/10b, 32 Gb/s of data; the InfiniBand family's efficiency "
+                 "and latency (ib-hdr; no NCCL measurement of QDR found)"},
+      {.name = "ib-fdr", .family = LinkFamily::InfiniBand, .bandwidth = gigabits_per_second(54.5),
+       .latency = microseconds(1.0), .efficiency = 0.94,
+       .source = "InfiniBand FDR 4x: 4 x 14.0625 Gb/s, 64b/66b, 54.5 Gb/s of data; the InfiniBand family's "
+                 "efficiency and latency (ib-hdr; no NCCL measurement of FDR found)"},
+      {.name = "ib-edr", .family = LinkFamily::InfiniBand, .bandwidth = gigabits_per_second(100),
+       .latency = microseconds(1.0), .efficiency = 0.94,
+       .source = "InfiniBand EDR 4x 100 Gb/s = 12.5 GB/s; the InfiniBand family's efficiency (checked: NCCL's "
+                 "maintainer gives 12 GB/s per 100G NIC, NVIDIA/nccl-tests #119, and 12.2 GB/s on 4 servers with "
+                 "one EDR NIC each, nccl-tests #29: 0.96-0.98); latency as ib-hdr"},
+      {.name = "opa-100", .family = LinkFamily::OmniPath, .bandwidth = gigabits_per_second(100),
+       .latency = microseconds(1.0), .efficiency = 0.75,
+       .source = "Omni-Path 100: 4 x 25.78125 Gb/s, 64b/66b; NCCL has no Omni-Path transport and runs its InfiniBand "
+                 "one over the hfi1 verbs device (NVIDIA/nccl #333's log) with PSM2's onload host interface; "
+                 "efficiency 0.75 is an assumption (no NCCL measurement found), latency as ib-hdr"},
+      {.name = "eth-10g", .family = LinkFamily::Ethernet, .bandwidth = gigabits_per_second(10),
+       .latency = microseconds(2.0), .efficiency = 0.875,
+       .source = "10 GbE RoCE: efficiency and latency of the RoCE entries (eth-100g)"},
+      {.name = "eth-25g", .family = LinkFamily::Ethernet, .bandwidth = gigabits_per_second(25),
+       .latency = microseconds(2.0), .efficiency = 0.875,
+       .source = "25 GbE RoCE: efficiency and latency of the RoCE entries (eth-100g)"},
+      {.name = "eth-40g", .family = LinkFamily::Ethernet, .bandwidth = gigabits_per_second(40),
+       .latency = microseconds(2.0), .efficiency = 0.875,
+       .source = "40 GbE RoCE: efficiency and latency of the RoCE entries (eth-100g)"},
+      tcp_link("eth-10g-tcp", 10), tcp_link("eth-25g-tcp", 25), tcp_link("eth-40g-tcp", 40),
+      tcp_link("eth-100g-tcp", 100),
   };
 }
 

@@ -46,7 +46,7 @@ Routing ClusterSpec::effective_routing() const {
   const long long leaves = inter == InterKind::FatTree ? (nics + ports - 1) / ports
                                                        : effective_nics_per_node() * ((nodes + ports - 1) / ports);
   if (leaves < 2) return Routing::Single;
-  return inter_link.family == LinkFamily::InfiniBand ? Routing::DModK : Routing::Ecmp;
+  return destination_routed(inter_link.family) ? Routing::DModK : Routing::Ecmp;
 }
 
 ClusterSpec default_cluster(std::string_view gpu, IntraKind intra, int nodes, int gpus_per_node) {

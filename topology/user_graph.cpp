@@ -161,7 +161,7 @@ void apply_class(const Entry& e, Link& l) {
                                    : spec.latency;
   l.efficiency = efficiency_or(e, spec.efficiency);
   l.link_class = spec.name;
-  l.by_destination = spec.family == LinkFamily::InfiniBand;
+  l.by_destination = destination_routed(spec.family);
 }
 
 void apply_custom(const Entry& e, Link& l) {

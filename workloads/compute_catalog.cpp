@@ -161,10 +161,11 @@ std::span<const KernelWork> kernel_works() {
 std::span<const ArchitectureConstants> architectures() {
   static const std::array<ArchitectureConstants, 7> table = {
       // Ampere's constants come from A100 SXM4 measurements (the SC'21 rows, ml-engineering's A100 SXM), Hopper's
-      // from H100 SXM5 ones; Blackwell's reference SKU is not in the catalog yet (no power scaling).
+      // from H100 SXM5 ones, Blackwell's from the B200's matmul benchmark.
       measured_on(ampere_like("ampere", kAmpereSource), "a100-sxm4-80gb"),
       measured_on(hopper_like("hopper", kHopperBest, kHopperBestFp8, 1.0, kHopperSource), "h100-sxm5-80gb"),
-      hopper_like("blackwell", kBlackwellBest, kBlackwellBestFp8, 0.835, kBlackwellSource),
+      measured_on(hopper_like("blackwell", kBlackwellBest, kBlackwellBestFp8, 0.835, kBlackwellSource),
+                  "b200-sxm-180gb"),
       ampere_like("ada", kAssumedAmpereSource),
       ampere_like("turing", kAssumedAmpereSource),
       ampere_like("volta", kAssumedAmpereSource),

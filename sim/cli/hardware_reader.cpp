@@ -73,7 +73,7 @@ LinkSpec read_link_map(const YamlMap& m) {
   if (auto v = m.text("name")) link.name = *v;
   if (auto v = m.text("family")) {
     auto f = topology::parse_link_family(*v);
-    if (!f) m.fail("family", *v, "unknown link family", "nvlink, infinity-fabric, pcie, cpu-interconnect, ethernet, infiniband, custom");
+    if (!f) m.fail("family", *v, "unknown link family", topology::link_family_names());
     link.family = *f;
   }
   if (auto v = m.number("latency_us", 0.0, true, kInf)) link.latency = microseconds(*v);

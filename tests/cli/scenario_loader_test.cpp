@@ -92,6 +92,9 @@ TEST_CASE("cluster.routing: the fabric's default unless named, and ecmp its old 
   const std::string eth = "{gpu: h100-sxm5-80gb, nodes: 8, inter: fat-tree, inter_link: eth-400g";
   CHECK(routing(ib + "}") == topology::Routing::DModK);
   CHECK(routing(eth + "}") == topology::Routing::Ecmp);
+  // Omni-Path's fabric manager programs destination tables as InfiniBand's does; TCP over Ethernet hashes.
+  CHECK(routing("{gpu: a100-pcie-80gb, nodes: 8, inter: fat-tree, inter_link: opa-100}") == topology::Routing::DModK);
+  CHECK(routing("{gpu: a100-pcie-80gb, nodes: 8, inter: fat-tree, inter_link: eth-25g-tcp}") == topology::Routing::Ecmp);
   CHECK(routing(ib + ", ecmp: true}") == topology::Routing::DModK);
   CHECK(routing(eth + ", ecmp: true}") == topology::Routing::Ecmp);
   CHECK(routing(ib + ", ecmp: false}") == topology::Routing::Single);

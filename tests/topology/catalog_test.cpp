@@ -65,13 +65,19 @@ TEST_CASE("every catalog entry passes validation and names links that exist") {
   }
 }
 
+// DESIGN.md's set, and those issue 17 names (GPUs and link classes "to add, with these names"), plus nvlink5 for
+// the B200.
 TEST_CASE("catalog names are unique, lower case and exactly the DESIGN.md set") {
   const std::set<std::string> gpus = {"a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-80gb", "h100-sxm5-80gb",
                                       "h100-pcie-80gb", "h200-sxm-141gb", "mi300x",         "rtx4090",
-                                      "t4",             "v100-sxm2-32gb"};
-  const std::set<std::string> links = {"nvlink2", "nvlink3",  "nvlink4",  "nvlink-bridge", "infinity-fabric",
-                                       "pcie3",   "pcie4",    "pcie5",    "upi",           "eth-100g",
-                                       "eth-200g", "eth-400g", "ib-hdr",  "ib-ndr"};
+                                      "t4",             "v100-sxm2-32gb", "a100-pcie-40gb", "l40s",
+                                      "l4",             "v100-pcie-32gb", "h100-nvl-94gb",  "b200-sxm-180gb"};
+  const std::set<std::string> links = {"nvlink2",     "nvlink3",     "nvlink4",     "nvlink-bridge", "infinity-fabric",
+                                       "pcie3",       "pcie4",       "pcie5",       "upi",           "eth-100g",
+                                       "eth-200g",    "eth-400g",    "ib-hdr",      "ib-ndr",        "nvlink5",
+                                       "ib-qdr",      "ib-fdr",      "ib-edr",      "opa-100",       "eth-10g",
+                                       "eth-25g",     "eth-40g",     "eth-10g-tcp", "eth-25g-tcp",   "eth-40g-tcp",
+                                       "eth-100g-tcp"};
   CHECK(names_of(gpu_catalog()) == gpus);
   CHECK(names_of(link_catalog()) == links);
   CHECK(gpu_catalog().size() == gpus.size());
@@ -80,9 +86,35 @@ TEST_CASE("catalog names are unique, lower case and exactly the DESIGN.md set") 
   for (const auto& name : names_of(link_catalog())) CHECK(is_lower_case_name(name));
 }
 
+// Issue 17's transports: kernel TCP is not RoCE (its own family, one model: TCP framing, a host ceiling per NIC,
+// a higher latency), Omni-Path is not InfiniBand but is routed by destination as InfiniBand is.
+TEST_CASE("catalog: TCP links follow one model, framing or the host's ceiling, and Omni-Path and InfiniBand route by destination") {
+  const double framing = 1448.0 / 1538.0;
+  for (const auto& [name, gbps] : std::vector<std::pair<std::string, double>>{{"eth-10g-tcp", 10}, {"eth-25g-tcp", 25},
+                                                                             {"eth-40g-tcp", 40}, {"eth-100g-tcp", 100}}) {
+    CAPTURE(name);
+    const LinkSpec& tcp = find_link(name);
+    CHECK(tcp.family == LinkFamily::EthernetTcp);
+    CHECK(to_gigabits_per_second(tcp.bandwidth) == doctest::Approx(gbps));
+    CHECK(tcp.efficiency == doctest::Approx(std::min(framing, 5.0 / (gbps / 8))));
+    CHECK(tcp.latency > find_link("eth-100g").latency);
+  }
+  // 100 Gb/s over TCP moves 5 GB/s (NCCL over sockets measured 4-6), RDMA over the same port 10.9.
+  CHECK(to_gigabytes_per_second(find_link("eth-100g-tcp").bandwidth) * find_link("eth-100g-tcp").efficiency ==
+        doctest::Approx(5.0));
+  CHECK(find_link("eth-100g").efficiency > 2 * find_link("eth-100g-tcp").efficiency);
+  CHECK(find_link("opa-100").family == LinkFamily::OmniPath);
+  CHECK(destination_routed(LinkFamily::OmniPath));
+  CHECK(destination_routed(LinkFamily::InfiniBand));
+  CHECK_FALSE(destination_routed(LinkFamily::Ethernet));
+  CHECK_FALSE(destination_routed(LinkFamily::EthernetTcp));
+  for (const char* ib : {"ib-qdr", "ib-fdr", "ib-edr", "ib-hdr", "ib-ndr"}) CHECK(find_link(ib).efficiency == 0.94);
+  CHECK(to_gigabits_per_second(find_link("ib-qdr").bandwidth) == doctest::Approx(32));   // 8b/10b of 40
+}
+
 TEST_CASE("name lists follow catalog order") {
   CHECK(gpu_names().starts_with("a100-sxm4-40gb, a100-sxm4-80gb, "));
-  CHECK(gpu_names().ends_with(", v100-sxm2-32gb"));
+  CHECK(gpu_names().ends_with(", b200-sxm-180gb"));
   CHECK(link_names().starts_with("nvlink2, nvlink3, "));
 }
 
@@ -218,7 +250,8 @@ TEST_CASE("precision and link family names round-trip") {
   CHECK(to_string(Precision::Int4) == "int4");
   CHECK_FALSE(parse_precision("bfloat16").has_value());
   for (const auto f : {LinkFamily::NvLink, LinkFamily::InfinityFabric, LinkFamily::Pcie, LinkFamily::CpuInterconnect,
-                       LinkFamily::Ethernet, LinkFamily::InfiniBand, LinkFamily::Custom}) {
+                       LinkFamily::Ethernet, LinkFamily::EthernetTcp, LinkFamily::InfiniBand, LinkFamily::OmniPath,
+                       LinkFamily::Custom}) {
     CHECK(parse_link_family(to_string(f)) == f);
   }
   CHECK(to_string(LinkFamily::InfinityFabric) == "infinity-fabric");
