@@ -46,9 +46,9 @@ std::string validation_text(const json& report) {
   std::string out;
   for (const json& t : report.at("tables")) {
     out += fmt::format("{} ({})\n", t.at("source").get<std::string>(), t.at("name").get<std::string>());
-    out += fmt::format("  {:<36} {:<20} {:>10} {:>10} {:>8}\n", "row", "figure", "published", "dtsim", "error");
+    out += fmt::format("  {:<40} {:<20} {:>10} {:>10} {:>8}\n", "row", "figure", "published", "dtsim", "error");
     for (const json& r : t.at("rows"))
-      out += fmt::format("  {:<36} {:<20} {:>10.4g} {:>10.4g} {:>+7.1f}%\n", r.at("name").get<std::string>(),
+      out += fmt::format("  {:<40} {:<20} {:>10.4g} {:>10.4g} {:>+7.1f}%\n", r.at("name").get<std::string>(),
                          r.at("figure").get<std::string>(), r.at("published").get<double>(),
                          r.at("dtsim").get<double>(), 100 * r.at("error").get<double>());
     out += fmt::format("  mean absolute error {:.1f} %, max {:.1f} % over {} figures\n\n",
