@@ -1,7 +1,6 @@
 #include "sim/analytic_costs.hpp"
 
 #include <algorithm>
-#include <map>
 #include <vector>
 
 #include "topology/error.hpp"

@@ -181,11 +181,13 @@ class Player {
   void begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c, GroupSite& site);
   void collective_ended(const InstanceKey& key, Seconds end);
   void replay(const InstanceKey& key, const Memo::Played& played, const std::vector<NodeId>& gpus);
+  std::unique_ptr<CollectiveRun> play_in_full(std::shared_ptr<const CollectivePlan> plan,
+                                              const std::vector<NodeId>& gpus, Seconds start,
+                                              CollectiveRun::Finished finished);
   void begin_lanes(const InstanceKey& key, Instance& inst, GroupSite& site);
   void start_lane(const InstanceKey& key, Instance& inst, GroupSite& site, std::size_t lane);
   void lane_ended(const InstanceKey& key, std::size_t lane, Seconds end);
   void lanes_ended(const InstanceKey& key);
-  void post_lanes(int rank, std::uint32_t op, const SendOp& send, const PipeKey& key);
   void post(int rank, std::uint32_t op, const SendOp& send);
   void receive(int rank, std::uint32_t op, const RecvOp& recv);
   void arrival(const PipeKey& key, Seconds at);
@@ -384,11 +386,20 @@ void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c
     return begin_lanes(key, inst, site);
   }
   const GroupSite::Plan& known = plan_of(site, c);
-  auto plan = known.plan;
   if (memo_ != nullptr) {
     if (site.isolated) return replay(key, *known.played, gpus);
     ++refused_;
   }
+  inst.run = play_in_full(known.plan, gpus, inst.start, [this, key](Seconds end) {
+    collective_ended(key, end);
+    drain();
+  });
+}
+
+// A collective played in SimGrid (its aggregate, where aggregation applies), started at `start`.
+std::unique_ptr<CollectiveRun> Player::play_in_full(std::shared_ptr<const CollectivePlan> plan,
+                                                    const std::vector<NodeId>& gpus, Seconds start,
+                                                    CollectiveRun::Finished finished) {
   Seconds tail;
   if (aggregates_ != nullptr)
     if (auto choice = aggregates_->of(plan, gpus)) {
@@ -397,14 +408,9 @@ void Player::begin(const InstanceKey& key, Instance& inst, const CollectiveOp& c
       tail = choice->tail;
     }
   std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, gpus);
-  inst.run = std::make_unique<CollectiveRun>(
-      sim_, std::move(plan), std::move(nodes), record_,
-      [this, key](Seconds end) {
-        collective_ended(key, end);
-        drain();
-      },
-      tail);
-  at_time(inst.start, [run = inst.run.get()] { run->start(); });
+  auto run = std::make_unique<CollectiveRun>(sim_, std::move(plan), std::move(nodes), record_, std::move(finished), tail);
+  at_time(start, [r = run.get()] { r->start(); });
+  return run;
 }
 
 // The memoized duration from the instance's start; the memoized transfers are recorded on this group's nodes,
@@ -456,23 +462,10 @@ void Player::start_lane(const InstanceKey& key, Instance& inst, GroupSite& site,
     }
     ++refused_;
   }
-  auto plan = known.plan;
-  Seconds tail;
-  if (aggregates_ != nullptr)
-    if (auto choice = aggregates_->of(plan, image.gpus)) {
-      ++aggregated_;
-      plan = std::move(choice->plan);
-      tail = choice->tail;
-    }
-  std::vector<NodeId> nodes = sites_.endpoint_nodes(*plan, image.gpus);
-  inst.lane_runs[lane] = std::make_unique<CollectiveRun>(
-      sim_, std::move(plan), std::move(nodes), record_,
-      [this, key, lane](Seconds end) {
-        lane_ended(key, lane, end);
-        drain();
-      },
-      tail);
-  at_time(start, [run = inst.lane_runs[lane].get()] { run->start(); });
+  inst.lane_runs[lane] = play_in_full(known.plan, image.gpus, start, [this, key, lane](Seconds end) {
+    lane_ended(key, lane, end);
+    drain();
+  });
 }
 
 // A lane's collective ended: the lane moves on to its next collective on the group, if every member has
@@ -517,22 +510,9 @@ void Player::collective_ended(const InstanceKey& key, Seconds end) {
 void Player::post(int rank, std::uint32_t op, const SendOp& send) {
   const int peer = g_.peer_rank(rank, send.peer_stage);
   const PipeKey key{rank, peer, send.tag.micro_batch, send.tag.chunk, static_cast<int>(send.tag.direction)};
-  if (lanes_ != nullptr) return post_lanes(rank, op, send, key);
-  const NodeId src = state(rank).gpu, dst = state(peer).gpu;
-  at_time(state(rank).times[op].start, [this, rank, op, key, src, dst, bytes = send.bytes] {
-    sim_.transfer(src, dst, bytes, [this, rank, op, key, src, dst, bytes](Seconds start, Seconds end) {
-      if (record_ != nullptr) record_->push_back(TransferRecord{src, dst, bytes, start, end});
-      ended(rank, op, end);
-      arrival(key, end);
-      drain();
-    });
-  });
-}
-
-// The send of every lane, from one start (check_lanes); it arrives when the last lane's does.
-void Player::post_lanes(int rank, std::uint32_t op, const SendOp& send, const PipeKey& key) {
-  at_time(state(rank).times[op].start, [this, rank, op, key, bytes = send.bytes] {
-    const int peer = std::get<1>(key);
+  // The send of every lane (without lanes, the rank's own), from one start (check_lanes); it arrives when the
+  // last lane's does.
+  at_time(state(rank).times[op].start, [this, rank, op, key, peer, bytes = send.bytes] {
     auto pending = std::make_shared<std::pair<std::size_t, Seconds>>(lane_count(), Seconds(0));
     for (std::size_t l = 0; l < lane_count(); ++l) {
       const NodeId src = state(lane_rank(rank, l)).gpu, dst = state(lane_rank(peer, l)).gpu;

@@ -91,14 +91,19 @@ FlopCount executed_flops(const Kernel& k) {
   return k.flops * (causal * recompute);
 }
 
-double sustained_clock(const topology::GpuSpec& gpu) {
-  const ArchitectureConstants& arch = architecture(gpu.architecture);
+namespace {
+
+double sustained_clock(const topology::GpuSpec& gpu, const ArchitectureConstants& arch) {
   const std::optional<FlopsPerSecond> peak = gpu.peak_for(Precision::Bf16) ? gpu.peak_for(Precision::Bf16)
                                                                            : gpu.peak_for(Precision::Fp16);
   if (arch.reference_watts_per_tflops <= 0.0 || !peak || gpu.tdp.value() <= 0.0) return 1.0;
   const double watts_per_tflops = gpu.tdp.value() / (peak->value() / 1e12);
   return std::min(1.0, std::pow(watts_per_tflops / arch.reference_watts_per_tflops, kPowerClockExponent));
 }
+
+}  // namespace
+
+double sustained_clock(const topology::GpuSpec& gpu) { return sustained_clock(gpu, architecture(gpu.architecture)); }
 
 Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision) {
   const Precision p = k.precision.value_or(precision);
@@ -109,7 +114,7 @@ Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision pre
   if (k.flops.value() > 0.0) {
     const double efficiency = compute_efficiency(k, arch, p);
     DTSIM_ASSERT(efficiency > 0.0, "a kernel with FLOPs has an empty shape");
-    compute = executed_flops(k) / (peak * (efficiency * sustained_clock(gpu)));
+    compute = executed_flops(k) / (peak * (efficiency * sustained_clock(gpu, arch)));
   }
   const Seconds memory = k.bytes / (gpu.memory_bandwidth * memory_efficiency(k, arch));
   return std::max(compute, memory) + compute_constants().launch_overhead;
