@@ -87,6 +87,7 @@ json gpu_json(const GpuSpec& gpu) {
           {"peak_TFLOPS", peaks_json(gpu)},
           {"tdp_W", gpu.tdp.value()},
           {"sustained_clock", workloads::sustained_clock(gpu)},
+          {"sms", gpu.sms},
           {"price_usd", gpu.price.value()},
           {"price_per_hour_usd", gpu.price_per_hour.value()},
           {"gpu_link", gpu.gpu_link},
@@ -200,6 +201,10 @@ std::string catalog_table() {
   for (const auto& gpu : topology::gpu_catalog()) out += gpu_row(gpu);
   out += "\nlinks (bandwidth of one link, one direction, line rate; latency per hop)\n" + link_header();
   for (const auto& link : topology::link_catalog()) out += link_row(link);
+  out += "\nCPUs of PCIe servers (socket link: the socket interconnect as GPU peer traffic crosses it; root ports' "
+         "PCIe generation)\n" + fmt::format("{:<16} {:<24} {:<6} {}\n", "name", "socket link", "pcie", "CPU");
+  for (const auto& cpu : topology::cpu_catalog())
+    out += fmt::format("{:<16} {:<24} {:<6} {}\n", cpu.name, cpu.socket_link, cpu.pcie, cpu.vendor_name);
   out += "\nmodel presets (params: weights, biases, norms and embeddings, counted exactly)\n" + model_header();
   for (const auto& model : workloads::model_presets()) out += model_row(model);
   out += "\ncompute model per GPU architecture (fraction of the precision's dense peak and of memory bandwidth a "
@@ -212,9 +217,13 @@ json catalog_json() {
   for (const auto& gpu : topology::gpu_catalog()) gpus.push_back(gpu_json(gpu));
   json links = json::array();
   for (const auto& link : topology::link_catalog()) links.push_back(link_json(link));
+  json cpus = json::array();
+  for (const auto& cpu : topology::cpu_catalog())
+    cpus.push_back({{"name", cpu.name}, {"vendor_name", cpu.vendor_name}, {"socket_link", cpu.socket_link},
+                    {"pcie", cpu.pcie}, {"source", cpu.source}});
   json models = json::array();
   for (const auto& model : workloads::model_presets()) models.push_back(model_json(model));
-  return {{"gpus", gpus}, {"links", links}, {"models", models}, {"compute", kernels_json()}};
+  return {{"gpus", gpus}, {"links", links}, {"cpus", cpus}, {"models", models}, {"compute", kernels_json()}};
 }
 
 }  // namespace dtsim::results

@@ -35,7 +35,8 @@ Cause cause_of(const std::vector<Op>& ops, const std::vector<sim::OpTime>& times
 }
 
 // Idle gaps on the critical class's compute stream, each charged to what the op after it waited for; the tail
-// after the last compute op (gradient reductions, parameter gathers) is communication.
+// after the last compute op (gradient reductions, parameter gathers) is communication. The step's fixed costs
+// (the optimizer step, the gradient norm, unscale and zeroing: Scope::Optimizer) are `other`, not compute.
 Breakdown breakdown(const workloads::RankClass& c, const sim::ClassTimeline& t, Seconds step_time) {
   Breakdown b;
   Seconds stream_free;
@@ -47,10 +48,11 @@ Breakdown breakdown(const workloads::RankClass& c, const sim::ClassTimeline& t, 
       const Cause cause = cause_of(c.ops, t.ops, c.ops[i]);
       (cause == Cause::Pipeline ? b.pipeline_bubble : cause == Cause::Communication ? b.exposed_comm : b.other) += gap;
     }
-    b.compute += comp->duration;
+    (comp->scope == workloads::Scope::Optimizer ? b.other : b.compute) += comp->duration;
     stream_free = t.ops[i].end;
   }
   b.exposed_comm += std::max(Seconds(0), t.end - stream_free);
+  b.interference = t.interference;
   b.other += std::max(Seconds(0), step_time - t.end);   // another class ended later than this one
   return b;
 }

@@ -8,13 +8,16 @@
 
 namespace dtsim::results {
 
-// Where the critical rank's step went: busy computing, waiting on communication it could not hide, waiting on
-// the pipeline (a stage upstream or downstream), anything else.
+// Where the critical rank's step went: busy computing (forward and backward), waiting on communication it could
+// not hide, waiting on the pipeline (a stage upstream or downstream), and `other`: what every step pays besides
+// (the optimizer step, the gradient norm, unscale and zeroing) and any idle time else.
 struct Breakdown {
   Seconds compute;
   Seconds exposed_comm;
   Seconds pipeline_bubble;
   Seconds other;
+  Seconds interference;   // compute time lost to the communication overlapping it (beside `compute`, which is
+                          // the compute ops' own time)
 };
 
 struct StepMetrics {

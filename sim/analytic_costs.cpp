@@ -1,6 +1,8 @@
 #include "sim/analytic_costs.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "topology/error.hpp"
@@ -60,13 +62,34 @@ bool fully_linked(const std::vector<NodeId>& gpus, const Topology& topology) {
   return true;
 }
 
-GroupLayout group_layout(const std::vector<int>& group, const Topology& topology, bool nvls) {
+std::vector<int> walk_order(const std::vector<NodeId>& gpus, const Topology& topology, topology::RingOrders& rings) {
+  std::map<int, std::vector<std::size_t>> places;   // per machine, the group positions of its GPUs
+  for (std::size_t i = 0; i < gpus.size(); ++i) places[topology.node(gpus[i]).machine].push_back(i);
+  std::vector<int> order(gpus.size());
+  bool moved = false;
+  for (const auto& [machine, at] : places) {
+    std::vector<NodeId> local;
+    for (std::size_t i : at) local.push_back(gpus[i]);
+    const std::vector<std::size_t>& ring = rings.order(local);
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      order[at[k]] = static_cast<int>(at[ring[k]]);
+      moved = moved || ring[k] != k;
+    }
+  }
+  if (!moved) return {};
+  return order;
+}
+
+GroupLayout group_layout(const std::vector<int>& group, const Topology& topology, bool nvls, topology::RingOrders* rings) {
   GroupLayout layout;
   layout.nvls = nvls;
   for (int r : group) layout.machine.push_back(topology.node(topology.gpus()[static_cast<std::size_t>(r)]).machine);
   std::vector<NodeId> gpus;
   for (int r : group) gpus.push_back(topology.gpus()[static_cast<std::size_t>(r)]);
   layout.direct_links = fully_linked(gpus, topology);
+  std::optional<topology::RingOrders> own;
+  if (rings == nullptr) rings = &own.emplace(topology);
+  layout.order = walk_order(gpus, topology, *rings);
   return layout;
 }
 
@@ -135,16 +158,17 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
 
 CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvls, topology::Routing routing, int max_channels) {
   auto paths = std::make_shared<PairPaths>(topology, routing);
+  auto rings = std::make_shared<topology::RingOrders>(topology);
   const auto gpus_of = [&topology](const std::vector<int>& group) {
     std::vector<NodeId> out;
     for (int r : group) out.push_back(topology.gpus()[static_cast<std::size_t>(r)]);
     return out;
   };
   CommCosts costs;
-  costs.collective = [&topology, paths, algorithm, nvls, gpus_of, tuning = collective_tuning(max_channels)](
+  costs.collective = [&topology, paths, rings, algorithm, nvls, gpus_of, tuning = collective_tuning(max_channels)](
                          const workloads::CollectiveOp& op, const std::vector<int>& group) {
-    const auto lowered = lower(op.kind, op.bytes, group_layout(group, topology, nvls), algorithm, Protocol::Auto,
-                               tuning);
+    const auto lowered = lower(op.kind, op.bytes, group_layout(group, topology, nvls, rings.get()), algorithm,
+                               Protocol::Auto, tuning);
     return lowered_time(lowered, gpus_of(group), topology, *paths);
   };
   costs.transfer = [&topology, paths](const workloads::SendOp& op, int from, int to) {

@@ -10,6 +10,7 @@
 
 #include "sim/analytic_engine.hpp"
 #include "sim/collective.hpp"
+#include "topology/ring_order.hpp"
 #include "topology/routing.hpp"
 
 namespace dtsim::sim {
@@ -17,8 +18,15 @@ namespace dtsim::sim {
 // True when every pair of `gpus` has a link of its own (a full mesh); false for fewer than three.
 bool fully_linked(const std::vector<topology::NodeId>& gpus, const topology::Topology& topology);
 
-// The layout of the ranks `group` (indices into topology.gpus()): their machines, and NVLS when `nvls`.
-GroupLayout group_layout(const std::vector<int>& group, const topology::Topology& topology, bool nvls);
+// The order rings walk the GPUs `gpus` (GroupLayout::order): the GPUs of each machine in the order its ring
+// search gives (`rings`), in the places the machine's GPUs hold in the group; empty when that is the group's own.
+std::vector<int> walk_order(const std::vector<topology::NodeId>& gpus, const topology::Topology& topology,
+                            topology::RingOrders& rings);
+
+// The layout of the ranks `group` (indices into topology.gpus()): their machines, NVLS when `nvls`, and the walk
+// order (`rings`: the searches' cache; null: searched here).
+GroupLayout group_layout(const std::vector<int>& group, const topology::Topology& topology, bool nvls,
+                         topology::RingOrders* rings = nullptr);
 
 // A lone transfer's path between two devices: its latency and the rate it gets (narrowest link at line rate x
 // efficiency, no more than a crossed device's capacity). Memoized per pair: a step plays the same pairs again

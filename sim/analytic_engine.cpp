@@ -38,7 +38,7 @@ class Player {
     Timeline t;
     for (std::size_t c = 0; c < g_.classes.size(); ++c) {
       DTSIM_ASSERT(state_[c].next == g_.classes[c].ops.size(), "the step graph deadlocks (a recv without its send)");
-      ClassTimeline ct{std::move(state_[c].times), Seconds(0), state_[c].busy};
+      ClassTimeline ct{std::move(state_[c].times), Seconds(0), state_[c].busy, Seconds(0)};
       for (const OpTime& o : ct.ops) ct.end = std::max(ct.end, o.end);
       t.step_time = std::max(t.step_time, ct.end);
       t.classes.push_back(std::move(ct));

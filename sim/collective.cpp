@@ -302,7 +302,9 @@ Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& la
   const Row& row = row_of(resolved);
   const Builder build = row.ops.of(kind);
   if (build == nullptr) refuse(resolved, kind, fmt::format("{} is not implemented by", to_string(kind)));
-  const Request request{all_ranks(static_cast<int>(layout.machine.size())), bytes, &layout, &tuning};
+  DTSIM_ASSERT(layout.order.empty() || layout.order.size() == layout.machine.size(), "a walk order covers the group");
+  const Request request{layout.order.empty() ? all_ranks(static_cast<int>(layout.machine.size())) : layout.order, bytes,
+                        &layout, &tuning};
   if (row.check != nullptr) row.check(request, kind);
   if (protocol != Protocol::Auto && !costs_of(row.family, protocol, tuning)) refuse_protocol(protocol, resolved);
 

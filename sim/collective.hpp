@@ -38,6 +38,9 @@ struct GroupLayout {
   bool direct_links = false;  // every pair of ranks has a link of its own (a full mesh): a ring would use 2 of
                               // each GPU's n-1 links, so auto sends to every peer at once (direct), as NCCL's
                               // multiple rings over a mesh do
+  std::vector<int> order{};   // the group ranks in the order rings, chains and trees walk them: each machine's
+                              // GPUs as NCCL's ring search orders them (topology/ring_order.hpp), in the places
+                              // the machine's ranks hold; empty: group-rank order
 };
 
 // An endpoint that is not a group rank: the NVSwitch of machine `Transfer::machine` (NVLS only).

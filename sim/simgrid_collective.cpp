@@ -75,7 +75,7 @@ CollectivePlan make_plan(Lowered lowered, int members) {
 
 std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind kind, Bytes bytes,
                                                      const GroupLayout& layout) {
-  Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls, layout.direct_links};
+  Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls, layout.direct_links, layout.order};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Lowered lowered = lower_(kind, bytes, layout);
@@ -98,7 +98,8 @@ std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind k
 
 std::shared_ptr<const CollectivePlan> PlanCache::find(const CollectivePlan* plan) const { return by_address_.at(plan); }
 
-Sites::Sites(const topology::Topology& topology) : topo_(topology) {
+Sites::Sites(const topology::Topology& topology)
+    : topo_(topology), rings_(std::make_unique<topology::RingOrders>(topology)) {
   for (NodeId id = 0; id < topo_.nodes().size(); ++id) {
     const topology::Node& sw = topo_.node(id);
     if (sw.kind != topology::NodeKind::Switch || sw.capacity || sw.machine < 0) continue;
@@ -138,6 +139,7 @@ GroupLayout Sites::layout(const std::vector<NodeId>& gpus) const {
   for (int m : machine) layout.nvls = layout.nvls && nvls_switch_.count(m) > 0;
   layout.machine = label_machines(machine).first;
   layout.direct_links = fully_linked(gpus, topo_);
+  layout.order = walk_order(gpus, topo_, *rings_);
   return layout;
 }
 

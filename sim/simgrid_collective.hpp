@@ -67,7 +67,7 @@ class PlanCache {
   [[nodiscard]] std::shared_ptr<const CollectivePlan> find(const CollectivePlan* plan) const;
 
  private:
-  using Key = std::tuple<int, double, std::vector<int>, bool, bool>;
+  using Key = std::tuple<int, double, std::vector<int>, bool, bool, std::vector<int>>;
   LowerFn lower_;
   bool compact_;
   std::map<Key, std::shared_ptr<const CollectivePlan>> plans_;
@@ -97,6 +97,7 @@ class Sites {
 
   const topology::Topology& topo_;
   std::map<int, topology::NodeId> nvls_switch_;   // by machine
+  std::unique_ptr<topology::RingOrders> rings_;   // each machine's ring order, searched once
 };
 
 // Aggregated flows (SimgridOptions::aggregate): per plan, its aggregate (sim::aggregate_steps) when it has one,

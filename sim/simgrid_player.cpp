@@ -556,7 +556,7 @@ void Player::arrival(const PipeKey& key, Seconds at) {
 // symmetry names the rank whose timeline it has.
 void Player::fill(Timeline& t) const {
   for (std::size_t c = 0; c < g_.classes.size(); ++c) {
-    ClassTimeline ct{{}, Seconds(0), classes_[c].compute_busy};
+    ClassTimeline ct{{}, Seconds(0), classes_[c].compute_busy, Seconds(0)};
     const std::vector<OpTime>* slowest = nullptr;
     for (int r : g_.classes[c].ranks) {
       if (!played(r)) continue;

@@ -63,32 +63,51 @@ void check_pcie(const ClusterSpec& spec) {
     throw InputError("cluster.pcie.sockets", std::to_string(sockets),
                      fmt::format("{} PCIe switches do not split evenly over", switches),
                      fmt::format("a divisor of {}", switches));
+  std::vector<int> bridged(static_cast<std::size_t>(spec.gpus_per_node), 0);
+  for (const auto& [a, b] : spec.pcie.bridges) {
+    const auto pair = fmt::format("[{}, {}]", a, b);
+    if (a < 0 || b < 0 || a >= spec.gpus_per_node || b >= spec.gpus_per_node || a == b)
+      throw InputError("cluster.pcie.bridges", pair, "a bridge joins two different GPUs of the node, not",
+                       fmt::format("two GPU indices in 0..{}", spec.gpus_per_node - 1));
+    if (++bridged[static_cast<std::size_t>(a)] > 1 || ++bridged[static_cast<std::size_t>(b)] > 1)
+      throw InputError("cluster.pcie.bridges", pair, "a GPU has one NVLink bridge connector; it is bridged twice in",
+                       "pairs that share no GPU");
+  }
 }
 
-// Sockets (root complexes) joined pairwise by the socket interconnect; PCIe switches under each socket; GPUs in
-// the switches' x16 slots. All PCIe links run at the intra link's rate (the GPU's slot generation).
+// The rate of a PCIe link of `lanes` lanes of the slot generation `x16` (x16's rate per direction).
+BytesPerSecond lanes_of(const LinkSpec& x16, int lanes) { return x16.bandwidth * (lanes / 16.0); }
+
+// Sockets (root complexes) joined by the socket interconnect; PCIe switches under each socket, each on an
+// x`uplink_lanes` root port; GPUs in the switches' x`slot_lanes` slots, at the intra link's generation; NVLink
+// bridges between the listed GPU pairs.
 void build_pcie(Topology& topo, const ClusterSpec& spec, MachineDevices& m, int machine) {
   check_pcie(spec);
   const std::string pre = prefix(spec, machine);
   const int sockets = spec.effective_sockets();
   const int switches = spec.gpus_per_node / spec.pcie.gpus_per_switch;
-  const BytesPerSecond slot = spec.intra_link.bandwidth;
+  const BytesPerSecond slot = lanes_of(spec.intra_link, spec.pcie.slot_lanes);
+  const BytesPerSecond uplink = lanes_of(spec.intra_link, spec.pcie.uplink_lanes);
   std::optional<BytesPerSecond> root_complex;
   if (spec.pcie.root_complex.value() > 0) root_complex = spec.pcie.root_complex;
   for (int s = 0; s < sockets; ++s)
     m.cpus.push_back(topo.add_node(Node{NodeKind::Cpu, fmt::format("{}cpu{}", pre, s), machine, root_complex}));
-  const BytesPerSecond upi = spec.pcie.socket_link.bandwidth * static_cast<double>(spec.pcie.socket_links);
+  const BytesPerSecond between = spec.pcie.socket_link.bandwidth * static_cast<double>(spec.pcie.socket_links);
   for (int s = 1; s < sockets; ++s)
     topo.add_link(make_link(m.cpus[static_cast<std::size_t>(s - 1)], m.cpus[static_cast<std::size_t>(s)],
-                            spec.pcie.socket_link, upi));
+                            spec.pcie.socket_link, between));
   for (int w = 0; w < switches; ++w) {
     NodeId sw = add_device(topo, NodeKind::PcieSwitch, fmt::format("{}psw{}", pre, w), machine);
     m.pcie_switches.push_back(sw);
-    topo.add_link(make_link(sw, m.cpus[static_cast<std::size_t>(w / (switches / sockets))], spec.intra_link, slot));
+    topo.add_link(make_link(sw, m.cpus[static_cast<std::size_t>(w / (switches / sockets))], spec.intra_link, uplink));
   }
   for (std::size_t g = 0; g < m.gpus.size(); ++g)
     topo.add_link(make_link(m.gpus[g], m.pcie_switches[g / static_cast<std::size_t>(spec.pcie.gpus_per_switch)],
                             spec.intra_link, slot));
+  const BytesPerSecond bridge = spec.pcie.bridge_link.bandwidth * static_cast<double>(spec.pcie.bridge_links);
+  for (const auto& [a, b] : spec.pcie.bridges)
+    topo.add_link(make_link(m.gpus[static_cast<std::size_t>(a)], m.gpus[static_cast<std::size_t>(b)],
+                            spec.pcie.bridge_link, bridge));
 }
 
 }  // namespace

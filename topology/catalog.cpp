@@ -89,6 +89,20 @@ std::string link_family_names() {
 }
 
 std::string link_names() { return join_names(link_catalog()); }
+std::string cpu_names() { return join_names(cpu_catalog()); }
+
+const CpuSpec& find_cpu(std::string_view name, std::string_view key) {
+  const auto* cpu = find_by_name(cpu_catalog(), name);
+  if (cpu == nullptr) throw InputError(std::string(key), std::string(name), "unknown CPU", cpu_names());
+  return *cpu;
+}
+
+const CpuSpec& default_cpu(std::string_view host_link) {
+  const auto cpus = cpu_catalog();
+  for (const CpuSpec& c : cpus)
+    if (c.pcie == host_link) return c;
+  return cpus.back();
+}
 
 const GpuSpec& find_gpu(std::string_view name, std::string_view key) {
   const auto* gpu = find_by_name(gpu_catalog(), name);

@@ -56,6 +56,8 @@ struct GpuSpec {
   std::string gpu_link;         // GPU-to-GPU link class ("nvlink3"), or the host link when it has none
   int gpu_link_count = 1;       // links of that class per GPU (A100: 12 NVLink3)
   std::string host_link;        // PCIe generation of its slot ("pcie4")
+  int sms = 0;                  // streaming multiprocessors (compute units): what an overlapped NCCL kernel's
+                                // blocks take from compute, one SM each; 0 = unknown (no interference modelled)
   std::string source;
 
   [[nodiscard]] std::optional<FlopsPerSecond> peak_for(Precision p) const {
@@ -76,14 +78,31 @@ inline constexpr BytesPerSecond kMaxLinkBandwidth = gigabytes_per_second(1e6);
 // its source in catalog_data.cpp); the PCIe box's default.
 BytesPerSecond pcie_root_complex_throughput();
 
+// A PCIe server's host CPU: how much GPU peer traffic crosses between its two sockets (`socket_link`, a catalog
+// link of the cpu-interconnect family: the whole socket interconnect as that traffic sees it, per direction) and
+// the PCIe generation of its root ports (`pcie`, a catalog link).
+struct CpuSpec {
+  std::string name;
+  std::string vendor_name;
+  std::string socket_link;
+  std::string pcie;
+  std::string source;
+};
+
 std::span<const GpuSpec> gpu_catalog();
 std::span<const LinkSpec> link_catalog();
+std::span<const CpuSpec> cpu_catalog();
+// The CPU of a PCIe box that names none: the first catalog CPU whose root ports run `host_link` (the GPU's PCIe
+// generation), i.e. the Xeon generation that brought it; the last one for a generation no CPU has.
+const CpuSpec& default_cpu(std::string_view host_link);
 
 // Look-ups by catalog name. Throw InputError naming `key` and listing the allowed names when unknown.
 const GpuSpec& find_gpu(std::string_view name, std::string_view key = "cluster.gpu");
 const LinkSpec& find_link(std::string_view name, std::string_view key = "cluster.intra_link");
+const CpuSpec& find_cpu(std::string_view name, std::string_view key = "cluster.pcie.cpu");
 std::string gpu_names();   // "a100-sxm4-40gb, a100-sxm4-80gb, ..."
 std::string link_names();
+std::string cpu_names();
 std::string link_family_names();   // "nvlink, infinity-fabric, ..."
 
 // Checks a user-supplied entry (positive bandwidths, efficiency in (0,1], ...); throws InputError with `key`.

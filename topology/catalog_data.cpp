@@ -10,8 +10,14 @@
 // - prices: approximate 2024 public figures (street/list purchase price per GPU; typical on-demand cloud rate per
 //   GPU-hour); good for orders of magnitude in cost comparisons, not for quotes.
 // - link bandwidth: ONE link, ONE direction, line rate. efficiency: fraction of it NCCL moves on large messages.
+// - sms: streaming multiprocessors (AMD: compute units), what an NCCL block occupies one of: NVIDIA's
+//   whitepapers and spec tables (A100 108; H100 SXM5 132, PCIe 114: NVIDIA's H100 spec table as reprinted by
+//   hpctech.co.jp; H200 and H100 NVL the SXM5's 132; B200 148; Ada L40S 142, L4 58, RTX 4090 128; Turing T4 40;
+//   Volta V100 80), AMD's MI300X datasheet (304 CUs).
 #include <algorithm>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "topology/catalog.hpp"
 
@@ -43,7 +49,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
        .tdp = Watts(400), .price = Dollars(10000), .price_per_hour = Dollars(1.3),
-       .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4",
+       .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4", .sms = 108,
        .source = "hardware.md row 'A100 SXM4 40GB'; fp64 tensor 19.5 and int4 1248 from the NVIDIA A100 "
                  "datasheet; prices approximate"},
       {.name = "a100-sxm4-80gb", .vendor_name = "NVIDIA A100-SXM4-80GB", .architecture = "ampere",
@@ -51,7 +57,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
        .tdp = Watts(400), .price = Dollars(15000), .price_per_hour = Dollars(1.8),
-       .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4",
+       .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4", .sms = 108,
        .source = "hardware.md row 'A100 SXM4 80GB' (nvidia-smi 81,920 MiB); fp64/tf32/fp32/int4 from the NVIDIA "
                  "A100 datasheet; prices approximate"},
       {.name = "a100-pcie-80gb", .vendor_name = "NVIDIA A100 80GB PCIe", .architecture = "ampere",
@@ -59,7 +65,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
        .tdp = Watts(300), .price = Dollars(14000), .price_per_hour = Dollars(1.6),
-       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 108,
        .source = "hardware.md row 'A100 PCIe 80GB'; fp64/tf32/fp32/int4 from the NVIDIA A100 datasheet; an "
                  "optional NVLink bridge pairs two cards (link nvlink-bridge); prices approximate"},
       {.name = "h100-sxm5-80gb", .vendor_name = "NVIDIA H100 80GB HBM3", .architecture = "hopper",
@@ -67,7 +73,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 67, .fp32 = 67, .tf32 = 494, .bf16 = 989, .fp16 = 989, .fp8 = 1979,
                        .int8 = 1979, .int4 = std::nullopt}),
        .tdp = Watts(700), .price = Dollars(30000), .price_per_hour = Dollars(3.0),
-       .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5",
+       .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5", .sms = 132,
        .source = "hardware.md row 'H100 SXM5 80GB' (nvidia-smi shows 81,559 MiB; 80 GiB by convention); fp64 "
                  "tensor 67 from the NVIDIA H100 datasheet; Hopper has no int4 tensor path; prices approximate"},
       {.name = "h100-pcie-80gb", .vendor_name = "NVIDIA H100 PCIe", .architecture = "hopper",
@@ -75,7 +81,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 51, .fp32 = 51, .tf32 = 378, .bf16 = 756, .fp16 = 756, .fp8 = 1513,
                        .int8 = 1513, .int4 = std::nullopt}),
        .tdp = Watts(350), .price = Dollars(25000), .price_per_hour = Dollars(2.5),
-       .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5",
+       .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5", .sms = 114,
        .source = "hardware.md row 'H100 PCIe 80GB' (bf16 756, fp8 1513 marked unverified there; they are half "
                  "the sparse figures of the NVIDIA H100 datasheet, which also gives fp64 tensor 51, fp32 51, "
                  "tf32 378 dense, int8 1513 dense); prices approximate"},
@@ -84,7 +90,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 67, .fp32 = 67, .tf32 = 494, .bf16 = 989, .fp16 = 989, .fp8 = 1979,
                        .int8 = 1979, .int4 = std::nullopt}),
        .tdp = Watts(700), .price = Dollars(35000), .price_per_hour = Dollars(3.8),
-       .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5",
+       .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5", .sms = 132,
        .source = "hardware.md row 'H200 SXM 141GB'; memory is what nvidia-smi shows (143,771 MiB, not 141 GiB); "
                  "fp64/fp32/tf32 as H100 SXM (same GH100 die, NVIDIA H200 datasheet); prices approximate"},
       {.name = "mi300x", .vendor_name = "AMD Instinct MI300X", .architecture = "cdna3",
@@ -92,7 +98,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 163.4, .fp32 = 163.4, .tf32 = 653.7, .bf16 = 1307.4, .fp16 = 1307.4,
                        .fp8 = 2614.9, .int8 = 2614.9, .int4 = std::nullopt}),
        .tdp = Watts(750), .price = Dollars(15000), .price_per_hour = Dollars(2.5),
-       .gpu_link = "infinity-fabric", .gpu_link_count = 7, .host_link = "pcie5",
+       .gpu_link = "infinity-fabric", .gpu_link_count = 7, .host_link = "pcie5", .sms = 304,
        .source = "hardware.md row 'MI300X' (bf16 1,307 and fp8 2,615 marked unverified there; the AMD Instinct "
                  "MI300X datasheet gives 1307.4 / 2614.9 dense, fp64 matrix 163.4, fp32 163.4, tf32 653.7, int8 "
                  "2614.9); 192 GB = 8 HBM3 stacks of 24 GiB; prices approximate"},
@@ -101,7 +107,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 1.29, .fp32 = 82.6, .tf32 = 82.6, .bf16 = 165.2, .fp16 = 165.2, .fp8 = 330.3,
                        .int8 = 660.6, .int4 = 1321.2}),
        .tdp = Watts(450), .price = Dollars(1600), .price_per_hour = Dollars(0.4),
-       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 128,
        .source = "hardware.md row 'RTX 4090' (bf16/fp16 with FP32 accumulate, as training runs; fp8 330 and int8 "
                  "661 marked unverified there); NVIDIA Ada Lovelace whitepaper: fp32 82.6, tf32 82.6, fp8 330.3 "
                  "(FP32 accumulate), int8 660.6, int4 1321.2, fp64 1/64 of fp32; no NVLink; prices approximate "
@@ -111,7 +117,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 0.25, .fp32 = 8.1, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 65,
                        .fp8 = std::nullopt, .int8 = 130, .int4 = 260}),
        .tdp = Watts(70), .price = Dollars(2000), .price_per_hour = Dollars(0.35),
-       .gpu_link = "pcie3", .gpu_link_count = 1, .host_link = "pcie3",
+       .gpu_link = "pcie3", .gpu_link_count = 1, .host_link = "pcie3", .sms = 40,
        .source = "hardware.md row 'T4'; NVIDIA T4 datasheet: fp32 8.1, int4 260; Turing has no bf16/tf32; fp64 "
                  "1/32 of fp32 (assumption, not in the datasheet); memory 16 GiB less ECC as nvidia-smi shows it "
                  "(15,360 MiB, ECC on by default); prices approximate"},
@@ -120,7 +126,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 7.8, .fp32 = 15.7, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 125,
                        .fp8 = std::nullopt, .int8 = std::nullopt, .int4 = std::nullopt}),
        .tdp = Watts(300), .price = Dollars(10000), .price_per_hour = Dollars(1.0),
-       .gpu_link = "nvlink2", .gpu_link_count = 6, .host_link = "pcie3",
+       .gpu_link = "nvlink2", .gpu_link_count = 6, .host_link = "pcie3", .sms = 80,
        .source = "hardware.md row 'V100 SXM2' (fp16 125 and NVLink2 300 GB/s marked unverified there; the "
                  "NVIDIA V100 datasheet confirms both: 6 links x 25 GB/s each way); fp64 7.8 and fp32 15.7 from "
                  "the datasheet (no fp64 tensor cores, no int8 tensor cores); prices approximate"},
@@ -129,7 +135,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
        .tdp = Watts(250), .price = Dollars(8000), .price_per_hour = Dollars(1.1),
-       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 108,
        .source = "NVIDIA A100 40GB PCIe product brief PB-10137-001 (copy): 1,555 GB/s, 250 W, the A100 datasheet's "
                  "peaks (same as SXM4); nvidia-smi shows 40960 MiB; an optional NVLink bridge pairs two cards "
                  "(link nvlink-bridge, 12 links); prices approximate, unverified"},
@@ -138,7 +144,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 1.43, .fp32 = 91.6, .tf32 = 183, .bf16 = 362.05, .fp16 = 362.05, .fp8 = 733,
                        .int8 = 733, .int4 = 1466}),
        .tdp = Watts(350), .price = Dollars(8500), .price_per_hour = Dollars(1.0),
-       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 142,
        .source = "NVIDIA L40S datasheet (reseller copies): dense fp32 91.6, tf32 183, bf16/fp16 362.05 (FP32 "
                  "accumulate), fp8 733, int8 733; int4 2 x int8 (the datasheet prints 733, a copy error against the "
                  "L40's 2x); fp64 1/64 of fp32; 48 GB GDDR6 with ECC on shows 46068 MiB (nvidia-smi); no NVLink; "
@@ -148,7 +154,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 0.47, .fp32 = 30.3, .tf32 = 60, .bf16 = 121, .fp16 = 121, .fp8 = 242.5,
                        .int8 = 242.5, .int4 = 485}),
        .tdp = Watts(72), .price = Dollars(2500), .price_per_hour = Dollars(0.6),
-       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4",
+       .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 58,
        .source = "NVIDIA L4 datasheet (reseller copies): the sparse figures halved (tf32 120, bf16 242, fp8/int8 "
                  "485 sparse), fp32 30.3; int4 2 x int8 (not printed; Ada runs it); fp64 1/64 of fp32; 24 GB GDDR6 "
                  "with ECC on shows 23034 MiB; 72 W slot power; 58 SMs at 2040 MHz (device output); prices "
@@ -158,7 +164,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 7, .fp32 = 14, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 112,
                        .fp8 = std::nullopt, .int8 = std::nullopt, .int4 = std::nullopt}),
        .tdp = Watts(250), .price = Dollars(3000), .price_per_hour = Dollars(0.8),
-       .gpu_link = "pcie3", .gpu_link_count = 1, .host_link = "pcie3",
+       .gpu_link = "pcie3", .gpu_link_count = 1, .host_link = "pcie3", .sms = 80,
        .source = "NVIDIA V100 datasheet, PCIe column (a stored copy): fp64 7, fp32 14, tensor fp16 112, 900 GB/s, "
                  "250 W; consistent with 80 SMs at 1380 MHz (clinfo); no NVLink connector; 32 GiB as v100-sxm2-32gb "
                  "(nvidia-smi shows 32510 MiB); prices approximate, unverified"},
@@ -167,7 +173,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 60, .fp32 = 60, .tf32 = 417.5, .bf16 = 835.5, .fp16 = 835.5, .fp8 = 1670.5,
                        .int8 = 1670.5, .int4 = std::nullopt}),
        .tdp = Watts(400), .price = Dollars(28000), .price_per_hour = Dollars(3.0),
-       .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5",
+       .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5", .sms = 132,
        .source = "NVIDIA H100 datasheet, NVL column (recalled, not read here: unverified): the sparse figures "
                  "halved, 3.9 TB/s, 400 W (configurable 350-400 W, ml-engineering's power table); fp64/fp32 60 "
                  "agree with 132 SMs at the device's 1785 MHz; nvidia-smi shows 95830 MiB; a card pair joined by "
@@ -177,7 +183,7 @@ std::vector<GpuSpec> make_gpus() {
        .peak = tflops({.fp64 = 37, .fp32 = 75, .tf32 = 1100, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500,
                        .int8 = 4500, .int4 = std::nullopt}),
        .tdp = Watts(1000), .price = Dollars(40000), .price_per_hour = Dollars(5.5),
-       .gpu_link = "nvlink5", .gpu_link_count = 18, .host_link = "pcie5",
+       .gpu_link = "nvlink5", .gpu_link_count = 18, .host_link = "pcie5", .sms = 148,
        .source = "NVIDIA HGX B200 per-GPU table (copy; an earlier revision gives fp64 40 / fp32 80): sparse figures "
                  "halved, bf16 2250 (ml-engineering's table too), NVLink 5 1.8 TB/s, configurable to 1000 W; 8 TB/s "
                  "(DGX B200: 64 TB/s over 8; NVIDIA's later table prints 7.7); nvidia-smi shows 183359 MiB; 148 SMs; "
@@ -201,6 +207,28 @@ constexpr double kNvLinkEfficiency = 0.767;
 // this model does not reproduce. 10 us per hop for the host's socket path is an assumption (NCCL's own tuning
 // gives the network no latency of its own).
 constexpr double kTcpFraming = 1448.0 / 1538.0;
+
+// The socket interconnect of a two-socket PCIe server as GPU peer traffic crosses it, per direction, for the
+// whole interconnect (however many UPI or xGMI links it has). It is what the CPU's coherent fabric and memory
+// forward for PCIe peer traffic (GPU writes, or NCCL's shared-memory staging through host memory where it uses no
+// peer-to-peer across the root complex), far below the links' line rate. NCCL rates it per CPU
+// (src/graph/topo.h at NVIDIA/nccl 5067397c, ncclTopoGetInterCpuBw) for its ring search, conservatively: 8x RTX
+// 5090 on two Sapphire Rapids sockets reach 28 GB/s all-reduce busbw across them (nccl.md, NVIDIA/nccl #1639)
+// where NCCL rates the link 22. One factor for every CPU, 28 / 22, fitted on that row, carries NCCL's figures to
+// what a ring gets. Checked: the 4x A100 PCIe (Ice Lake) against 4x A100 SXM4 MLPerf pair and the 8x H100 PCIe
+// (Genoa) against HGX pair (docs/validation.md); NCCL's own Turin measurement, 32.18 GB/s, is 21 % below 32 x
+// 28 / 22 (one GPU pair's copy, not a ring).
+constexpr double kSocketMeasuredOverNccl = 28.0 / 22.0;
+
+LinkSpec socket_link(const char* name, double nccl_gbps, const char* what) {
+  return {.name = name, .family = LinkFamily::CpuInterconnect,
+          .bandwidth = gigabytes_per_second(nccl_gbps * kSocketMeasuredOverNccl), .latency = microseconds(1.0),
+          .efficiency = 1.0, .switch_reduction = false,
+          .source = fmt::format("NCCL src/graph/topo.h (NVIDIA/nccl 5067397c): {}; x 28/22 (a ring across two Sapphire "
+                                "Rapids sockets measured 28 GB/s where NCCL rates 22: nccl.md, NVIDIA/nccl #1639); per "
+                                "direction, the whole socket interconnect as GPU peer traffic crosses it; latency as "
+                                "upi (assumption)", what)};
+}
 constexpr double kTcpHostCeilingGBps = 5.0;
 
 LinkSpec tcp_link(const char* name, double gbps) {
@@ -306,6 +334,35 @@ std::vector<LinkSpec> make_links() {
        .source = "40 GbE RoCE: efficiency and latency of the RoCE entries (eth-100g)"},
       tcp_link("eth-10g-tcp", 10), tcp_link("eth-25g-tcp", 25), tcp_link("eth-40g-tcp", 40),
       tcp_link("eth-100g-tcp", 100),
+      socket_link("socket-skylake", 10.0, "SKL_QPI_BW 10: Intel Skylake-SP, Cascade Lake and Ice Lake-SP (NCCL classes "
+                                          "every CPUID model from 0x55 below 0x8F as Skylake)"),
+      socket_link("socket-sapphire-rapids", 22.0, "SRP_QPI_BW 22: Intel Sapphire Rapids (CPUID model 0x8F)"),
+      socket_link("socket-emerald-rapids", 40.0, "ERP_QPI_BW 40: Intel Emerald Rapids (CPUID model 0xCF)"),
+      socket_link("socket-zen2", 16.0, "AMD_BW 16: every AMD EPYC in NCCL's releases, Zen 2 (Rome) in its dev branch"),
+      socket_link("socket-zen3", 24.0, "24 for Zen 3 and 4 (Milan, Genoa) in NCCL's dev branch, commit 2f1c174c "
+                                       "('a conservative estimate')"),
+      socket_link("socket-zen5", 32.0, "32 for Zen 5 (Turin) in NCCL's dev branch, commit 2f1c174c, from measured "
+                                       "cross-socket GPU P2P of 32.18 GB/s on dual EPYC 9575F"),
+  };
+}
+
+// A PCIe box's CPUs, in the order default_cpu searches them (the first of each PCIe generation is the Xeon that
+// brought it to servers).
+std::vector<CpuSpec> make_cpus() {
+  const auto cpu = [](const char* name, const char* vendor, const char* socket, const char* pcie) {
+    return CpuSpec{name, vendor, socket, pcie,
+                   "socket link: NCCL's inter-CPU bandwidth for this CPU (src/graph/topo.h); root ports: the CPU's "
+                   "PCIe generation (vendor product pages)"};
+  };
+  return {
+      cpu("skylake", "Intel Xeon Scalable 1st/2nd gen (Skylake-SP, Cascade Lake)", "socket-skylake", "pcie3"),
+      cpu("icelake", "Intel Xeon Scalable 3rd gen (Ice Lake-SP)", "socket-skylake", "pcie4"),
+      cpu("sapphire-rapids", "Intel Xeon Scalable 4th gen (Sapphire Rapids)", "socket-sapphire-rapids", "pcie5"),
+      cpu("emerald-rapids", "Intel Xeon Scalable 5th gen (Emerald Rapids)", "socket-emerald-rapids", "pcie5"),
+      cpu("rome", "AMD EPYC 7002 (Rome, Zen 2)", "socket-zen2", "pcie4"),
+      cpu("milan", "AMD EPYC 7003 (Milan, Zen 3)", "socket-zen3", "pcie4"),
+      cpu("genoa", "AMD EPYC 9004 (Genoa, Zen 4)", "socket-zen3", "pcie5"),
+      cpu("turin", "AMD EPYC 9005 (Turin, Zen 5)", "socket-zen5", "pcie5"),
   };
 }
 
@@ -326,6 +383,11 @@ std::span<const GpuSpec> gpu_catalog() {
 std::span<const LinkSpec> link_catalog() {
   static const std::vector<LinkSpec> links = make_links();
   return links;
+}
+
+std::span<const CpuSpec> cpu_catalog() {
+  static const std::vector<CpuSpec> cpus = make_cpus();
+  return cpus;
 }
 
 }  // namespace dtsim::topology

@@ -29,6 +29,8 @@ int ClusterSpec::effective_links_per_gpu() const {
   return intra_link.name == gpu.gpu_link ? gpu.gpu_link_count : 1;
 }
 
+bool valid_pcie_lanes(int lanes) { return lanes == 1 || lanes == 2 || lanes == 4 || lanes == 8 || lanes == 16; }
+
 int ClusterSpec::effective_sockets() const {
   if (pcie.sockets > 0) return pcie.sockets;
   return gpus_per_node / pcie.gpus_per_switch >= 4 ? 2 : 1;
@@ -58,8 +60,10 @@ ClusterSpec default_cluster(std::string_view gpu, IntraKind intra, int nodes, in
   spec.intra_link = find_link(intra == IntraKind::Pcie ? spec.gpu.host_link : spec.gpu.gpu_link);
   spec.nic_link = find_link(spec.gpu.host_link, "cluster.nic_link");
   spec.inter_link = find_link("ib-hdr", "cluster.inter_link");
-  spec.pcie.socket_link = find_link("upi", "cluster.socket_link");
+  spec.pcie.cpu = default_cpu(spec.gpu.host_link).name;
+  spec.pcie.socket_link = find_link(find_cpu(spec.pcie.cpu).socket_link, "cluster.pcie.socket_link");
   spec.pcie.root_complex = pcie_root_complex_throughput();
+  spec.pcie.bridge_link = find_link("nvlink-bridge", "cluster.pcie.bridge_link");
   return spec;
 }
 

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "topology/catalog.hpp"
 #include "topology/routing.hpp"
@@ -21,14 +23,30 @@ inline constexpr std::string_view kIntraNames = "nvswitch, full-mesh, ring, star
 inline constexpr std::string_view kInterNames = "none, switch, fat-tree, rail-optimized";
 
 // The PCIe box: sockets, each with PCIe switches, each with GPUs; sockets joined by the CPU interconnect.
+//
+//   [cpu0]====socket link====[cpu1]        root ports: x`uplink_lanes` to each PCIe switch
+//    |    \                   |    \       slots: x`slot_lanes` from each switch to each GPU
+//  [psw0] [psw1]            [psw2] [psw3]   `gpus_per_switch` GPUs under a switch (1: a GPU on its own root port)
+//   |  |   |  |              |  |   |  |
+//  g0 g1  g2 g3             g4 g5  g6 g7    optional NVLink bridges between GPU pairs (g0=g1, g2=g3, ...)
 struct PcieLayout {
   int gpus_per_switch = 2;
   int sockets = 0;          // 0 = two when there are 4 or more PCIe switches, else one
-  LinkSpec socket_link;     // one CPU-interconnect link (UPI)
-  int socket_links = 3;     // links between the two sockets
+  std::string cpu;          // catalog CPU (its socket link); empty until resolved (default_cpu of the slots)
+  LinkSpec socket_link;     // the socket interconnect as GPU traffic crosses it (the CPU's, unless overridden)
+  int socket_links = 1;     // links of socket_link between the two sockets
   BytesPerSecond root_complex;   // GPU peer-to-peer throughput one socket's root complex sustains (CPU and
                                  // memory; both directions together); zero = unlimited
+  int slot_lanes = 16;      // PCIe lanes of a GPU's slot (1, 2, 4, 8, 16): the slot runs at lanes/16 of x16
+  int uplink_lanes = 16;    // PCIe lanes of a switch's uplink to its root port
+  std::vector<std::pair<int, int>> bridges;   // GPU pairs (node-local indices) joined by an NVLink bridge
+  LinkSpec bridge_link;     // one link of a bridge (nvlink-bridge)
+  int bridge_links = 12;    // links per bridge (A100 and H100 PCIe bridges: 12, 600 GB/s both directions)
 };
+
+// PCIe lane counts a slot or an uplink may have.
+inline constexpr std::string_view kPcieLaneNames = "1, 2, 4, 8, 16";
+[[nodiscard]] bool valid_pcie_lanes(int lanes);
 
 // Leaf-spine fabric for fat-tree and rail-optimized.
 struct FabricLayout {

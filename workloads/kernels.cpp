@@ -90,7 +90,7 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.ffn = m.ffn_hidden / tp;
   d.swiglu = m.activation == Activation::Swiglu;
   d.up_out = d.swiglu ? 2.0 * d.ffn : d.ffn;
-  d.vocab = m.vocab / tp;
+  d.vocab = m.logits_width() / tp;
   d.e = bytes_per_element(t.precision);
   d.we = bytes_per_element(t.weight_dtype);
   d.ge = bytes_per_element(t.grad_dtype);
@@ -376,6 +376,22 @@ Kernel optimizer_kernel(const TrainingSpec& t, double params) {
   k.pass = Pass::Backward;
   k.bytes = Bytes(params * per_param);
   return k;
+}
+
+std::vector<Kernel> step_overhead_kernels(const TrainingSpec& t, double params) {
+  DTSIM_ASSERT(params >= 0.0, "a GPU cannot hold a negative number of parameters");
+  const Bytes grads(params * bytes_per_element(t.grad_dtype));
+  const auto pass_over = [](Bytes bytes) {
+    Kernel k;
+    k.kind = KernelClass::OptimizerUpdate;
+    k.pass = Pass::Backward;
+    k.bytes = bytes;
+    return k;
+  };
+  std::vector<Kernel> out{pass_over(grads)};                                      // the norm
+  if (t.precision == Precision::Fp16) out.push_back(pass_over(grads * 2.0));      // unscale, check for inf/NaN
+  out.push_back(pass_over(grads));                                                // zero the buffer
+  return out;
 }
 
 FlopCount total_flops(const std::vector<Kernel>& kernels) {

@@ -90,6 +90,14 @@ std::vector<Kernel> logits_kernels(const ModelSpec& m, const TrainingSpec& t, Sh
 // The optimizer step over `params` parameters held by this GPU (its ZeRO shard).
 Kernel optimizer_kernel(const TrainingSpec& t, double params);
 
+// What every step does to the gradients of those parameters beside the update, each a streaming kernel over
+// them, as Megatron-LM (megatron/core/optimizer: clip_grads.py get_grad_norm_fp32, optimizer.py
+// _unscale_main_grads_and_check_for_nan; distributed/param_and_grad_buffer.py's reset), DeepSpeed and PyTorch's
+// GradScaler and clip_grad_norm_ run them: the gradient norm for clipping (read every gradient), with fp16 loss
+// scaling the unscale and the check for inf and NaN (read and write them), and the zeroing of the gradient
+// buffer for the next step (write them).
+std::vector<Kernel> step_overhead_kernels(const TrainingSpec& t, double params);
+
 FlopCount total_flops(const std::vector<Kernel>& kernels);
 Bytes total_bytes(const std::vector<Kernel>& kernels);
 

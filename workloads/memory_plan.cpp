@@ -114,7 +114,7 @@ double head_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) 
   const double sb = static_cast<double>(m.seq_length) * t.micro_batch;
   const double inputs = 2.0 * activation_element_bytes(t.precision) * sb * m.hidden / (t.sequence_parallel ? tp : 1);
   const double logits = t.cross_entropy_fusion ? activation_element_bytes(t.precision) : kLossBytes;
-  return inputs + logits * sb * m.vocab / tp;
+  return inputs + logits * sb * m.logits_width() / tp;
 }
 
 // Bytes one in-flight forward of virtual stage v leaves on its GPU until its backward runs.
@@ -287,7 +287,7 @@ MemoryPlan plan_training(const Workload& w, const topology::GpuSpec& gpu, bool p
 Bytes decode_workspace(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
   const double split = m.hidden + 2.0 * m.kv_dim() + static_cast<double>(m.heads) * inf.context +
-                       mlp_tensors * m.ffn_hidden + m.vocab;
+                       mlp_tensors * m.ffn_hidden + m.logits_width();
   return Bytes(inf.batch * kWorkspaceBytes * (m.hidden + split / tp));
 }
 

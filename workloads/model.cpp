@@ -63,7 +63,7 @@ double embedding_parameters(const ModelSpec& m) {
 }
 
 double logits_parameters(const ModelSpec& m) {
-  return m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden;
+  return m.tied_embeddings ? 0.0 : static_cast<double>(m.logits_width()) * m.hidden;
 }
 
 double final_norm_parameters(const ModelSpec& m) { return norm_parameters(m); }

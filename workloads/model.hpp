@@ -35,6 +35,9 @@ struct ModelSpec {
   int kv_heads = 0;            // = heads for multi-head attention; fewer for GQA, 1 for MQA
   int ffn_hidden = 0;
   int vocab = 0;
+  int head_vocab = 0;          // logits per token of the output layer; 0 = vocab. Tied to the embedding it holds
+                               // no weights of its own and only sets the width (a head over a fraction of the
+                               // tokens, BERT's masked-token MLM head, as that fraction of the vocabulary over all)
   int seq_length = 0;
   Activation activation = Activation::Gelu;
   Norm norm = Norm::LayerNorm;
@@ -51,6 +54,7 @@ struct ModelSpec {
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
   [[nodiscard]] int kv_dim() const { return kv_heads * head_dim(); }
+  [[nodiscard]] int logits_width() const { return head_vocab > 0 ? head_vocab : vocab; }
 };
 
 // Parameter counts, exact (weights, biases, norms, embeddings), in parameters.

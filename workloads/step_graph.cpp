@@ -196,18 +196,28 @@ Seconds StageBuilder::time_of(const Kernel& k) {
   return it->second;
 }
 
+// The part of `time` (a kernel's) that streams through HBM: all of it for a streaming kernel, else none.
+Seconds streaming(const Kernel& k, Seconds time) {
+  const Work w = work_of(k.kind).work;
+  return w == Work::Stream || w == Work::AttentionStream ? time : Seconds(0);
+}
+
 std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer,
                                          int mb, std::vector<Index> deps) {
   if (kernels.empty()) return deps;
   if (ctx_.granularity == Granularity::Layer) {
-    Seconds time(0);
-    for (const Kernel& k : kernels) time += time_of(k);
-    ComputeOp op{scope, std::nullopt, pass, layer, mb, total_flops(kernels), total_bytes(kernels), time};
+    ComputeOp op{scope, std::nullopt, pass, layer, mb, total_flops(kernels), total_bytes(kernels), Seconds(0), Seconds(0)};
+    for (const Kernel& k : kernels) {
+      const Seconds t = time_of(k);
+      op.duration += t;
+      op.memory_time += streaming(k, t);
+    }
     return {add(op, std::move(deps))};
   }
   Index last = 0;
   for (const Kernel& k : kernels) {
-    last = add(ComputeOp{scope, k.kind, pass, layer, mb, k.flops, k.bytes, time_of(k)}, deps);
+    const Seconds t = time_of(k);
+    last = add(ComputeOp{scope, k.kind, pass, layer, mb, k.flops, k.bytes, t, streaming(k, t)}, deps);
     deps.clear();
   }
   return {last};
@@ -224,18 +234,20 @@ std::optional<Index> StageBuilder::flush(Pending& p) {
   const auto& kernels = ctx_.layer_kernels[pass];
   const auto& times = ctx_.layer_times[pass];
   if (!p.kernels.empty() && ctx_.granularity == Granularity::Layer) {
-    ComputeOp c{Scope::Layer, std::nullopt, p.pass, p.layer, p.mb, FlopCount(0), Bytes(0), Seconds(0)};
+    ComputeOp c{Scope::Layer, std::nullopt, p.pass, p.layer, p.mb, FlopCount(0), Bytes(0), Seconds(0), Seconds(0)};
     for (const std::uint32_t i : p.kernels) {
       c.flops += kernels[i].flops;
       c.bytes += kernels[i].bytes;
       c.duration += times[i];
+      c.memory_time += streaming(kernels[i], times[i]);
     }
     op = add(c, std::move(p.deps));
   }
   if (ctx_.granularity == Granularity::Kernel)
     for (const std::uint32_t i : p.kernels) {
       const Kernel& k = kernels[i];
-      op = add(ComputeOp{Scope::Layer, k.kind, p.pass, p.layer, p.mb, k.flops, k.bytes, times[i]}, std::move(p.deps));
+      op = add(ComputeOp{Scope::Layer, k.kind, p.pass, p.layer, p.mb, k.flops, k.bytes, times[i], streaming(k, times[i])},
+               std::move(p.deps));
       p.deps.clear();
     }
   if (op) p.deps = {*op};
@@ -486,10 +498,9 @@ void StageBuilder::finish(double stage_params) {
     before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,
                                      CommPurpose::EmbeddingGrads, -1, -1, last_backward_));
   const double shard = plan.zero >= 1 ? stage_params / plan.dp : stage_params;
-  const Kernel k = optimizer_kernel(ctx_.t, shard);
-  const Index step = add(ComputeOp{Scope::Optimizer, std::nullopt, Pass::Forward, -1, -1, k.flops, k.bytes,
-                                   kernel_time(k, ctx_.gpu, ctx_.t.precision)},
-                         std::move(before_step));
+  std::vector<Kernel> step_kernels = step_overhead_kernels(ctx_.t, shard);
+  step_kernels.insert(step_kernels.begin() + 1, optimizer_kernel(ctx_.t, shard));   // after the norm, before zeroing
+  const Index step = compute(step_kernels, Scope::Optimizer, Pass::Forward, -1, -1, std::move(before_step)).front();
   if ((plan.zero == 1 || plan.zero == 2) && plan.dp > 1 && !overlaps_param_gather(ctx_.w))
     collective(CollectiveKind::AllGather, Group::Dp, Bytes(stage_params * bytes_per_element(ctx_.t.weight_dtype)),
                CommPurpose::ZeroParamGather, -1, -1, {step});

@@ -56,6 +56,7 @@ struct ComputeOp {
   FlopCount flops;
   Bytes bytes;
   Seconds duration;                    // on the scenario's GPU, from the roofline compute model
+  Seconds memory_time{};               // of `duration`, the time of its streaming kernels (bound by HBM, not SMs)
 };
 
 struct CollectiveOp {

@@ -29,7 +29,7 @@ constexpr std::array kPresets = {
     Preset{"dgx-h100", "{gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, "
                        "inter_link: ib-ndr, nics_per_node: 8}"},
     Preset{"pcie-8xa100", "{gpu: a100-pcie-80gb, gpus_per_node: 8, intra: pcie, "
-                          "pcie: {gpus_per_switch: 2, sockets: 2, socket_links: 3}}"},
+                          "pcie: {gpus_per_switch: 2, sockets: 2, cpu: icelake}}"},
     Preset{"ethernet-100g", "{gpu: a100-pcie-80gb, gpus_per_node: 1, inter: switch, inter_link: eth-100g, "
                             "nics_per_node: 1}"},
 };

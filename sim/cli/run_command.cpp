@@ -11,6 +11,7 @@
 #include "results/trace.hpp"
 #include "sim/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/interference.hpp"
 #include "sim/simgrid_engine.hpp"
 #include "topology/builders.hpp"
 
@@ -47,7 +48,7 @@ bool nvls_capable(const topology::ClusterSpec& c) {
   return c.intra == topology::IntraKind::NvSwitch && c.intra_link.switch_reduction;
 }
 
-sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+sim::Timeline play_engine(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
   const bool nvls = nvls_capable(s.cluster);
   if (s.simulation.engine == EngineKind::Analytic) {
     auto t = sim::play_analytic(g, sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(),
@@ -64,6 +65,12 @@ sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topol
   options.aggregate = s.simulation.aggregate;
   options.symmetry = s.simulation.symmetry;
   return sim::play_simgrid(g, topo, options);
+}
+
+sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+  sim::Timeline t = play_engine(s, g, topo, trace);
+  if (!s.simulation.interference) return t;
+  return sim::with_interference(g, std::move(t), topo, s.cluster.gpu);
 }
 
 // One point, start to finish: runs in a child process.

@@ -27,14 +27,57 @@ int read_int(const YamlMap& m, const std::string& key, int fallback, long long m
   return static_cast<int>(m.integer(key, min, max).value_or(fallback));
 }
 
+int read_lanes(const YamlMap& m, const std::string& key, int fallback) {
+  const int lanes = read_int(m, key, fallback, 1, 16);
+  if (!topology::valid_pcie_lanes(lanes))
+    m.fail(key, std::to_string(lanes), "a PCIe link has a power-of-two lane count, not", std::string(topology::kPcieLaneNames));
+  return lanes;
+}
+
+// pcie.bridges: `pairs` (GPU 0 with 1, 2 with 3, ...), `none`, or a flat list of GPU indices taken two by two.
+std::vector<std::pair<int, int>> read_bridges(const YamlMap& m, const ClusterSpec& c) {
+  std::vector<std::pair<int, int>> pairs;
+  const std::string allowed = "pairs, none, or a list of GPU indices two by two ([0, 1, 2, 3])";
+  if (!m.is_list("bridges")) {
+    const std::string word = m.text("bridges").value_or("none");
+    if (word == "none") return pairs;
+    if (word != "pairs") m.fail("bridges", word, "unknown bridge layout", allowed);
+    for (int g = 0; g + 1 < c.gpus_per_node; g += 2) pairs.emplace_back(g, g + 1);
+    return pairs;
+  }
+  const auto list = m.integers("bridges", 0, 4095).value_or(std::vector<long long>{});
+  if (list.size() % 2 != 0)
+    m.fail("bridges", fmt::format("[{}]", fmt::join(list, ", ")), "an odd number of GPU indices cannot make pairs:", allowed);
+  for (std::size_t i = 0; i < list.size(); i += 2) pairs.emplace_back(static_cast<int>(list[i]), static_cast<int>(list[i + 1]));
+  return pairs;
+}
+
 void read_pcie(const YamlMap& m, ClusterSpec& c) {
-  m.allow_only({"gpus_per_switch", "sockets", "socket_link", "socket_links", "root_complex_GBps"});
+  m.allow_only({"gpus_per_switch", "sockets", "cpu", "socket_link", "socket_links", "root_complex_GBps", "slot_lanes",
+                "uplink_lanes", "bridges", "bridge_link", "bridge_links"});
   if (auto v = m.number("root_complex_GBps", 0.0, true, to_gigabytes_per_second(topology::kMaxLinkBandwidth)))
     c.pcie.root_complex = gigabytes_per_second(*v);
   c.pcie.gpus_per_switch = read_int(m, "gpus_per_switch", c.pcie.gpus_per_switch, 1, 64);
   c.pcie.sockets = read_int(m, "sockets", c.pcie.sockets, 1, 2);
+  if (auto cpu = m.text("cpu")) {
+    try {
+      c.pcie.cpu = topology::find_cpu(*cpu, m.dotted("cpu")).name;
+    } catch (const InputError& e) {
+      m.fail("cpu", *cpu, e.reason(), e.allowed());
+    }
+    c.pcie.socket_link = topology::find_link(topology::find_cpu(c.pcie.cpu).socket_link, m.dotted("cpu"));
+  }
   c.pcie.socket_links = read_int(m, "socket_links", c.pcie.socket_links, 1, 8);
   if (m.has("socket_link")) c.pcie.socket_link = read_link(m, "socket_link");
+  c.pcie.slot_lanes = read_lanes(m, "slot_lanes", c.pcie.slot_lanes);
+  c.pcie.uplink_lanes = read_lanes(m, "uplink_lanes", c.pcie.uplink_lanes);
+  if (m.has("bridges")) c.pcie.bridges = read_bridges(m, c);
+  if (!c.pcie.bridges.empty() && c.intra != topology::IntraKind::Pcie)
+    m.fail("bridges", m.is_list("bridges") ? "[...]" : *m.text("bridges"),
+           fmt::format("NVLink bridges join PCIe cards; this cluster's layout is intra: {}, so it takes no", to_string(c.intra)),
+           "intra: pcie with bridges, or no bridges");
+  if (m.has("bridge_link")) c.pcie.bridge_link = read_link(m, "bridge_link");
+  c.pcie.bridge_links = read_int(m, "bridge_links", c.pcie.bridge_links, 1, 64);
 }
 
 void read_fabric(const YamlMap& m, ClusterSpec& c) {
@@ -87,8 +130,10 @@ ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
   c.nic_link = read_link_or(m, "nic_link", c.gpu.host_link);
   c.nics_per_node = read_int(m, "nics_per_node", 0, 1, 4096);
   c.oversubscription = m.number("oversubscription", 0.0, false, 1000.0).value_or(1.0);
-  c.pcie.socket_link = topology::find_link("upi", "cluster.pcie.socket_link");
+  c.pcie.cpu = topology::default_cpu(intra == topology::IntraKind::Pcie ? c.intra_link.name : c.gpu.host_link).name;
+  c.pcie.socket_link = topology::find_link(topology::find_cpu(c.pcie.cpu).socket_link, "cluster.pcie.socket_link");
   c.pcie.root_complex = topology::pcie_root_complex_throughput();
+  c.pcie.bridge_link = topology::find_link("nvlink-bridge", "cluster.pcie.bridge_link");
   if (m.has("pcie")) read_pcie(m.map("pcie"), c);
   if (m.has("fabric")) read_fabric(m.map("fabric"), c);
   if (auto g = m.text("graph")) {

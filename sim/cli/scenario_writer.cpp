@@ -37,6 +37,7 @@ void emit_gpu(YAML::Emitter& out, const topology::GpuSpec& g) {
   out << YAML::Key << "gpu_link" << YAML::Value << g.gpu_link;
   out << YAML::Key << "gpu_link_count" << YAML::Value << g.gpu_link_count;
   out << YAML::Key << "host_link" << YAML::Value << g.host_link;
+  out << YAML::Key << "sms" << YAML::Value << g.sms;
   out << YAML::EndMap;
 }
 
@@ -63,9 +64,17 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c) {
   out << YAML::Key << "pcie" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "gpus_per_switch" << YAML::Value << c.pcie.gpus_per_switch;
   out << YAML::Key << "sockets" << YAML::Value << c.effective_sockets();
+  out << YAML::Key << "cpu" << YAML::Value << c.pcie.cpu;
   emit_link(out, "socket_link", c.pcie.socket_link);
   out << YAML::Key << "socket_links" << YAML::Value << c.pcie.socket_links;
   out << YAML::Key << "root_complex_GBps" << YAML::Value << to_gigabytes_per_second(c.pcie.root_complex);
+  out << YAML::Key << "slot_lanes" << YAML::Value << c.pcie.slot_lanes;
+  out << YAML::Key << "uplink_lanes" << YAML::Value << c.pcie.uplink_lanes;
+  out << YAML::Key << "bridges" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& [a, b] : c.pcie.bridges) out << a << b;
+  out << YAML::EndSeq;
+  emit_link(out, "bridge_link", c.pcie.bridge_link);
+  out << YAML::Key << "bridge_links" << YAML::Value << c.pcie.bridge_links;
   out << YAML::EndMap;
   out << YAML::Key << "fabric" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "leaf_ports" << YAML::Value << c.fabric.leaf_ports;
@@ -95,6 +104,7 @@ void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
   emit(out, "kv_heads", m.kv_heads);
   emit(out, "ffn_hidden", m.ffn_hidden);
   emit(out, "vocab", m.vocab);
+  emit(out, "head_vocab", m.logits_width());
   emit(out, "seq_length", m.seq_length);
   emit_name(out, "activation", to_string(m.activation));
   emit_name(out, "norm", to_string(m.norm));
@@ -177,6 +187,7 @@ void emit_simulation(YAML::Emitter& out, const SimulationSpec& s) {
   out << YAML::Key << "memoize" << YAML::Value << s.memoize;
   out << YAML::Key << "aggregate" << YAML::Value << s.aggregate;
   out << YAML::Key << "symmetry" << YAML::Value << s.symmetry;
+  out << YAML::Key << "interference" << YAML::Value << s.interference;
   out << YAML::EndMap;
 }
 

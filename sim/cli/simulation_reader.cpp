@@ -31,7 +31,8 @@ std::optional<workloads::Granularity> parse_granularity(std::string_view name) {
 std::string reference_keys() { return fmt::format("source, baseline, {}", fmt::join(kReferenceKeys, ", ")); }
 
 SimulationSpec read_simulation(const YamlMap& m) {
-  m.allow_only({"engine", "collective_algo", "max_channels", "granularity", "memoize", "aggregate", "symmetry"});
+  m.allow_only({"engine", "collective_algo", "max_channels", "granularity", "memoize", "aggregate", "symmetry",
+                "interference"});
   SimulationSpec s;
   s.engine = read_enum(m, "engine", s.engine, parse_engine, "simgrid, analytic");
   s.collective_algo = read_enum(m, "collective_algo", s.collective_algo, sim::parse_algorithm, sim::kAlgorithmNames);
@@ -40,6 +41,7 @@ SimulationSpec read_simulation(const YamlMap& m) {
   s.memoize = m.boolean("memoize").value_or(s.memoize);
   s.aggregate = m.boolean("aggregate").value_or(s.aggregate);
   s.symmetry = m.boolean("symmetry").value_or(s.symmetry);
+  s.interference = m.boolean("interference").value_or(s.interference);
   return s;
 }
 

@@ -110,7 +110,7 @@ void validate_model(const YamlMap& m, const ModelSpec& model) {
 }
 
 ModelSpec read_model(const YamlMap& m, const std::string& scenario_name) {
-  m.allow_only({"preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_length", "activation",
+  m.allow_only({"preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "head_vocab", "seq_length", "activation",
                 "norm", "positions", "tied_embeddings", "bias", "causal", "hidden_dropout",
                 "attention_dropout"});
   const ModelSpec base = model_base(m, scenario_name);
@@ -121,6 +121,8 @@ ModelSpec read_model(const YamlMap& m, const std::string& scenario_name) {
   model.kv_heads = read_int(m, "kv_heads", default_kv_heads(base, model.heads), 1, kMaxWidth);
   model.ffn_hidden = read_int(m, "ffn_hidden", base.ffn_hidden, 1, kMaxWidth);
   model.vocab = read_int(m, "vocab", base.vocab, 1, kMaxTokens);
+  model.head_vocab = read_int(m, "head_vocab", base.head_vocab, 0, kMaxTokens);
+  if (model.head_vocab == model.vocab) model.head_vocab = 0;   // the default, however it was written
   model.seq_length = read_int(m, "seq_length", base.seq_length, 1, kMaxTokens);
   read_model_options(m, model);
   validate_model(m, model);

@@ -129,6 +129,7 @@ std::optional<std::vector<long long>> YamlMap::integers(const std::string& key, 
 }
 
 bool YamlMap::is_map(const std::string& key) const { return node_[key].IsMap(); }
+bool YamlMap::is_list(const std::string& key) const { return node_[key].IsSequence(); }
 bool YamlMap::is_null(const std::string& key) const { return node_[key].IsDefined() && node_[key].IsNull(); }
 
 YamlMap YamlMap::map(const std::string& key) const {

@@ -31,6 +31,7 @@ class YamlMap {
   // A list of integers, each in [min, max]; `null` or `[]` gives an empty list.
   std::optional<std::vector<long long>> integers(const std::string& key, long long min, long long max) const;
   [[nodiscard]] bool is_map(const std::string& key) const;
+  [[nodiscard]] bool is_list(const std::string& key) const;
   [[nodiscard]] bool is_null(const std::string& key) const;
   YamlMap map(const std::string& key) const;
   [[nodiscard]] std::vector<std::string> keys() const;

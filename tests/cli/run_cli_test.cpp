@@ -46,7 +46,8 @@ TEST_CASE("the default scenario: six configurations, DESIGN.md's fields, 175B do
     CHECK(field(r, "hfu") > field(r, "mfu"));   // full recompute
     CHECK(field(r, "scaling_efficiency") <= 1.0);
     const auto& b = r.at("breakdown_s");
-    const double parts = field(b, "compute") + field(b, "exposed_comm") + field(b, "pipeline_bubble") + field(b, "other");
+    const double parts = field(b, "compute") + field(b, "exposed_comm") + field(b, "pipeline_bubble") + field(b, "other") +
+                         field(b, "interference");
     CHECK(parts == doctest::Approx(field(r, "step_time_s")).epsilon(1e-6));
     CHECK_FALSE(r.at("memory").at("fits").get<bool>());
     CHECK(field(r.at("memory"), "margin_bytes") < 0);

@@ -330,7 +330,7 @@ TEST_CASE("scale: lanes refuse a send that follows a transfer with no TP collect
   using namespace workloads;
   const Workload w = gpt_job(4, 2, 1, 2, 2);
   auto compute = [](double ms) {
-    return ComputeOp{Scope::Layer, std::nullopt, Pass::Forward, 0, 0, {}, {}, Seconds(ms * 1e-3)};
+    return ComputeOp{Scope::Layer, std::nullopt, Pass::Forward, 0, 0, {}, {}, Seconds(ms * 1e-3), Seconds(0)};
   };
   const PipeTag f0{0, 0, Pass::Forward}, b0{0, 0, Pass::Backward}, f1{1, 0, Pass::Forward};
   const Bytes mb(8e6);

@@ -75,7 +75,7 @@ TEST_CASE("simgrid: zero-byte sends and collectives and a one-member group play 
   using namespace workloads;
   Workload w = gpt_job(2, 2, 1, 2, 2);
   const PipeTag tag{0, 0, Pass::Forward};
-  auto compute = [](double ms) { return ComputeOp{Scope::Layer, std::nullopt, Pass::Forward, 0, 0, {}, {}, Seconds(ms * 1e-3)}; };
+  auto compute = [](double ms) { return ComputeOp{Scope::Layer, std::nullopt, Pass::Forward, 0, 0, {}, {}, Seconds(ms * 1e-3), Seconds(0)}; };
   auto all_reduce = [](Group g, double bytes) {
     return CollectiveOp{CollectiveKind::AllReduce, g, Bytes(bytes), CommPurpose::TensorParallel, 0, 0};
   };
@@ -199,6 +199,34 @@ TEST_CASE("simgrid: ring all-reduce lowered by sim::lower matches the closed for
       CHECK(t[i] == near(step_rule_time(l, topo, first_gpus(topo, n))));
     }
   }
+}
+
+TEST_CASE("simgrid: x8 slots slow a PCIe all-reduce, and bridges across the sockets are walked by the ring search") {
+  // 4 A100 PCIe on one socket, two per PCIe switch: the x16 slots (31.5 GB/s x 0.8) bound the ring; at x8 they
+  // give half, so the 256 MiB all-reduce takes about twice as long.
+  const std::vector<Bytes> size{Bytes(256 << 20)};
+  const auto time_on = [&](const topology::ClusterSpec& spec) {
+    const auto b = topology::build_cluster(spec);
+    std::vector<int> ranks = first_ranks(spec.gpus());
+    return timed(CollectiveKind::AllReduce, size, spec.gpus(), b.topology,
+                 sim::group_layout(ranks, b.topology, false), sim::Algorithm::Auto)[0];
+  };
+  topology::ClusterSpec box = topology::default_cluster("a100-pcie-80gb", IntraKind::Pcie, 1, 4);
+  const double x16 = time_on(box);
+  box.pcie.slot_lanes = 8;
+  const double x8 = time_on(box);
+  CHECK(x8 / x16 == doctest::Approx(2.0).epsilon(0.02));
+  // Two GPUs per socket on their own root ports: the ring crosses the 12.7 GB/s socket link; bridged across the
+  // sockets (0 = 2, 1 = 3), the ring search walks 0 1 3 2 and never crosses it.
+  topology::ClusterSpec sockets = topology::default_cluster("a100-pcie-80gb", IntraKind::Pcie, 1, 4);
+  sockets.pcie.gpus_per_switch = 1;
+  sockets.pcie.sockets = 2;
+  const double plain = time_on(sockets);
+  sockets.pcie.bridges = {{0, 2}, {1, 3}};
+  const double bridged = time_on(sockets);
+  const double wire = 2.0 * 3 / 4 * (256 << 20);   // bytes each ring edge carries
+  CHECK(plain == doctest::Approx(wire / (10e9 * 28 / 22)).epsilon(0.05));
+  CHECK(bridged == doctest::Approx(wire / (31.5e9 * 0.8)).epsilon(0.05));
 }
 
 TEST_CASE("simgrid: ring all-reduce through the star's hub runs at the hub's capacity shared by all") {

@@ -2,6 +2,8 @@
 // A100 SXM4: 12 NVLink3 links of 25 GB/s per direction, so a budget B = 300 GB/s per GPU.
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include "topology/builders.hpp"
 #include "topology/error.hpp"
 #include "topology/properties.hpp"
@@ -59,12 +61,40 @@ TEST_CASE("star: the hub switches one GPU's budget, so bisection is one budget w
 }
 
 TEST_CASE("pcie: the 8-GPU box is cut at the socket interconnect, the 4-GPU box at a switch uplink") {
-  // 8 GPUs: 2 sockets x 2 switches x 2 GPUs; UPI 3 x 20.8 = 62.4 GB/s < 2 uplinks x 31.5 = 63 GB/s.
-  auto p8 = check_builder({IntraKind::Pcie, 8, 8 + 4 + 1, 4, 31.5, 62.4, 5}, "a100-pcie-80gb");
+  // 8 GPUs: 2 sockets x 2 switches x 2 GPUs; the default CPU of a PCIe 4.0 card (Ice Lake) passes 12.7 GB/s of
+  // GPU traffic between its sockets (NCCL's 10 x 28/22) < 2 uplinks x 31.5 = 63 GB/s.
+  auto p8 = check_builder({IntraKind::Pcie, 8, 8 + 4 + 1, 4, 31.5, 10 * 28.0 / 22, 5}, "a100-pcie-80gb");
   CHECK(p8.cpus == 2);
   // 4 GPUs: 1 socket, 2 switches; the cut crosses one x16 uplink.
   auto p4 = check_builder({IntraKind::Pcie, 4, 4 + 2, 2, 31.5, 31.5, 4}, "a100-pcie-80gb");
   CHECK(p4.cpus == 1);
+}
+
+TEST_CASE("pcie: lanes scale the slots and uplinks, bridges join their pairs, the CPU sets the socket link") {
+  ClusterSpec spec = default_cluster("a100-pcie-80gb", IntraKind::Pcie, 1, 8);
+  spec.pcie.slot_lanes = 8;
+  spec.pcie.uplink_lanes = 4;
+  spec.pcie.bridges = {{0, 1}, {6, 7}};
+  const BuiltTopology built = build_cluster(spec);
+  const Topology& t = built.topology;
+  std::vector<double> gpu_links, uplinks, bridges;
+  for (const Link& l : t.links()) {
+    const NodeKind a = t.node(l.a).kind, b = t.node(l.b).kind;
+    const double gbps = to_gigabytes_per_second(l.bandwidth);
+    if (a == NodeKind::Gpu && b == NodeKind::Gpu) bridges.push_back(gbps);
+    else if (a == NodeKind::Gpu || b == NodeKind::Gpu) gpu_links.push_back(gbps);
+    else if (a == NodeKind::PcieSwitch || b == NodeKind::PcieSwitch) uplinks.push_back(gbps);
+  }
+  CHECK(gpu_links == std::vector<double>(8, 31.5 / 2));
+  CHECK(uplinks == std::vector<double>(4, 31.5 / 4));
+  CHECK(bridges == std::vector<double>(2, 12 * 25.0));   // 12 NVLink3-class links of 25 GB/s
+  CHECK(spec.pcie.cpu == "icelake");
+  // Two AMD Genoa sockets pass 30.5 GB/s (NCCL's 24 x 28/22), still under two x16 uplinks (63 GB/s).
+  ClusterSpec amd = default_cluster("a100-pcie-80gb", IntraKind::Pcie, 1, 8);
+  amd.pcie.cpu = "genoa";
+  amd.pcie.socket_link = find_link(find_cpu("genoa").socket_link);
+  CHECK(to_gigabytes_per_second(describe(build_cluster(amd)).bisection) == doctest::Approx(24 * 28.0 / 22));
+  CHECK(default_cluster("h100-pcie-80gb", IntraKind::Pcie, 1, 8).pcie.cpu == "sapphire-rapids");
 }
 
 TEST_CASE("every builder spends the same per-GPU budget") {

@@ -66,7 +66,7 @@ TEST_CASE("every catalog entry passes validation and names links that exist") {
 }
 
 // DESIGN.md's set, and those issue 17 names (GPUs and link classes "to add, with these names"), plus nvlink5 for
-// the B200.
+// the B200 and the socket links of the PCIe servers' CPUs (NCCL's inter-CPU figures).
 TEST_CASE("catalog names are unique, lower case and exactly the DESIGN.md set") {
   const std::set<std::string> gpus = {"a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-80gb", "h100-sxm5-80gb",
                                       "h100-pcie-80gb", "h200-sxm-141gb", "mi300x",         "rtx4090",
@@ -77,13 +77,28 @@ TEST_CASE("catalog names are unique, lower case and exactly the DESIGN.md set") 
                                        "eth-200g",    "eth-400g",    "ib-hdr",      "ib-ndr",        "nvlink5",
                                        "ib-qdr",      "ib-fdr",      "ib-edr",      "opa-100",       "eth-10g",
                                        "eth-25g",     "eth-40g",     "eth-10g-tcp", "eth-25g-tcp",   "eth-40g-tcp",
-                                       "eth-100g-tcp"};
+                                       "eth-100g-tcp", "socket-skylake", "socket-sapphire-rapids",
+                                       "socket-emerald-rapids", "socket-zen2", "socket-zen3", "socket-zen5"};
   CHECK(names_of(gpu_catalog()) == gpus);
   CHECK(names_of(link_catalog()) == links);
   CHECK(gpu_catalog().size() == gpus.size());
   CHECK(link_catalog().size() == links.size());
   for (const auto& name : names_of(gpu_catalog())) CHECK(is_lower_case_name(name));
   for (const auto& name : names_of(link_catalog())) CHECK(is_lower_case_name(name));
+  for (const auto& cpu : cpu_catalog()) {
+    CAPTURE(cpu.name);
+    CHECK(is_lower_case_name(cpu.name));
+    CHECK(find_link(cpu.socket_link).family == LinkFamily::CpuInterconnect);
+    CHECK(find_link(cpu.pcie).family == LinkFamily::Pcie);
+  }
+  // Each PCIe generation's default CPU is the Xeon that brought it.
+  CHECK(default_cpu("pcie3").name == "skylake");
+  CHECK(default_cpu("pcie4").name == "icelake");
+  CHECK(default_cpu("pcie5").name == "sapphire-rapids");
+  // NCCL's figure (10 GB/s for Ice Lake) carried to what a ring gets: x 28/22, the Sapphire Rapids row of nccl.md.
+  CHECK(to_gigabytes_per_second(find_link(find_cpu("icelake").socket_link).bandwidth) == doctest::Approx(10 * 28.0 / 22));
+  CHECK(to_gigabytes_per_second(find_link(find_cpu("sapphire-rapids").socket_link).bandwidth) == doctest::Approx(28));
+  CHECK_THROWS_WITH_AS(find_cpu("pentium"), doctest::Contains("unknown CPU"), InputError);
 }
 
 // Issue 17's transports: kernel TCP is not RoCE (its own family, one model: TCP framing, a host ceiling per NIC,

@@ -355,6 +355,25 @@ TEST_CASE("kernels: the optimizer reads gradients and states and writes weights,
   CHECK(optimizer_kernel(sgd, 0).bytes.value() == 0);
 }
 
+TEST_CASE("kernels: every step reads the gradients for their norm and zeroes them, and fp16 unscales them too") {
+  // bf16, fp32 gradients: the norm reads 4 B and the zeroing writes 4 B per parameter, no loss scaling.
+  const auto bf16 = step_overhead_kernels(training_defaults(Precision::Bf16), 1e9);
+  REQUIRE(bf16.size() == 2);
+  for (const Kernel& k : bf16) {
+    CHECK(k.kind == KernelClass::OptimizerUpdate);
+    CHECK(k.flops.value() == 0);
+    CHECK(k.bytes.value() == 4e9);
+  }
+  // fp16 with fp16 gradients: the same, and the unscale-and-check reads and writes each gradient (2 + 2 B).
+  TrainingSpec fp16 = training_defaults(Precision::Fp16);
+  fp16.grad_dtype = Precision::Fp16;
+  const auto scaled = step_overhead_kernels(fp16, 1e9);
+  REQUIRE(scaled.size() == 3);
+  CHECK(scaled[0].bytes.value() == 2e9);
+  CHECK(scaled[1].bytes.value() == 4e9);
+  CHECK(scaled[2].bytes.value() == 2e9);
+}
+
 TEST_CASE("kernels: precision sets the bytes of activations, not the FLOPs") {
   const ModelSpec m = gpt3_like();
   TrainingSpec fp32 = training_defaults(Precision::Fp32);
