@@ -41,6 +41,12 @@ double route_rate(topology::Router& router, const topology::Topology& topo, topo
   return rate;
 }
 
+int nics_of(const topology::Topology& topo, int machine) {
+  int n = 0;
+  for (const topology::Node& node : topo.nodes()) n += node.kind == topology::NodeKind::Nic && node.machine == machine;
+  return n;
+}
+
 struct Overlapping {   // one communication op as it loads the GPU
   Seconds start, end;
   double sm_share = 0;    // C / N
@@ -103,10 +109,10 @@ int collective_blocks(const StepGraph& g, int rank, const CollectiveOp& op, cons
   const std::vector<int> members = g.group_ranks(rank, op.group);
   std::map<int, int> per_machine;
   for (int r : members) ++per_machine[topology.node(topology.gpus().at(static_cast<std::size_t>(r))).machine];
-  if (per_machine.size() > 1) {
+  if (per_machine.size() > 1) {   // a ring per NIC the machine's ranks leave through (at most one per rank)
     int most = 0;
-    for (const auto& [machine, k] : per_machine) most = std::max(most, k);
-    return kBlocksPerNicRing * most;
+    for (const auto& [machine, k] : per_machine) most = std::max(most, std::min(k, nics_of(topology, machine)));
+    return kBlocksPerNicRing * std::max(1, most);
   }
   const topology::NodeId me = topology.gpus().at(static_cast<std::size_t>(rank));
   if (op.kind == CollectiveKind::AllReduce)

@@ -12,8 +12,9 @@
 // bandwidth B, m the share of the op's time in streaming (HBM-bound) kernels, and the collective sending its
 // wire bytes over its duration. Overlaps with several collectives add. The blocks C are NCCL's channels, two per
 // ring of the search: 2 x round(per-GPU bandwidth / 20 GB/s) inside a machine (NCCL's per-channel NVLink rate,
-// SM80_NVLINK_BW; 24 at most, as NCCL logs show on A100 and H100 NVSwitch boards; 2 over PCIe), 2 per NIC ring
-// across machines (16 on a DGX with 8 NICs, 2 with one: NVIDIA/nccl #689), 16 for NVLS (nvls.cc), and for
+// SM80_NVLINK_BW; 24 at most, as NCCL logs show on A100 and H100 NVSwitch boards; 2 over PCIe), 2 per NIC the
+// machine's ranks leave through across machines (16 on a DGX with 8 NICs, 2 with one: NVIDIA/nccl #689), 16 for
+// NVLS (nvls.cc), and for
 // Transformer Engine's overlapped TP collectives its userbuffers' SMs (1 for the ring-exchange all-gather, 16
 // for the others: transformer_engine/pytorch/module/base.py).
 //

@@ -319,10 +319,12 @@ std::vector<LinkSpec> make_links() {
                  "maintainer gives 12 GB/s per 100G NIC, NVIDIA/nccl-tests #119, and 12.2 GB/s on 4 servers with "
                  "one EDR NIC each, nccl-tests #29: 0.96-0.98); latency as ib-hdr"},
       {.name = "opa-100", .family = LinkFamily::OmniPath, .bandwidth = gigabits_per_second(100),
-       .latency = microseconds(1.0), .efficiency = 0.75,
-       .source = "Omni-Path 100: 4 x 25.78125 Gb/s, 64b/66b; NCCL has no Omni-Path transport and runs its InfiniBand "
-                 "one over the hfi1 verbs device (NVIDIA/nccl #333's log) with PSM2's onload host interface; "
-                 "efficiency 0.75 is an assumption (no NCCL measurement found), latency as ib-hdr"},
+       .latency = microseconds(1.0), .efficiency = 0.94,
+       .source = "Omni-Path 100: 4 x 25.78125 Gb/s, 64b/66b; NCCL has no Omni-Path transport of its own and reaches it "
+                 "through its InfiniBand verbs transport on the hfi1 device (NVIDIA/nccl #333's log) or the PSM2 "
+                 "provider of its libfabric plugin; PSM2 moves 12.1-12.4 of its 12.5 GB/s (osu_put_bw, "
+                 "openucx/ucx #3196), so the InfiniBand family's 0.94 (verbs alone peak at 6.6 GB/s there, which the "
+                 "MLPerf v3.0 1 -> 2 NIC pair rules out: it would put that pair 15-20 % high); latency as ib-hdr"},
       {.name = "eth-10g", .family = LinkFamily::Ethernet, .bandwidth = gigabits_per_second(10),
        .latency = microseconds(2.0), .efficiency = 0.875,
        .source = "10 GbE RoCE: efficiency and latency of the RoCE entries (eth-100g)"},

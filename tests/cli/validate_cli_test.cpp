@@ -89,15 +89,16 @@ TEST_CASE("validate: a scenario without published figures is an input error, sta
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
-// Issues 6 and 16's target on every row of the shipped tables (about 2.5 min): the Megatron-LM SC'21 tables on
-// A100, the Megatron-LM README's weak scaling, NeMo 24.07's FP8 table and MLPerf v3.1's GPT-3 on H100. Each row
-// within 12 % of the published figure and each table's mean within 5 %, as docs/validation.md records them. A
-// change to the compute, network or schedule models that moves any row past the target fails here.
+// Issues 6, 16 and 17's targets on every row of the shipped tables (about 2 min): the Megatron-LM SC'21 tables on
+// A100, the Megatron-LM README's weak scaling, NeMo 24.07's FP8 table and MLPerf v3.1's GPT-3 on H100, each row
+// within 12 % of the published figure and each table's mean within 5 %; and the cross-fabric ratios, each pair
+// within 5 %, as docs/validation.md records them. A change to the compute, network or schedule models that moves
+// any row past its target fails here.
 TEST_CASE("validate: every row of the shipped tables stays within the target, 12 % each and 5 % mean per table") {
   const auto v = dtsim("validate --format json");
   REQUIRE_MESSAGE(v.status == 0, v.err);
   const json report = json::parse(v.out);
-  REQUIRE(report.at("tables").size() == 5);
+  REQUIRE(report.at("tables").size() == 6);
   std::string table;
   std::vector<std::size_t> rows;
   for (const json& t : report.at("tables")) {
@@ -108,7 +109,8 @@ TEST_CASE("validate: every row of the shipped tables stays within the target, 12
       table += fmt::format("{:<18} {:>7.1f} {:>7.1f} {:+6.1f} %\n", row.at("name").get<std::string>(),
                            row.at("published").get<double>(), row.at("dtsim").get<double>(), 100 * error);
       CAPTURE(row.dump());
-      CHECK(std::abs(error) <= 0.12);
+      const bool pair = t.at("name").get<std::string>().ends_with("cross-fabric.yaml");
+      CHECK(std::abs(error) <= (pair ? 0.05 : 0.12));
       sum += std::abs(error);
       ++count;
     }
@@ -118,7 +120,7 @@ TEST_CASE("validate: every row of the shipped tables stays within the target, 12
     rows.push_back(count);
   }
   MESSAGE(table);
-  CHECK(rows == std::vector<std::size_t>{10, 12, 9, 10, 2});
+  CHECK(rows == std::vector<std::size_t>{10, 12, 9, 10, 2, 6});
 }
 
 TEST_CASE("validate: --only with a name no row has is an input error listing the rows, status 2") {
