@@ -55,6 +55,9 @@ constexpr double kHopperBestFp8 = 0.709 / 0.919;
 constexpr double kBlackwellBest = 0.776 / 0.889;
 constexpr double kBlackwellBestFp8 = 0.763 / 0.907;
 constexpr double kCdna3Best = 0.514 / 0.982;
+// V100: cuBLAS's tensor-core HGEMM "up to 85 Tflops" (hma02/cublasHgemm-P100 PR #1, 2019; Markidis et al., IPDPSW
+// 2018, measured 83), of 125, on large square GEMMs (8192: shape factor 0.977 with d_half 64).
+constexpr double kVoltaBest = 0.680 / 0.977;
 
 constexpr const char* kAmpereSource =
     "gemm 0.74 fitted: Korthikanti et al. 2023 Table 4, 22B layer forward 7.7 ms on DGX A100 (layer_times_22b.csv), "
@@ -83,6 +86,11 @@ constexpr const char* kBlackwellSource =
     "H200 (ml-engineering insights/when-to-upgrade-gpus) over a 2.275x peak: Hopper's fractions x 0.835";
 constexpr const char* kAssumedAmpereSource =
     "no kernel measurements of this architecture found: Ampere's constants, an assumption";
+constexpr const char* kVoltaSource =
+    "gemm: best measured 0.680 (cuBLAS tensor-core HGEMM up to 85 of 125 TFLOP/s on V100, hma02/cublasHgemm-P100 "
+    "PR #1; 83 in Markidis et al. 2018) without its shape factor, x the sustained share carried from Ampere; "
+    "everything else Ampere's (no measurement found: an assumption). Checked: Megatron-LM v1.0's 1.2B GPT on one "
+    "V100 at 62.4 TFLOP/s (nv-adlr.github.io/MegatronLMV1)";
 constexpr const char* kCdna3Source =
     "gemm: best measured 0.514 (ml-engineering MAMF, MI300X bf16 668.4 TFLOP/s, TunableOp) without its shape "
     "factor, x the sustained share carried from Ampere; everything else Ampere's (no measurement found: an "
@@ -109,10 +117,16 @@ ArchitectureConstants hopper_like(std::string_view name, double best, double bes
 // The reference SKU of an architecture's measured constants, and its power per unit of dense 16-bit peak.
 ArchitectureConstants measured_on(ArchitectureConstants a, std::string_view gpu) {
   const topology::GpuSpec& ref = topology::find_gpu(gpu);
-  const auto peak = ref.peak_for(Precision::Bf16);
-  DTSIM_ASSERT(peak && ref.tdp.value() > 0.0, "an architecture's reference GPU has no bf16 peak or no TDP");
+  const auto peak = ref.peak_for(Precision::Bf16) ? ref.peak_for(Precision::Bf16) : ref.peak_for(Precision::Fp16);
+  DTSIM_ASSERT(peak && ref.tdp.value() > 0.0, "an architecture's reference GPU has no 16-bit peak or no TDP");
   a.reference_gpu = gpu;
   a.reference_watts_per_tflops = ref.tdp.value() / (peak->value() / 1e12);
+  return a;
+}
+
+ArchitectureConstants volta() {
+  ArchitectureConstants a = ampere_like("volta", kVoltaSource);
+  a.gemm = a.gemm_fp8 = a.attention_gemm = kVoltaBest * kSustained;
   return a;
 }
 
@@ -170,7 +184,7 @@ std::span<const ArchitectureConstants> architectures() {
                   "b200-sxm-180gb"),
       ampere_like("ada", kAssumedAmpereSource),
       ampere_like("turing", kAssumedAmpereSource),
-      ampere_like("volta", kAssumedAmpereSource),
+      measured_on(volta(), "v100-sxm2-32gb"),
       cdna3(),
   };
   return table;

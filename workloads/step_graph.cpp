@@ -155,6 +155,7 @@ class StageBuilder {
   std::vector<Index> receive(const PipeStep& step, int from_virtual);
   void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
   std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
+  std::vector<Index> backward_gather(int layer, int mb, std::vector<Index> deps, bool more);
   std::vector<Index> gather_modules(int layer, int mb, std::vector<Index> gate);
   void add_grads(Bytes bytes, int layer, int mb, Index after);
   void flush_bucket(int layer, int mb);
@@ -171,6 +172,7 @@ class StageBuilder {
   std::vector<Index> dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
   std::vector<Index> last_backward_;   // the final op of the last backward step
   std::vector<Index> gather_window_;   // each layer pass's last op (ZeRO-3 prefetch gates on it)
+  std::map<int, std::vector<Index>> prefetched_;   // ZeRO-3's backward: a layer's gathers, issued a layer ahead
   // overlap_param_gather: the all-gather of the bucket holding each unit's parameters (a layer, kEmbeddingUnit,
   // kLogitsUnit), until the unit's first forward has waited for it.
   std::map<int, Index> param_gates_;
@@ -375,6 +377,25 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
   return p.deps;
 }
 
+// The backward's gathers for `layer`: issued a layer ahead (with the previous layer's, before its reduce-scatters)
+// where the framework prefetches ahead and the memory holds it; and, so, those of the next layer (`more`) now.
+std::vector<Index> StageBuilder::backward_gather(int layer, int mb, std::vector<Index> deps, bool more) {
+  if (auto it = prefetched_.find(layer); it != prefetched_.end()) {
+    deps.insert(deps.end(), it->second.begin(), it->second.end());
+    prefetched_.erase(it);
+  } else {
+    deps = zero3_gather(layer, mb, std::move(deps));
+  }
+  const auto& plan = ctx_.w.plan;
+  if (!more || plan.zero < 3 || plan.dp == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
+  // Two layers gathered at once, as zero3_gather's prefetch: this one and the next, once the one after this
+  // (the previous in the backward) has finished.
+  std::vector<Index> gate;
+  if (!gather_window_.empty()) gate.push_back(gather_window_.back());
+  prefetched_[layer - 1] = gather_modules(layer - 1, mb, std::move(gate));
+  return deps;
+}
+
 std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Index> deps) {
   if (ctx_.w.plan.zero < 3 || ctx_.w.plan.dp == 1) return deps;
   // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
@@ -466,7 +487,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   }
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi] + ctx_.layers[vi] - 1; l >= ctx_.first_layer[vi]; --l) {
-    deps = zero3_gather(l, mb, std::move(deps));
+    deps = backward_gather(l, mb, std::move(deps), l > ctx_.first_layer[vi]);
     if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
     // With buckets reduced during the backward, each module's gradients join the bucket as the backward produces
     // them, so a bucket can be reduced while the rest of the layer computes.

@@ -15,11 +15,12 @@ constexpr NameTable<Optimizer, 3> kOptimizers{{{Optimizer::AdamW, "adamw"},
 constexpr NameTable<Recompute, 3> kRecomputes{{{Recompute::None, "none"},
                                                {Recompute::Selective, "selective"},
                                                {Recompute::Full, "full"}}};
-constexpr NameTable<Framework, 5> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
+constexpr NameTable<Framework, 6> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
                                                {Framework::Nemo, "nemo"},
                                                {Framework::Megatron2021, "megatron-2021"},
                                                {Framework::Megatron2022, "megatron-2022"},
-                                               {Framework::DeepSpeed, "deepspeed"}}};
+                                               {Framework::DeepSpeed, "deepspeed"},
+                                               {Framework::DeepSpeed2021, "deepspeed-2021"}}};
 constexpr NameTable<AttentionKernel, 2> kAttentionKernels{{{AttentionKernel::Unfused, "unfused"},
                                                            {AttentionKernel::Flash, "flash"}}};
 constexpr NameTable<Fp8, 3> kFp8s{{{Fp8::None, "none"}, {Fp8::Hybrid, "hybrid"}, {Fp8::E4m3, "e4m3"}}};
@@ -53,6 +54,7 @@ void apply_framework(TrainingSpec& t, Framework f) {
   t.tp_backward_overlap = core || f == Framework::Megatron2022;
   t.distributed_optimizer = core;
   t.overlap_param_gather = core;
+  t.zero3_prefetch_ahead = f != Framework::DeepSpeed2021;
   const bool sixteen = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
   if (f == Framework::Nemo && sixteen) t.grad_dtype = t.precision;
 }

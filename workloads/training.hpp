@@ -34,12 +34,13 @@ inline constexpr std::string_view kZero3PrefetchNames = "auto, layer, none";
 
 // The software whose defaults a scenario's feature keys take (training.framework): Megatron-Core with the
 // overlaps NVIDIA's published Megatron-LM runs turn on (today's, the default), NeMo's performance recipes on top of
-// it, Megatron-LM as the SC'21 runs were (2021) and as Korthikanti et al.'s (2022), DeepSpeed as its ZeRO-3 of
-// 2021 ran. apply_framework says what each sets.
-enum class Framework { MegatronCore, Nemo, Megatron2021, Megatron2022, DeepSpeed };
+// it, Megatron-LM as the SC'21 runs were (2021) and as Korthikanti et al.'s (2022), DeepSpeed as it runs today and
+// its ZeRO-3 as it ran in 2021. apply_framework says what each sets.
+enum class Framework { MegatronCore, Nemo, Megatron2021, Megatron2022, DeepSpeed, DeepSpeed2021 };
 std::string_view to_string(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
-inline constexpr std::string_view kFrameworkNames = "megatron-core, nemo, megatron-2021, megatron-2022, deepspeed";
+inline constexpr std::string_view kFrameworkNames =
+    "megatron-core, nemo, megatron-2021, megatron-2022, deepspeed, deepspeed-2021";
 // Megatron-Core and what is built on it (NeMo): the plan-dependent defaults of apply_framework_plan apply.
 [[nodiscard]] bool megatron_core_based(Framework f);
 
@@ -100,6 +101,12 @@ struct TrainingSpec {
   bool cross_entropy_fusion = false;     // the loss in one fused kernel over 16-bit logits (Megatron-Core's
                                          // --cross-entropy-loss-fusion) instead of Megatron's unfused fp32 one
   Fp8 fp8 = Fp8::None;
+  // ZeRO-3's backward fetches the next layer's parameters when it fetches this layer's, so their gathers are
+  // issued before this layer's gradients are reduce-scattered (DeepSpeed's PartitionedParameterCoordinator: the
+  // pre-backward hook fetches and prefetches, the gradient hooks reduce later); false: each layer's gathers are
+  // issued when its backward comes, after the previous layer's reduce-scatter, on the one data-parallel
+  // communicator (DeepSpeed's ZeRO-3 of 2021, whose all-gathers blocked: DeepSpeed #1069).
+  bool zero3_prefetch_ahead = true;
 };
 
 // The chunks a pipelined reduce-scatter splits its GEMM into (Transformer Engine's default num_splits for
@@ -107,8 +114,8 @@ struct TrainingSpec {
 inline constexpr int kTpSplits = 4;
 
 // Sets every feature `f` decides to its default there (and `framework`); a scenario's explicit keys come after.
-//   megatron-2021, deepspeed: unfused attention and loss, every TP collective exposed, one all-gather after the
-//     optimizer step;
+//   megatron-2021, deepspeed, deepspeed-2021: unfused attention and loss, every TP collective exposed, one
+//     all-gather after the optimizer step; deepspeed-2021 without ZeRO-3's backward prefetch ahead;
 //   megatron-2022: the same, with the backward's TP collectives overlapped (tp_backward_overlap);
 //   megatron-core: fused attention (Transformer Engine's DotProductAttention, the default of Megatron-Core's
 //     transformer_engine implementation), the backward's TP overlap, the distributed optimizer with the

@@ -236,7 +236,8 @@ Bytes default_bucket(const TrainingSpec& t, const ParallelPlan& p) {
   switch (t.framework) {
     case workloads::Framework::MegatronCore: return Bytes(std::max(4e7, 1e6 * p.dp) * element);
     case workloads::Framework::Nemo: return Bytes(128.0 * 1024 * 1024 * element);
-    case workloads::Framework::DeepSpeed: return Bytes(5e8 * element);
+    case workloads::Framework::DeepSpeed:
+    case workloads::Framework::DeepSpeed2021: return Bytes(5e8 * element);
     case workloads::Framework::Megatron2021:
     case workloads::Framework::Megatron2022: return Bytes(25e6);
   }

@@ -135,12 +135,14 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   CHECK(nemo.grad_dtype == workloads::Precision::Bf16);
   CHECK(nemo.dp_bucket == Bytes(128.0 * 1024 * 1024 * 2));
   CHECK(nemo.distributed_optimizer);
-  for (const char* old : {"megatron-2021", "megatron-2022", "deepspeed"}) {
+  for (const char* old : {"megatron-2021", "megatron-2022", "deepspeed", "deepspeed-2021"}) {
     CAPTURE(old);
     const workloads::TrainingSpec t = training(std::string(", framework: ") + old);
     CHECK(to_string(t.framework) == old);
     CHECK(t.attention == workloads::AttentionKernel::Unfused);
     CHECK_FALSE(t.cross_entropy_fusion);
+    // ZeRO-3's backward prefetch ahead: DeepSpeed today; not its 2021 ZeRO-3, whose all-gathers blocked.
+    CHECK(t.zero3_prefetch_ahead == (std::string(old) != "deepspeed-2021"));
   }
   const workloads::TrainingSpec mixed = training(", framework: megatron-2021, attention: flash, fp8: hybrid");
   CHECK(mixed.attention == workloads::AttentionKernel::Flash);
