@@ -196,8 +196,24 @@ Timeline with_interference(const StepGraph& g, Timeline t, const topology::Topol
     t.classes[c].end = again.classes[c].end;
   }
   t.step_time = again.step_time;
-  for (RankTimeline& r : t.ranks)   // every played rank of a class takes the class's timeline again
-    if (!r.ops.empty()) r.ops = t.classes[static_cast<std::size_t>(&g.class_of(r.rank) - g.classes.data())].ops;
+  // Every played rank of a class takes the class's timeline again: its first played rank holds it, the others
+  // name that rank.
+  std::vector<int> holder(g.classes.size(), -1);
+  for (RankTimeline& r : t.ranks) {
+    if (r.same_as >= 0) continue;
+    const auto c = static_cast<std::size_t>(&g.class_of(r.rank) - g.classes.data());
+    if (holder[c] < 0) {
+      holder[c] = r.rank;
+      r.ops = t.classes[c].ops;
+      continue;
+    }
+    r.ops.clear();
+    r.ops.shrink_to_fit();
+    r.same_as = holder[c];
+  }
+  for (RankTimeline& r : t.ranks)   // a rank that named one of those names its class's holder
+    while (r.same_as >= 0 && t.ranks.at(static_cast<std::size_t>(r.same_as)).same_as >= 0)
+      r.same_as = t.ranks[static_cast<std::size_t>(r.same_as)].same_as;
   return t;
 }
 

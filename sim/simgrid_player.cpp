@@ -131,7 +131,7 @@ class Player {
   [[nodiscard]] std::size_t refused() const { return refused_; }
   [[nodiscard]] std::size_t aggregated() const { return aggregated_; }
   void start();
-  void fill(Timeline& t) const;
+  void fill(Timeline& t);   // moves the ranks' times out: the last use of the player
 
  private:
   const std::vector<Op>& ops(int rank) const { return g_.classes[state(rank).cls].ops; }
@@ -554,7 +554,7 @@ void Player::arrival(const PipeKey& key, Seconds at) {
 
 // Per class, the timeline of the played rank that ends last (the lowest such rank on a tie); a rank played by
 // symmetry names the rank whose timeline it has.
-void Player::fill(Timeline& t) const {
+void Player::fill(Timeline& t) {
   for (std::size_t c = 0; c < g_.classes.size(); ++c) {
     ClassTimeline ct{{}, Seconds(0), classes_[c].compute_busy, Seconds(0)};
     const std::vector<OpTime>* slowest = nullptr;
@@ -575,7 +575,7 @@ void Player::fill(Timeline& t) const {
     t.classes.push_back(std::move(ct));
   }
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r)
-    t.ranks.push_back(played(r) ? RankTimeline{r, state(r).times, -1}
+    t.ranks.push_back(played(r) ? RankTimeline{r, std::move(state(r).times), -1}
                                 : RankTimeline{r, {}, (*representative_)[static_cast<std::size_t>(r)]});
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "topology/error.hpp"
 
@@ -102,13 +103,40 @@ std::vector<std::size_t> RingOrders::search(const std::vector<Edge>& edges, std:
   return best;
 }
 
+namespace {
+
+// Every GPU's one link inside its machine (NIC links aside) goes to the same switch, alike, and the switch has
+// no capacity of its own (an NVSwitch board): every order is the same ring.
+bool on_one_switch(const Topology& topo, std::span<const NodeId> gpus) {
+  std::optional<NodeId> hub;
+  std::optional<std::pair<double, double>> shape;
+  for (NodeId g : gpus) {
+    std::optional<LinkId> only;
+    for (LinkId l : topo.incident(g)) {
+      if (topo.node(topo.other_end(l, g)).kind == NodeKind::Nic) continue;
+      if (only) return false;
+      only = l;
+    }
+    if (!only) return false;
+    const Link& l = topo.link(*only);
+    const NodeId other = topo.other_end(*only, g);
+    const std::pair<double, double> s{l.bandwidth.value() * l.efficiency, l.latency.value()};
+    if (hub && (*hub != other || *shape != s)) return false;
+    hub = other;
+    shape = s;
+  }
+  return hub && topo.node(*hub).kind == NodeKind::Switch && !topo.node(*hub).capacity;
+}
+
+}  // namespace
+
 const std::vector<std::size_t>& RingOrders::order(std::span<const NodeId> gpus) {
   std::vector<NodeId> key(gpus.begin(), gpus.end());
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   const std::size_t n = gpus.size();
   std::vector<std::size_t> identity(n);
   std::iota(identity.begin(), identity.end(), std::size_t{0});
-  if (n < 3) return cache_.emplace(std::move(key), std::move(identity)).first->second;
+  if (n < 3 || on_one_switch(topo_, gpus)) return cache_.emplace(std::move(key), std::move(identity)).first->second;
   const std::vector<Edge> all = edges(gpus);
   // Where the identity already gives every GPU its widest edge and every pair is as near as every other (a
   // switch, a full mesh), no order is better: skip the search.
