@@ -1,6 +1,7 @@
 #include "sim/analytic_costs.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <vector>
@@ -47,6 +48,20 @@ NodeId endpoint(int e, int machine_hint, const std::vector<NodeId>& gpus, const 
                 const std::vector<int>& machine_first) {
   if (e != kSwitch) return gpus[static_cast<std::size_t>(e)];
   return machine_switch(topo, gpus[static_cast<std::size_t>(machine_first.at(static_cast<std::size_t>(machine_hint)))]);
+}
+
+// The advance d of every endpoint from the previous step's end to this step's, when it is the same for all (to a
+// relative 1e-12) and the same endpoints took part in both; nullopt otherwise.
+std::optional<Seconds> uniform_advance(const std::vector<std::size_t>& touched, const std::vector<std::size_t>& before,
+                                       const std::vector<Seconds>& now, const std::vector<Seconds>& then) {
+  if (touched.size() != before.size() || touched.empty()) return std::nullopt;
+  const Seconds d = now[touched.front()] - then[touched.front()];
+  for (std::size_t e : touched) {
+    if (then[e] < Seconds(0)) return std::nullopt;
+    const Seconds here = now[e] - then[e];
+    if (std::abs((here - d).value()) > 1e-12 * now[e].value()) return std::nullopt;
+  }
+  return d;
 }
 
 }  // namespace
@@ -152,6 +167,11 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
       }
       end = std::max(end, finish);
     }
+    // The step rule maps one step's ends to the next's by max and + alone, so it commutes with adding a constant
+    // to every end: once a step advances every endpoint by the same d, each later step does too.
+    if (repeat + 1 < repeats && repeat > 0)
+      if (const auto d = uniform_advance(touched, previous_touched, this_step_end, previous_step_end))
+        return end + *d * static_cast<double>(repeats - 1 - repeat);
   }
   return end;
 }
@@ -167,9 +187,9 @@ CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvl
   CommCosts costs;
   costs.collective = [&topology, paths, rings, algorithm, nvls, gpus_of, tuning = collective_tuning(max_channels)](
                          const workloads::CollectiveOp& op, const std::vector<int>& group) {
-    const auto lowered = lower(op.kind, op.bytes, group_layout(group, topology, nvls, rings.get()), algorithm,
-                               Protocol::Auto, tuning);
-    return lowered_time(lowered, gpus_of(group), topology, *paths);
+    const auto lowered = lower_periodic(op.kind, op.bytes, group_layout(group, topology, nvls, rings.get()), algorithm,
+                                        Protocol::Auto, tuning);
+    return lowered_time(lowered, gpus_of(group), topology, *paths, lowered.periodic ? lowered.steps : 1);
   };
   costs.transfer = [&topology, paths](const workloads::SendOp& op, int from, int to) {
     const auto& path = paths->path(topology.gpus()[static_cast<std::size_t>(from)], topology.gpus()[static_cast<std::size_t>(to)]);

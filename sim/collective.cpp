@@ -209,19 +209,18 @@ Bytes busiest_rank(const detail::Schedule& s, int n) {
 }
 
 // Auto's estimate (collective.hpp): base + steps x step latency + busiest rank's wire bytes / nominal bandwidth.
-Seconds estimate(const Costs& c, const detail::Schedule& s, Bytes busiest, const CollectiveTuning& t) {
-  return c.latency + s.steps * c.step_latency + busiest / (c.efficiency * t.choice_bandwidth);
+Seconds estimate(const Costs& c, int steps, Bytes busiest, const CollectiveTuning& t) {
+  return c.latency + steps * c.step_latency + busiest / (c.efficiency * t.choice_bandwidth);
 }
 
-Protocol resolve_protocol(Protocol asked, Family family, const detail::Schedule& s, Bytes busiest,
-                          const CollectiveTuning& t) {
+Protocol resolve_protocol(Protocol asked, Family family, int steps, Bytes busiest, const CollectiveTuning& t) {
   if (asked != Protocol::Auto) return asked;
   std::optional<Protocol> best;
   Seconds best_time;
   for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     const auto c = costs_of(family, p, t);
     if (!c) continue;
-    const Seconds time = estimate(*c, s, busiest, t);
+    const Seconds time = estimate(*c, steps, busiest, t);
     if (best && !(time < best_time)) continue;
     best = p;
     best_time = time;
@@ -296,13 +295,18 @@ Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& la
 
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
               Protocol protocol, const CollectiveTuning& tuning) {
+  return expand(lower_periodic(kind, bytes, layout, algorithm, protocol, tuning));
+}
+
+Lowered lower_periodic(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
+                       Protocol protocol, const CollectiveTuning& tuning) {
   DTSIM_ASSERT(!layout.machine.empty(), "a collective needs at least one rank");
   DTSIM_ASSERT(bytes >= Bytes(0), "a collective moves a non-negative number of bytes");
+  DTSIM_ASSERT(layout.order.empty() || layout.order.size() == layout.machine.size(), "a walk order covers the group");
   const Algorithm resolved = algorithm == Algorithm::Auto ? resolve_auto(kind, bytes, layout, tuning) : algorithm;
   const Row& row = row_of(resolved);
   const Builder build = row.ops.of(kind);
   if (build == nullptr) refuse(resolved, kind, fmt::format("{} is not implemented by", to_string(kind)));
-  DTSIM_ASSERT(layout.order.empty() || layout.order.size() == layout.machine.size(), "a walk order covers the group");
   const Request request{layout.order.empty() ? all_ranks(static_cast<int>(layout.machine.size())) : layout.order, bytes,
                         &layout, &tuning};
   if (row.check != nullptr) row.check(request, kind);
@@ -310,17 +314,42 @@ Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& la
 
   Lowered out;
   out.algorithm = resolved;
-  detail::Schedule s = request.size() == 1 ? detail::Schedule{} : build(request);
-  out.protocol = resolve_protocol(protocol, row.family, s, busiest_rank(s, request.size()), tuning);
-  if (request.size() == 1) return out;   // a group of one moves nothing and waits for no one
+  const int n = request.size();
+  // A ring's reduce-scatter and all-gather repeat one step n-1 times, its all-reduce 2(n-1) times: one is built.
+  const bool periodic = resolved == Algorithm::Ring && kind != CollectiveKind::Broadcast && n > 1;
+  detail::Schedule s;
+  int repeats = 1;
+  if (periodic) {
+    s = detail::ring_step(request);
+    repeats = (kind == CollectiveKind::AllReduce ? 2 : 1) * (n - 1);
+  } else if (n > 1) {
+    s = build(request);
+  }
+  out.protocol = resolve_protocol(protocol, row.family, s.steps * repeats, busiest_rank(s, n) * repeats, tuning);
+  if (n == 1) return out;   // a group of one moves nothing and waits for no one
   const Costs costs = *costs_of(row.family, out.protocol, tuning);
   for (Transfer& t : s.transfers) t.bytes = t.bytes / costs.efficiency;   // the protocol's flags and padding
   out.transfers = canonical(std::move(s.transfers));
   assert_steps_contiguous(out.transfers, s.steps);
-  out.steps = s.steps;
+  out.steps = s.steps * repeats;
+  out.periodic = periodic;
   out.latency = costs.latency;
   out.step_latency = costs.step_latency;
   return out;
+}
+
+Lowered expand(Lowered lowered) {
+  if (!lowered.periodic) return lowered;
+  const std::vector<Transfer> step = std::move(lowered.transfers);
+  lowered.transfers.clear();
+  lowered.transfers.reserve(step.size() * static_cast<std::size_t>(lowered.steps));
+  for (int k = 0; k < lowered.steps; ++k)
+    for (Transfer t : step) {
+      t.step = k;
+      lowered.transfers.push_back(t);
+    }
+  lowered.periodic = false;
+  return lowered;
 }
 
 double bus_factor(workloads::CollectiveKind kind, int n) {
@@ -338,6 +367,7 @@ double bus_factor(workloads::CollectiveKind kind, int n) {
 }
 
 std::optional<Lowered> first_step(const Lowered& lowered) {
+  if (lowered.periodic) return lowered.steps >= 2 ? std::optional(lowered) : std::nullopt;
   if (lowered.steps < 2 || lowered.transfers.empty() ||
       lowered.transfers.size() % static_cast<std::size_t>(lowered.steps) != 0)
     return std::nullopt;
@@ -351,12 +381,14 @@ std::optional<Lowered> first_step(const Lowered& lowered) {
   }
   Lowered out = lowered;
   out.transfers.resize(per_step);
+  out.periodic = true;
   return out;
 }
 
 Lowered aggregate_first_step(Lowered step) {
   for (Transfer& t : step.transfers) t.bytes = t.bytes * static_cast<double>(step.steps);
   step.steps = 1;
+  step.periodic = false;
   return step;
 }
 

@@ -60,6 +60,7 @@ struct Lowered {
   Protocol protocol = Protocol::Simple;    // the one used (`auto` resolved)
   std::vector<Transfer> transfers;         // ordered by step; bytes on the wire (payload / the protocol's efficiency)
   int steps = 0;
+  bool periodic = false;                   // `transfers` are step 0's, and each of the `steps` steps moves them
   Seconds latency;                         // protocol latency of the collective, once
   Seconds step_latency;                    // protocol latency per step
 };
@@ -113,13 +114,22 @@ Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& la
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
               Protocol protocol, const CollectiveTuning& tuning = collective_tuning());
 
+// lower(), but a lowering whose steps are all alike (a ring's reduce-scatter, all-gather and all-reduce) comes as
+// its first step, `periodic`, built without the others: a ring over n ranks costs one step's transfers, not
+// 2(n-1) of them. Everything else comes as lower() gives it.
+Lowered lower_periodic(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
+                       Protocol protocol, const CollectiveTuning& tuning = collective_tuning());
+// A periodic lowering with every step written out (anything else unchanged).
+Lowered expand(Lowered lowered);
+
 // Aggregated flows (DESIGN.md "Scale"): a lowering whose steps all move the same transfers (same ends, bytes
 // and rate cap, in the same order: a ring's 2(n-1) steps) as one step whose transfers each carry the bytes of
 // all of them; `steps` keeps the count it stands for. nullopt when the steps differ (tree, halving-doubling,
 // NVLS, hierarchical) or there is one step: nothing to aggregate. The aggregate's latencies are the original's;
 // whoever plays it adds the difference between the two played contention-free (lowered_time).
 std::optional<Lowered> aggregate_steps(const Lowered& lowered);
-// The same test, keeping one period instead: the first step's transfers, `steps` unchanged (nullopt as above).
+// The same test, keeping one period instead: the first step's transfers, `steps` unchanged, `periodic` (nullopt as
+// above; a periodic lowering is its own first step).
 std::optional<Lowered> first_step(const Lowered& lowered);
 // A first_step as its aggregate: each transfer carries `steps` times its bytes, in one step.
 Lowered aggregate_first_step(Lowered step);

@@ -163,7 +163,7 @@ std::vector<Ranks> channel_rings(const Request& r) {
 // (reduce-scatter) or keeps it (all-gather). Every step moves the same sends: one step is built, the rings'
 // shared edges merged, and repeated (k rings expanded step by step would cost k x n x (n-1) transfers before the
 // lowering's merge).
-Schedule ring_reduce_scatter(const Request& r) {
+Schedule ring_step(const Request& r) {
   const std::vector<Ranks> rings = channel_rings(r);
   const int n = r.size();
   const Bytes share = r.bytes / static_cast<double>(rings.size()) / n;
@@ -171,8 +171,14 @@ Schedule ring_reduce_scatter(const Request& r) {
   for (const Ranks& ring : rings)
     for (int i = 0; i < n; ++i) step[{at(ring, i), at(ring, (i + 1) % n)}] += share;
   Schedule s;
-  for (int k = 0; k + 1 < n; ++k)
-    for (const auto& [ends, bytes] : step) send(s, k, ends.first, ends.second, bytes);
+  for (const auto& [ends, bytes] : step) send(s, 0, ends.first, ends.second, bytes);
+  return s;
+}
+
+Schedule ring_reduce_scatter(const Request& r) {
+  const Schedule step = ring_step(r);
+  Schedule s;
+  for (int k = 0; k + 1 < r.size(); ++k) s = then(std::move(s), step);
   return s;
 }
 

@@ -47,6 +47,8 @@ Schedule reduce_scatter_then_all_gather(const Request& r) {
   return then(ReduceScatter(r), AllGather(r));
 }
 
+// One step of the ring reduce-scatter (and all-gather): every step of those moves the same transfers.
+Schedule ring_step(const Request& r);
 Schedule ring_reduce_scatter(const Request& r);
 Schedule ring_all_gather(const Request& r);
 Schedule chain_broadcast(const Request& r);

@@ -87,6 +87,7 @@ std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind k
       repeats = step->steps;
       lowered = std::move(*step);
     }
+  if (repeats == 1) lowered = expand(std::move(lowered));   // played step by step
   auto built = make_plan(std::move(lowered), static_cast<int>(layout.machine.size()));
   built.repeats = repeats;
   built.id = plans_.size();

@@ -9,7 +9,7 @@ namespace {
 
 flow::LowerFn lowering(Algorithm algorithm, int max_channels) {
   return [algorithm, tuning = collective_tuning(max_channels)](workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout) {
-    return lower(kind, bytes, layout, algorithm, Protocol::Auto, tuning);
+    return lower_periodic(kind, bytes, layout, algorithm, Protocol::Auto, tuning);
   };
 }
 

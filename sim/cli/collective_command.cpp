@@ -102,7 +102,7 @@ std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& clus
   const sim::CollectiveTuning tuning = sim::collective_tuning(max_channels);
   std::vector<CollectiveTiming> out;
   for (const auto& s : points) {   // lowering first: an algorithm that cannot run here fails before any simulation
-    const sim::Lowered l = sim::lower(kind, s, layout, algorithm, sim::Protocol::Auto, tuning);
+    const sim::Lowered l = sim::lower_periodic(kind, s, layout, algorithm, sim::Protocol::Auto, tuning);
     out.push_back({Seconds(0), std::string(sim::to_string(l.algorithm)), std::string(sim::to_string(l.protocol))});
   }
   const auto times = deserialize(sim::run_isolated(

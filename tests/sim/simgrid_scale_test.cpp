@@ -180,14 +180,15 @@ TEST_CASE("scale: a compact plan keeps one step of a ring and plays as the full 
     CHECK(per_step == 32);   // two channels (two GPUs a machine), every rank sending once in each
     CHECK(a->lowered.transfers.size() == per_step * static_cast<std::size_t>(steps));
     sim::PairPaths paths(topo, topology::Routing::Single);
-    CHECK(sim::lowered_time(c->lowered, gpus, topo, paths, c->repeats) ==
-          sim::lowered_time(a->lowered, gpus, topo, paths));
+    // The repeated step is timed until every endpoint advances alike, then extrapolated: equal to rounding.
+    CHECK(sim::lowered_time(c->lowered, gpus, topo, paths, c->repeats).value() ==
+          doctest::Approx(sim::lowered_time(a->lowered, gpus, topo, paths).value()).epsilon(1e-12));
     sim::flow::Aggregates of_full(topo, topology::Routing::Single), of_compact(topo, topology::Routing::Single);
     const auto x = of_full.of(a, gpus);
     const auto y = of_compact.of(c, gpus);
     REQUIRE(x);
     REQUIRE(y);
-    CHECK(x->tail == y->tail);
+    CHECK(x->tail.value() == doctest::Approx(y->tail.value()).epsilon(1e-9));
     CHECK(x->tail > Seconds(0));
     REQUIRE(x->plan->lowered.transfers.size() == y->plan->lowered.transfers.size());
     for (std::size_t i = 0; i < x->plan->lowered.transfers.size(); ++i)
