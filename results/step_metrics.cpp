@@ -91,15 +91,20 @@ StepMetrics step_metrics(const workloads::StepGraph& g, const sim::Timeline& t, 
   return m;
 }
 
+// Every micro-batch of a one-GPU step computes the same ops: one micro-batch's graph is generated, its
+// forward and backward counted once per micro-batch and the step's optimizer once.
 Seconds single_gpu_compute(const workloads::Workload& w, const topology::GpuSpec& gpu) {
   workloads::Workload one = w;
   one.plan = workloads::ParallelPlan{};
   one.training->sequence_parallel = false;
+  const double micro_batches = static_cast<double>(w.training->global_batch) / w.training->micro_batch;
+  one.training->global_batch = one.training->micro_batch;
   const auto g = workloads::generate_step(one, gpu);
-  Seconds total;
+  Seconds per_micro_batch, per_step;
   for (const auto& op : g.classes.front().ops)
-    if (const auto* comp = std::get_if<ComputeOp>(&op.body)) total += comp->duration;
-  return total;
+    if (const auto* comp = std::get_if<ComputeOp>(&op.body))
+      (comp->scope == workloads::Scope::Optimizer ? per_step : per_micro_batch) += comp->duration;
+  return per_micro_batch * micro_batches + per_step;
 }
 
 }  // namespace dtsim::results

@@ -26,7 +26,7 @@ PipeKey key(int from, int to, const workloads::PipeTag& t) {
 
 class Player {
  public:
-  Player(const StepGraph& g, const CommCosts& costs) : g_(g), costs_(costs), state_(g.classes.size()) {
+  Player(const StepGraph& g, const OpDuration& duration) : g_(g), duration_(duration), state_(g.classes.size()) {
     for (std::size_t c = 0; c < g.classes.size(); ++c) state_[c].times.resize(g.classes[c].ops.size());
   }
 
@@ -62,7 +62,7 @@ class Player {
     auto& s = state_[c];
     const auto& ops = g_.classes[c].ops;
     while (s.next < ops.size()) {
-      auto t = place(c, ops[s.next], ready(s, ops[s.next]));
+      auto t = place(c, s.next, ops[s.next], ready(s, ops[s.next]));
       if (!t) break;
       s.times[s.next++] = *t;
       placed = true;
@@ -76,18 +76,18 @@ class Player {
     return r;
   }
 
-  std::optional<OpTime> place(std::size_t c, const Op& op, Seconds ready) {
+  std::optional<OpTime> place(std::size_t c, std::size_t i, const Op& op, Seconds ready) {
     auto& s = state_[c];
     const int stage = g_.classes[c].stage;
-    if (const auto* comp = std::get_if<ComputeOp>(&op.body)) {
+    if (std::holds_alternative<ComputeOp>(op.body)) {
       const Seconds start = std::max(ready, s.compute_free);
-      s.compute_free = start + comp->duration;
-      s.busy += comp->duration;
+      const Seconds duration = duration_(c, i);
+      s.compute_free = start + duration;
+      s.busy += duration;
       return OpTime{start, s.compute_free};
     }
     if (const auto* send = std::get_if<SendOp>(&op.body)) {
-      const int from = g_.classes[c].ranks.front();
-      const Seconds end = ready + costs_.transfer(*send, from, g_.peer_rank(from, send->peer_stage));
+      const Seconds end = ready + duration_(c, i);
       arrivals_[key(stage, send->peer_stage, send->tag)] = end;
       return OpTime{ready, end};
     }
@@ -96,15 +96,13 @@ class Player {
       if (it == arrivals_.end()) return std::nullopt;
       return OpTime{ready, std::max(ready, it->second)};
     }
-    return collective(c, std::get<CollectiveOp>(op.body), ready);
+    return collective(c, i, std::get<CollectiveOp>(op.body), ready);
   }
 
   // Tp and Dp groups live inside one class; the Embedding group joins the first and the last stage.
-  std::optional<OpTime> collective(std::size_t c, const CollectiveOp& op, Seconds ready) {
+  std::optional<OpTime> collective(std::size_t c, std::size_t i, const CollectiveOp& op, Seconds ready) {
     auto& s = state_[c];
     Seconds start = std::max(ready, s.communicator_free[op.group]);
-    const int rank = g_.classes[c].ranks.front();
-    const auto members = g_.group_ranks(rank, op.group);
     if (op.group == workloads::Group::Embedding) {
       const int k = s.embedding_seen;
       embedding_ready_[{c, k}] = start;
@@ -114,13 +112,13 @@ class Player {
       start = std::max(start, it->second);
       ++s.embedding_seen;
     }
-    const OpTime t{start, start + costs_.collective(op, members)};
+    const OpTime t{start, start + duration_(c, i)};
     s.communicator_free[op.group] = t.end;
     return t;
   }
 
   const StepGraph& g_;
-  const CommCosts& costs_;
+  const OpDuration& duration_;
   std::vector<ClassState> state_;
   std::map<PipeKey, Seconds> arrivals_;
   std::map<std::pair<std::size_t, int>, Seconds> embedding_ready_;
@@ -133,6 +131,19 @@ CommCosts free_communication() {
           [](const SendOp&, int, int) { return Seconds(0); }};
 }
 
-Timeline play_analytic(const StepGraph& graph, const CommCosts& costs) { return Player(graph, costs).run(); }
+Timeline play_analytic(const StepGraph& graph, const CommCosts& costs) {
+  const OpDuration duration = [&](std::size_t c, std::size_t i) {
+    const auto& body = graph.classes[c].ops[i].body;
+    const int rank = graph.classes[c].ranks.front();
+    if (const auto* comp = std::get_if<ComputeOp>(&body)) return comp->duration;
+    if (const auto* send = std::get_if<SendOp>(&body))
+      return costs.transfer(*send, rank, graph.peer_rank(rank, send->peer_stage));
+    const auto& op = std::get<CollectiveOp>(body);
+    return costs.collective(op, graph.group_ranks(rank, op.group));
+  };
+  return Player(graph, duration).run();
+}
+
+Timeline replay_analytic(const StepGraph& graph, const OpDuration& duration) { return Player(graph, duration).run(); }
 
 }  // namespace dtsim::sim

@@ -24,4 +24,11 @@ CommCosts free_communication();
 
 Timeline play_analytic(const workloads::StepGraph& graph, const CommCosts& costs);
 
+// Every op's duration given by (class, op index): compute ops, collectives (from their start) and sends (from
+// their start to their arrival); receives wait for their send as ever.
+using OpDuration = std::function<Seconds(std::size_t cls, std::size_t op)>;
+
+// The same rules with the durations given: a step re-timed with some ops lengthened (sim/interference.hpp).
+Timeline replay_analytic(const workloads::StepGraph& graph, const OpDuration& duration);
+
 }  // namespace dtsim::sim

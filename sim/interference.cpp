@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 
 #include "sim/analytic_engine.hpp"
 #include "sim/collective.hpp"
@@ -165,32 +164,37 @@ Timeline with_interference(const StepGraph& g, Timeline t, const topology::Topol
   bool any = false;
   for (const auto& c : lost) any = any || std::ranges::any_of(c, [](Seconds s) { return s.value() > 0; });
   if (!any) return t;
-  StepGraph slowed = g;
-  std::unordered_map<const void*, Seconds> took;   // each communication op of `slowed`, by address: as played
-  for (std::size_t c = 0; c < slowed.classes.size(); ++c) {
-    auto& ops = slowed.classes[c].ops;
+  for (std::size_t c = 0; c < g.classes.size(); ++c) {
     Seconds total(0);
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const Seconds played = t.classes[c].ops[i].end - t.classes[c].ops[i].start;
-      if (auto* comp = std::get_if<ComputeOp>(&ops[i].body)) {
-        comp->duration += lost[c][i];
-        total += lost[c][i];
-      } else if (const auto* coll = std::get_if<CollectiveOp>(&ops[i].body)) {
-        took[coll] = played;
-      } else if (const auto* send = std::get_if<SendOp>(&ops[i].body)) {
-        took[send] = played;
-      }
-    }
+    for (const Seconds l : lost[c]) total += l;
     t.classes[c].interference = total;
   }
-  const auto as_played = [&took](const void* op) {
-    const auto it = took.find(op);
-    DTSIM_ASSERT(it != took.end(), "every communication op of the slowed graph has its played duration");
-    return it->second;
+  // Each op keeps the duration the engine played (compute ops their own, lengthened by what they lost). A
+  // collective keeps what it added to its communicator's busy time: from the later of its start and the end of
+  // the group's previous collective (played as lanes, a rank's collectives on one group may overlap), so that
+  // timed again without losses the step is the engine's.
+  std::vector<std::vector<Seconds>> comm(g.classes.size());
+  for (std::size_t c = 0; c < g.classes.size(); ++c) {
+    const auto& ops = g.classes[c].ops;
+    const auto& times = t.classes[c].ops;
+    comm[c].assign(ops.size(), Seconds(0));
+    std::map<int, Seconds> group_end;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (std::holds_alternative<ComputeOp>(ops[i].body)) continue;
+      Seconds from = times[i].start;
+      if (const auto* coll = std::get_if<CollectiveOp>(&ops[i].body)) {
+        Seconds& previous = group_end[static_cast<int>(coll->group)];
+        from = std::max(from, previous);
+        previous = std::max(previous, times[i].end);
+      }
+      comm[c][i] = std::max(Seconds(0), times[i].end - from);
+    }
+  }
+  const OpDuration duration = [&](std::size_t c, std::size_t i) {
+    if (const auto* comp = std::get_if<ComputeOp>(&g.classes[c].ops[i].body)) return comp->duration + lost[c][i];
+    return comm[c][i];
   };
-  const CommCosts costs{[&](const CollectiveOp& op, const std::vector<int>&) { return as_played(&op); },
-                        [&](const SendOp& op, int, int) { return as_played(&op); }};
-  Timeline again = play_analytic(slowed, costs);
+  Timeline again = replay_analytic(g, duration);
   for (std::size_t c = 0; c < again.classes.size(); ++c) {
     t.classes[c].ops = std::move(again.classes[c].ops);
     t.classes[c].end = again.classes[c].end;

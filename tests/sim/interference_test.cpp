@@ -74,3 +74,31 @@ TEST_CASE("interference: nothing overlapping, or a GPU without an SM count, leav
   unknown.sms = 0;
   CHECK(sim::with_interference(overlapped.g, overlapped.t, overlapped.topo, unknown).step_time == overlapped.t.step_time);
 }
+
+TEST_CASE("interference: timed again, a rank's collectives that overlapped on one group (lanes) keep their ends") {
+  // A0 0-2, A 2-10, all-reduce X after A0 2-12, all-reduce Y after A0 played as lanes from 8 to 14 (its lanes
+  // began before X's last lane ended), B after Y 14-20. Timed again, Y adds to the group's busy time only what
+  // it added (12 to 14), so B still starts at 14 and the step still ends at 20, A lengthened or not.
+  const auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch,
+                                                                      1, 2)).topology;
+  const Workload w = test::gpt_job(1, 1, 2, 2);
+  const auto all_reduce = [] {
+    return CollectiveOp{CollectiveKind::AllReduce, Group::Dp, Bytes(1e9), CommPurpose::DataParallelGrads, 0, 0};
+  };
+  RankClass c{0, {0, 1}, {}};
+  c.ops = {{compute(2, 0), {}}, {compute(8, 0), {0}}, {all_reduce(), {0}}, {all_reduce(), {0}}, {compute(6, 0), {3}}};
+  const StepGraph g{w, Placement(w.plan), Granularity::Layer, 1, {c}};
+  sim::Timeline t;
+  t.classes = {sim::ClassTimeline{{{Seconds(0), Seconds(0.002)},
+                                   {Seconds(0.002), Seconds(0.010)},
+                                   {Seconds(0.002), Seconds(0.012)},
+                                   {Seconds(0.008), Seconds(0.014)},
+                                   {Seconds(0.014), Seconds(0.020)}},
+                                  Seconds(0.020), Seconds(0.016), Seconds(0)}};
+  t.step_time = Seconds(0.020);
+  const auto again = sim::with_interference(g, t, topo, topology::find_gpu("a100-sxm4-80gb"));
+  CHECK(again.classes[0].interference.value() > 0);
+  CHECK(again.classes[0].ops[1].end.value() > 0.010);
+  CHECK(again.classes[0].ops[3].end.value() == doctest::Approx(0.014));
+  CHECK(again.step_time.value() == doctest::Approx(0.020));
+}
