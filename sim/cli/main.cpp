@@ -1,9 +1,13 @@
 // The dtsim program: arguments in, one subcommand out. The only place in dtsim that exits.
 //   status 0: success; 2: bad input (one line on stderr); 3: internal error (a broken invariant).
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "sim/cli/commands.hpp"
 #include "topology/error.hpp"
@@ -135,7 +139,25 @@ int dispatch(int argc, char** argv) {
 
 }  // namespace
 
+namespace {
+
+// A large step's graph and per-rank timelines touch hundreds of MB once each: with transparent huge pages behind
+// malloc the kernel faults them in 2 MiB at a time instead of 4 KiB (bench (a): 1.67 -> 1.33 s on one core).
+// glibc reads its tunables once, at startup, so the program runs itself again with glibc.malloc.hugetlb=1 set;
+// where that cannot be done it goes on as it is.
+void with_huge_pages(char** argv) {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  const std::string current = tunables != nullptr ? tunables : "";
+  if (current.find("glibc.malloc.hugetlb") != std::string::npos) return;
+  const std::string wanted = current.empty() ? "glibc.malloc.hugetlb=1" : current + ":glibc.malloc.hugetlb=1";
+  if (setenv("GLIBC_TUNABLES", wanted.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);   // returns only when it failed
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  with_huge_pages(argv);
   try {
     return dispatch(argc, argv);
   } catch (const dtsim::InputError& e) {
