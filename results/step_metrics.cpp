@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/analytic_engine.hpp"
+#include "sim/analytic/analytic_engine.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::results {

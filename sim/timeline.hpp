@@ -20,7 +20,8 @@ struct ClassTimeline {
   std::vector<OpTime> ops;     // parallel to RankClass::ops: the class's slowest rank (the one that ends last)
   Seconds end;                 // when the class's last op ended
   Seconds compute_busy;        // sum of its compute ops' durations
-  Seconds interference{};      // compute time its ops lost to the communication beside them (sim/interference.hpp)
+  Seconds interference{};      // compute time its ops lost to the communication beside them
+                               // (sim/analytic/interference.hpp)
 };
 
 // One rank's ops (parallel to its class's op list); filled by engines that play every rank.

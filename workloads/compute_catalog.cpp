@@ -37,7 +37,7 @@ constexpr double kSustained = 0.74 / 0.94;
 // GPUs; NeMo 24.07, FP8, 8 to 512 GPUs; MLPerf v3.1 GPT-3 on Eos, FP8, 512 and 768 GPUs): pooled MAE 4.08 % at
 // 0.85, 4.03 % at 0.86, 4.07 % at 0.87; 0.85 to 0.87 keep every table within mean 5 % and max 12 %
 // (docs/validation.md). It was 0.84 until the SMs and HBM that overlapped communication takes from compute were
-// modelled (sim/interference.hpp), which now accounts for part of what it stood for. The mechanism it stands
+// modelled (sim/analytic/interference.hpp), which now accounts for part of what it stood for. The mechanism it stands
 // for: the benchmarks time kernels of milliseconds on an otherwise idle chip, at clocks a step of seconds with
 // all SMs, HBM and NVLink busy does not hold under the SXM5's 700 W limit (an A100 SXM4 holds its 1410 MHz under
 // load, Chips and Cheese; an H100 throttles to its power limit, and NVIDIA measured NeMo 24.07's H100 table with

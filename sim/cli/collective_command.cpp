@@ -7,9 +7,9 @@
 
 #include "results/collective_report.hpp"
 #include "results/topology_report.hpp"
-#include "sim/analytic_costs.hpp"
+#include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
-#include "sim/simgrid_engine.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
 #include "topology/builders.hpp"
 
 namespace dtsim::cli {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/cli/commands.hpp"
-#include "sim/collective.hpp"
+#include "sim/collectives/collective.hpp"
 #include "workloads/step_graph.hpp"
 #include "topology/error.hpp"
 

@@ -10,7 +10,7 @@
 #include "results/catalog_report.hpp"
 #include "results/memory_report.hpp"
 #include "results/step_graph_report.hpp"
-#include "sim/analytic_engine.hpp"
+#include "sim/analytic/analytic_engine.hpp"
 #include "results/topology_report.hpp"
 #include "topology/builders.hpp"
 #include "topology/error.hpp"

@@ -9,10 +9,10 @@
 #include "results/run_report.hpp"
 #include "results/topology_report.hpp"
 #include "results/trace.hpp"
-#include "sim/analytic_costs.hpp"
+#include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
-#include "sim/interference.hpp"
-#include "sim/simgrid_engine.hpp"
+#include "sim/analytic/interference.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
 #include "topology/builders.hpp"
 
 namespace dtsim::cli {

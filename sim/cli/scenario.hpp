@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "topology/cluster.hpp"
-#include "sim/collective.hpp"
+#include "sim/collectives/collective.hpp"
 #include "workloads/plan.hpp"
 #include "workloads/step_graph.hpp"
 
@@ -26,7 +26,7 @@ struct SimulationSpec {
   bool memoize = true;     // SimGrid: replay collectives on isolated groups (sim::SimgridOptions::memoize)
   bool aggregate = true;   // SimGrid: a ring's steps as one flow per transfer (sim::SimgridOptions::aggregate)
   bool symmetry = true;    // SimGrid: play one rank of each TP group (sim::SimgridOptions::symmetry)
-  bool interference = true;   // overlapped communication slows the compute beside it (sim/interference.hpp)
+  bool interference = true;   // overlapped communication slows the compute beside it (sim/analytic/interference.hpp)
 };
 
 // The `reference` section: published figures to print beside dtsim's (the founding article's claims, a paper's

@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/collective.hpp"
+#include "sim/collectives/collective.hpp"
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 

@@ -1,8 +1,8 @@
-// What overlapped communication takes from compute (sim/interference.hpp): the delay of each compute op against
-// the closed form, worked out by hand, and the step timed again with the communication keeping its duration.
+// What overlapped communication takes from compute (sim/analytic/interference.hpp): the delay of each compute op
+// against the closed form, worked out by hand, and the step timed again with the communication keeping its duration.
 #include <doctest/doctest.h>
 
-#include "sim/interference.hpp"
+#include "sim/analytic/interference.hpp"
 #include "topology/builders.hpp"
 #include "workloads/gpt_job.hpp"
 

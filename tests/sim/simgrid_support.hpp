@@ -16,10 +16,10 @@
 #include <optional>
 #include <stdexcept>
 
-#include "sim/analytic_engine.hpp"
-#include "sim/simgrid_engine.hpp"
-#include "sim/simgrid_platform.hpp"
-#include "sim/simgrid_player.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
+#include "sim/simgrid/simgrid_platform.hpp"
+#include "sim/simgrid/simgrid_player.hpp"
 #include "topology/builders.hpp"
 #include "topology/error.hpp"
 #include "topology/routing.hpp"

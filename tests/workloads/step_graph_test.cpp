@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "sim/analytic_engine.hpp"
+#include "sim/analytic/analytic_engine.hpp"
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 #include "workloads/gpt_job.hpp"

@@ -1,4 +1,4 @@
-#include "sim/analytic_costs.hpp"
+#include "sim/analytic/analytic_costs.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "sim/analytic_engine.hpp"
+#include "sim/analytic/analytic_engine.hpp"
 
 #include <algorithm>
 #include <map>

@@ -23,11 +23,11 @@
 //  - symmetry (simgrid_symmetry.hpp): one rank of each TP group is played, its images' share of the links it
 //    shares with them taken off their capacity; or, where routes do not map, its images as lanes: their sends
 //    and data-parallel and embedding collectives played beside its own, each lane its own stream per group.
-#include "sim/simgrid_player.hpp"
+#include "sim/simgrid/simgrid_player.hpp"
 
-#include "sim/simgrid_isolation.hpp"
-#include "sim/simgrid_memo.hpp"
-#include "sim/simgrid_symmetry.hpp"
+#include "sim/simgrid/simgrid_isolation.hpp"
+#include "sim/simgrid/simgrid_memo.hpp"
+#include "sim/simgrid/simgrid_symmetry.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,8 +1,8 @@
 // The SimGrid engine's entry points: the engine (simgrid_player.cpp, simgrid_collective.cpp) with sim::lower as
 // its lowering.
-#include "sim/simgrid_engine.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
 
-#include "sim/simgrid_player.hpp"
+#include "sim/simgrid/simgrid_player.hpp"
 
 namespace dtsim::sim {
 namespace {

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/simgrid_collective.hpp"
-#include "sim/simgrid_platform.hpp"
+#include "sim/simgrid/simgrid_collective.hpp"
+#include "sim/simgrid/simgrid_platform.hpp"
 #include "workloads/step_graph.hpp"
 #include "topology/topology.hpp"
 

@@ -1,6 +1,6 @@
 // The SimGrid side of the engine: engine and model configuration, the platform built from a Topology, and
 // activities started just in time with a completion callback each (see simgrid_platform.hpp).
-#include "sim/simgrid_platform.hpp"
+#include "sim/simgrid/simgrid_platform.hpp"
 
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/routing/NetPoint.hpp>

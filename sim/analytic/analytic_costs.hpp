@@ -8,8 +8,8 @@
 #include <memory>
 #include <unordered_map>
 
-#include "sim/analytic_engine.hpp"
-#include "sim/collective.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#include "sim/collectives/collective.hpp"
 #include "topology/ring_order.hpp"
 #include "topology/routing.hpp"
 

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "sim/simgrid_collective.hpp"
-#include "sim/simgrid_engine.hpp"
+#include "sim/simgrid/simgrid_collective.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
 
 namespace dtsim::sim::flow {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collective.hpp"
+#include "sim/collectives/collective.hpp"
 #include "sim/timeline.hpp"
 #include "topology/builders.hpp"
 #include "topology/routing.hpp"

@@ -1,11 +1,11 @@
-#include "sim/simgrid_memo.hpp"
+#include "sim/simgrid/simgrid_memo.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
 
-#include "sim/simgrid_engine.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::sim::flow {

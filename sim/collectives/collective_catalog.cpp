@@ -42,7 +42,7 @@
 //   GB/s), ~75 MB on NDR (47 GB/s). 64 MiB sits in that range and keeps Megatron's 25 MB gradient buckets on
 //   trees across nodes, as NCCL does at scale. One size for every scale is a simplification (NCCL decides per
 //   call from its model).
-#include "sim/collective.hpp"
+#include "sim/collectives/collective.hpp"
 
 namespace dtsim::sim {
 

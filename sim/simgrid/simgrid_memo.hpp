@@ -14,8 +14,8 @@
 #include <set>
 #include <vector>
 
-#include "sim/simgrid_collective.hpp"
-#include "sim/simgrid_isolation.hpp"
+#include "sim/simgrid/simgrid_collective.hpp"
+#include "sim/simgrid/simgrid_isolation.hpp"
 #include "workloads/step_graph.hpp"
 
 namespace dtsim::sim::flow {

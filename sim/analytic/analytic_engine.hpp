@@ -28,7 +28,7 @@ Timeline play_analytic(const workloads::StepGraph& graph, const CommCosts& costs
 // their start to their arrival); receives wait for their send as ever.
 using OpDuration = std::function<Seconds(std::size_t cls, std::size_t op)>;
 
-// The same rules with the durations given: a step re-timed with some ops lengthened (sim/interference.hpp).
+// The same rules with the durations given: a step re-timed with some ops lengthened (sim/analytic/interference.hpp).
 Timeline replay_analytic(const workloads::StepGraph& graph, const OpDuration& duration);
 
 }  // namespace dtsim::sim

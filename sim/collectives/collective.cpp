@@ -1,6 +1,6 @@
 // lower(): resolve `auto`, check that the algorithm can run on the group, pick its builder from the table,
 // and put the transfers in their canonical order. The algorithms themselves are in collective_algorithms.cpp.
-#include "sim/collective.hpp"
+#include "sim/collectives/collective.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/collective_schedule.hpp"
+#include "sim/collectives/collective_schedule.hpp"
 #include "topology/error.hpp"
 #include "topology/name_table.hpp"
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <utility>
 
-#include "sim/collective_schedule.hpp"
+#include "sim/collectives/collective_schedule.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::sim::detail {

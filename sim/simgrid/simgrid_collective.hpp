@@ -15,9 +15,9 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/analytic_costs.hpp"
-#include "sim/collective.hpp"
-#include "sim/simgrid_platform.hpp"
+#include "sim/analytic/analytic_costs.hpp"
+#include "sim/collectives/collective.hpp"
+#include "sim/simgrid/simgrid_platform.hpp"
 #include "sim/timeline.hpp"
 #include "topology/topology.hpp"
 

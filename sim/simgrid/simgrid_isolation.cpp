@@ -1,4 +1,4 @@
-#include "sim/simgrid_isolation.hpp"
+#include "sim/simgrid/simgrid_isolation.hpp"
 
 #include <algorithm>
 #include <limits>

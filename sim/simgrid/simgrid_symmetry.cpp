@@ -1,4 +1,4 @@
-#include "sim/simgrid_symmetry.hpp"
+#include "sim/simgrid/simgrid_symmetry.hpp"
 
 #include <algorithm>
 #include <optional>

@@ -1,10 +1,10 @@
 // Lowered collectives played on a Simulation by the step rule (simgrid_collective.hpp), and time_lowered: a
 // sequence of them, one after the other.
-#include "sim/simgrid_collective.hpp"
+#include "sim/simgrid/simgrid_collective.hpp"
 
 #include <algorithm>
 
-#include "sim/simgrid_player.hpp"
+#include "sim/simgrid/simgrid_player.hpp"
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 

@@ -32,7 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/simgrid_isolation.hpp"
+#include "sim/simgrid/simgrid_isolation.hpp"
 #include "sim/timeline.hpp"
 #include "workloads/step_graph.hpp"
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/collective.hpp"
+#include "sim/collectives/collective.hpp"
 
 namespace dtsim::sim::detail {
 

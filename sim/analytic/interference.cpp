@@ -1,12 +1,12 @@
-#include "sim/interference.hpp"
+#include "sim/analytic/interference.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
 
-#include "sim/analytic_engine.hpp"
-#include "sim/collective.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#include "sim/collectives/collective.hpp"
 #include "topology/error.hpp"
 #include "topology/routing.hpp"
 
