@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/simgrid/simgrid_engine.hpp"
+#include "sim/simgrid/isolated.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::sim {

@@ -1,10 +1,9 @@
-// Lowered collectives played on a Simulation by the step rule (simgrid_collective.hpp), and time_lowered: a
-// sequence of them, one after the other.
+// Lowered collectives played on a Simulation by the step rule (simgrid_collective.hpp): plans, their cache, the
+// sites of a group, aggregates, and the run of one collective.
 #include "sim/simgrid/simgrid_collective.hpp"
 
 #include <algorithm>
 
-#include "sim/simgrid/simgrid_player.hpp"
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 
@@ -260,52 +259,6 @@ void CollectiveRun::touch(std::size_t endpoint, std::size_t phase) {
   const auto& phases = plan_->phases[endpoint];
   if (--remaining_[endpoint][phase] > 0 || phase + 1 >= phases.size() || !phases[phase + 1].chained) return;
   launch(endpoint, phase + 1, plan_->lowered.step_latency);
-}
-
-// One collective per size over `ranks`, each starting when the previous one ends.
-std::vector<Seconds> time_lowered(workloads::CollectiveKind kind, const std::vector<Bytes>& sizes,
-                                  const std::vector<int>& ranks, const topology::Topology& topology,
-                                  const GroupLayout& layout, const LowerFn& lower, topology::Routing routing, bool aggregate) {
-  DTSIM_ASSERT(layout.machine.size() == ranks.size(), "a group layout gives one machine per rank");
-  GroupLayout labelled = layout;   // machines as Sites labels them
-  labelled.machine = label_machines(layout.machine).first;
-  std::vector<NodeId> gpus;
-  for (int r : ranks) gpus.push_back(topology.gpus().at(static_cast<std::size_t>(r)));
-  const Sites sites(topology);
-  PlanCache plans(lower, aggregate);
-  RouteNeeds needs;
-  std::vector<std::shared_ptr<const CollectivePlan>> plan;
-  std::vector<std::vector<NodeId>> nodes;
-  std::vector<Seconds> tails;
-  Aggregates aggregates(topology, routing);
-  for (Bytes size : sizes) {
-    plan.push_back(plans.get(kind, size, labelled));
-    tails.emplace_back();
-    if (aggregate)
-      if (auto choice = aggregates.of(plan.back(), gpus)) {
-        plan.back() = std::move(choice->plan);
-        tails.back() = choice->tail;
-      }
-    nodes.push_back(sites.endpoint_nodes(*plan.back(), gpus));
-    add_routes(needs, *plan.back(), nodes.back());
-  }
-  RouteResources routes(topology, routing);
-  Simulation sim(topology, needs, routes);
-  std::vector<Seconds> times(sizes.size());
-  std::unique_ptr<CollectiveRun> run;
-  std::function<void(std::size_t)> next = [&](std::size_t i) {
-    if (i == sizes.size()) return;
-    const Seconds start = sim.now();
-    auto finished = [&, i, start](Seconds end) {
-      times[i] = end - start;
-      next(i + 1);   // replaces (destroys) the run that called
-    };
-    run = std::make_unique<CollectiveRun>(sim, plan[i], nodes[i], nullptr, finished, tails[i]);
-    run->start();
-  };
-  next(0);
-  sim.run();
-  return times;
 }
 
 }  // namespace dtsim::sim::flow

@@ -1,5 +1,5 @@
-// The SimGrid engine's entry points: the engine (simgrid_player.cpp, simgrid_collective.cpp) with sim::lower as
-// its lowering.
+// The SimGrid engine's entry points: the engine with the lowering as a parameter (simgrid_player.hpp) given
+// sim::lower.
 #include "sim/simgrid/simgrid_engine.hpp"
 
 #include "sim/simgrid/simgrid_player.hpp"

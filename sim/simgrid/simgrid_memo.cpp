@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "sim/simgrid/simgrid_engine.hpp"
+#include "sim/simgrid/isolated.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::sim::flow {

@@ -1,11 +1,12 @@
-// Private to dtsim_simgrid: the SimGrid engine with the lowering as a parameter, so that tests can play
-// hand-built lowerings. play_simgrid and time_collectives pass sim::lower.
+// Private to dtsim_simgrid: the SimGrid engine with the lowering as a parameter (simgrid_player.cpp), so that
+// tests can play hand-built lowerings. play_simgrid and time_collectives pass sim::lower.
 #pragma once
 
 #include <vector>
 
 #include "sim/simgrid/simgrid_collective.hpp"
-#include "sim/simgrid/simgrid_engine.hpp"
+#include "sim/simgrid/simgrid_options.hpp"
+#include "sim/timeline.hpp"
 
 namespace dtsim::sim::flow {
 
