@@ -1,0 +1,221 @@
+// StageBuilder (stage_builder.hpp): a stage's schedule steps as ops. The forward and backward of a micro-batch
+// (pipeline receives and sends, the embedding and logits, each layer's pass), ZeRO-3's parameter gathers,
+// gradient buckets and their data-parallel reductions, the parameter all-gathers at the step's start
+// (overlap_param_gather), and the end of the step (tied embeddings, the optimizer, ZeRO-1/2's all-gather).
+#include "workloads/stage_builder.hpp"
+
+#include <utility>
+#include <vector>
+
+namespace dtsim::workloads::detail {
+namespace {
+
+// The distributed optimizer's parameter all-gather moved to the next step's forward (training.overlap_param_gather).
+bool overlaps_param_gather(const Workload& w) { return w.training->overlap_param_gather && w.plan.zero == 1; }
+
+// The units of one virtual stage in forward order (the embedding, its layers, the logits), with the parameters
+// one GPU holds of each.
+std::vector<std::pair<int, double>> forward_units(const Context& ctx, int v) {
+  const ModelSpec& m = ctx.w.model;
+  const auto vi = static_cast<std::size_t>(v);
+  const double tp = ctx.w.plan.tp;
+  std::vector<std::pair<int, double>> units;
+  if (v == 0) units.emplace_back(-1, embedding_parameters(m) / tp);
+  for (int l = ctx.first_layer[vi]; l < ctx.first_layer[vi] + ctx.layers[vi]; ++l)
+    units.emplace_back(l, layer_parameters(m) / tp);
+  if (v == ctx.virtual_stages - 1) {
+    double head = final_norm_parameters(m) + logits_parameters(m);
+    if (m.tied_embeddings && ctx.w.plan.pp > 1) head += static_cast<double>(m.vocab) * m.hidden;
+    units.emplace_back(-2, head / tp);
+  }
+  return units;
+}
+
+}  // namespace
+
+// The backward's gathers for `layer`: issued a layer ahead (with the previous layer's, before its reduce-scatters)
+// where the framework prefetches ahead and the memory holds it; and, so, those of the next layer (`more`) now.
+std::vector<Index> StageBuilder::backward_gather(int layer, int mb, std::vector<Index> deps, bool more) {
+  if (auto it = prefetched_.find(layer); it != prefetched_.end()) {
+    deps.insert(deps.end(), it->second.begin(), it->second.end());
+    prefetched_.erase(it);
+  } else {
+    deps = zero3_gather(layer, mb, std::move(deps));
+  }
+  const auto& plan = ctx_.w.plan;
+  if (!more || plan.zero < 3 || plan.dp == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
+  // Two layers gathered at once, as zero3_gather's prefetch: this one and the next, once the one after this
+  // (the previous in the backward) has finished.
+  std::vector<Index> gate;
+  if (!gather_window_.empty()) gate.push_back(gather_window_.back());
+  prefetched_[layer - 1] = gather_modules(layer - 1, mb, std::move(gate));
+  return deps;
+}
+
+std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Index> deps) {
+  if (ctx_.w.plan.zero < 3 || ctx_.w.plan.dp == 1) return deps;
+  // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
+  // gathered at once); without, once the previous layer's compute has.
+  const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
+  std::vector<Index> gate;
+  if (gather_window_.size() >= back) gate.push_back(gather_window_[gather_window_.size() - back]);
+  for (const Index g : gather_modules(layer, mb, std::move(gate))) deps.push_back(g);
+  return deps;
+}
+
+// One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module: each pays the ring's per-step
+// latency over the whole data-parallel group.
+std::vector<Index> StageBuilder::gather_modules(int layer, int mb, std::vector<Index> gate) {
+  std::vector<Index> out;
+  for (const Bytes part : ctx_.layer_modules)
+    out.push_back(
+        collective(CollectiveKind::AllGather, Group::Dp, part, CommPurpose::ZeroParamGather, layer, mb, gate));
+  return out;
+}
+
+std::vector<Index> StageBuilder::receive(const PipeStep& step, int from_virtual) {
+  const auto& plan = ctx_.w.plan;
+  const bool shard = ctx_.sharding.sequence_parallel || (plan.scatter_gather && plan.tp > 1);
+  const Bytes wire = shard ? ctx_.activation / plan.tp : ctx_.activation;
+  const PipeTag tag{step.micro_batch, step.chunk, step.pass};
+  const Index r = add(RecvOp{stage_of(from_virtual), wire, tag});
+  if (!shard || ctx_.sharding.sequence_parallel) return {r};
+  return {collective(CollectiveKind::AllGather, Group::Tp, ctx_.activation, CommPurpose::PipelineGather, -1,
+                     step.micro_batch, {r})};
+}
+
+void StageBuilder::send(const PipeStep& step, int to_virtual, std::vector<Index> deps) {
+  const auto& plan = ctx_.w.plan;
+  const bool shard = ctx_.sharding.sequence_parallel || (plan.scatter_gather && plan.tp > 1);
+  const Bytes wire = shard ? ctx_.activation / plan.tp : ctx_.activation;
+  add(SendOp{stage_of(to_virtual), wire, PipeTag{step.micro_batch, chunk_of(to_virtual), step.pass}}, std::move(deps));
+}
+
+void StageBuilder::forward(const PipeStep& step) {
+  const int v = virtual_stage(step);
+  const int mb = step.micro_batch;
+  std::vector<Index> deps;
+  if (v > 0) deps = receive(step, v - 1);
+  if (v == 0) deps = compute(ctx_.embedding_kernels[0],
+                             Scope::Embedding, Pass::Forward, -1, mb, gated(kEmbeddingUnit, std::move(deps)));
+  const auto vi = static_cast<std::size_t>(v);
+  for (int l = ctx_.first_layer[vi]; l < ctx_.first_layer[vi] + ctx_.layers[vi]; ++l) {
+    deps = zero3_gather(l, mb, gated(l, std::move(deps)));
+    deps = layer_pass(l, mb, Pass::Forward, std::move(deps));
+    gather_window_.push_back(deps.front());
+  }
+  if (v == ctx_.virtual_stages - 1) {
+    compute(ctx_.logits_kernels[0], Scope::Logits,
+            Pass::Forward, -1, mb, gated(kLogitsUnit, std::move(deps)));
+    return;
+  }
+  send(step, v + 1, std::move(deps));
+}
+
+void StageBuilder::add_grads(Bytes bytes, int layer, int mb, Index after) {
+  bucket_ += bytes;
+  bucket_deps_ = {after};
+  if (ctx_.t.dp_overlap && bucket_ >= ctx_.t.dp_bucket) flush_bucket(layer, mb);
+}
+
+// ZeRO 0: all-reduce; ZeRO >= 1: reduce-scatter (each rank keeps its shard of the gradients).
+void StageBuilder::flush_bucket(int layer, int mb) {
+  if (bucket_.value() <= 0 || ctx_.w.plan.dp == 1) {
+    bucket_ = Bytes(0);
+    return;
+  }
+  const auto kind = ctx_.w.plan.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
+  dp_comms_.push_back(collective(kind, Group::Dp, bucket_, CommPurpose::DataParallelGrads, layer, mb, bucket_deps_));
+  bucket_ = Bytes(0);
+}
+
+void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
+  const int v = virtual_stage(step);
+  const int mb = step.micro_batch;
+  // Gradients are reduced once per step after the last micro-batch (ZeRO 0/1), or every micro-batch (ZeRO 2/3).
+  const bool reduce = last_micro_batch || ctx_.w.plan.zero >= 2;
+  std::vector<Index> deps;
+  if (v < ctx_.virtual_stages - 1) deps = receive(step, v + 1);
+  if (v == ctx_.virtual_stages - 1) {
+    deps = compute(ctx_.logits_kernels[1],
+                   Scope::Logits, Pass::Backward, -1, mb, std::move(deps));
+    if (reduce && !ctx_.w.model.tied_embeddings) add_grads(ctx_.logits_grads, -1, mb, deps.front());
+  }
+  const auto vi = static_cast<std::size_t>(v);
+  for (int l = ctx_.first_layer[vi] + ctx_.layers[vi] - 1; l >= ctx_.first_layer[vi]; --l) {
+    deps = backward_gather(l, mb, std::move(deps), l > ctx_.first_layer[vi]);
+    if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
+    // With buckets reduced during the backward, each module's gradients join the bucket as the backward produces
+    // them, so a bucket can be reduced while the rest of the layer computes.
+    const bool per_module = reduce && ctx_.t.dp_overlap && ctx_.w.plan.dp > 1;
+    std::vector<ModuleReady> ready;
+    deps = layer_pass(l, mb, Pass::Backward, std::move(deps), per_module ? &ready : nullptr);
+    gather_window_.push_back(deps.front());
+    for (const ModuleReady& r : ready) add_grads(ctx_.module_grads[r.module], l, mb, r.op);
+    if (reduce && !per_module) add_grads(ctx_.layer_grads, l, mb, deps.front());
+  }
+  if (v == 0)
+    deps = compute(ctx_.embedding_kernels[1],
+                   Scope::Embedding, Pass::Backward, -1, mb, std::move(deps));
+  if (v == 0 && reduce) add_grads(ctx_.embedding_grads, -1, mb, deps.front());
+  if (reduce && !ctx_.t.dp_overlap && ctx_.w.plan.zero >= 2) flush_bucket(-1, mb);   // after this backward
+  if (v > 0) send(step, v - 1, deps);
+  last_backward_ = deps;
+}
+
+// The end of the step: the last gradient bucket, the tied-embedding reduction between the first and last
+// stage, the optimizer step on this rank's shard, and (ZeRO 1/2) the all-gather of the updated weights.
+void StageBuilder::finish(double stage_params) {
+  flush_bucket(-1, -1);
+  const auto& plan = ctx_.w.plan;
+  std::vector<Index> before_step = dp_comms_;
+  before_step.insert(before_step.end(), last_backward_.begin(), last_backward_.end());
+  const bool ends = stage_ == 0 || stage_ == plan.pp - 1;
+  if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends)
+    before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,
+                                     CommPurpose::EmbeddingGrads, -1, -1, last_backward_));
+  const double shard = plan.zero >= 1 ? stage_params / plan.dp : stage_params;
+  std::vector<Kernel> step_kernels = step_overhead_kernels(ctx_.t, shard);
+  step_kernels.insert(step_kernels.begin() + 1, optimizer_kernel(ctx_.t, shard));   // after the norm, before zeroing
+  const Index step = compute(step_kernels, Scope::Optimizer, Pass::Forward, -1, -1, std::move(before_step)).front();
+  if ((plan.zero == 1 || plan.zero == 2) && plan.dp > 1 && !overlaps_param_gather(ctx_.w))
+    collective(CollectiveKind::AllGather, Group::Dp, Bytes(stage_params * bytes_per_element(ctx_.t.weight_dtype)),
+               CommPurpose::ZeroParamGather, -1, -1, {step});
+}
+
+std::vector<Index> StageBuilder::gated(int unit, std::vector<Index> deps) {
+  const auto it = param_gates_.find(unit);
+  if (it == param_gates_.end()) return deps;
+  deps.push_back(it->second);
+  param_gates_.erase(it);
+  return deps;
+}
+
+// overlap_param_gather: at the step's start (the previous step's optimizer has just run: in steady state Megatron
+// issues these all-gathers then, and every stage at once with align_param_gather), one all-gather per bucket of
+// the stage's parameters in forward order, the bucket as the gradients' (dp_bucket, counted in parameters); each
+// unit's first forward waits for its own bucket only.
+void StageBuilder::start() {
+  if (!overlaps_param_gather(ctx_.w) || ctx_.w.plan.dp == 1) return;
+  const double bucket = ctx_.t.dp_bucket.value() / bytes_per_element(ctx_.t.grad_dtype);
+  const double weight = bytes_per_element(ctx_.t.weight_dtype);
+  std::vector<int> members;
+  double params = 0;
+  const auto gather = [&] {
+    if (members.empty()) return;
+    const Index ag = collective(CollectiveKind::AllGather, Group::Dp, Bytes(params * weight),
+                                CommPurpose::ZeroParamGather, members.front() >= 0 ? members.front() : -1, 0, {});
+    for (int u : members) param_gates_[u] = ag;
+    members.clear();
+    params = 0;
+  };
+  for (int v = stage_; v < ctx_.virtual_stages; v += ctx_.w.plan.pp)
+    for (const auto& [unit, count] : forward_units(ctx_, v)) {
+      members.push_back(unit);
+      params += count;
+      if (params >= bucket) gather();
+    }
+  gather();
+}
+
+}  // namespace dtsim::workloads::detail

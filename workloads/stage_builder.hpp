@@ -1,0 +1,145 @@
+// Private to the step generator (step_graph.cpp, stage_builder.cpp, stage_builder_layers.cpp): what every
+// stage's generator shares (Context), how a layer pass talks to its TP peers (TpComm), and the StageBuilder that
+// emits one stage's ops.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "topology/catalog.hpp"
+#include "workloads/kernels.hpp"
+#include "workloads/schedule.hpp"
+#include "workloads/step_graph.hpp"
+
+namespace dtsim::workloads::detail {
+
+using Index = std::uint32_t;
+
+// What every stage's generator shares.
+struct Context {
+  const Workload& w;
+  const TrainingSpec& t;
+  const topology::GpuSpec& gpu;
+  Granularity granularity;
+  Sharding sharding;
+  std::vector<int> layers;        // per virtual stage
+  std::vector<int> first_layer;   // per virtual stage
+  int virtual_stages = 0;
+  Bytes activation;               // one micro-batch's hidden states: b x s x h in the compute dtype
+  std::vector<Bytes> layer_modules;  // one layer's weights on one GPU, weight dtype, per linear module (ZeRO-3)
+  Bytes layer_grads;              // one layer's gradients on one GPU, grad dtype
+  std::vector<Bytes> module_grads;  // the same per linear module, in layer_modules' order
+  Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
+  Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
+  bool zero3_prefetch = false;    // ZeRO-3 gathers the next layer while this one computes (memory_plan.hpp)
+  // Every layer's kernels are the same: built once per pass (Forward, Backward, Recompute), as are the first
+  // stage's embedding and the last stage's logits (Forward, Backward).
+  std::array<std::vector<Kernel>, 3> layer_kernels;
+  std::array<std::vector<Seconds>, 3> layer_times;   // each of those kernels' duration on the GPU
+  std::array<std::vector<Kernel>, 2> embedding_kernels;
+  std::array<std::vector<Kernel>, 2> logits_kernels;
+};
+
+inline std::size_t pass_index(Pass p) { return static_cast<std::size_t>(p); }
+
+// Where a layer pass talks to its TP peers (Megatron's f and g operators), and how. Without sequence parallelism,
+// two all-reduces (forward: after the row-parallel projection and MLP down; backward: after the column-parallel
+// Q K V and MLP up); with it an all-gather before each column-parallel GEMM and a reduce-scatter after each
+// row-parallel one (backward: mirrored). Each moves the layer's b x s x h activations.
+//   exposed   on the critical path, between the kernels around it (Megatron-LM 2021);
+//   ring      an all-gather pipelined with the GEMM it feeds (the GEMM in tp chunks, each computing while the next
+//             arrives: Transformer Engine's ring exchange under --tp-comm-overlap);
+//   pipelined a reduce-scatter pipelined with the GEMM it follows, in kTpSplits chunks (TE's split pipeline);
+//   bulk      a column-parallel layer's backward: the data-gradient GEMM, then its collective beside the
+//             weight-gradient GEMM; with sequence parallelism the layer's input all-gathered again beside the
+//             data-gradient GEMM for the weight gradient (Korthikanti et al. 4.2.2, Megatron-Core).
+enum class TpStyle { Exposed, Ring, Pipelined, Bulk };
+
+struct TpComm {
+  KernelClass kernel;
+  bool before;
+  CollectiveKind kind;
+  TpStyle style;
+};
+
+// The ops of one stage, and the state that crosses schedule steps (the open gradient bucket).
+class StageBuilder {
+ public:
+  StageBuilder(const Context& ctx, int stage) : ctx_(ctx), stage_(stage) {}
+
+  void start();
+  void forward(const PipeStep& step);
+  void backward(const PipeStep& step, bool last_micro_batch);
+  void finish(double stage_params);
+  std::vector<Op> take() { return std::move(ops_); }
+
+ private:
+  Index add(OpBody body, std::vector<Index> deps = {}) {
+    ops_.push_back(Op{std::move(body), std::move(deps)});
+    return static_cast<Index>(ops_.size() - 1);
+  }
+  Index collective(CollectiveKind kind, Group group, Bytes bytes, CommPurpose purpose, int layer, int mb,
+                   std::vector<Index> deps) {
+    return add(CollectiveOp{kind, group, bytes, purpose, layer, mb}, std::move(deps));
+  }
+  std::vector<Index> compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer, int mb,
+                             std::vector<Index> deps);
+  struct ModuleReady {
+    std::size_t module;   // index into Context::module_grads
+    Index op;             // the op after which its gradients exist
+  };
+  std::vector<Index> layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
+                                std::vector<ModuleReady>* grads_ready = nullptr);
+  // A layer pass being built: the kernels not yet emitted (one op at layer granularity) and the exposed TP
+  // collectives that follow them.
+  struct Pending {
+    int layer = -1;
+    int mb = -1;
+    Pass pass = Pass::Forward;
+    std::vector<Index> deps;
+    std::vector<std::uint32_t> kernels;   // indices into Context::layer_kernels of the pass
+    std::vector<CollectiveKind> comms;
+  };
+  std::optional<Index> flush(Pending& p);   // the compute op emitted, if any; p.deps ends after its collectives
+  void overlapped(Pending& p, const Kernel& k, const TpComm& c, std::optional<std::size_t> module,
+                  std::vector<ModuleReady>* grads_ready);
+  Index tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, std::vector<Index> deps);
+  std::vector<Index> receive(const PipeStep& step, int from_virtual);
+  void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
+  std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
+  std::vector<Index> backward_gather(int layer, int mb, std::vector<Index> deps, bool more);
+  std::vector<Index> gather_modules(int layer, int mb, std::vector<Index> gate);
+  void add_grads(Bytes bytes, int layer, int mb, Index after);
+  void flush_bucket(int layer, int mb);
+
+  [[nodiscard]] int virtual_stage(const PipeStep& s) const { return s.chunk * ctx_.w.plan.pp + stage_; }
+  [[nodiscard]] int stage_of(int virtual_stage) const { return virtual_stage % ctx_.w.plan.pp; }
+  [[nodiscard]] int chunk_of(int virtual_stage) const { return virtual_stage / ctx_.w.plan.pp; }
+
+  const Context& ctx_;
+  int stage_;
+  std::vector<Op> ops_;
+  Bytes bucket_;                       // gradient bytes waiting for the next data-parallel reduction
+  std::vector<Index> bucket_deps_;
+  std::vector<Index> dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
+  std::vector<Index> last_backward_;   // the final op of the last backward step
+  std::vector<Index> gather_window_;   // each layer pass's last op (ZeRO-3 prefetch gates on it)
+  std::map<int, std::vector<Index>> prefetched_;   // ZeRO-3's backward: a layer's gathers, issued a layer ahead
+  // overlap_param_gather: the all-gather of the bucket holding each unit's parameters (a layer, kEmbeddingUnit,
+  // kLogitsUnit), until the unit's first forward has waited for it.
+  std::map<int, Index> param_gates_;
+  static constexpr int kEmbeddingUnit = -1;
+  static constexpr int kLogitsUnit = -2;
+  std::vector<Index> gated(int unit, std::vector<Index> deps);
+  // kernel_time, memoized: a stage times the same few kernels thousands of times.
+  Seconds time_of(const Kernel& k);
+  using TimeKey = std::array<double, 16>;
+  std::map<TimeKey, Seconds> times_;
+};
+
+}  // namespace dtsim::workloads::detail

@@ -1,0 +1,248 @@
+// StageBuilder (stage_builder.hpp): a layer's pass as ops, the kernels timed on the GPU, and its TP
+// communication (TpStyle): exposed between the kernels, or overlapped with the GEMM it feeds or follows.
+#include "workloads/stage_builder.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "topology/error.hpp"
+#include "workloads/compute_model.hpp"
+
+namespace dtsim::workloads::detail {
+namespace {
+
+// The TP collectives of a layer pass and their styles (TpComm), in the order the pass's kernels meet them.
+std::vector<TpComm> tp_plan(Pass pass, const TrainingSpec& t) {
+  using K = KernelClass;
+  using C = CollectiveKind;
+  const TpStyle ring = t.tp_comm_overlap ? TpStyle::Ring : TpStyle::Exposed;
+  const TpStyle pipelined = t.tp_comm_overlap ? TpStyle::Pipelined : TpStyle::Exposed;
+  const TpStyle bulk = t.tp_backward_overlap ? TpStyle::Bulk : TpStyle::Exposed;
+  const bool sp = t.sequence_parallel;
+  if (pass != Pass::Backward && !sp)
+    return {{K::ProjGemm, false, C::AllReduce, TpStyle::Exposed}, {K::MlpDownGemm, false, C::AllReduce, TpStyle::Exposed}};
+  if (pass != Pass::Backward)
+    return {{K::QkvGemm, true, C::AllGather, ring}, {K::ProjGemm, false, C::ReduceScatter, pipelined},
+            {K::MlpUpGemm, true, C::AllGather, ring}, {K::MlpDownGemm, false, C::ReduceScatter, pipelined}};
+  if (!sp) return {{K::MlpUpGemm, false, C::AllReduce, bulk}, {K::QkvGemm, false, C::AllReduce, bulk}};
+  return {{K::MlpDownGemm, true, C::AllGather, ring}, {K::MlpUpGemm, false, C::ReduceScatter, bulk},
+          {K::ProjGemm, true, C::AllGather, ring}, {K::QkvGemm, false, C::ReduceScatter, bulk}};
+}
+
+// `k` split along its rows (the tokens) into `parts` equal chunks: one chunk.
+Kernel row_chunk(const Kernel& k, int parts) {
+  Kernel c = k;
+  c.flops = k.flops / parts;
+  c.bytes = k.bytes / parts;
+  if (c.gemm) c.gemm->m /= parts;
+  if (c.weight_gemm) c.weight_gemm->k /= parts;
+  return c;
+}
+
+// A weighted backward GEMM's two halves: the data gradient, then the weight gradient.
+std::pair<Kernel, Kernel> gradient_halves(const Kernel& k) {
+  DTSIM_ASSERT(k.weight_gemm.has_value(), "a weighted backward GEMM has a weight-gradient shape");
+  Kernel data = k, weight = k;
+  data.flops = weight.flops = k.flops / 2.0;
+  data.bytes = weight.bytes = k.bytes / 2.0;
+  data.weight_gemm = weight.weight_gemm = std::nullopt;
+  weight.gemm = k.weight_gemm;
+  return {data, weight};
+}
+
+// The part of `time` (a kernel's) that streams through HBM: all of it for a streaming kernel, else none.
+Seconds streaming(const Kernel& k, Seconds time) {
+  const Work w = work_of(k.kind).work;
+  return w == Work::Stream || w == Work::AttentionStream ? time : Seconds(0);
+}
+
+// The linear module (layer_module_parameters' order: Q K V with the norms and biases, projection, MLP up, MLP
+// down) whose weights a kernel's GEMM uses; nullopt for kernels without weights.
+std::optional<std::size_t> module_of(KernelClass k) {
+  switch (k) {
+    case KernelClass::QkvGemm: return 0;
+    case KernelClass::ProjGemm: return 1;
+    case KernelClass::MlpUpGemm: return 2;
+    case KernelClass::MlpDownGemm: return 3;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Seconds StageBuilder::time_of(const Kernel& k) {
+  const GemmShape none{};
+  const GemmShape& g = k.gemm.value_or(none);
+  const GemmShape& wg = k.weight_gemm.value_or(none);
+  const AttentionShape a = k.attention.value_or(AttentionShape{0, 0, 0, false});
+  const TimeKey key{static_cast<double>(k.kind), static_cast<double>(k.pass), k.flops.value(), k.bytes.value(), g.m,
+                    g.n, g.k, g.batch, wg.m, wg.n, wg.k, a.batch_heads, a.seq, a.head_dim + (a.causal ? 0.5 : 0.0),
+                    k.precision ? static_cast<double>(*k.precision) : -1.0, k.gemm ? 1.0 : 0.0};
+  auto [it, added] = times_.emplace(key, Seconds(0));
+  if (added) it->second = kernel_time(k, ctx_.gpu, ctx_.t.precision);
+  return it->second;
+}
+
+std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer,
+                                         int mb, std::vector<Index> deps) {
+  if (kernels.empty()) return deps;
+  if (ctx_.granularity == Granularity::Layer) {
+    ComputeOp op{scope, std::nullopt, pass, layer, mb, total_flops(kernels), total_bytes(kernels), Seconds(0), Seconds(0)};
+    for (const Kernel& k : kernels) {
+      const Seconds t = time_of(k);
+      op.duration += t;
+      op.memory_time += streaming(k, t);
+    }
+    return {add(op, std::move(deps))};
+  }
+  Index last = 0;
+  for (const Kernel& k : kernels) {
+    const Seconds t = time_of(k);
+    last = add(ComputeOp{scope, k.kind, pass, layer, mb, k.flops, k.bytes, t, streaming(k, t)}, deps);
+    deps.clear();
+  }
+  return {last};
+}
+
+Index StageBuilder::tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, std::vector<Index> deps) {
+  const auto purpose = ctx_.sharding.sequence_parallel ? CommPurpose::SequenceParallel : CommPurpose::TensorParallel;
+  return collective(kind, Group::Tp, bytes, purpose, p.layer, p.mb, std::move(deps));
+}
+
+std::optional<Index> StageBuilder::flush(Pending& p) {
+  std::optional<Index> op;
+  const auto pass = pass_index(p.pass);
+  const auto& kernels = ctx_.layer_kernels[pass];
+  const auto& times = ctx_.layer_times[pass];
+  if (!p.kernels.empty() && ctx_.granularity == Granularity::Layer) {
+    ComputeOp c{Scope::Layer, std::nullopt, p.pass, p.layer, p.mb, FlopCount(0), Bytes(0), Seconds(0), Seconds(0)};
+    for (const std::uint32_t i : p.kernels) {
+      c.flops += kernels[i].flops;
+      c.bytes += kernels[i].bytes;
+      c.duration += times[i];
+      c.memory_time += streaming(kernels[i], times[i]);
+    }
+    op = add(c, std::move(p.deps));
+  }
+  if (ctx_.granularity == Granularity::Kernel)
+    for (const std::uint32_t i : p.kernels) {
+      const Kernel& k = kernels[i];
+      op = add(ComputeOp{Scope::Layer, k.kind, p.pass, p.layer, p.mb, k.flops, k.bytes, times[i], streaming(k, times[i])},
+               std::move(p.deps));
+      p.deps.clear();
+    }
+  if (op) p.deps = {*op};
+  for (const CollectiveKind kind : p.comms) p.deps = {tp_collective(kind, ctx_.activation, p, std::move(p.deps))};
+  p.kernels.clear();
+  p.comms.clear();
+  return op;
+}
+
+// The overlapped schedules of TpStyle, each as few ops as give its end time exactly (one op per chunk would give
+// the same end, at several times the events):
+//   ring:      C = the all-gather (tp - 1 steps of 1/tp each); G_main = tp - 1 GEMM chunks, from the start (the
+//              first on the local shard, each next one's shard arriving while the previous computes); G_last the
+//              last chunk, after C. End: max((tp - 1) g, (tp - 1) c) + g, g and c a chunk's compute and step.
+//              Backward: the data-gradient GEMM so, then the weight gradient on the gathered input.
+//   pipelined: G_first = one of kTpSplits chunks; R_main = the reduce-scatter of the first kTpSplits - 1 chunks'
+//              outputs after it, G_rest the other chunks beside it; R_last the last chunk's after G_rest (and
+//              R_main, on the one communicator). End: max(G + r, g + kTpSplits r).
+//   bulk:      [A = the input's all-gather, with sequence parallelism] beside D = the data-gradient GEMM; R = its
+//              collective after D (and A, on the one communicator), beside W = the weight-gradient GEMM (after
+//              A). End: max(A, D) + max(R, W).
+void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std::optional<std::size_t> module,
+                              std::vector<ModuleReady>* grads_ready) {
+  const auto run = [&](const std::vector<Kernel>& ks, std::vector<Index> deps) {
+    return compute(ks, Scope::Layer, p.pass, p.layer, p.mb, std::move(deps));
+  };
+  const Bytes b = ctx_.activation;
+  const int tp = ctx_.sharding.tp;
+  std::optional<Index> ready;
+  switch (c.style) {
+    case TpStyle::Ring: {
+      const bool backward = k.pass == Pass::Backward;
+      const auto [data, weight] = backward ? gradient_halves(k) : std::pair<Kernel, Kernel>{k, k};
+      const Kernel chunk = row_chunk(data, tp);
+      const Index gathered = tp_collective(CollectiveKind::AllGather, b, p, p.deps);
+      run(std::vector<Kernel>(static_cast<std::size_t>(tp - 1), chunk), p.deps);
+      p.deps = run({chunk}, {gathered});
+      if (backward) p.deps = run({weight}, std::move(p.deps));
+      ready = p.deps.front();
+      break;
+    }
+    case TpStyle::Pipelined: {
+      const Kernel chunk = row_chunk(k, kTpSplits);
+      const auto first = run({chunk}, p.deps);
+      tp_collective(CollectiveKind::ReduceScatter, b * ((kTpSplits - 1.0) / kTpSplits), p, first);
+      const auto rest = run(std::vector<Kernel>(kTpSplits - 1, chunk), first);
+      p.deps = {rest.front(), tp_collective(CollectiveKind::ReduceScatter, b / kTpSplits, p, rest)};
+      ready = rest.front();
+      break;
+    }
+    case TpStyle::Bulk: {
+      const auto [data, weight] = gradient_halves(k);
+      std::vector<Index> gate;
+      if (ctx_.sharding.sequence_parallel) gate.push_back(tp_collective(CollectiveKind::AllGather, b, p, p.deps));
+      const auto d = run({data}, p.deps);
+      const Index reduced = tp_collective(c.kind, b, p, d);
+      gate.insert(gate.end(), d.begin(), d.end());
+      const auto w = run({weight}, std::move(gate));
+      p.deps = {w.front(), reduced};
+      ready = w.front();
+      break;
+    }
+    case TpStyle::Exposed: DTSIM_ASSERT(false, "an exposed collective is not overlapped");
+  }
+  if (module && grads_ready != nullptr) grads_ready->push_back({*module, *ready});
+}
+
+// `grads_ready`, when given (backward passes): for each linear module, the op after which its weight gradients
+// exist, in the order the backward produces them: the projection's and the MLP's right after their weight GEMMs,
+// Q K V's with the norms' and biases' at the end of the pass (after its TP collectives, which the first norm's
+// backward waits for). Gradient buckets can so fill while the layer's backward still runs.
+// At layer granularity the kernels between two breaks (an overlapped GEMM, a module's gradients) are one op, the
+// exposed collectives among them after it: they are all on the critical path, so the pass ends as when each sits
+// where it runs.
+std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
+                                            std::vector<ModuleReady>* grads_ready) {
+  const auto& kernels = ctx_.layer_kernels[pass_index(pass)];
+  // Full recomputation reruns the layer's forward, TP collectives included; selective recomputes only the
+  // attention core, which needs no communication.
+  const bool talks = ctx_.sharding.tp > 1 && (pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full);
+  std::vector<TpComm> plan;
+  if (talks) plan = tp_plan(pass == Pass::Recompute ? Pass::Forward : pass, ctx_.t);
+  const bool fine = ctx_.granularity == Granularity::Kernel;
+  Pending p{layer, mb, pass, std::move(deps), {}, {}};
+  for (std::uint32_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
+    const auto c = std::ranges::find(plan, k.kind, &TpComm::kernel);
+    const TpComm* comm = c == plan.end() ? nullptr : &*c;
+    // A module other than Q K V whose weight GEMM `k` is: its gradients are ready after `k`.
+    std::optional<std::size_t> module = module_of(k.kind);
+    if (grads_ready == nullptr || (module && *module == 0)) module.reset();
+    if (comm && comm->style != TpStyle::Exposed) {
+      flush(p);
+      overlapped(p, k, *comm, module, grads_ready);
+      continue;
+    }
+    if (comm && comm->before) {
+      if (fine) flush(p);
+      p.comms.push_back(comm->kind);
+      if (fine) flush(p);
+    }
+    p.kernels.push_back(i);
+    if (comm && !comm->before) p.comms.push_back(comm->kind);
+    if (!fine && !module) continue;
+    const std::optional<Index> op = flush(p);
+    if (module) grads_ready->push_back({*module, *op});
+  }
+  flush(p);
+  if (grads_ready != nullptr) {
+    grads_ready->push_back({0, p.deps.front()});
+    DTSIM_ASSERT(grads_ready->size() == ctx_.module_grads.size(), "a layer's backward missed a module's gradients");
+  }
+  return p.deps;
+}
+
+}  // namespace dtsim::workloads::detail
