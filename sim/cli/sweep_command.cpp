@@ -27,87 +27,12 @@
 
 #include "results/run_report.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/cli/sweep_rows.hpp"
 
 namespace dtsim::cli {
 namespace {
 
 using nlohmann::json;
-using Rows = std::map<int, json>;   // by point index: sweep order
-
-struct Files {
-  std::string jsonl;
-  std::string csv;
-};
-
-Files files_of(const std::string& dir, const Shard& shard) {
-  const std::string base =
-      shard.count > 1 ? fmt::format("{}/results.shard-{}-of-{}", dir, shard.index, shard.count) : dir + "/results";
-  return {base + ".jsonl", base + ".csv"};
-}
-
-// Writes `text` to `path` through a temporary file and a rename: readers see the old file or the new one.
-void replace_file(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());   // shards may write the same file at once
-  write_file(tmp, text, "--out");
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw InputError("--out", path, fmt::format("cannot replace file ({})", ec.message()), "a writable path");
-}
-
-std::string jsonl_text(const Rows& rows) {
-  std::string out;
-  for (const auto& [index, row] : rows) out += row.dump() + "\n";
-  return out;
-}
-
-std::string csv_text(const Rows& rows) {
-  std::vector<json> list;
-  for (const auto& [index, row] : rows) list.push_back(row);
-  return list.empty() ? std::string() : results::run_csv(list);
-}
-
-// Scaling efficiency of each row against the sweep's smallest configuration (the fewest GPUs; the first such
-// row): strong, the same problem on more GPUs, (t0 x g0) / (t x g) from step times; weak, the work growing with
-// the GPUs, model TFLOP/s per GPU over the smallest's. Rows with an error get neither. Only a complete sweep (or
-// a merge) knows its smallest configuration, so the columns appear when it completes.
-void add_scaling(Rows& rows) {
-  const json* small = nullptr;
-  for (const auto& [index, row] : rows)
-    if (!row.contains("error") && (small == nullptr || row["gpus"].get<double>() < (*small)["gpus"].get<double>()))
-      small = &row;
-  if (small == nullptr) return;
-  const double g0 = (*small)["gpus"].get<double>(), t0 = (*small)["step_time_s"].get<double>();
-  const double f0 = (*small)["tflops_per_gpu"].get<double>();
-  for (auto& [index, row] : rows) {
-    if (row.contains("error")) continue;
-    row["strong_scaling_efficiency"] = t0 * g0 / (row["step_time_s"].get<double>() * row["gpus"].get<double>());
-    row["weak_scaling_efficiency"] = row["tflops_per_gpu"].get<double>() / f0;
-  }
-}
-
-void write_both(const Files& files, const Rows& rows) {
-  replace_file(files.jsonl, jsonl_text(rows));
-  replace_file(files.csv, csv_text(rows));
-}
-
-// The rows of a JSONL file: every complete line that parses as an object with a point index. A last line cut
-// short by a kill (no newline, or not JSON) is dropped.
-Rows read_rows(const std::string& path) {
-  Rows rows;
-  std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) break;   // torn
-    const json row = json::parse(text.substr(start, end - start), nullptr, false);
-    if (row.is_object() && row.contains("point") && row["point"].is_object() &&
-        row["point"].contains("index") && row["point"]["index"].is_number_integer())
-      rows.emplace(row["point"]["index"].get<int>(), row);
-    start = end + 1;
-  }
-  return rows;
-}
 
 // The report at the end of a sweep or a merge: the rows are written whatever happens here, so a report that
 // cannot be drawn (no gnuplot, no simulated row) is a warning, not a failed sweep.
