@@ -3,6 +3,7 @@
 #include "sim/simgrid/player.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <variant>
 
 #include "topology/error.hpp"
@@ -22,13 +23,19 @@ using workloads::StepGraph;
 
 ClassIndex index_class(const workloads::RankClass& c) {
   ClassIndex ix;
-  ix.successors.resize(c.ops.size());
+  ix.successor_first.assign(c.ops.size() + 1, 0);
+  for (const Op& op : c.ops)
+    for (std::uint32_t d : op.deps) ++ix.successor_first[d + 1];
+  for (std::size_t i = 1; i < ix.successor_first.size(); ++i) ix.successor_first[i] += ix.successor_first[i - 1];
+  ix.successors.resize(ix.successor_first.back());
+  std::vector<std::uint32_t> filled(ix.successor_first.begin(), ix.successor_first.end() - 1);
   for (std::uint32_t i = 0; i < c.ops.size(); ++i) {
     const Op& op = c.ops[i];
-    ix.dep_counts.push_back(static_cast<std::uint32_t>(op.deps.size()));
+    DTSIM_ASSERT(op.deps.size() <= std::numeric_limits<std::uint16_t>::max(), "an op waits on at most 65,535 others");
+    ix.dep_counts.push_back(static_cast<std::uint16_t>(op.deps.size()));
     for (std::uint32_t d : op.deps) {
       DTSIM_ASSERT(d < i, "an op depends on a later op");
-      ix.successors[d].push_back(i);
+      ix.successors[filled[d]++] = i;
     }
     if (const auto* comp = std::get_if<ComputeOp>(&op.body)) {
       ix.compute_order.push_back(i);
@@ -114,7 +121,7 @@ void Player::drain() {
 void Player::pass_on(const Ending& e) {
   RankState& s = state(e.rank);
   ++s.ended;
-  for (std::uint32_t next : index(e.rank).successors[e.op]) {
+  for (std::uint32_t next : index(e.rank).successors_of(e.op)) {
     s.times[next].start = std::max(s.times[next].start, e.end);
     if (--s.waiting[next] == 0) ready(e.rank, next);
   }

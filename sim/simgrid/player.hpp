@@ -33,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -52,8 +53,13 @@ inline std::size_t index_of(workloads::Group g) { return static_cast<std::size_t
 
 // What every rank of a class shares: dependency structure and the order of its streams.
 struct ClassIndex {
-  std::vector<std::vector<std::uint32_t>> successors;
-  std::vector<std::uint32_t> dep_counts;
+  // Per op, the ops that depend on it: successors[successor_first[i] .. successor_first[i + 1]).
+  std::vector<std::uint32_t> successor_first;
+  std::vector<std::uint32_t> successors;
+  [[nodiscard]] std::span<const std::uint32_t> successors_of(std::uint32_t op) const {
+    return {successors.data() + successor_first[op], successors.data() + successor_first[op + 1]};
+  }
+  std::vector<std::uint16_t> dep_counts;
   std::vector<std::uint32_t> compute_order;
   std::array<std::vector<std::uint32_t>, kGroups> collective_order;
   Seconds compute_busy;
@@ -64,7 +70,7 @@ ClassIndex index_class(const workloads::RankClass& c);
 struct RankState {
   std::size_t cls = 0;
   topology::NodeId gpu = 0;
-  std::vector<std::uint32_t> waiting;   // per op: deps not yet ended
+  std::vector<std::uint16_t> waiting;   // per op: deps not yet ended
   std::vector<OpTime> times;            // start holds the ready time (the latest dep end) until the op starts
   std::size_t ended = 0;
   std::size_t next_compute = 0;
