@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "topology/error.hpp"
@@ -185,11 +186,17 @@ CommCosts analytic_costs(const Topology& topology, Algorithm algorithm, bool nvl
     return out;
   };
   CommCosts costs;
-  costs.collective = [&topology, paths, rings, algorithm, nvls, gpus_of, tuning = collective_tuning(max_channels)](
+  // A step repeats the same collective on the same group (each layer, each micro-batch): each is timed once.
+  using Key = std::tuple<int, double, std::vector<int>>;
+  auto timed = std::make_shared<std::map<Key, Seconds>>();
+  costs.collective = [&topology, paths, rings, timed, algorithm, nvls, gpus_of, tuning = collective_tuning(max_channels)](
                          const workloads::CollectiveOp& op, const std::vector<int>& group) {
+    auto [it, added] = timed->try_emplace(Key{static_cast<int>(op.kind), op.bytes.value(), group}, Seconds(0));
+    if (!added) return it->second;
     const auto lowered = lower_periodic(op.kind, op.bytes, group_layout(group, topology, nvls, rings.get()), algorithm,
                                         Protocol::Auto, tuning);
-    return lowered_time(lowered, gpus_of(group), topology, *paths, lowered.periodic ? lowered.steps : 1);
+    it->second = lowered_time(lowered, gpus_of(group), topology, *paths, lowered.periodic ? lowered.steps : 1);
+    return it->second;
   };
   costs.transfer = [&topology, paths](const workloads::SendOp& op, int from, int to) {
     const auto& path = paths->path(topology.gpus()[static_cast<std::size_t>(from)], topology.gpus()[static_cast<std::size_t>(to)]);
