@@ -104,6 +104,30 @@ const CpuSpec& default_cpu(std::string_view host_link) {
   return cpus.back();
 }
 
+std::string_view to_string(PartKind k) {
+  switch (k) {
+    case PartKind::Gpu: return "gpu";
+    case PartKind::Server: return "server";
+    case PartKind::Nic: return "nic";
+    case PartKind::Switch: return "switch";
+    case PartKind::Cable: return "cable";
+    case PartKind::Transceiver: return "transceiver";
+  }
+  return "?";
+}
+
+const PartSpec* find_part(PartKind kind, LinkFamily family, BytesPerSecond speed) {
+  for (const PartSpec& p : part_catalog())
+    if (p.kind == kind && p.port_speed == speed && std::ranges::find(p.families, family) != p.families.end()) return &p;
+  return nullptr;
+}
+
+const PartSpec& find_part(std::string_view name) {
+  const auto* part = find_by_name(part_catalog(), name);
+  DTSIM_ASSERT(part != nullptr, "a part the catalog has");
+  return *part;
+}
+
 const GpuSpec& find_gpu(std::string_view name, std::string_view key) {
   const auto* gpu = find_by_name(gpu_catalog(), name);
   if (gpu == nullptr) throw InputError(std::string(key), std::string(name), "unknown GPU", gpu_names());

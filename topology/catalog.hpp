@@ -51,8 +51,11 @@ struct GpuSpec {
   BytesPerSecond memory_bandwidth;
   std::array<std::optional<FlopsPerSecond>, kAllPrecisions.size()> peak{};
   Watts tdp;
+  Watts idle_power;             // drawn with a CUDA context holding memory and no kernel running (what a rank
+                                // waiting on the network or the pipeline draws)
   Dollars price;                // purchase price per GPU, for cost estimates
   Dollars price_per_hour;       // typical cloud rental per GPU-hour
+  std::string cost_source;      // where price, rental rate and idle power come from, with dates
   std::string gpu_link;         // GPU-to-GPU link class ("nvlink3"), or the host link when it has none
   int gpu_link_count = 1;       // links of that class per GPU (A100: 12 NVLink3)
   std::string host_link;        // PCIe generation of its slot ("pcie4")
@@ -95,6 +98,45 @@ std::span<const CpuSpec> cpu_catalog();
 // The CPU of a PCIe box that names none: the first catalog CPU whose root ports run `host_link` (the GPU's PCIe
 // generation), i.e. the Xeon generation that brought it; the last one for a generation no CPU has.
 const CpuSpec& default_cpu(std::string_view host_link);
+
+// A part of a cluster's bill of materials (topology/bill_of_materials.hpp) besides the GPUs: servers (without
+// GPUs and NICs), NICs, switches, cables and transceivers, each with a unit price and power and their source.
+enum class PartKind { Gpu, Server, Nic, Switch, Cable, Transceiver };
+std::string_view to_string(PartKind k);
+
+struct PartSpec {
+  std::string name;
+  PartKind kind = PartKind::Server;
+  std::vector<LinkFamily> families;   // link families it serves (NIC, switch, cable, transceiver)
+  BytesPerSecond port_speed;          // line rate of one port, one direction (NIC, switch, cable, transceiver)
+  int ports = 0;                      // switch: ports at port_speed (its radix)
+  Dollars price;
+  Watts power;                        // typical draw in service (switch: with passive cables; optics apart)
+  std::string source;                 // with the date of the figures
+};
+std::span<const PartSpec> part_catalog();
+// The part of `kind` for a link of `family` at `speed` (servers: by name); none when the catalog has none.
+const PartSpec* find_part(PartKind kind, LinkFamily family, BytesPerSecond speed);
+const PartSpec& find_part(std::string_view name);
+
+// How a GPU's power follows what it does (results/energy.hpp), and the share of a server's power its GPUs take.
+struct PowerModelSpec {
+  double compute_bound = 0;    // fraction of TDP drawn by compute-bound (tensor-core) kernels
+  double memory_bound = 0;     // fraction of TDP drawn by kernels bound by HBM bandwidth
+  double gpu_share = 0;        // GPUs' share of a training server's power (the rest: CPUs, memory, fans, NICs)
+  int nodes_per_rack = 0;      // 8-GPU servers per rack: links within a rack are copper, beyond it optics
+  std::string source;
+};
+const PowerModelSpec& power_model();
+
+// What the cost of running a cluster defaults to where a scenario's `cost` gives nothing.
+struct SiteSpec {
+  double kwh_usd = 0;   // electricity, $ per kWh
+  double pue = 1;       // facility power / IT power
+  double years = 4;     // service life the hardware's capital is spread over
+  std::string source;
+};
+const SiteSpec& site_defaults();
 
 // Look-ups by catalog name. Throw InputError naming `key` and listing the allowed names when unknown.
 const GpuSpec& find_gpu(std::string_view name, std::string_view key = "cluster.gpu");

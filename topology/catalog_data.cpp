@@ -48,7 +48,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(40), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1555),
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
-       .tdp = Watts(400), .price = Dollars(10000), .price_per_hour = Dollars(1.3),
+       .tdp = Watts(400), .idle_power = Watts(54), .price = Dollars(10000), .price_per_hour = Dollars(1.3),
+       .cost_source = "purchase approximate (2023 street); rental: AWS p4d capacity blocks 1.84 per A100 40GB (2024), less; idle 52-54 W with no process (a public nvidia-smi snapshot, UCLA GPU table 2025-07)",
        .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4", .sms = 108,
        .source = "hardware.md row 'A100 SXM4 40GB'; fp64 tensor 19.5 and int4 1248 from the NVIDIA A100 "
                  "datasheet; prices approximate"},
@@ -56,7 +57,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(2039),
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
-       .tdp = Watts(400), .price = Dollars(15000), .price_per_hour = Dollars(1.8),
+       .tdp = Watts(400), .idle_power = Watts(64), .price = Dollars(15000), .price_per_hour = Dollars(1.8),
+       .cost_source = "purchase approximate (2023 street); rental 1.8 USD/GPU-h: AWS p4d capacity blocks 1.84 per A100 (2024), neocloud A100 80GB 1.49-2.49 (2026); idle 60-67 W with a 3.5 GB context held (public nvidia-smi logs, 2021-2024)",
        .gpu_link = "nvlink3", .gpu_link_count = 12, .host_link = "pcie4", .sms = 108,
        .source = "hardware.md row 'A100 SXM4 80GB' (nvidia-smi 81,920 MiB); fp64/tf32/fp32/int4 from the NVIDIA "
                  "A100 datasheet; prices approximate"},
@@ -64,7 +66,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1935),
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
-       .tdp = Watts(300), .price = Dollars(14000), .price_per_hour = Dollars(1.6),
+       .tdp = Watts(300), .idle_power = Watts(47), .price = Dollars(14000), .price_per_hour = Dollars(1.6),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle 40-54 W with no process (public nvidia-smi logs, 2021-2024)",
        .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 108,
        .source = "hardware.md row 'A100 PCIe 80GB'; fp64/tf32/fp32/int4 from the NVIDIA A100 datasheet; an "
                  "optional NVLink bridge pairs two cards (link nvlink-bridge); prices approximate"},
@@ -72,7 +75,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(3350),
        .peak = tflops({.fp64 = 67, .fp32 = 67, .tf32 = 494, .bf16 = 989, .fp16 = 989, .fp8 = 1979,
                        .int8 = 1979, .int4 = std::nullopt}),
-       .tdp = Watts(700), .price = Dollars(30000), .price_per_hour = Dollars(3.0),
+       .tdp = Watts(700), .idle_power = Watts(140), .price = Dollars(30000), .price_per_hour = Dollars(3.0),
+       .cost_source = "purchase 25-30 k USD (Raymond James via press, 2023-08); rental 3.0 USD/GPU-h: neocloud on-demand H100 SXM 2.99 (2024-10), AWS capacity blocks 4.92 (2024); idle 138-145 W with 72 GB held (wilicc/gpu-burn #114, 2024-10), 69-72 W empty",
        .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5", .sms = 132,
        .source = "hardware.md row 'H100 SXM5 80GB' (nvidia-smi shows 81,559 MiB; 80 GiB by convention); fp64 "
                  "tensor 67 from the NVIDIA H100 datasheet; Hopper has no int4 tensor path; prices approximate"},
@@ -80,7 +84,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(80), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(2000),
        .peak = tflops({.fp64 = 51, .fp32 = 51, .tf32 = 378, .bf16 = 756, .fp16 = 756, .fp8 = 1513,
                        .int8 = 1513, .int4 = std::nullopt}),
-       .tdp = Watts(350), .price = Dollars(25000), .price_per_hour = Dollars(2.5),
+       .tdp = Watts(350), .idle_power = Watts(80), .price = Dollars(25000), .price_per_hour = Dollars(2.5),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle 73-87 W with a context held (public nvidia-smi logs, 2023-2024)",
        .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5", .sms = 114,
        .source = "hardware.md row 'H100 PCIe 80GB' (bf16 756, fp8 1513 marked unverified there; they are half "
                  "the sparse figures of the NVIDIA H100 datasheet, which also gives fp64 tensor 51, fp32 51, "
@@ -89,7 +94,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = 143771_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(4800),
        .peak = tflops({.fp64 = 67, .fp32 = 67, .tf32 = 494, .bf16 = 989, .fp16 = 989, .fp8 = 1979,
                        .int8 = 1979, .int4 = std::nullopt}),
-       .tdp = Watts(700), .price = Dollars(35000), .price_per_hour = Dollars(3.8),
+       .tdp = Watts(700), .idle_power = Watts(122), .price = Dollars(35000), .price_per_hour = Dollars(3.8),
+       .cost_source = "purchase approximate (2024); rental 3.8 USD/GPU-h: AWS p5e capacity blocks 5.41 (2024), neoclouds lower; idle 122 W with a context held, 73-76 W empty (public nvidia-smi logs, 2024-2025)",
        .gpu_link = "nvlink4", .gpu_link_count = 18, .host_link = "pcie5", .sms = 132,
        .source = "hardware.md row 'H200 SXM 141GB'; memory is what nvidia-smi shows (143,771 MiB, not 141 GiB); "
                  "fp64/fp32/tf32 as H100 SXM (same GH100 die, NVIDIA H200 datasheet); prices approximate"},
@@ -97,7 +103,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(192), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(5300),
        .peak = tflops({.fp64 = 163.4, .fp32 = 163.4, .tf32 = 653.7, .bf16 = 1307.4, .fp16 = 1307.4,
                        .fp8 = 2614.9, .int8 = 2614.9, .int4 = std::nullopt}),
-       .tdp = Watts(750), .price = Dollars(15000), .price_per_hour = Dollars(2.5),
+       .tdp = Watts(750), .idle_power = Watts(150), .price = Dollars(15000), .price_per_hour = Dollars(2.5),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle: no measurement read; 20 % of TDP, the ratio of H100 SXM (140/700) and B200 (190/1000) with a context held (assumption)",
        .gpu_link = "infinity-fabric", .gpu_link_count = 7, .host_link = "pcie5", .sms = 304,
        .source = "hardware.md row 'MI300X' (bf16 1,307 and fp8 2,615 marked unverified there; the AMD Instinct "
                  "MI300X datasheet gives 1307.4 / 2614.9 dense, fp64 matrix 163.4, fp32 163.4, tf32 653.7, int8 "
@@ -106,7 +113,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(24), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1008),
        .peak = tflops({.fp64 = 1.29, .fp32 = 82.6, .tf32 = 82.6, .bf16 = 165.2, .fp16 = 165.2, .fp8 = 330.3,
                        .int8 = 660.6, .int4 = 1321.2}),
-       .tdp = Watts(450), .price = Dollars(1600), .price_per_hour = Dollars(0.4),
+       .tdp = Watts(450), .idle_power = Watts(90), .price = Dollars(1600), .price_per_hour = Dollars(0.4),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle: no measurement read; 20 % of TDP as for the data-centre parts (assumption)",
        .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 128,
        .source = "hardware.md row 'RTX 4090' (bf16/fp16 with FP32 accumulate, as training runs; fp8 330 and int8 "
                  "661 marked unverified there); NVIDIA Ada Lovelace whitepaper: fp32 82.6, tf32 82.6, fp8 330.3 "
@@ -116,7 +124,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = 15360_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(320),
        .peak = tflops({.fp64 = 0.25, .fp32 = 8.1, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 65,
                        .fp8 = std::nullopt, .int8 = 130, .int4 = 260}),
-       .tdp = Watts(70), .price = Dollars(2000), .price_per_hour = Dollars(0.35),
+       .tdp = Watts(70), .idle_power = Watts(14), .price = Dollars(2000), .price_per_hour = Dollars(0.35),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle: no measurement read; 20 % of TDP as for the data-centre parts (assumption)",
        .gpu_link = "pcie3", .gpu_link_count = 1, .host_link = "pcie3", .sms = 40,
        .source = "hardware.md row 'T4'; NVIDIA T4 datasheet: fp32 8.1, int4 260; Turing has no bf16/tf32; fp64 "
                  "1/32 of fp32 (assumption, not in the datasheet); memory 16 GiB less ECC as nvidia-smi shows it "
@@ -125,7 +134,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(32), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(900),
        .peak = tflops({.fp64 = 7.8, .fp32 = 15.7, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 125,
                        .fp8 = std::nullopt, .int8 = std::nullopt, .int4 = std::nullopt}),
-       .tdp = Watts(300), .price = Dollars(10000), .price_per_hour = Dollars(1.0),
+       .tdp = Watts(300), .idle_power = Watts(53), .price = Dollars(10000), .price_per_hour = Dollars(1.0),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle 53 W with 20 GB held (zai-org/GLM-130B #32, 2022-10), 39-44 W empty",
        .gpu_link = "nvlink2", .gpu_link_count = 6, .host_link = "pcie3", .sms = 80,
        .source = "hardware.md row 'V100 SXM2' (fp16 125 and NVLink2 300 GB/s marked unverified there; the "
                  "NVIDIA V100 datasheet confirms both: 6 links x 25 GB/s each way); fp64 7.8 and fp32 15.7 from "
@@ -134,7 +144,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(40), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(1555),
        .peak = tflops({.fp64 = 19.5, .fp32 = 19.5, .tf32 = 156, .bf16 = 312, .fp16 = 312, .fp8 = std::nullopt,
                        .int8 = 624, .int4 = 1248}),
-       .tdp = Watts(250), .price = Dollars(8000), .price_per_hour = Dollars(1.1),
+       .tdp = Watts(250), .idle_power = Watts(46), .price = Dollars(8000), .price_per_hour = Dollars(1.1),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle 44-48 W with no process (UCLA GPU table, 2025-07)",
        .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 108,
        .source = "NVIDIA A100 40GB PCIe product brief PB-10137-001 (copy): 1,555 GB/s, 250 W, the A100 datasheet's "
                  "peaks (same as SXM4); nvidia-smi shows 40960 MiB; an optional NVLink bridge pairs two cards "
@@ -143,7 +154,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = 46068_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(864),
        .peak = tflops({.fp64 = 1.43, .fp32 = 91.6, .tf32 = 183, .bf16 = 362.05, .fp16 = 362.05, .fp8 = 733,
                        .int8 = 733, .int4 = 1466}),
-       .tdp = Watts(350), .price = Dollars(8500), .price_per_hour = Dollars(1.0),
+       .tdp = Watts(350), .idle_power = Watts(94), .price = Dollars(8500), .price_per_hour = Dollars(1.0),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle in P0 with a context 83-105 W, 22-34 W in P8 empty (public nvidia-smi logs, 2023-2025)",
        .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 142,
        .source = "NVIDIA L40S datasheet (reseller copies): dense fp32 91.6, tf32 183, bf16/fp16 362.05 (FP32 "
                  "accumulate), fp8 733, int8 733; int4 2 x int8 (the datasheet prints 733, a copy error against the "
@@ -153,7 +165,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = 23034_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(300),
        .peak = tflops({.fp64 = 0.47, .fp32 = 30.3, .tf32 = 60, .bf16 = 121, .fp16 = 121, .fp8 = 242.5,
                        .int8 = 242.5, .int4 = 485}),
-       .tdp = Watts(72), .price = Dollars(2500), .price_per_hour = Dollars(0.6),
+       .tdp = Watts(72), .idle_power = Watts(32), .price = Dollars(2500), .price_per_hour = Dollars(0.6),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle in P0 with a context 28-37 W (public nvidia-smi logs, 2023-2025)",
        .gpu_link = "pcie4", .gpu_link_count = 1, .host_link = "pcie4", .sms = 58,
        .source = "NVIDIA L4 datasheet (reseller copies): the sparse figures halved (tf32 120, bf16 242, fp8/int8 "
                  "485 sparse), fp32 30.3; int4 2 x int8 (not printed; Ada runs it); fp64 1/64 of fp32; 24 GB GDDR6 "
@@ -163,7 +176,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = gibibytes(32), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(900),
        .peak = tflops({.fp64 = 7, .fp32 = 14, .tf32 = std::nullopt, .bf16 = std::nullopt, .fp16 = 112,
                        .fp8 = std::nullopt, .int8 = std::nullopt, .int4 = std::nullopt}),
-       .tdp = Watts(250), .price = Dollars(3000), .price_per_hour = Dollars(0.8),
+       .tdp = Watts(250), .idle_power = Watts(44), .price = Dollars(3000), .price_per_hour = Dollars(0.8),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); 44 W spinning in a stalled NCCL kernel, 26 W empty (NVIDIA/nccl #199, 2019-03)",
        .gpu_link = "pcie3", .gpu_link_count = 1, .host_link = "pcie3", .sms = 80,
        .source = "NVIDIA V100 datasheet, PCIe column (a stored copy): fp64 7, fp32 14, tensor fp16 112, 900 GB/s, "
                  "250 W; consistent with 80 SMs at 1380 MHz (clinfo); no NVLink connector; 32 GiB as v100-sxm2-32gb "
@@ -172,7 +186,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = 95830_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(3900),
        .peak = tflops({.fp64 = 60, .fp32 = 60, .tf32 = 417.5, .bf16 = 835.5, .fp16 = 835.5, .fp8 = 1670.5,
                        .int8 = 1670.5, .int4 = std::nullopt}),
-       .tdp = Watts(400), .price = Dollars(28000), .price_per_hour = Dollars(3.0),
+       .tdp = Watts(400), .idle_power = Watts(80), .price = Dollars(28000), .price_per_hour = Dollars(3.0),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle: no measurement read; 20 % of TDP as for the data-centre parts (assumption)",
        .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5", .sms = 132,
        .source = "NVIDIA H100 datasheet, NVL column (recalled, not read here: unverified): the sparse figures "
                  "halved, 3.9 TB/s, 400 W (configurable 350-400 W, ml-engineering's power table); fp64/fp32 60 "
@@ -182,7 +197,8 @@ std::vector<GpuSpec> make_gpus() {
        .memory = 183359_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
        .peak = tflops({.fp64 = 37, .fp32 = 75, .tf32 = 1100, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500,
                        .int8 = 4500, .int4 = std::nullopt}),
-       .tdp = Watts(1000), .price = Dollars(40000), .price_per_hour = Dollars(5.5),
+       .tdp = Watts(1000), .idle_power = Watts(190), .price = Dollars(40000), .price_per_hour = Dollars(5.5),
+       .cost_source = "purchase and rental approximate 2024 public figures (unverified); idle 187-196 W with 157-169 GB held (NVIDIA/TensorRT-LLM #10278, 2025-12), 136-141 W empty",
        .gpu_link = "nvlink5", .gpu_link_count = 18, .host_link = "pcie5", .sms = 148,
        .source = "NVIDIA HGX B200 per-GPU table (copy; an earlier revision gives fp64 40 / fp32 80): sparse figures "
                  "halved, bf16 2250 (ml-engineering's table too), NVLink 5 1.8 TB/s, configurable to 1000 W; 8 TB/s "
@@ -348,6 +364,78 @@ std::vector<LinkSpec> make_links() {
   };
 }
 
+// Bill-of-materials parts (topology/bill_of_materials.hpp). Switch power is typical with passive cables; optics
+// count apart, one transceiver per optical link end at the link's speed (a switch's twin-port 800G module serving
+// two 400G links counts as two). Prices are list or street prices as dated; many are recalled rather than read
+// (said so): orders of magnitude for comparing clusters, not quotes. Servers are priced without their GPUs and
+// NICs (the bill lists those apart); their power is counted from the GPUs' share (power_model()).
+std::vector<PartSpec> make_parts() {
+  const std::vector<LinkFamily> ib = {LinkFamily::InfiniBand};
+  const std::vector<LinkFamily> eth = {LinkFamily::Ethernet, LinkFamily::EthernetTcp};
+  const std::vector<LinkFamily> any_net = {LinkFamily::InfiniBand, LinkFamily::Ethernet, LinkFamily::EthernetTcp,
+                                           LinkFamily::OmniPath};
+  const std::vector<LinkFamily> vpi = {LinkFamily::InfiniBand, LinkFamily::Ethernet, LinkFamily::EthernetTcp};
+  const auto part = [](const char* name, PartKind kind, std::vector<LinkFamily> families, double gbps, int ports,
+                       double usd, double watts, const char* source) {
+    return PartSpec{name, kind, std::move(families), gigabits_per_second(gbps), ports, Dollars(usd), Watts(watts), source};
+  };
+  return {
+      part("hgx-8gpu-server", PartKind::Server, {}, 0, 0, 55000, 0,
+           "an 8-GPU baseboard server (NVSwitch or OAM mesh, two CPUs, 2 TB DRAM) without GPUs and NICs: an HGX H100 "
+           "node with 8 NDR NICs quoted 310-317 k USD (public cluster-cost sheet, 2024-08) less 8 GPUs at 30 k and 8 "
+           "NICs at 2 k (derived)"),
+      part("pcie-gpu-server", PartKind::Server, {}, 0, 0, 20000, 0,
+           "a dual-socket 4U PCIe GPU server without GPUs and NICs, 15-25 k USD (recalled, unverified, 2024)"),
+      part("quantum-2-qm9700", PartKind::Switch, ib, 400, 64, 43000, 747,
+           "NVIDIA Quantum-2 QM9700: 64 NDR ports on 32 twin-port OSFP cages, 747 W typical with passive cables "
+           "(QM97x0 hardware manual); 36 k USD (FS.com variant) to about 50 k (NVIDIA), midpoint (public cluster-cost "
+           "sheet, 2024-08)"),
+      part("quantum-qm8700", PartKind::Switch, ib, 200, 40, 21000, 250,
+           "NVIDIA Quantum QM8700: 40 HDR ports (QSFP56); about 250 W typical and 21 k USD (recalled, unverified, 2021)"),
+      part("switch-ib-2-sb7800", PartKind::Switch, ib, 100, 36, 12000, 136,
+           "NVIDIA (Mellanox) Switch-IB 2 SB7800: 36 EDR ports; 136 W typical and 12 k USD (recalled, unverified, 2019)"),
+      part("spectrum-4-sn5600", PartKind::Switch, eth, 400, 128, 50000, 940,
+           "NVIDIA Spectrum-4 SN5600: 64 x 800GbE OSFP split to 128 x 400GbE, 51.2 Tb/s, 940 W typical (SN5000 "
+           "hardware manual); about 50 k USD (recalled, unverified, 2024)"),
+      part("spectrum-3-sn4600", PartKind::Switch, eth, 200, 64, 30000, 600,
+           "NVIDIA Spectrum-3 SN4600: 64 x 200GbE, 600 W typical (SN4000 hardware manual); about 30 k USD (recalled, "
+           "unverified, 2022)"),
+      part("spectrum-3-sn4600c", PartKind::Switch, eth, 100, 64, 20000, 466,
+           "NVIDIA Spectrum-3 SN4600C: 64 x 100GbE, 466 W typical (SN4000 hardware manual); about 20 k USD (recalled, "
+           "unverified, 2022)"),
+      part("connectx-7-400g", PartKind::Nic, vpi, 400, 1, 2000, 25,
+           "NVIDIA ConnectX-7 single-port OSFP (NDR or 400GbE): 1.5-2.5 k USD list and 20-25 W (recalled, "
+           "unverified, 2024)"),
+      part("connectx-6-200g", PartKind::Nic, vpi, 200, 1, 1500, 20,
+           "NVIDIA ConnectX-6 single-port HDR or 200GbE: about 1.5 k USD and 15-20 W (recalled, unverified, 2021)"),
+      part("connectx-6-100g", PartKind::Nic, vpi, 100, 1, 900, 15,
+           "NVIDIA ConnectX-6 100 Gb/s (EDR or 100GbE): about 0.9 k USD and 15 W (recalled, unverified, 2021)"),
+      part("connectx-5-25g", PartKind::Nic, eth, 25, 1, 300, 13,
+           "NVIDIA ConnectX-5 25GbE: 12.95 W typical (OCP card user manual); about 0.3 k USD (recalled, 2020)"),
+      part("optic-400g", PartKind::Transceiver, any_net, 400, 1, 1000, 8,
+           "400G OSFP/QSFP112 SR4 multimode module: 8 W typical (NVIDIA MMA4Z00-NS400 spec); 0.7-1.2 k USD list "
+           "(recalled, unverified, 2024)"),
+      part("optic-200g", PartKind::Transceiver, any_net, 200, 1, 600, 5,
+           "200G QSFP56 SR4 module: 5 W (NVIDIA's 400G module in 200G mode, 5 W typical); about 0.6 k USD (recalled, "
+           "unverified, 2022)"),
+      part("optic-100g", PartKind::Transceiver, any_net, 100, 1, 300, 3.5,
+           "100G QSFP28 SR4 module: about 3.5 W and 0.3 k USD (recalled, unverified, 2022)"),
+      part("optic-25g", PartKind::Transceiver, any_net, 25, 1, 50, 1,
+           "25G SFP28 SR module: about 1 W and 50 USD (recalled, unverified, 2022)"),
+      part("dac-400g", PartKind::Cable, any_net, 400, 1, 300, 0.2,
+           "400G passive copper (DAC, at most 2-3 m: within a rack): 0.1 W an end (NVIDIA MCP4Y10 spec); 0.2-0.5 k "
+           "USD (recalled, unverified, 2024)"),
+      part("dac-200g", PartKind::Cable, any_net, 200, 1, 200, 0.2,
+           "200G passive copper (HDR QSFP56 DAC): 0.1 W an end (NVIDIA MCP1650 spec); about 0.2 k USD (recalled, 2022)"),
+      part("dac-100g", PartKind::Cable, any_net, 100, 1, 100, 0.2,
+           "100G passive copper (QSFP28 DAC): about 0.1 k USD (recalled, 2022)"),
+      part("dac-25g", PartKind::Cable, any_net, 25, 1, 40, 0.2,
+           "25G passive copper (SFP28 DAC): about 40 USD (recalled, 2022)"),
+      part("fiber-patch", PartKind::Cable, {}, 0, 1, 100, 0,
+           "a multimode MPO fibre patch cord between two optical modules, any speed: about 0.1 k USD (recalled, 2024)"),
+  };
+}
+
 // A PCIe box's CPUs, in the order default_cpu searches them (the first of each PCIe generation is the Xeon that
 // brought it to servers).
 std::vector<CpuSpec> make_cpus() {
@@ -385,6 +473,37 @@ std::span<const GpuSpec> gpu_catalog() {
 std::span<const LinkSpec> link_catalog() {
   static const std::vector<LinkSpec> links = make_links();
   return links;
+}
+
+std::span<const PartSpec> part_catalog() {
+  static const std::vector<PartSpec> parts = make_parts();
+  return parts;
+}
+
+// Compute-bound kernels: busy GPUs read 79-102 % of their power cap in public nvidia-smi snapshots at 99-100 %
+// utilisation (A100 SXM4 358/400 W, H200 607/700, H100 PCIe 276/350, A100 PCIe 307/300; 2023-2025), mean 0.89.
+// Memory-bound kernels: LLM decode, which saturates HBM, draws 137-300 W on a 700 W H200 (Ma et al., "The
+// Illusion of Power Capping in LLM Decode", arXiv 2605.11999, 2026-05), midpoint 0.31 of TDP. GPUs draw about 70 %
+// of a server's power while training (ML.ENERGY, Zeus research overview); checked against an 8x H100 HGX node,
+// whose most in training was 8.4 kW (Latif et al., arXiv 2412.08602, 2025): 8 x 0.89 x 700 W / 0.7 = 7.1 kW.
+// Racks: 4 DGX-class servers to a rack (DGX SuperPOD H100: 32 DGX in 8 racks).
+const PowerModelSpec& power_model() {
+  static const PowerModelSpec model{0.89, 0.31, 0.70, 4,
+                                    "compute-bound 0.89 and memory-bound 0.31 of TDP, GPUs 70 % of a server's power "
+                                    "(catalog_data.cpp: nvidia-smi snapshots 2023-2025; Ma et al. 2026; ML.ENERGY "
+                                    "Zeus); 4 servers a rack (DGX SuperPOD H100)"};
+  return model;
+}
+
+// Electricity: the US industrial average, 8.06 cents/kWh in 2023 (EIA via Statista, 2024-03-18). PUE: the
+// industry average of Uptime Institute's 2023 survey, 1.58 (Uptime Intelligence Update 221, 2023-11-23); Google's
+// fleet ran at 1.10 that year (Google 2024 Environmental Report). Service life: 4 years (assumption: the straight-
+// line depreciation of GPU servers, against 5-6 years hyperscalers book for servers).
+const SiteSpec& site_defaults() {
+  static const SiteSpec site{0.0806, 1.58, 4.0,
+                             "electricity 0.0806 USD/kWh (EIA, US industrial 2023); PUE 1.58 (Uptime Institute 2023 "
+                             "industry average); 4-year life (assumption)"};
+  return site;
 }
 
 std::span<const CpuSpec> cpu_catalog() {

@@ -37,6 +37,7 @@ struct FlopCountTag;
 struct BytesPerSecondTag;
 struct FlopsPerSecondTag;
 struct WattsTag;
+struct JoulesTag;
 struct DollarsTag;
 
 using Bytes = Quantity<BytesTag>;
@@ -45,6 +46,7 @@ using FlopCount = Quantity<FlopCountTag>;
 using BytesPerSecond = Quantity<BytesPerSecondTag>;
 using FlopsPerSecond = Quantity<FlopsPerSecondTag>;
 using Watts = Quantity<WattsTag>;
+using Joules = Quantity<JoulesTag>;
 using Dollars = Quantity<DollarsTag>;
 
 constexpr Seconds operator/(Bytes b, BytesPerSecond r) { return Seconds(b.value() / r.value()); }
@@ -52,6 +54,9 @@ constexpr BytesPerSecond operator/(Bytes b, Seconds t) { return BytesPerSecond(b
 constexpr Bytes operator*(BytesPerSecond r, Seconds t) { return Bytes(r.value() * t.value()); }
 constexpr Bytes operator*(Seconds t, BytesPerSecond r) { return r * t; }
 constexpr Seconds operator/(FlopCount f, FlopsPerSecond r) { return Seconds(f.value() / r.value()); }
+constexpr Joules operator*(Watts p, Seconds t) { return Joules(p.value() * t.value()); }
+constexpr Joules operator*(Seconds t, Watts p) { return p * t; }
+constexpr Watts operator/(Joules e, Seconds t) { return Watts(e.value() / t.value()); }
 constexpr FlopsPerSecond operator/(FlopCount f, Seconds t) { return FlopsPerSecond(f.value() / t.value()); }
 
 // Edge conversions: the only places where a bare number becomes a quantity with a prefix.
@@ -67,6 +72,8 @@ constexpr double to_gibibytes(Bytes b) { return b.value() / (1024.0 * 1024.0 * 1
 constexpr double to_gigabytes(Bytes b) { return b.value() / 1e9; }
 constexpr FlopsPerSecond teraflops(double tf) { return FlopsPerSecond(tf * 1e12); }
 constexpr double to_teraflops(FlopsPerSecond r) { return r.value() / 1e12; }
+constexpr double to_megawatt_hours(Joules e) { return e.value() / 3.6e9; }
+constexpr double to_kilowatt_hours(Joules e) { return e.value() / 3.6e6; }
 
 namespace literals {
 constexpr Bytes operator""_B(unsigned long long v) { return Bytes(static_cast<double>(v)); }
@@ -101,6 +108,7 @@ template <> constexpr UnitLabel unit_label<FlopCountTag>() { return {1.0, "FLOP"
 template <> constexpr UnitLabel unit_label<BytesPerSecondTag>() { return {1e-9, "GB/s"}; }
 template <> constexpr UnitLabel unit_label<FlopsPerSecondTag>() { return {1e-12, "TFLOP/s"}; }
 template <> constexpr UnitLabel unit_label<WattsTag>() { return {1.0, "W"}; }
+template <> constexpr UnitLabel unit_label<JoulesTag>() { return {1.0, "J"}; }
 template <> constexpr UnitLabel unit_label<DollarsTag>() { return {1.0, "USD"}; }
 }  // namespace dtsim::detail
 

@@ -27,6 +27,14 @@ TEST_CASE("derived units compose") {
   CHECK((2_GBps) / (1_GBps) == doctest::Approx(2.0));
 }
 
+TEST_CASE("power over time is energy, and a megawatt-hour is 3.6e9 joules") {
+  const Joules e = Watts(700) * Seconds(3600);
+  CHECK(e.value() == doctest::Approx(2.52e6));
+  CHECK(to_kilowatt_hours(e) == doctest::Approx(0.7));
+  CHECK(to_megawatt_hours(Joules(3.6e9)) == doctest::Approx(1.0));
+  CHECK((e / Seconds(3600)).value() == doctest::Approx(700));
+}
+
 TEST_CASE("quantities print with their unit") {
   CHECK(fmt::format("{:g}", 25_GBps) == "25 GB/s");
   CHECK(fmt::format("{:g}", 2.0_s) == "2 s");
