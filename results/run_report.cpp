@@ -54,6 +54,26 @@ std::string csv_field(const std::string& s) {
   return q;
 }
 
+// Time, cost and energy to train beside each configuration (rows from before the cost model have none).
+std::string cost_table(const std::vector<json>& rows) {
+  if (rows.empty() || !rows.front().contains("cost")) return {};
+  const auto cell = [](const json& v, const char* format_spec) {
+    return v.is_null() ? std::string("-") : fmt::format(fmt::runtime(format_spec), v.get<double>());
+  };
+  std::string out = fmt::format("\n{:<28} {:>9} {:>8} {:>9} {:>9} {:>9} {:>11} {:>13} {:>9}\n", "time, cost, energy", "mode",
+                                "kW", "J/token", "USD/Mtok", "days", "GPU-hours", "total_USD", "MWh");
+  for (const auto& r : rows) {
+    const auto& c = r.at("cost");
+    const auto& e = r.at("energy");
+    out += fmt::format("{:<28} {:>9} {:>8.1f} {:>9.3f} {:>9.3f} {:>9} {:>11} {:>13} {:>9}\n", r.at("name").get<std::string>(),
+                       c.at("mode").get<std::string>(), e.at("avg_power_kW").get<double>(), e.at("per_token_J").get<double>(),
+                       c.at("usd_per_million_tokens").get<double>(), cell(c.at("days"), "{:.1f}"),
+                       cell(c.at("gpu_hours"), "{:.0f}"), cell(c.at("total_usd"), "{:.0f}"), cell(e.at("total_MWh"), "{:.1f}"));
+  }
+  return out + "(kW and J/token: the facility's, PUE included; days, GPU-hours, total and MWh need training.tokens or "
+               "training.steps)\n";
+}
+
 }  // namespace
 
 double reference_figure(const json& row, const std::string& key) {
@@ -111,6 +131,7 @@ std::string run_table(const std::vector<json>& rows) {
   }
   out += "(TFLOP/s: model FLOPs per GPU; HFU counts recomputed FLOPs; scale: scaling efficiency; compute / comm / bubble: seconds of the critical "
          "GPU's step busy, waiting on communication, waiting on the pipeline)\n";
+  out += cost_table(rows);
   std::string refs;
   for (const auto& r : rows)
     for (const auto& [key, value] : r.at("reference").items())

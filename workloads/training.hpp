@@ -107,6 +107,10 @@ struct TrainingSpec {
   // issued when its backward comes, after the previous layer's reduce-scatter, on the one data-parallel
   // communicator (DeepSpeed's ZeRO-3 of 2021, whose all-gathers blocked: DeepSpeed #1069).
   bool zero3_prefetch_ahead = true;
+  // The training run's length (training.tokens or training.steps, at most one): what a step is multiplied by for
+  // the time, cost and energy to train. Neither: per step only.
+  std::optional<double> tokens;
+  std::optional<long long> steps;
 };
 
 // The chunks a pipelined reduce-scatter splits its GEMM into (Transformer Engine's default num_splits for

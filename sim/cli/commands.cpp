@@ -12,6 +12,7 @@
 #include "results/step_graph_report.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "results/topology_report.hpp"
+#include "sim/cli/cost_support.hpp"
 #include "topology/builders.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
@@ -24,6 +25,7 @@ namespace {
 struct Described {
   topology::BuiltTopology built;
   results::TopologyRow row;
+  topology::BillOfMaterials bom;
 };
 
 std::vector<Described> describe_all(const std::vector<Scenario>& scenarios) {
@@ -32,7 +34,8 @@ std::vector<Described> describe_all(const std::vector<Scenario>& scenarios) {
   for (const Scenario& s : scenarios) {
     auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
     auto props = topology::describe(built);
-    out.push_back(Described{std::move(built), results::TopologyRow{s.name, &s.cluster, props}});
+    auto bom = scenario_bom(s, built.topology);
+    out.push_back(Described{std::move(built), results::TopologyRow{s.name, &s.cluster, props}, std::move(bom)});
   }
   return out;
 }
@@ -40,7 +43,10 @@ std::vector<Described> describe_all(const std::vector<Scenario>& scenarios) {
 // One configuration prints one object, several an array.
 int print_json(const std::vector<Described>& described) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& d : described) rows.push_back(results::topology_json(d.row));
+  for (const auto& d : described) {
+    rows.push_back(results::topology_json(d.row));
+    rows.back()["bill_of_materials"] = bom_json(d.bom);
+  }
   std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
   return 0;
 }
@@ -88,7 +94,7 @@ int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
     std::cout << results::topology_comparison(rows);
     return 0;
   }
-  std::cout << results::topology_table(described.front().row);
+  std::cout << results::topology_table(described.front().row) << bom_table(described.front().bom);
   return 0;
 }
 

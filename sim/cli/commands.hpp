@@ -58,6 +58,16 @@ struct CollectiveArgs {
 
 int collective_command(const CollectiveArgs& args);
 
+// `dtsim plan`: the scenario's parallel plan searched (sim/search), the best `top` printed, the first `confirm` of
+// the analytic ranking run on the SimGrid engine.
+struct PlanArgs {
+  int top = 5;
+  int confirm = 5;
+  std::string objective = "time";
+  std::string out;
+};
+int plan_command(const ScenarioArgs& args, const PlanArgs& plan);
+
 
 // Runs every point of each validation scenario (no file: the embedded tables of scenarios/validation) and prints,
 // per row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and

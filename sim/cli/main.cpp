@@ -91,6 +91,15 @@ int dispatch(int argc, char** argv) {
   collective->add_option("--max", coll.max, "largest size");
   collective->add_option("--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
   collective->add_option("--format", coll.format, "output format")->transform(CLI::CheckedTransformer(kFormats));
+  auto* plan = app.add_subcommand("plan", "search the scenario's parallel plan: the fitting plans ranked, the best "
+                                         "confirmed on the SimGrid engine");
+  dtsim::cli::ScenarioArgs plan_args;
+  dtsim::cli::PlanArgs plan_opts;
+  add_scenario_options(plan, plan_args, true, kRunFormats);
+  plan->add_option("--top", plan_opts.top, "plans printed (default 5)");
+  plan->add_option("--confirm", plan_opts.confirm, "best plans of the analytic ranking run on the SimGrid engine (default 5)");
+  plan->add_option("--objective", plan_opts.objective, "time | cost | energy (default time)");
+  plan->add_option("--out", plan_opts.out, "directory for plans.json and plans.csv");
   auto* validate = app.add_subcommand("validate", "published measurements against dtsim: per row and per table error "
                                                   "(no file: the embedded tables, scenarios/validation)");
   std::vector<std::string> validate_files, validate_sets, validate_only;
@@ -120,6 +129,7 @@ int dispatch(int argc, char** argv) {
     return kBadInput;
   }
   if (*run) return dtsim::cli::run_command(run_args, run_outputs);
+  if (*plan) return dtsim::cli::plan_command(plan_args, plan_opts);
   if (*collective) return dtsim::cli::collective_command(coll);
   if (*sweep) {
     if (!shard_text.empty()) sweep_opts.shard = dtsim::cli::parse_shard(shard_text);

@@ -11,6 +11,8 @@
 #include "results/trace.hpp"
 #include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/cli/cost_support.hpp"
+#include "results/energy.hpp"
 #include "sim/analytic/interference.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
 #include "topology/builders.hpp"
@@ -77,6 +79,8 @@ sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topol
 json simulate(const Scenario& s, const std::string& trace_path) {
   const auto& w = *s.workload;
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
+  const auto bom = scenario_bom(s, built.topology);
+  scenario_prices(s, bom);   // a bill ownership cannot price is an error before the simulation, not after
   const auto graph = located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); });
   const auto memory = workloads::plan_memory(w, s.cluster.gpu);
   const auto timeline = play(s, graph, built.topology, !trace_path.empty());
@@ -97,6 +101,8 @@ json simulate(const Scenario& s, const std::string& trace_path) {
                       {"aggregated_collectives", timeline.aggregated_collectives},
                       {"symmetry", timeline.symmetry}};
   json row = results::run_json(info, metrics, memory);
+  const Joules gpu_energy = results::gpu_step_energy(graph, timeline, s.cluster.gpu, topology::power_model());
+  add_accounting(row, account(s, bom, gpu_energy, timeline.step_time), timeline.step_time);
   row["roofline"] = results::roofline_json(w, s.cluster.gpu);
   return row;
 }

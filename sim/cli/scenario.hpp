@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "results/cost.hpp"
 #include "topology/cluster.hpp"
 #include "sim/collectives/collective.hpp"
 #include "workloads/plan.hpp"
@@ -27,6 +28,23 @@ struct SimulationSpec {
   bool aggregate = true;   // SimGrid: a ring's steps as one flow per transfer (sim::SimgridOptions::aggregate)
   bool symmetry = true;    // SimGrid: play one rank of each TP group (sim::SimgridOptions::symmetry)
   bool interference = true;   // overlapped communication slows the compute beside it (sim/analytic/interference.hpp)
+};
+
+// The `cost` section: how a run is paid for, and any price or power the catalog's should give way to. Rental:
+// GPU-hours at gpu_hour_usd (default: the GPU's catalog rate), power included. Ownership: the bill of materials'
+// capital over `years`, plus the facility's energy at kwh_usd. Unset fields take the catalog's (site_defaults()).
+struct PartOverride {
+  std::optional<double> usd;
+  std::optional<double> watts;
+};
+struct CostSpec {
+  results::CostMode mode = results::CostMode::Rental;
+  std::optional<double> gpu_hour_usd;
+  std::optional<double> gpu_usd;         // a GPU's purchase price (ownership)
+  std::optional<double> years;
+  std::optional<double> kwh_usd;
+  std::optional<double> pue;
+  std::map<std::string, PartOverride> parts;   // catalog part name -> its price or power here
 };
 
 // The `reference` section: published figures to print beside dtsim's (the founding article's claims, a paper's
@@ -52,6 +70,7 @@ struct Scenario {
   // `parallelism`, whose `dp` defaults to gpus / (tp x pp)). A topology-only scenario has none.
   std::optional<workloads::Workload> workload;
   SimulationSpec simulation;
+  CostSpec cost;
   Reference reference;
   SweepPoint point;
   std::string file;                          // where it was read from ("<default>" for the embedded one)

@@ -175,13 +175,15 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   Scenario s;
   s.file = file;
   YamlMap top(doc, "", file, &s.origin, &overridden);
-  top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism", "simulation", "reference"});
+  top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism", "simulation", "cost", "reference"});
   s.name = top.text("name").value_or(default_name(file, index));
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
   apply_cluster_preset(doc["cluster"], file);
   s.cluster = read_cluster(top.map("cluster"), file);
   s.workload = read_workload(top, s.cluster, s.name);
   if (top.has("simulation")) s.simulation = read_simulation(top.map("simulation"));
+  if (top.has("cost")) s.cost = read_cost(top.map("cost"));
+  resolve_cost(s.cost, s.cluster.gpu);
   if (top.has("reference")) s.reference = read_reference(top.map("reference"));
   return s;
 }

@@ -140,6 +140,8 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit(out, "tp_comm_overlap", t.tp_comm_overlap);
   emit(out, "distributed_optimizer", t.distributed_optimizer);
   emit(out, "overlap_param_gather", t.overlap_param_gather);
+  if (t.tokens) emit(out, "tokens", *t.tokens);
+  if (t.steps) emit(out, "steps", *t.steps);
   out << YAML::EndMap;
 }
 
@@ -191,6 +193,28 @@ void emit_simulation(YAML::Emitter& out, const SimulationSpec& s) {
   out << YAML::EndMap;
 }
 
+// Only what the scenario gave: the catalog's defaults are written where they apply (the result's `cost`).
+void emit_cost(YAML::Emitter& out, const CostSpec& c) {
+  out << YAML::Key << "cost" << YAML::Value << YAML::BeginMap;
+  emit_name(out, "mode", std::string(results::to_string(c.mode)));
+  if (c.gpu_hour_usd) emit(out, "gpu_hour_usd", *c.gpu_hour_usd);
+  if (c.gpu_usd) emit(out, "gpu_usd", *c.gpu_usd);
+  if (c.years) emit(out, "years", *c.years);
+  if (c.kwh_usd) emit(out, "kwh_usd", *c.kwh_usd);
+  if (c.pue) emit(out, "pue", *c.pue);
+  if (!c.parts.empty()) {
+    out << YAML::Key << "parts" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, p] : c.parts) {
+      out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+      if (p.usd) emit(out, "usd", *p.usd);
+      if (p.watts) emit(out, "watts", *p.watts);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+}
+
 void emit_reference(YAML::Emitter& out, const Reference& r) {
   out << YAML::Key << "reference" << YAML::Value << YAML::BeginMap;
   if (!r.source.empty()) out << YAML::Key << "source" << YAML::Value << r.source;
@@ -208,6 +232,7 @@ std::string to_yaml(const Scenario& scenario) {
   emit_cluster(out, scenario.cluster);
   if (scenario.workload) emit_workload(out, *scenario.workload);
   emit_simulation(out, scenario.simulation);
+  emit_cost(out, scenario.cost);
   if (!scenario.reference.source.empty() || !scenario.reference.values.empty()) emit_reference(out, scenario.reference);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

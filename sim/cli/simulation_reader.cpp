@@ -1,5 +1,6 @@
 #include "sim/cli/simulation_reader.hpp"
 
+#include <algorithm>
 #include <array>
 #include <fmt/format.h>
 #include <string_view>
@@ -43,6 +44,44 @@ SimulationSpec read_simulation(const YamlMap& m) {
   s.symmetry = m.boolean("symmetry").value_or(s.symmetry);
   s.interference = m.boolean("interference").value_or(s.interference);
   return s;
+}
+
+CostSpec read_cost(const YamlMap& m) {
+  m.allow_only({"mode", "gpu_hour_usd", "gpu_usd", "years", "kwh_usd", "pue", "parts"});
+  CostSpec c;
+  if (const auto mode = m.text("mode")) {
+    if (*mode == "rental") c.mode = results::CostMode::Rental;
+    else if (*mode == "ownership") c.mode = results::CostMode::Ownership;
+    else m.fail("mode", *mode, "unknown cost mode", "rental, ownership");
+  }
+  constexpr double kMost = 1e12;
+  c.gpu_hour_usd = m.number("gpu_hour_usd", 0.0, true, kMost);
+  c.gpu_usd = m.number("gpu_usd", 0.0, true, kMost);
+  c.years = m.number("years", 0.0, false, 100.0);
+  c.kwh_usd = m.number("kwh_usd", 0.0, true, 100.0);
+  c.pue = m.number("pue", 1.0, true, 10.0);
+  if (m.has("parts")) {
+    const YamlMap parts = m.map("parts");
+    std::string names;
+    for (const auto& p : topology::part_catalog()) names += (names.empty() ? "" : ", ") + p.name;
+    for (const std::string& name : parts.keys()) {
+      const bool known = std::ranges::any_of(topology::part_catalog(), [&](const auto& p) { return p.name == name; });
+      if (!known) parts.fail(name, name, "unknown part", names);
+      const YamlMap part = parts.map(name);
+      part.allow_only({"usd", "watts"});
+      c.parts[name] = PartOverride{part.number("usd", 0.0, true, kMost), part.number("watts", 0.0, true, 1e7)};
+    }
+  }
+  return c;
+}
+
+void resolve_cost(CostSpec& c, const topology::GpuSpec& gpu) {
+  const auto& site = topology::site_defaults();
+  if (!c.gpu_hour_usd) c.gpu_hour_usd = gpu.price_per_hour.value();
+  if (!c.gpu_usd) c.gpu_usd = gpu.price.value();
+  if (!c.years) c.years = site.years;
+  if (!c.kwh_usd) c.kwh_usd = site.kwh_usd;
+  if (!c.pue) c.pue = site.pue;
 }
 
 // Null values are allowed so a zipped sweep axis can leave a figure out for some points.

@@ -142,7 +142,11 @@ TrainingSpec read_training(const YamlMap& m) {
   m.allow_only({"framework", "global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype",
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
-                "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather"});
+                "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
+                "steps"});
+  if (m.has("tokens") && m.has("steps"))
+    m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
+           "training.tokens or training.steps, not both");
   if (m.has("overlap_grad_reduce") && m.has("dp_overlap"))
     m.fail("dp_overlap", "dp_overlap: " + m.text("dp_overlap").value_or(""),
            "is training.overlap_grad_reduce's old name and cannot be given beside it: remove",
@@ -172,6 +176,8 @@ TrainingSpec read_training(const YamlMap& m) {
   t.tp_comm_overlap = m.boolean("tp_comm_overlap").value_or(t.tp_comm_overlap);
   t.distributed_optimizer = m.boolean("distributed_optimizer").value_or(t.distributed_optimizer);
   t.overlap_param_gather = m.boolean("overlap_param_gather").value_or(t.overlap_param_gather);
+  t.tokens = m.number("tokens", 0.0, false, 1e18);
+  if (const auto steps = m.integer("steps", 1, 1'000'000'000'000)) t.steps = *steps;
   return t;
 }
 

@@ -1,0 +1,101 @@
+#include "sim/cli/cost_support.hpp"
+
+#include <fmt/format.h>
+
+#include "topology/error.hpp"
+
+namespace dtsim::cli {
+
+using nlohmann::json;
+
+topology::BillOfMaterials scenario_bom(const Scenario& s, const topology::Topology& topo) {
+  auto bom = topology::bill_of_materials(s.cluster, topo);
+  for (auto& item : bom.items) {
+    if (item.kind == topology::PartKind::Gpu && s.cost.gpu_usd) item.unit = Dollars(*s.cost.gpu_usd);
+    const auto it = s.cost.parts.find(item.name);
+    if (it == s.cost.parts.end()) continue;
+    if (it->second.usd) item.unit = Dollars(*it->second.usd);
+    if (it->second.watts) item.unit_power = Watts(*it->second.watts);
+  }
+  return bom;
+}
+
+results::Prices scenario_prices(const Scenario& s, const topology::BillOfMaterials& bom) {
+  results::Prices p;
+  p.mode = s.cost.mode;
+  p.gpu_hour = Dollars(s.cost.gpu_hour_usd.value_or(s.cluster.gpu.price_per_hour.value()));
+  p.capital = bom.total();
+  p.years = s.cost.years.value_or(topology::site_defaults().years);
+  p.kwh_usd = s.cost.kwh_usd.value_or(topology::site_defaults().kwh_usd);
+  p.pue = s.cost.pue.value_or(topology::site_defaults().pue);
+  if (p.mode == results::CostMode::Ownership)
+    for (const auto& item : bom.items)
+      if (!item.unit)
+        throw InputError("cost.mode", "ownership",
+                         fmt::format("needs every part of the bill priced; the catalog has no price for '{}' ({} of them):",
+                                     item.name, item.count),
+                         "cost.mode: rental, or the part's price in cost.parts (a catalog part name: {usd: ...})", s.file);
+  return p;
+}
+
+results::RunLength run_length(const Scenario& s) {
+  if (!s.workload || !s.workload->training) return {};
+  return {s.workload->training->tokens, s.workload->training->steps};
+}
+
+double tokens_per_step(const workloads::Workload& w) {
+  return static_cast<double>(w.training->global_batch) * w.model.seq_length;
+}
+
+Accounting account(const Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step) {
+  Accounting a;
+  a.prices = scenario_prices(s, bom);
+  a.tokens_per_step = tokens_per_step(*s.workload);
+  a.energy = results::step_energy(gpu_energy, step, bom.network_power(), topology::power_model(), a.prices.pue);
+  a.cost = results::training_cost(step, a.tokens_per_step, static_cast<int>(bom.count(topology::PartKind::Gpu)), a.energy,
+                                  a.prices, run_length(s));
+  return a;
+}
+
+void add_accounting(json& row, const Accounting& a, Seconds step) {
+  row["energy"] = results::energy_json(a.energy, step, a.tokens_per_step, a.cost, a.prices.pue);
+  row["cost"] = results::cost_json(a.cost, a.prices);
+}
+
+json bom_json(const topology::BillOfMaterials& bom) {
+  json items = json::array();
+  for (const auto& item : bom.items) {
+    const auto total = item.total();
+    json j = {{"kind", std::string(topology::to_string(item.kind))},
+              {"name", item.name},
+              {"role", item.role},
+              {"count", item.count},
+              {"unit_usd", item.unit ? json(item.unit->value()) : json(nullptr)},
+              {"total_usd", total ? json(total->value()) : json(nullptr)},
+              {"unit_W", item.unit_power.value()}};
+    if (!item.note.empty()) j["note"] = item.note;
+    items.push_back(j);
+  }
+  return {{"items", items},
+          {"total_usd", bom.total().value()},
+          {"complete", bom.complete()},
+          {"network_W", bom.network_power().value()},
+          {"switch_tiers", bom.switch_tiers},
+          {"notes", bom.notes}};
+}
+
+std::string bom_table(const topology::BillOfMaterials& bom) {
+  std::string out = "  bill of materials\n";
+  for (const auto& item : bom.items) {
+    const auto total = item.total();
+    out += fmt::format("    {:>7} x {:<22} {:<36} {:>14} {:>16}\n", item.count, item.name, item.role,
+                       item.unit ? fmt::format("{:.0f} USD", item.unit->value()) : "unpriced",
+                       total ? fmt::format("{:.0f} USD", total->value()) : "-");
+  }
+  out += fmt::format("    total {:.0f} USD{}; network {:.1f} kW in service\n", bom.total().value(),
+                     bom.complete() ? "" : " (some parts unpriced)", bom.network_power().value() / 1e3);
+  for (const auto& note : bom.notes) out += fmt::format("    note: {}\n", note);
+  return out;
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,38 @@
+// A scenario's bill of materials, prices and run length, and the energy and cost of a step it simulated: what
+// `run`, `plan`, `compare` and `topo` share.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "results/cost.hpp"
+#include "sim/cli/scenario.hpp"
+#include "topology/bill_of_materials.hpp"
+
+namespace dtsim::cli {
+
+// The bill of `s`'s cluster with the scenario's `cost` prices and powers over the catalog's.
+topology::BillOfMaterials scenario_bom(const Scenario& s, const topology::Topology& topo);
+
+// Prices resolved; ownership of a bill with an unpriced part is an InputError naming the part.
+results::Prices scenario_prices(const Scenario& s, const topology::BillOfMaterials& bom);
+
+results::RunLength run_length(const Scenario& s);
+double tokens_per_step(const workloads::Workload& w);
+
+struct Accounting {
+  results::StepEnergy energy;
+  results::TrainingCost cost;
+  results::Prices prices;
+  double tokens_per_step = 0;
+};
+// The step's energy and cost, from its GPUs' energy and its time.
+Accounting account(const Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step);
+
+// Adds `energy` and `cost` (results/cost.hpp) to a result object.
+void add_accounting(nlohmann::json& row, const Accounting& a, Seconds step);
+
+// DESIGN.md's `bill_of_materials` object, and its table.
+nlohmann::json bom_json(const topology::BillOfMaterials& bom);
+std::string bom_table(const topology::BillOfMaterials& bom);
+
+}  // namespace dtsim::cli

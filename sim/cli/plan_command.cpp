@@ -1,0 +1,367 @@
+// `dtsim plan`: the search of sim/search wired to scenarios. Each candidate is the scenario with its plan keys set
+// and loaded again, so every framework default that follows the plan (sequence parallelism, TP comm overlap, the
+// distributed optimizer, the gradient bucket) is resolved as for a scenario written by hand; the best are run on
+// the SimGrid engine (each in its own process) and ranked by what it gives.
+#include <algorithm>
+#include <fmt/format.h>
+#include <iostream>
+#include <yaml-cpp/yaml.h>
+
+#include "results/run_report.hpp"
+#include "sim/analytic/analytic_costs.hpp"
+#include "sim/cli/command_support.hpp"
+#include "sim/cli/plan_support.hpp"
+#include "results/energy.hpp"
+#include "sim/search/plan_search.hpp"
+#include "topology/builders.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using nlohmann::json;
+using sim::search::PlanChoice;
+using workloads::Recompute;
+
+// The keys the search sets, and those the loader resolves from them: a scenario that does not give one of these
+// leaves it to the search (or to the framework's default for the candidate).
+constexpr const char* kPlanKeys[] = {"parallelism.tp", "parallelism.pp", "parallelism.dp", "parallelism.vpp",
+                                     "parallelism.zero", "training.micro_batch", "training.recompute",
+                                     "training.sequence_parallel"};
+constexpr const char* kDerivedKeys[] = {"training.tp_comm_overlap", "training.dp_bucket_MB", "training.distributed_optimizer",
+                                        "training.overlap_param_gather", "parallelism.layers_per_stage"};
+
+bool given(const Scenario& s, const std::string& key) { return s.origin.count(key) > 0 || [&] {
+  for (const auto& [k, v] : s.point.values) if (k == key || key.starts_with(k + ".")) return true;
+  return false;
+}(); }
+
+void erase_dotted(YAML::Node root, const std::string& dotted) {
+  const auto dot = dotted.find('.');
+  const std::string section = dotted.substr(0, dot), key = dotted.substr(dot + 1);
+  if (root[section] && root[section].IsMap()) root[section].remove(key);
+}
+
+// The scenario as a template for its candidates: resolved, with the plan keys it did not give removed.
+struct Template {
+  const Scenario& base;
+  YAML::Node node;
+  sim::search::Fixed fixed;
+  std::optional<int> dp;
+};
+
+Template make_template(const Scenario& s) {
+  Template t{s, YAML::Load(to_yaml(s)), {}, {}};
+  for (const char* key : kPlanKeys)
+    if (!given(s, key)) erase_dotted(t.node, key);
+  for (const char* key : kDerivedKeys)
+    if (!given(s, key)) erase_dotted(t.node, key);
+  t.node.remove("sweep");
+  const auto& w = *s.workload;
+  if (given(s, "parallelism.tp")) t.fixed.tp = w.plan.tp;
+  if (given(s, "parallelism.pp")) t.fixed.pp = w.plan.pp;
+  if (given(s, "parallelism.vpp")) t.fixed.vpp = w.plan.vpp;
+  if (given(s, "parallelism.zero")) t.fixed.zero = w.plan.zero;
+  if (given(s, "parallelism.dp")) t.dp = w.plan.dp;
+  if (given(s, "training.micro_batch")) t.fixed.micro_batch = w.training->micro_batch;
+  if (given(s, "training.recompute")) t.fixed.recompute = w.training->recompute;
+  if (given(s, "training.sequence_parallel")) t.fixed.sequence_parallel = w.training->sequence_parallel;
+  return t;
+}
+
+// The candidate as a scenario (throws InputError when it is not a valid one).
+Scenario candidate(const Template& t, const PlanChoice& c, int gpus, bool simgrid) {
+  YAML::Node n = YAML::Clone(t.node);
+  n["parallelism"]["tp"] = c.tp;
+  n["parallelism"]["pp"] = c.pp;
+  n["parallelism"]["dp"] = gpus / (c.tp * c.pp);
+  n["parallelism"]["vpp"] = c.vpp;
+  n["parallelism"]["zero"] = c.zero;
+  n["training"]["micro_batch"] = c.micro_batch;
+  n["training"]["recompute"] = std::string(to_string(c.recompute));
+  n["training"]["sequence_parallel"] = c.sequence_parallel;
+  n["simulation"]["engine"] = simgrid ? "simgrid" : "analytic";
+  auto loaded = load_scenarios(YAML::Dump(n), t.base.file);
+  DTSIM_ASSERT(loaded.size() == 1, "a candidate is one scenario");
+  Scenario s = std::move(loaded.front());
+  s.name = t.base.name;
+  s.point = t.base.point;
+  workloads::check_plan(*s.workload, gpus);
+  return s;
+}
+
+sim::search::Made make(const Template& t, const PlanChoice& c, int gpus) {
+  if (t.dp && gpus / (c.tp * c.pp) != *t.dp) return {std::nullopt, "parallelism.dp: fixed by the scenario"};
+  try {
+    return {candidate(t, c, gpus, false).workload, {}};
+  } catch (const InputError& e) {
+    return {std::nullopt, fmt::format("{}: {}", e.key(), e.reason())};
+  }
+}
+
+json choice_json(const PlanChoice& c, int gpus) {
+  return {{"parallelism", {{"tp", c.tp}, {"pp", c.pp}, {"dp", gpus / (c.tp * c.pp)}, {"vpp", c.vpp}, {"zero", c.zero}}},
+          {"training",
+           {{"micro_batch", c.micro_batch},
+            {"recompute", std::string(to_string(c.recompute))},
+            {"sequence_parallel", c.sequence_parallel}}}};
+}
+
+std::string most_common(const std::map<std::string, std::size_t>& pruned) {
+  const auto it = std::ranges::max_element(pruned, {}, [](const auto& kv) { return kv.second; });
+  return it == pruned.end() ? std::string() : fmt::format("{} ({})", it->first, it->second);
+}
+
+std::string breakdown_line(const std::string& who, const json& b) {
+  return fmt::format("  {:<4} compute {:.3f} s, exposed comm {:.3f} s, bubble {:.3f} s, other {:.3f} s, interference {:.3f} s\n",
+                     who, b.at("compute").get<double>(), b.at("exposed_comm").get<double>(),
+                     b.at("pipeline_bubble").get<double>(), b.at("other").get<double>(),
+                     b.at("interference").get<double>());
+}
+
+std::string objective_figure(Objective o, double v) {
+  switch (o) {
+    case Objective::Time: return fmt::format("{:.3f} s a step", v);
+    case Objective::Cost: return fmt::format("{:.4f} USD a step", v);
+    case Objective::Energy: return fmt::format("{:.0f} J a step", v);
+  }
+  return {};
+}
+
+// Why #1 is ahead of #2: the objective's figures, and the two SimGrid breakdowns side by side.
+std::string why_it_wins(const PointPlans& p, Objective o) {
+  if (p.rows.size() < 2) return {};
+  const PlanRow& a = p.rows[0];
+  const PlanRow& b = p.rows[1];
+  std::string out = fmt::format("why #1 wins: {} against {} for #2 ({:.2f} % better){}\n", objective_figure(o, a.objective(o)),
+                                objective_figure(o, b.objective(o)), 100 * (b.objective(o) / a.objective(o) - 1),
+                                a.run && b.run ? ", on the SimGrid engine" : ", on the analytic engine");
+  if (a.run && b.run) out += breakdown_line("#1", a.run->at("breakdown_s")) + breakdown_line("#2", b.run->at("breakdown_s"));
+  return out;
+}
+
+std::string table(const Scenario& s, const PointPlans& p, Objective o) {
+  const auto& r = p.search;
+  std::string out = fmt::format("{}: {} candidate plans on {} GPUs, {} fit", s.name, r.candidates, p.gpus, r.ranked.size());
+  std::size_t dropped = 0;
+  for (const auto& [why, n] : r.pruned) dropped += n;
+  out += dropped > 0 ? fmt::format(", {} dropped (most: {})", dropped, most_common(r.pruned)) : "";
+  out += fmt::format("; ranked by {}\n", to_string(o));
+  const bool length = !p.rows.empty() && p.rows.front().accounting.cost.time.has_value();
+  out += fmt::format("{:>4}  {:<46} {:>10} {:>9} {:>9} {:>5} {:>7} {:>9} {:>8} {:>9}{}\n", "rank", "plan", "analytic_s",
+                     "simgrid_s", "tokens/s", "MFU", "spare", "USD/Mtok", "J/token", "kW",
+                     length ? fmt::format(" {:>8} {:>12} {:>8}", "days", "total_USD", "MWh") : "");
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    const PlanRow& row = p.rows[i];
+    const auto& a = row.accounting;
+    out += fmt::format("{:>4}  {:<46} {:>10.3f} {:>9} {:>9.0f} {:>4.0f}% {:>6.1f}G {:>9.3f} {:>8.3f} {:>9.1f}", i + 1,
+                       plan_label(row.candidate.choice, p.gpus), row.candidate.analytic_step.value(),
+                       row.run ? fmt::format("{:.3f}", row.step()) : "-", a.tokens_per_step / row.step(), 100 * row.mfu,
+                       to_gibibytes(row.candidate.memory.margin), a.cost.usd_per_million_tokens,
+                       a.energy.facility.value() / a.tokens_per_step, a.energy.facility.value() / row.step() / 1e3);
+    if (length)
+      out += fmt::format(" {:>8.1f} {:>12.0f} {:>8.1f}", a.cost.time->value() / 86400, a.cost.total->value(),
+                         to_megawatt_hours(*a.cost.energy));
+    out += "\n";
+  }
+  out += fmt::format("(spare: GPU memory left; {} cost; kW and J/token: the facility's, PUE {:g})\n",
+                     p.rows.empty() ? "" : std::string(results::to_string(p.rows.front().accounting.prices.mode)),
+                     p.rows.empty() ? 1.0 : p.rows.front().accounting.prices.pue);
+  return out + why_it_wins(p, o);
+}
+
+[[noreturn]] void nothing_fits(const Scenario& s, const sim::search::SearchResult& r, int gpus) {
+  if (!r.nearest)
+    throw InputError("parallelism", "", fmt::format("no candidate of the {} is a valid plan for this model on {} GPUs "
+                                                    "(most common reason: {}); the search space has",
+                                                    r.candidates, gpus, most_common(r.pruned)),
+                     "a cluster, model or batch that some plan can run", s.file);
+  const auto& n = *r.nearest;
+  throw InputError("parallelism", plan_label(n.choice, gpus),
+                   fmt::format("no plan of the {} fits in memory on {} GPUs; the nearest lacks {:.1f} GiB per GPU:",
+                               r.candidates, gpus, -to_gibibytes(n.memory.margin)),
+                   "more or larger GPUs, a smaller global or micro batch, or more recompute", s.file);
+}
+
+const std::vector<std::string> kCsvColumns = {
+    "rank", "tp", "pp", "dp", "vpp", "zero", "micro_batch", "recompute", "sequence_parallel", "analytic_step_time_s",
+    "step_time_s", "confirmed", "tokens_per_s", "mfu", "margin_bytes", "usd_per_million_tokens", "step_J",
+    "per_token_J", "days", "gpu_hours", "total_usd", "total_MWh"};
+
+std::string csv_cell(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+std::string csv(const std::vector<std::pair<std::string, json>>& points) {
+  std::string out = "name";
+  for (const auto& c : kCsvColumns) out += "," + c;
+  out += "\n";
+  for (const auto& [name, point] : points) {
+    int rank = 0;
+    for (const json& p : point.at("plans")) {
+      const json cells = {{"rank", ++rank},
+                          {"tp", p["parallelism"]["tp"]},
+                          {"pp", p["parallelism"]["pp"]},
+                          {"dp", p["parallelism"]["dp"]},
+                          {"vpp", p["parallelism"]["vpp"]},
+                          {"zero", p["parallelism"]["zero"]},
+                          {"micro_batch", p["training"]["micro_batch"]},
+                          {"recompute", p["training"]["recompute"]},
+                          {"sequence_parallel", p["training"]["sequence_parallel"]},
+                          {"analytic_step_time_s", p["analytic_step_time_s"]},
+                          {"step_time_s", p["step_time_s"]},
+                          {"confirmed", p["confirmed"]},
+                          {"tokens_per_s", p["tokens_per_s"]},
+                          {"mfu", p["mfu"]},
+                          {"margin_bytes", p["margin_bytes"]},
+                          {"usd_per_million_tokens", p["cost"]["usd_per_million_tokens"]},
+                          {"step_J", p["energy"]["step_J"]},
+                          {"per_token_J", p["energy"]["per_token_J"]},
+                          {"days", p["cost"]["days"]},
+                          {"gpu_hours", p["cost"]["gpu_hours"]},
+                          {"total_usd", p["cost"]["total_usd"]},
+                          {"total_MWh", p["energy"]["total_MWh"]}};
+      out += name;
+      for (const auto& c : kCsvColumns) out += "," + csv_cell(cells.at(c));
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Objective parse_objective(const std::string& text) {
+  if (text == "time") return Objective::Time;
+  if (text == "cost") return Objective::Cost;
+  if (text == "energy") return Objective::Energy;
+  throw InputError("--objective", text, "unknown objective", "time, cost, energy");
+}
+
+std::string_view to_string(Objective o) {
+  switch (o) {
+    case Objective::Time: return "time";
+    case Objective::Cost: return "cost";
+    case Objective::Energy: return "energy";
+  }
+  return "?";
+}
+
+double PlanRow::step() const {
+  return run ? run->at("step_time_s").get<double>() : candidate.analytic_step.value();
+}
+
+double PlanRow::objective(Objective o) const {
+  switch (o) {
+    case Objective::Time: return step();
+    case Objective::Cost: return accounting.cost.step.value();
+    case Objective::Energy: return accounting.energy.facility.value();
+  }
+  return step();
+}
+
+std::string plan_label(const PlanChoice& c, int gpus) {
+  return fmt::format("tp {} pp {} dp {} vpp {} zero {} mb {} {}{}", c.tp, c.pp, gpus / (c.tp * c.pp), c.vpp, c.zero,
+                     c.micro_batch, to_string(c.recompute), c.sequence_parallel ? " sp" : "");
+}
+
+json plan_row_json(const PlanRow& r, int gpus) {
+  json out = choice_json(r.candidate.choice, gpus);
+  out["analytic_step_time_s"] = r.candidate.analytic_step.value();
+  out["step_time_s"] = r.step();
+  out["confirmed"] = r.run.has_value();
+  out["fits"] = r.candidate.memory.fits;
+  out["margin_bytes"] = r.candidate.memory.margin.value();
+  out["tokens_per_s"] = r.accounting.tokens_per_step / r.step();
+  out["mfu"] = r.mfu;
+  if (r.run) out["breakdown_s"] = r.run->at("breakdown_s");
+  add_accounting(out, r.accounting, Seconds(r.step()));
+  return out;
+}
+
+PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective) {
+  if (!s.workload || !s.workload->training)
+    throw InputError("training", "", "missing section: plan searches a training step's parallel plan",
+                     "a scenario with model and training sections", s.file);
+  if (s.cluster.graph)
+    throw InputError("cluster.graph", *s.cluster.graph, "is a user graph; plan searches clusters the builders make:",
+                     "a cluster of gpu, nodes, intra and inter", s.file);
+  PointPlans out;
+  out.gpus = cluster_gpus(s);
+  const Template t = make_template(s);
+  const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
+  const auto bom = scenario_bom(s, built.topology);
+  const auto prices = scenario_prices(s, bom);
+  const bool nvls = s.cluster.intra == topology::IntraKind::NvSwitch && s.cluster.intra_link.switch_reduction;
+  const auto costs = sim::analytic_costs(built.topology, s.simulation.collective_algo, nvls,
+                                         s.cluster.effective_routing(), s.simulation.max_channels);
+  const auto& gpu = s.cluster.gpu;
+  const double tokens = tokens_per_step(*s.workload);
+  const Watts network = bom.network_power();
+  const sim::search::ScoreFn score = [&](Seconds step, Joules gpu_energy) {
+    const auto energy = results::step_energy(gpu_energy, step, network, topology::power_model(), prices.pue);
+    if (objective == Objective::Energy) return energy.facility.value();
+    if (objective == Objective::Cost) return results::training_cost(step, tokens, out.gpus, energy, prices, {}).step.value();
+    return step.value();
+  };
+  const auto space = sim::search::default_space(*s.workload, out.gpus, s.cluster.gpus_per_node, t.fixed);
+  out.search = sim::search::search(space, [&](const PlanChoice& c) { return make(t, c, out.gpus); }, gpu, costs, score);
+  if (out.search.ranked.empty()) nothing_fits(s, out.search, out.gpus);
+  // Model FLOPs a step do not depend on the plan: from the best candidate's graph, for every row's MFU.
+  const double flops = workloads::model_flops(workloads::generate_step(out.search.ranked.front().workload, gpu)).value();
+  const double peak = gpu.peak_for(s.workload->training->precision).value_or(FlopsPerSecond(1)).value();
+  const std::size_t keep = std::min(out.search.ranked.size(), static_cast<std::size_t>(std::max(top, confirm)));
+  for (std::size_t i = 0; i < keep; ++i) {
+    PlanRow row{out.search.ranked[i], std::nullopt, {}, 0};
+    Seconds step = row.candidate.analytic_step;
+    Joules energy = row.candidate.gpu_energy;
+    if (i < static_cast<std::size_t>(confirm)) {
+      row.run = run_point(candidate(t, row.candidate.choice, out.gpus, true), "");
+      step = Seconds(row.run->at("step_time_s").get<double>());
+      energy = Joules(row.run->at("energy").at("gpu_step_J").get<double>());
+    }
+    row.accounting = account(s, bom, energy, step);
+    row.mfu = flops / (step.value() * out.gpus * peak);
+    out.rows.push_back(std::move(row));
+  }
+  std::ranges::stable_sort(out.rows, [&](const PlanRow& a, const PlanRow& b) {   // confirmed first, by what SimGrid gave
+    if (a.run.has_value() != b.run.has_value()) return a.run.has_value();
+    return a.objective(objective) < b.objective(objective);
+  });
+  out.rows.resize(std::min(out.rows.size(), static_cast<std::size_t>(top)));
+  return out;
+}
+
+int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
+  if (plan.top < 1) throw InputError("--top", std::to_string(plan.top), "out of range", "an integer >= 1");
+  if (plan.confirm < 0) throw InputError("--confirm", std::to_string(plan.confirm), "out of range", "an integer >= 0");
+  const Objective objective = parse_objective(plan.objective);
+  if (!plan.out.empty()) make_directory(plan.out);
+  std::vector<std::pair<std::string, json>> points;
+  std::string text;
+  for (const Scenario& s : load(args)) {
+    const PointPlans p = plan_point(s, plan.top, plan.confirm, objective);
+    json plans = json::array();
+    for (const PlanRow& r : p.rows) plans.push_back(plan_row_json(r, p.gpus));
+    points.emplace_back(s.name, json{{"name", s.name},
+                                     {"objective", std::string(to_string(objective))},
+                                     {"plans", plans},
+                                     {"candidates", p.search.candidates},
+                                     {"pruned", p.search.pruned}});
+    text += table(s, p, objective);
+  }
+  json all = json::array();
+  for (const auto& [name, point] : points) all.push_back(point);
+  const std::string json_text = (all.size() == 1 ? all.front() : all).dump(2) + "\n";
+  if (!plan.out.empty()) {
+    write_file(plan.out + "/plans.json", json_text, "--out");
+    write_file(plan.out + "/plans.csv", csv(points), "--out");
+  }
+  if (args.format == Format::Json) std::cout << json_text;
+  else if (args.format == Format::Csv) std::cout << csv(points);
+  else std::cout << text;
+  return 0;
+}
+
+}  // namespace dtsim::cli

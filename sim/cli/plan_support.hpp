@@ -1,0 +1,43 @@
+// The plan search of one scenario point, wired: what `dtsim plan` prints per point and `dtsim compare` keeps the
+// best of (plan_command.cpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cli/commands.hpp"
+#include "sim/cli/cost_support.hpp"
+#include "sim/search/plan_search.hpp"
+
+namespace dtsim::cli {
+
+enum class Objective { Time, Cost, Energy };
+Objective parse_objective(const std::string& text);   // InputError naming --objective
+std::string_view to_string(Objective o);
+
+// One ranked plan: the search's figures, and the SimGrid run's where it was confirmed.
+struct PlanRow {
+  sim::search::Candidate candidate;
+  std::optional<nlohmann::json> run;   // run_point's result object on the SimGrid engine
+  Accounting accounting;               // the step's energy and cost (the run's step where confirmed)
+  double mfu = 0;
+  [[nodiscard]] double step() const;
+  [[nodiscard]] double objective(Objective o) const;
+};
+
+struct PointPlans {
+  sim::search::SearchResult search;
+  std::vector<PlanRow> rows;           // best first: the confirmed by what SimGrid gave, then the rest
+  int gpus = 0;
+};
+
+// Searches `s`'s plan, confirms the best `confirm` on the SimGrid engine, keeps the best `top`. Nothing fits:
+// InputError naming the nearest plan and the memory it lacks.
+PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective);
+
+std::string plan_label(const sim::search::PlanChoice& c, int gpus);
+nlohmann::json plan_row_json(const PlanRow& r, int gpus);
+
+}  // namespace dtsim::cli

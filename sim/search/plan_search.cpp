@@ -1,0 +1,130 @@
+#include "sim/search/plan_search.hpp"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "results/energy.hpp"
+#include "topology/error.hpp"
+#include "workloads/step_graph.hpp"
+
+namespace dtsim::sim::search {
+namespace {
+
+using workloads::Recompute;
+using workloads::Workload;
+
+constexpr int kMostChunks = 8;   // virtual stages per pipeline rank the search tries at most
+
+std::vector<int> divisors(int n, int most) {
+  std::vector<int> out;
+  for (int d = 1; d <= std::min(n, most); ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+template <class T>
+std::vector<T> one_or(const std::optional<T>& fixed, std::vector<T> all) {
+  if (fixed) return {*fixed};
+  return all;
+}
+
+Screened play(const Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs) {
+  const auto g = workloads::generate_step(w, gpu);
+  const auto t = play_analytic(g, costs);
+  return {t.step_time, results::gpu_step_energy(g, t, gpu, topology::power_model())};
+}
+
+Workload with_micro_batches(Workload w, int micro_batches) {
+  w.training->global_batch = micro_batches * w.plan.dp * w.training->micro_batch;
+  return w;
+}
+
+}  // namespace
+
+SearchSpace default_space(const Workload& w, int gpus, int gpus_per_node, const Fixed& fixed) {
+  SearchSpace s;
+  s.gpus = gpus;
+  s.layers = w.model.layers;
+  s.global_batch = w.training->global_batch;
+  std::vector<int> tp;
+  for (int d : divisors(gpus_per_node, gpus_per_node))
+    if (w.model.heads % d == 0 && gpus % d == 0) tp.push_back(d);
+  s.tp = one_or(fixed.tp, tp);
+  std::vector<int> pp;   // a stage holds a layer at least; layers need not divide evenly (stage_layers spreads them)
+  for (int d : divisors(gpus, std::min(gpus, w.model.layers))) pp.push_back(d);
+  s.pp = one_or(fixed.pp, pp);
+  std::vector<int> chunks(kMostChunks);   // 1..8; enumerate keeps those that divide a stage's layers
+  for (int v = 1; v <= kMostChunks; ++v) chunks[static_cast<std::size_t>(v - 1)] = v;
+  s.vpp = one_or(fixed.vpp, chunks);
+  s.zero = one_or(fixed.zero, std::vector<int>{0, 1, 2, 3});
+  std::vector<int> micro;
+  for (int b = 1; b <= s.global_batch; b *= 2) micro.push_back(b);
+  s.micro_batch = one_or(fixed.micro_batch, micro);
+  s.recompute = one_or(fixed.recompute, std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full});
+  s.sequence_parallel = one_or(fixed.sequence_parallel, std::vector<bool>{false, true});
+  return s;
+}
+
+std::vector<PlanChoice> enumerate(const SearchSpace& s) {
+  std::vector<PlanChoice> out;
+  for (int tp : s.tp)
+    for (int pp : s.pp) {
+      if (s.gpus % (tp * pp) != 0 || pp > s.layers) continue;
+      const int dp = s.gpus / (tp * pp);
+      for (int vpp : s.vpp) {
+        if (vpp > 1 && (pp == 1 || pp * vpp > s.layers)) continue;
+        for (int zero : s.zero) {
+          if (zero > 0 && dp == 1) continue;
+          for (int mb : s.micro_batch) {
+            if (s.global_batch % (dp * mb) != 0) continue;
+            for (Recompute r : s.recompute)
+              for (bool sp : s.sequence_parallel) {
+                if (sp && tp == 1) continue;
+                out.push_back(PlanChoice{tp, pp, vpp, zero, mb, r, sp});
+              }
+          }
+        }
+      }
+    }
+  return out;
+}
+
+Screened screen(const Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs) {
+  const auto& t = *w.training;
+  const int micro_batches = t.global_batch / (w.plan.dp * t.micro_batch);
+  const int round = std::max(1, w.plan.pp);
+  const int first = 2 * round, second = 3 * round;
+  if (micro_batches <= second) return play(w, gpu, costs);
+  const Screened a = play(with_micro_batches(w, first), gpu, costs);
+  const Screened b = play(with_micro_batches(w, second), gpu, costs);
+  const double more = static_cast<double>(micro_batches - second) / (second - first);
+  return {b.step + (b.step - a.step) * more, b.gpu_energy + (b.gpu_energy - a.gpu_energy) * more};
+}
+
+SearchResult search(const SearchSpace& space, const MakeFn& make, const topology::GpuSpec& gpu, const CommCosts& costs,
+                    const ScoreFn& score) {
+  SearchResult out;
+  for (const PlanChoice& choice : enumerate(space)) {
+    ++out.candidates;
+    Made made = make(choice);
+    if (!made.workload) {
+      ++out.pruned[made.why_not];
+      continue;
+    }
+    workloads::MemoryPlan memory = workloads::plan_memory(*made.workload, gpu);
+    if (!memory.fits) {
+      ++out.pruned[std::string(kDoesNotFit)];
+      if (!out.nearest || memory.margin > out.nearest->memory.margin)
+        out.nearest = Candidate{choice, *made.workload, std::move(memory), Seconds(0), Joules(0), 0.0};
+      continue;
+    }
+    const Screened s = screen(*made.workload, gpu, costs);
+    const double rank = score ? score(s.step, s.gpu_energy) : s.step.value();
+    out.ranked.push_back(Candidate{choice, std::move(*made.workload), std::move(memory), s.step, s.gpu_energy, rank});
+  }
+  std::ranges::stable_sort(out.ranked, {}, &Candidate::score);
+  if (!out.ranked.empty()) out.nearest.reset();
+  return out;
+}
+
+}  // namespace dtsim::sim::search

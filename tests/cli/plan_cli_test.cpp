@@ -1,0 +1,124 @@
+// `dtsim plan` as a user runs it: the ranked plans, the SimGrid confirmation of the best, time, cost and energy
+// beside each, the files of --out, and the answers to bad input (one line, exit 2).
+#include "cli/cli_support.hpp"
+
+#include <fmt/format.h>
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+// GPT 1.7B on one 8-GPU A100 box, nothing of the plan fixed: a few hundred candidates, seconds to search.
+fs::path small_scenario(const std::string& tag, const std::string& extra = "") {
+  const fs::path dir = fresh_dir("plan", tag);
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << "name: gpt-1.7b-8xa100\n"
+                                   "cluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                   "model: {preset: gpt-1.7b}\n"
+                                   "training: {global_batch: 32, tokens: 1e9}\n"
+                                << extra;
+  return dir / "s.yaml";
+}
+
+}  // namespace
+
+TEST_CASE("plan: the best plans ranked, the first confirmed on the SimGrid engine, with time, cost and energy") {
+  const auto r = dtsim("plan " + small_scenario("rank").string() + " --top 4 --confirm 2 --format json");
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  CHECK(j.at("candidates").get<int>() > 100);
+  CHECK(j.at("objective") == "time");
+  const auto& plans = j.at("plans");
+  REQUIRE(plans.size() == 4);
+  CHECK(plans[0].at("confirmed") == true);
+  CHECK(plans[1].at("confirmed") == true);
+  CHECK(plans[2].at("confirmed") == false);
+  CHECK(plans[0].at("step_time_s").get<double>() <= plans[1].at("step_time_s").get<double>());
+  // Confirmed: SimGrid's time differs from the screen's; unconfirmed: the screen's time.
+  CHECK(plans[2].at("step_time_s") == plans[2].at("analytic_step_time_s"));
+  CHECK(plans[2].at("analytic_step_time_s").get<double>() <= plans[3].at("analytic_step_time_s").get<double>());
+  for (const auto& p : plans) {
+    CHECK(p.at("fits") == true);
+    CHECK(p.at("margin_bytes").get<double>() >= 0);
+    const int gpus = p["parallelism"]["tp"].get<int>() * p["parallelism"]["pp"].get<int>() * p["parallelism"]["dp"].get<int>();
+    CHECK(gpus == 8);
+    // 1e9 tokens at 32 x 2048 tokens a step: 15,259 steps (rounded up); days and GPU-hours from them.
+    const double steps = p["cost"]["steps"].get<double>();
+    CHECK(steps == 15259);
+    const double step = p.at("step_time_s").get<double>();
+    CHECK(p["cost"]["days"].get<double>() == doctest::Approx(steps * step / 86400));
+    CHECK(p["cost"]["gpu_hours"].get<double>() == doctest::Approx(steps * step * 8 / 3600));
+    CHECK(p["cost"]["total_usd"].get<double>() == doctest::Approx(p["cost"]["gpu_hours"].get<double>() * 1.8));
+    CHECK(p["energy"]["total_MWh"].get<double>() == doctest::Approx(p["energy"]["step_J"].get<double>() * steps / 3.6e9));
+    CHECK(p.at("mfu").get<double>() > 0.2);
+    CHECK(p.at("mfu").get<double>() < 1.0);
+  }
+  // Every candidate is accounted for: fitting or dropped for a reason.
+  std::size_t dropped = 0;
+  for (const auto& [why, n] : j.at("pruned").items()) dropped += n.get<std::size_t>();
+  CHECK(dropped < j.at("candidates").get<std::size_t>());
+}
+
+TEST_CASE("plan: the table says why the winner wins, and --out writes plans.json and plans.csv") {
+  const fs::path s = small_scenario("out");
+  const fs::path out = s.parent_path() / "out";
+  const auto r = dtsim("plan " + s.string() + " --top 3 --confirm 2 --out " + out.string());
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("candidate plans on 8 GPUs") != std::string::npos);
+  CHECK(r.out.find("why #1 wins") != std::string::npos);
+  CHECK(r.out.find("#2   compute") != std::string::npos);
+  const json j = json::parse(slurp(out / "plans.json"));
+  CHECK(j.at("plans").size() == 3);
+  const std::string csv = slurp(out / "plans.csv");
+  CHECK(csv.starts_with("name,rank,tp,pp,dp,vpp,zero,micro_batch,recompute,sequence_parallel"));
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
+  const auto again = dtsim("plan " + s.string() + " --top 3 --confirm 0 --format csv");
+  REQUIRE(again.status == 0);
+  CHECK(std::count(again.out.begin(), again.out.end(), '\n') == 4);
+}
+
+TEST_CASE("plan: ranked by energy, the confirmed plans are in order of their energy a step") {
+  const auto r = dtsim("plan " + small_scenario("energy").string() + " --top 3 --confirm 3 --objective energy --format json");
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  CHECK(j.at("objective") == "energy");
+  const auto& plans = j.at("plans");
+  REQUIRE(plans.size() == 3);
+  CHECK(plans[0]["energy"]["step_J"].get<double>() <= plans[1]["energy"]["step_J"].get<double>());
+  CHECK(plans[1]["energy"]["step_J"].get<double>() <= plans[2]["energy"]["step_J"].get<double>());
+}
+
+TEST_CASE("plan: what the scenario fixes is not searched") {
+  const auto r = dtsim("plan " + small_scenario("fixed", "parallelism: {tp: 2}\n").string() + " --top 50 --confirm 0 --format json");
+  REQUIRE(r.status == 0);
+  for (const auto& p : json::parse(r.out).at("plans")) CHECK(p["parallelism"]["tp"] == 2);
+}
+
+TEST_CASE("plan: nothing fits names the nearest plan and the memory it lacks, and bad options and prices exit 2") {
+  const fs::path dir = fresh_dir("plan", "nofit");
+  fs::create_directories(dir);
+  std::ofstream(dir / "big.yaml") << "cluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                     "model: {preset: gpt3-175b}\n"
+                                     "training: {global_batch: 8}\n";
+  const auto none = dtsim("plan " + (dir / "big.yaml").string());
+  CHECK(none.status == 2);
+  CHECK(none.out.empty());
+  CHECK(std::count(none.err.begin(), none.err.end(), '\n') == 1);
+  CHECK(none.err.find("no plan of the") != std::string::npos);
+  CHECK(none.err.find("the nearest lacks") != std::string::npos);
+  CHECK(none.err.find("GiB per GPU") != std::string::npos);
+  CHECK(none.err.find("tp ") != std::string::npos);
+
+  const fs::path s = small_scenario("bad");
+  const auto objective = dtsim("plan " + s.string() + " --objective money");
+  CHECK(objective.status == 2);
+  CHECK(objective.err == "dtsim: error: --objective: unknown objective 'money' (allowed: time, cost, energy)\n");
+  const auto top = dtsim("plan " + s.string() + " --top 0");
+  CHECK(top.status == 2);
+  CHECK(top.err.find("--top") != std::string::npos);
+  const auto price = dtsim("plan " + s.string() + " --set cost.gpu_hour_usd=-1");
+  CHECK(price.status == 2);
+  CHECK(price.err.find("cost.gpu_hour_usd") != std::string::npos);
+  CHECK(std::count(price.err.begin(), price.err.end(), '\n') == 1);
+}

@@ -1,0 +1,139 @@
+// The plan search (sim/search/plan_search.hpp): the space it enumerates, counted by hand; a toy cluster whose
+// best plan is known by hand; pruning by memory and the nearest plan when nothing fits; the screened step time
+// against the full play.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "sim/analytic/analytic_costs.hpp"
+#include "sim/search/plan_search.hpp"
+#include "topology/error.hpp"
+#include "topology/builders.hpp"
+#include "workloads/gpt_job.hpp"
+
+using namespace dtsim;
+using namespace dtsim::sim::search;
+using workloads::Recompute;
+using workloads::Workload;
+
+namespace {
+
+// The choice made a workload with the generator's own checks (what `dtsim plan` does through the scenario loader).
+Made make_from(Workload base, const PlanChoice& c, int gpus) {
+  base.plan.tp = c.tp;
+  base.plan.pp = c.pp;
+  base.plan.dp = gpus / (c.tp * c.pp);
+  base.plan.vpp = c.vpp;
+  base.plan.zero = c.zero;
+  base.training->micro_batch = c.micro_batch;
+  base.training->recompute = c.recompute;
+  base.training->sequence_parallel = c.sequence_parallel;
+  try {
+    workloads::check_plan(base, gpus);
+    return {base, {}};
+  } catch (const InputError& e) {
+    return {std::nullopt, std::string(e.key())};
+  }
+}
+
+const topology::GpuSpec& a100() { return topology::find_gpu("a100-sxm4-80gb"); }
+
+}  // namespace
+
+TEST_CASE("plan search: the space of 4 GPUs, 8 layers and a batch of 8, counted by hand") {
+  const Workload w = test::gpt_job(1, 1, 4, 8);
+  const SearchSpace s = default_space(w, 4, 4, {});
+  CHECK(s.tp == std::vector<int>{1, 2, 4});
+  CHECK(s.pp == std::vector<int>{1, 2, 4});
+  CHECK(s.micro_batch == std::vector<int>{1, 2, 4, 8});
+  const auto all = enumerate(s);
+  // (tp, pp) with dp = 4 / (tp pp): (1,1,4) (1,2,2) (1,4,1) (2,1,2) (2,2,1) (4,1,1).
+  // vpp while pp x vpp <= 8 layers: pp 1 -> 1; pp 2 -> 1, 2, 3, 4; pp 4 -> 1, 2.
+  // zero: 4 values with dp > 1, else 0 only. micro-batches dividing 8 / dp: dp 4 -> 1, 2; dp 2 -> 1, 2, 4;
+  // dp 1 -> 1, 2, 4, 8. Recompute 3 ways; sequence parallelism 2 ways where tp > 1.
+  //   (1,1,4): 1 x 4 x 2 x 3 x 1 = 24     (1,2,2): 4 x 4 x 3 x 3 = 144    (1,4,1): 2 x 1 x 4 x 3 = 24
+  //   (2,1,2): 1 x 4 x 3 x 3 x 2 = 72     (2,2,1): 4 x 1 x 4 x 3 x 2 = 96  (4,1,1): 1 x 1 x 4 x 3 x 2 = 24
+  CHECK(all.size() == 24 + 144 + 24 + 72 + 96 + 24);
+  for (const auto& c : all) {
+    const int dp = 4 / (c.tp * c.pp);
+    CHECK((c.vpp == 1 || (c.pp > 1 && c.pp * c.vpp <= 8)));
+    CHECK((c.zero == 0 || dp > 1));
+    CHECK((!c.sequence_parallel || c.tp > 1));
+    CHECK(8 % (dp * c.micro_batch) == 0);
+  }
+  // What the scenario fixes has one value.
+  Fixed fixed;
+  fixed.tp = 2;
+  fixed.recompute = Recompute::Full;
+  const auto some = enumerate(default_space(w, 4, 4, fixed));
+  CHECK(some.size() == (72 + 96) / 3);
+  CHECK(std::ranges::all_of(some, [](const PlanChoice& c) { return c.tp == 2 && c.recompute == Recompute::Full; }));
+}
+
+TEST_CASE("plan search: on a cluster where collectives cost a second and sends nothing, the best plan is known by hand") {
+  // Any tensor or data parallelism (or a tied embedding across stages) pays a collective; a pipeline over all four
+  // GPUs pays none. Interleaving halves its bubble where a stage has 2 layers (vpp 2), and recomputation only adds
+  // compute: tp 1, pp 4, dp 1, vpp 2, zero 0, no recompute.
+  Workload w = test::gpt_job(1, 1, 4, 8);
+  w.model.tied_embeddings = false;
+  sim::CommCosts costs;
+  costs.collective = [](const workloads::CollectiveOp&, const std::vector<int>&) { return Seconds(1.0); };
+  costs.transfer = [](const workloads::SendOp&, int, int) { return Seconds(0); };
+  Fixed fixed;
+  fixed.micro_batch = 1;
+  const auto r = search(default_space(w, 4, 4, fixed), [&](const PlanChoice& c) { return make_from(w, c, 4); }, a100(), costs);
+  REQUIRE(!r.ranked.empty());
+  const PlanChoice best = r.ranked.front().choice;
+  CHECK(best.tp == 1);
+  CHECK(best.pp == 4);
+  CHECK(best.vpp == 2);
+  CHECK(best.zero == 0);
+  CHECK(best.recompute == Recompute::None);
+  // Every plan with a collective is at least a second slower.
+  for (const auto& c : r.ranked)
+    if (c.choice.tp > 1 || c.choice.pp < 4) CHECK(c.analytic_step.value() > r.ranked.front().analytic_step.value() + 1.0);
+  CHECK(std::ranges::is_sorted(r.ranked, {}, &Candidate::analytic_step));
+}
+
+TEST_CASE("plan search: plans that do not fit are dropped and counted, and with none fitting the nearest is named") {
+  // GPT-3 175B on 8 A100 80GB: 175e9 parameters x 16 B of mixed-precision Adam state is 2.8 TB, 350 GB a GPU even
+  // fully sharded: nothing fits. On 64 GPUs (8 nodes) some plans do.
+  auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8));
+  const auto costs = sim::analytic_costs(topo.topology, sim::Algorithm::Auto, false, topology::Routing::Single, 0);
+  Workload w = test::gpt_job(1, 1, 8, 64, 96);
+  w.model.hidden = 12288;
+  w.model.heads = 96;
+  w.model.kv_heads = 96;
+  w.model.ffn_hidden = 4 * 12288;
+  Fixed fixed;
+  fixed.micro_batch = 1;
+  fixed.recompute = Recompute::Full;
+  const auto none = search(default_space(w, 8, 8, fixed), [&](const PlanChoice& c) { return make_from(w, c, 8); }, a100(), costs);
+  CHECK(none.ranked.empty());
+  REQUIRE(none.nearest.has_value());
+  CHECK(none.nearest->memory.margin.value() < 0);
+  CHECK(none.pruned.at(std::string(kDoesNotFit)) > 0);
+  // The nearest misses by the least: no dropped plan comes closer.
+  for (const auto& c : enumerate(default_space(w, 8, 8, fixed))) {
+    const auto made = make_from(w, c, 8);
+    if (made.workload) CHECK(workloads::plan_memory(*made.workload, a100()).margin.value() <= none.nearest->memory.margin.value());
+  }
+  // The candidates are accounted for: ranked + every pruned reason.
+  std::size_t pruned = 0;
+  for (const auto& [why, n] : none.pruned) pruned += n;
+  CHECK(pruned == none.candidates);
+}
+
+TEST_CASE("plan search: the screened step (two pipeline rounds, extrapolated) matches the full play within 1 %") {
+  auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8));
+  const auto costs = sim::analytic_costs(topo.topology, sim::Algorithm::Auto, false, topology::Routing::Single, 0);
+  for (const auto& [tp, pp, vpp] : {std::tuple{1, 4, 1}, std::tuple{2, 2, 2}, std::tuple{1, 2, 1}}) {
+    CAPTURE(tp);
+    CAPTURE(pp);
+    Workload w = test::gpt_job(tp, pp, 8 / (tp * pp), 256);
+    w.plan.vpp = vpp;
+    workloads::check_plan(w, 8);
+    const double full = sim::play_analytic(workloads::generate_step(w, a100()), costs).step_time.value();
+    CHECK(screen_step(w, a100(), costs).value() == doctest::Approx(full).epsilon(0.01));
+  }
+}
