@@ -106,7 +106,8 @@ json choice_json(const PlanChoice& c, int gpus) {
             {"sequence_parallel", c.sequence_parallel}}}};
 }
 
-std::string most_common(const std::map<std::string, std::size_t>& pruned) {
+std::string most_common(std::map<std::string, std::size_t> pruned) {
+  pruned.erase(std::string(sim::search::kRecomputesMore));   // those fit: not a reason a plan was dropped
   const auto it = std::ranges::max_element(pruned, {}, [](const auto& kv) { return kv.second; });
   return it == pruned.end() ? std::string() : fmt::format("{} ({})", it->first, it->second);
 }
@@ -141,9 +142,13 @@ std::string why_it_wins(const PointPlans& p, Objective o) {
 
 std::string table(const Scenario& s, const PointPlans& p, Objective o) {
   const auto& r = p.search;
-  std::string out = fmt::format("{}: {} candidate plans on {} GPUs, {} fit", s.name, r.candidates, p.gpus, r.ranked.size());
+  const auto more = r.pruned.find(std::string(sim::search::kRecomputesMore));
+  const std::size_t untimed = more == r.pruned.end() ? 0 : more->second;
+  std::string out = fmt::format("{}: {} candidate plans on {} GPUs, {} fit ({} timed, {} only recompute more)", s.name,
+                                r.candidates, p.gpus, r.ranked.size() + untimed, r.ranked.size(), untimed);
   std::size_t dropped = 0;
   for (const auto& [why, n] : r.pruned) dropped += n;
+  dropped -= untimed;
   out += dropped > 0 ? fmt::format(", {} dropped (most: {})", dropped, most_common(r.pruned)) : "";
   out += fmt::format("; ranked by {}\n", to_string(o));
   const bool length = !p.rows.empty() && p.rows.front().accounting.cost.time.has_value();
@@ -175,10 +180,7 @@ std::string table(const Scenario& s, const PointPlans& p, Objective o) {
                                                     "(most common reason: {}); the search space has",
                                                     r.candidates, gpus, most_common(r.pruned)),
                      "a cluster, model or batch that some plan can run", s.file);
-  const auto& n = *r.nearest;
-  throw InputError("parallelism", plan_label(n.choice, gpus),
-                   fmt::format("no plan of the {} fits in memory on {} GPUs; the nearest lacks {:.1f} GiB per GPU:",
-                               r.candidates, gpus, -to_gibibytes(n.memory.margin)),
+  throw InputError("parallelism", plan_label(r.nearest->choice, gpus), nothing_fits_text(r, gpus) + ":",
                    "more or larger GPUs, a smaller global or micro batch, or more recompute", s.file);
 }
 
@@ -195,7 +197,10 @@ std::string csv_cell(const json& v) {
 
 std::string csv(const std::vector<std::pair<std::string, json>>& points) {
   std::string out = "name";
-  for (const auto& c : kCsvColumns) out += "," + c;
+  for (const auto& c : kCsvColumns) {
+    out += ',';
+    out += c;
+  }
   out += "\n";
   for (const auto& [name, point] : points) {
     int rank = 0;
@@ -223,7 +228,10 @@ std::string csv(const std::vector<std::pair<std::string, json>>& points) {
                           {"total_usd", p["cost"]["total_usd"]},
                           {"total_MWh", p["energy"]["total_MWh"]}};
       out += name;
-      for (const auto& c : kCsvColumns) out += "," + csv_cell(cells.at(c));
+      for (const auto& c : kCsvColumns) {
+        out += ',';
+        out += csv_cell(cells.at(c));
+      }
       out += "\n";
     }
   }
@@ -280,7 +288,13 @@ json plan_row_json(const PlanRow& r, int gpus) {
   return out;
 }
 
-PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective) {
+std::string nothing_fits_text(const sim::search::SearchResult& r, int gpus) {
+  if (!r.nearest) return fmt::format("no candidate of the {} is a valid plan on {} GPUs", r.candidates, gpus);
+  return fmt::format("no plan of the {} fits in memory on {} GPUs; the nearest lacks {:.1f} GiB per GPU", r.candidates,
+                     gpus, -to_gibibytes(r.nearest->memory.margin));
+}
+
+PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective, bool nothing_fits_is_error) {
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: plan searches a training step's parallel plan",
                      "a scenario with model and training sections", s.file);
@@ -307,7 +321,10 @@ PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objecti
   };
   const auto space = sim::search::default_space(*s.workload, out.gpus, s.cluster.gpus_per_node, t.fixed);
   out.search = sim::search::search(space, [&](const PlanChoice& c) { return make(t, c, out.gpus); }, gpu, costs, score);
-  if (out.search.ranked.empty()) nothing_fits(s, out.search, out.gpus);
+  if (out.search.ranked.empty()) {
+    if (nothing_fits_is_error) nothing_fits(s, out.search, out.gpus);
+    return out;
+  }
   // Model FLOPs a step do not depend on the plan: from the best candidate's graph, for every row's MFU.
   const double flops = workloads::model_flops(workloads::generate_step(out.search.ranked.front().workload, gpu)).value();
   const double peak = gpu.peak_for(s.workload->training->precision).value_or(FlopsPerSecond(1)).value();

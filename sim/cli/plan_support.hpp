@@ -34,8 +34,12 @@ struct PointPlans {
 };
 
 // Searches `s`'s plan, confirms the best `confirm` on the SimGrid engine, keeps the best `top`. Nothing fits:
-// InputError naming the nearest plan and the memory it lacks.
-PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective);
+// InputError naming the nearest plan and the memory it lacks, or, with `nothing_fits_is_error` false, no rows
+// (`search.nearest` then names that plan).
+PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective, bool nothing_fits_is_error = true);
+
+// "no plan of the N fits in memory on G GPUs; the nearest lacks X GiB per GPU" for a search where nothing fits.
+std::string nothing_fits_text(const sim::search::SearchResult& r, int gpus);
 
 std::string plan_label(const sim::search::PlanChoice& c, int gpus);
 nlohmann::json plan_row_json(const PlanRow& r, int gpus);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <tuple>
 
 #include "results/energy.hpp"
 #include "topology/error.hpp"
@@ -74,9 +75,10 @@ std::vector<PlanChoice> enumerate(const SearchSpace& s) {
       for (int vpp : s.vpp) {
         if (vpp > 1 && (pp == 1 || pp * vpp > s.layers)) continue;
         for (int zero : s.zero) {
-          if (zero > 0 && dp == 1) continue;
+          if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
           for (int mb : s.micro_batch) {
             if (s.global_batch % (dp * mb) != 0) continue;
+            if (vpp > 1 && (s.global_batch / (dp * mb)) % pp != 0) continue;
             for (Recompute r : s.recompute)
               for (bool sp : s.sequence_parallel) {
                 if (sp && tp == 1) continue;
@@ -104,8 +106,26 @@ Screened screen(const Workload& w, const topology::GpuSpec& gpu, const CommCosts
 SearchResult search(const SearchSpace& space, const MakeFn& make, const topology::GpuSpec& gpu, const CommCosts& costs,
                     const ScoreFn& score) {
   SearchResult out;
+  // Memory grows with the micro-batch, all else equal: once one does not fit, the larger ones of the same plan are
+  // dropped unbuilt (enumerate visits them later, in increasing order).
+  std::map<std::tuple<int, int, int, int, int, bool>, int> too_big;
+  // Recomputation only adds work: once a plan fits with less of it (enumerate visits none, selective, full in that
+  // order), the same plan recomputing more is never better and is not timed.
+  std::map<std::tuple<int, int, int, int, int, bool>, Recompute> fits_with;
   for (const PlanChoice& choice : enumerate(space)) {
     ++out.candidates;
+    const auto plan_key = std::make_tuple(choice.tp, choice.pp, choice.vpp, choice.zero,
+                                          static_cast<int>(choice.recompute), choice.sequence_parallel);
+    if (const auto it = too_big.find(plan_key); it != too_big.end() && choice.micro_batch > it->second) {
+      ++out.pruned[std::string(kDoesNotFit)];
+      continue;
+    }
+    const auto batch_key = std::make_tuple(choice.tp, choice.pp, choice.vpp, choice.zero, choice.micro_batch,
+                                           choice.sequence_parallel);
+    if (const auto it = fits_with.find(batch_key); it != fits_with.end() && it->second < choice.recompute) {
+      ++out.pruned[std::string(kRecomputesMore)];
+      continue;
+    }
     Made made = make(choice);
     if (!made.workload) {
       ++out.pruned[made.why_not];
@@ -114,10 +134,12 @@ SearchResult search(const SearchSpace& space, const MakeFn& make, const topology
     workloads::MemoryPlan memory = workloads::plan_memory(*made.workload, gpu);
     if (!memory.fits) {
       ++out.pruned[std::string(kDoesNotFit)];
+      too_big.emplace(plan_key, choice.micro_batch);
       if (!out.nearest || memory.margin > out.nearest->memory.margin)
         out.nearest = Candidate{choice, *made.workload, std::move(memory), Seconds(0), Joules(0), 0.0};
       continue;
     }
+    fits_with.emplace(batch_key, choice.recompute);
     const Screened s = screen(*made.workload, gpu, costs);
     const double rank = score ? score(s.step, s.gpu_energy) : s.step.value();
     out.ranked.push_back(Candidate{choice, std::move(*made.workload), std::move(memory), s.step, s.gpu_energy, rank});

@@ -3,7 +3,8 @@
 //
 //   space (tp x pp x vpp x zero x micro-batch x recompute x sequence parallelism)
 //     -> make(choice): the resolved workload, or why the choice is not a plan (the loader's own checks)
-//     -> plan_memory: does it fit?           (cheap: every candidate)
+//     -> plan_memory: does it fit?           (cheap: every candidate; once a micro-batch does not fit, the larger
+//                                              ones of the same plan are counted as not fitting, unbuilt)
 //     -> screen_step: the analytic engine     (the fitting ones; a few micro-batches, the rest extrapolated)
 //     -> ranked by step time; the caller confirms the best on the SimGrid engine
 //
@@ -67,10 +68,15 @@ SearchSpace default_space(const workloads::Workload& w, int gpus, int gpus_per_n
 
 // The reason counted when a plan does not fit in memory.
 inline constexpr std::string_view kDoesNotFit = "does not fit in GPU memory";
+// The reason counted when a plan fits but the same plan fits with less recomputation (never slower, never more
+// energy): it is not timed. It fits: the count of fitting plans includes it.
+inline constexpr std::string_view kRecomputesMore = "fits, but recomputes more than the same plan that fits with less";
 
 // The candidates of `space`, in a fixed order (tp, pp, vpp, zero, micro-batch, recompute, sequence parallelism):
-// tp x pp divides the GPUs, pp at most the layers, vpp > 1 only with pp > 1 and pp x vpp <= layers, zero > 0 only with data
-// parallelism, the micro-batch divides a replica's share of the global batch, sequence parallelism only with tp > 1.
+// tp x pp divides the GPUs, pp at most the layers, vpp > 1 only with pp > 1, pp x vpp <= layers and a micro-batch count
+// per replica that pp divides, zero > 0 only with data parallelism and zero 2 and 3 only without a pipeline (the
+// loader's rules, workloads/plan.cpp: applied here so that the search does not build what it must refuse), the
+// micro-batch divides a replica's share of the global batch, sequence parallelism only with tp > 1.
 std::vector<PlanChoice> enumerate(const SearchSpace& space);
 
 // A choice made a workload, or the one-line reason it is not a plan.
@@ -89,7 +95,8 @@ struct Candidate {
   double score = 0;    // what the search ranks by, lowest first
 };
 
-// What a candidate is ranked by, from its analytic step time and its GPUs' energy over it (default: the time).
+// What a candidate is ranked by, from its analytic step time and its GPUs' energy over it (default: the time). It
+// must not fall when a step does more work (the search skips plans that only recompute more).
 using ScoreFn = std::function<double(Seconds step, Joules gpu_energy)>;
 
 struct SearchResult {

@@ -48,16 +48,23 @@ TEST_CASE("plan search: the space of 4 GPUs, 8 layers and a batch of 8, counted 
   CHECK(s.micro_batch == std::vector<int>{1, 2, 4, 8});
   const auto all = enumerate(s);
   // (tp, pp) with dp = 4 / (tp pp): (1,1,4) (1,2,2) (1,4,1) (2,1,2) (2,2,1) (4,1,1).
-  // vpp while pp x vpp <= 8 layers: pp 1 -> 1; pp 2 -> 1, 2, 3, 4; pp 4 -> 1, 2.
-  // zero: 4 values with dp > 1, else 0 only. micro-batches dividing 8 / dp: dp 4 -> 1, 2; dp 2 -> 1, 2, 4;
-  // dp 1 -> 1, 2, 4, 8. Recompute 3 ways; sequence parallelism 2 ways where tp > 1.
-  //   (1,1,4): 1 x 4 x 2 x 3 x 1 = 24     (1,2,2): 4 x 4 x 3 x 3 = 144    (1,4,1): 2 x 1 x 4 x 3 = 24
-  //   (2,1,2): 1 x 4 x 3 x 3 x 2 = 72     (2,2,1): 4 x 1 x 4 x 3 x 2 = 96  (4,1,1): 1 x 1 x 4 x 3 x 2 = 24
-  CHECK(all.size() == 24 + 144 + 24 + 72 + 96 + 24);
+  // vpp while pp x vpp <= 8 layers: pp 1 -> 1; pp 2 -> 1, 2, 3, 4; pp 4 -> 1, 2; vpp > 1 only where pp divides
+  // the micro-batches per replica, 8 / (dp mb). zero: 4 values with dp > 1 and pp 1, 0 and 1 with pp > 1, else 0.
+  // Micro-batches dividing 8 / dp: dp 4 -> 1, 2; dp 2 -> 1, 2, 4; dp 1 -> 1, 2, 4, 8. Recompute 3 ways; sequence
+  // parallelism 2 ways where tp > 1.
+  //   (1,1,4): 1 x 4 x 2 x 3 = 24
+  //   (1,2,2): (vpp 1: mb 1, 2, 4; vpp 2-4: mb 1, 2 -> 3 + 3 x 2 = 9) x zero 2 x 3 = 54
+  //   (1,4,1): (vpp 1: 4 mbs; vpp 2: mb 1, 2 -> 6) x 3 = 18
+  //   (2,1,2): 1 x 4 x 3 x 3 x 2 = 72
+  //   (2,2,1): (vpp 1: 4 mbs; vpp 2-4: mb 1, 2, 4 -> 4 + 9 = 13) x 3 x 2 = 78
+  //   (4,1,1): 1 x 1 x 4 x 3 x 2 = 24
+  CHECK(all.size() == 24 + 54 + 18 + 72 + 78 + 24);
   for (const auto& c : all) {
     const int dp = 4 / (c.tp * c.pp);
     CHECK((c.vpp == 1 || (c.pp > 1 && c.pp * c.vpp <= 8)));
     CHECK((c.zero == 0 || dp > 1));
+    CHECK((c.zero < 2 || c.pp == 1));
+    CHECK((c.vpp == 1 || (8 / (dp * c.micro_batch)) % c.pp == 0));
     CHECK((!c.sequence_parallel || c.tp > 1));
     CHECK(8 % (dp * c.micro_batch) == 0);
   }
@@ -66,7 +73,7 @@ TEST_CASE("plan search: the space of 4 GPUs, 8 layers and a batch of 8, counted 
   fixed.tp = 2;
   fixed.recompute = Recompute::Full;
   const auto some = enumerate(default_space(w, 4, 4, fixed));
-  CHECK(some.size() == (72 + 96) / 3);
+  CHECK(some.size() == (72 + 78) / 3);
   CHECK(std::ranges::all_of(some, [](const PlanChoice& c) { return c.tp == 2 && c.recompute == Recompute::Full; }));
 }
 
