@@ -39,9 +39,11 @@ void add_links(BillOfMaterials& bom, const LinkSpec& link, long long nic_links, 
 
 }  // namespace
 
-std::vector<ClosTier> folded_clos(long long hosts, int radix, double oversubscription) {
+std::vector<ClosTier> folded_clos(long long hosts, int radix, double oversubscription, int leaf_ports) {
   DTSIM_ASSERT(radix >= 2 && oversubscription >= 1.0 && hosts >= 1, "a switch fabric to size");
-  const int leaf_down = static_cast<int>(std::floor(radix * oversubscription / (oversubscription + 1.0)));
+  const int most_down = static_cast<int>(std::floor(radix * oversubscription / (oversubscription + 1.0)));
+  const int leaf_down = leaf_ports > 0 ? std::min(leaf_ports, most_down) : most_down;
+  if (hosts <= leaf_down) return {{1, leaf_down, 0}};
   const int leaf_up = static_cast<int>(std::ceil(leaf_down / oversubscription));
   const int half = radix / 2;
   // The fewest tiers whose tree reaches every host.
@@ -110,7 +112,12 @@ BillOfMaterials bill_of_materials(const ClusterSpec& spec, const Topology& topo)
   if (sw == nullptr) bom.notes.push_back("no catalog switch for the fabric's family and speed: sized as 64-port switches");
   const double oversubscription = spec.inter == InterKind::Switch ? 1.0 : spec.oversubscription;
   const bool one_switch = spec.inter == InterKind::Switch && nics <= radix;
-  const auto tiers = one_switch ? std::vector<ClosTier>{{1, radix, 0}} : folded_clos(nics, radix, oversubscription);
+  // Leaves as the simulated fabric has them (cluster.fabric.leaf_ports NICs each), where the switch has the ports.
+  const int leaf_ports = spec.inter == InterKind::Switch ? 0 : spec.fabric.leaf_ports;
+  const auto tiers = one_switch ? std::vector<ClosTier>{{1, radix, 0}} : folded_clos(nics, radix, oversubscription, leaf_ports);
+  if (leaf_ports > tiers.front().down)
+    bom.notes.push_back(fmt::format("cluster.fabric.leaf_ports {} is more than a {}-port switch gives the NICs at {:g}:1; "
+                                    "priced with {} a leaf", leaf_ports, radix, oversubscription, tiers.front().down));
   if (spec.inter == InterKind::Switch && !one_switch)
     bom.notes.push_back(fmt::format("{} NICs on one switch of {} ports: built as a non-blocking folded Clos", nics, radix));
   bom.switch_tiers = static_cast<int>(tiers.size());

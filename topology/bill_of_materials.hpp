@@ -50,13 +50,15 @@ struct BillOfMaterials {
 };
 
 // Switch counts per tier of a folded Clos for `hosts` ports of radix-`radix` switches at `oversubscription` : 1
-// at the leaf (the header's rule). Element 0: leaves.
+// at the leaf (the header's rule). Element 0: leaves. `leaf_ports` > 0 caps the host ports of a leaf (the simulated
+// fabric's cluster.fabric.leaf_ports), else a leaf gives the hosts all the ports its oversubscription allows. Hosts
+// that fit on one leaf get that leaf alone.
 struct ClosTier {
   long long switches = 0;
   int down = 0;   // ports per switch towards the hosts
   int up = 0;     // ports per switch towards the next tier (0 at the top)
 };
-std::vector<ClosTier> folded_clos(long long hosts, int radix, double oversubscription);
+std::vector<ClosTier> folded_clos(long long hosts, int radix, double oversubscription, int leaf_ports = 0);
 
 // The bill of `spec` (resolved) built as `topo`: builder clusters from their spec, user graphs from the graph
 // (GPUs and switches counted; the switches unpriced).

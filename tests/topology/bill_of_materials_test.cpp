@@ -2,6 +2,8 @@
 // hand, cables and optics by where the links run, prices summed, and what the catalog cannot price said so.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "topology/bill_of_materials.hpp"
 #include "topology/builders.hpp"
 
@@ -36,12 +38,24 @@ TEST_CASE("bill of materials: a 1,024-GPU two-tier fat tree of 64-port NDR switc
   CHECK(full.count(PartKind::Cable, "NIC to leaf, in the rack") == 1024);
   CHECK(full.count(PartKind::Cable, "between switch tiers") == 1024);
   CHECK(full.count(PartKind::Transceiver) == 2048);
-  // 2:1: floor(64 x 2/3) = 42 ports to NICs, ceil(42 / 2) = 21 up; ceil(1,024 / 42) = 25 leaves; 25 x 21 = 525
-  // uplinks / 64 = 9 spines (8.2 rounded up). A leaf's 42 NICs come from 6 servers, more than a rack: optical.
-  const auto half = bom_of(fabric(128, "ib-ndr", InterKind::FatTree, 2.0));
+  // 2:1 with the simulated fabric's default leaves (cluster.fabric.leaf_ports 32): 32 leaves, ceil(32 / 2) = 16 up
+  // each, 512 uplinks / 64 = 8 spines.
+  const auto half_default = bom_of(fabric(128, "ib-ndr", InterKind::FatTree, 2.0));
+  CHECK(half_default.count(PartKind::Switch, "leaf") == 32);
+  CHECK(half_default.count(PartKind::Switch, "spine") == 8);
+  // 2:1 with leaves using what the switch gives: floor(64 x 2/3) = 42 ports to NICs, ceil(42 / 2) = 21 up;
+  // ceil(1,024 / 42) = 25 leaves; 25 x 21 = 525 uplinks / 64 = 9 spines (8.2 rounded up). A leaf's 42 NICs come
+  // from 6 servers, more than a rack: optical.
+  auto spec = fabric(128, "ib-ndr", InterKind::FatTree, 2.0);
+  spec.fabric.leaf_ports = 64;   // more than a 64-port switch gives at 2:1: capped at 42, and said so
+  const auto half = bom_of(spec);
   CHECK(half.count(PartKind::Switch, "leaf") == 25);
   CHECK(half.count(PartKind::Switch, "spine") == 9);
   CHECK(half.count(PartKind::Transceiver) == 2 * (1024 + 525));
+  CHECK(std::ranges::any_of(half.notes, [](const std::string& n) { return n.find("leaf_ports 64") != std::string::npos; }));
+  CHECK(folded_clos(1024, 64, 2.0, 42)[0].switches == 25);
+  // Hosts that fit on one leaf: one switch, no spine.
+  CHECK(folded_clos(32, 64, 1.0, 32).size() == 1);
   // Prices: the sum of count x unit of the catalog parts.
   const double usd = 1024 * find_gpu("h100-sxm5-80gb").price.value() + 128 * find_part("hgx-8gpu-server").price.value() +
                      1024 * find_part("connectx-7-400g").price.value() + 48 * find_part("quantum-2-qm9700").price.value() +
