@@ -6,6 +6,7 @@
 //   scaling        throughput and scaling efficiency against GPU count, one curve per setting of the other
 //                  axes (only when the rows span two GPU counts or more)
 //   roofline-N     the step's kernels against the GPU's roofline and ridge point, one chart per GPU type
+//   time_cost      (from `dtsim compare`) each cluster's time against cost to train, the Pareto front joined
 // This layer only writes text; the command runs gnuplot on the scripts (each writes `<stem>.png` beside itself).
 #pragma once
 
@@ -35,5 +36,11 @@ std::string row_problem(const nlohmann::json& row);
 // rows ({"name", "point", "error"}), in the order to draw them. `title` heads the summary; `source` names the
 // file the rows came from. Throws std::invalid_argument when no row is a simulated result.
 Report build_report(const std::vector<nlohmann::json>& rows, const std::string& title, const std::string& source);
+
+// `dtsim compare --out DIR`'s compare.json (a doc with `axes` and `clusters`, each with its best `plan`) as a
+// chart of time against cost with the Pareto front drawn through the rows marked `pareto`, and a summary that
+// tabulates every cluster, those on which nothing fits included. Throws std::invalid_argument when the doc is not
+// one compare wrote or no cluster fits.
+Report build_compare_report(const nlohmann::json& doc, const std::string& title);
 
 }  // namespace dtsim::results

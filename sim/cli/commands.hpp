@@ -68,6 +68,15 @@ struct PlanArgs {
 };
 int plan_command(const ScenarioArgs& args, const PlanArgs& plan);
 
+// `dtsim compare`: each point of the scenario (a sweep over clusters) with its best plan, one row each: step time,
+// time, cost and energy to train, capital, the Pareto front of time against cost.
+struct CompareArgs {
+  int confirm = 1;
+  std::string objective = "time";
+  std::string out;
+};
+int compare_command(const ScenarioArgs& args, const CompareArgs& compare);
+
 
 // Runs every point of each validation scenario (no file: the embedded tables of scenarios/validation) and prints,
 // per row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and

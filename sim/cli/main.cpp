@@ -100,6 +100,15 @@ int dispatch(int argc, char** argv) {
   plan->add_option("--confirm", plan_opts.confirm, "best plans of the analytic ranking run on the SimGrid engine (default 5)");
   plan->add_option("--objective", plan_opts.objective, "time | cost | energy (default time)");
   plan->add_option("--out", plan_opts.out, "directory for plans.json and plans.csv");
+  auto* compare = app.add_subcommand("compare", "each cluster of the scenario's sweep with its best plan: time, cost "
+                                               "and energy to train, side by side, the Pareto front marked");
+  dtsim::cli::ScenarioArgs compare_args;
+  dtsim::cli::CompareArgs compare_opts;
+  add_scenario_options(compare, compare_args, true, kRunFormats);
+  compare->add_option("--confirm", compare_opts.confirm,
+                      "best plans per cluster run on the SimGrid engine before the best is chosen (default 1)");
+  compare->add_option("--objective", compare_opts.objective, "time | cost | energy (default time)");
+  compare->add_option("--out", compare_opts.out, "directory for compare.json and compare.csv (dtsim report draws it)");
   auto* validate = app.add_subcommand("validate", "published measurements against dtsim: per row and per table error "
                                                   "(no file: the embedded tables, scenarios/validation)");
   std::vector<std::string> validate_files, validate_sets, validate_only;
@@ -130,6 +139,7 @@ int dispatch(int argc, char** argv) {
   }
   if (*run) return dtsim::cli::run_command(run_args, run_outputs);
   if (*plan) return dtsim::cli::plan_command(plan_args, plan_opts);
+  if (*compare) return dtsim::cli::compare_command(compare_args, compare_opts);
   if (*collective) return dtsim::cli::collective_command(coll);
   if (*sweep) {
     if (!shard_text.empty()) sweep_opts.shard = dtsim::cli::parse_shard(shard_text);

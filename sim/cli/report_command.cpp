@@ -1,4 +1,4 @@
-// `dtsim report DIR`: the rows of a sweep (DIR/results.jsonl) or of a run (DIR/result.json) drawn by gnuplot into
+// `dtsim report DIR`: the rows of a sweep (DIR/results.jsonl), of a run (DIR/result.json) or a compare (DIR/compare.json) drawn by gnuplot into
 // DIR/plots/*.png, with DIR/report.md linking them. The scripts and data stay beside the charts, so a chart can
 // be restyled and redrawn with gnuplot alone.
 #include <sys/wait.h>
@@ -108,15 +108,22 @@ std::vector<std::string> write_report(const std::string& dir) {
   namespace fs = std::filesystem;
   std::vector<json> rows;
   std::string source;
-  if (fs::exists(dir + "/results.jsonl")) {
+  json compare;
+  if (fs::exists(dir + "/compare.json")) {
+    source = "compare.json";
+    compare = json::parse(read_text(dir + "/compare.json"), nullptr, false);
+    if (compare.is_discarded())
+      throw InputError("report", dir + "/compare.json", "not JSON", "compare.json written by dtsim compare --out");
+  } else if (fs::exists(dir + "/results.jsonl")) {
     source = "results.jsonl";
     rows = jsonl_rows(dir + "/results.jsonl");
   } else if (fs::exists(dir + "/result.json")) {
     source = "result.json";
     rows = result_rows(dir + "/result.json");
   } else {
-    throw InputError("report", dir, "neither results.jsonl nor result.json in the directory",
-                     "a dtsim sweep --out directory (merged, for shards) or a dtsim run --out directory");
+    throw InputError("report", dir, "neither compare.json, results.jsonl nor result.json in the directory",
+                     "a dtsim sweep --out directory (merged, for shards), a dtsim run --out or a dtsim compare --out "
+                     "directory");
   }
   const std::string gnuplot = find_gnuplot();
   if (gnuplot.empty())
@@ -126,9 +133,11 @@ std::vector<std::string> write_report(const std::string& dir) {
   try {
     const fs::path where = fs::path(dir).lexically_normal();
     const std::string title = (where.has_filename() ? where : where.parent_path()).filename().string();
-    report = results::build_report(rows, fmt::format("dtsim report: {}", title), source);
+    report = compare.is_null() ? results::build_report(rows, fmt::format("dtsim report: {}", title), source)
+                               : results::build_compare_report(compare, fmt::format("dtsim compare: {}", title));
   } catch (const std::invalid_argument& e) {
-    throw InputError("report", dir + "/" + source, e.what(), "at least one simulated row");
+    throw InputError("report", dir + "/" + source, e.what(),
+                     compare.is_null() ? "at least one simulated row" : "a compare.json in which a cluster fits");
   }
   make_directory(dir + "/plots");
   // The summary last: it links charts, so it is written only once they are drawn.

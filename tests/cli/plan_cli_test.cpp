@@ -1,5 +1,5 @@
 // `dtsim plan` as a user runs it: the ranked plans, the SimGrid confirmation of the best, time, cost and energy
-// beside each, the files of --out, and the answers to bad input (one line, exit 2).
+// beside each, the files of --out, and the answers to bad input (one line, exit 2); `dtsim compare` over clusters.
 #include "cli/cli_support.hpp"
 
 #include <fmt/format.h>
@@ -121,4 +121,81 @@ TEST_CASE("plan: nothing fits names the nearest plan and the memory it lacks, an
   CHECK(price.status == 2);
   CHECK(price.err.find("cost.gpu_hour_usd") != std::string::npos);
   CHECK(std::count(price.err.begin(), price.err.end(), '\n') == 1);
+}
+
+// Three cluster options for GPT 1.7B, and one on which it cannot train: a row each, the Pareto front by hand.
+TEST_CASE("compare: one row per cluster with its best plan, the Pareto front, a cluster that does not fit, the chart") {
+  const fs::path dir = fresh_dir("compare", "four");
+  fs::create_directories(dir);
+  std::ofstream(dir / "c.yaml")
+      << "name: gpt-1.7b\n"
+         "cluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+         "model: {preset: gpt-1.7b}\n"
+         "training: {global_batch: 32, tokens: 1e9}\n"
+         "sweep:\n"
+         "  zip:\n"
+         "    name: [a100-nvswitch, h100-nvswitch, a100-pcie, l4-one]\n"
+         "    cluster:\n"
+         "      - {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+         "      - {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+         "      - {gpu: a100-pcie-80gb, gpus_per_node: 8, intra: pcie}\n"
+         "      - {gpu: l4, gpus_per_node: 1}\n";
+  const fs::path out = dir / "out";
+  const auto r = dtsim("compare " + (dir / "c.yaml").string() + " --confirm 1 --format json --out " + out.string());
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const json j = json::parse(r.out);
+  CHECK(j.at("objective") == "time");
+  CHECK(j.at("axes").at("time") == "days");
+  const auto& rows = j.at("clusters");
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].at("name") == "a100-nvswitch");
+  CHECK(rows[3].at("fits") == false);
+  CHECK(rows[3].at("why").get<std::string>().find("the nearest lacks") != std::string::npos);
+  CHECK(rows[3].at("lacks_bytes").get<double>() > 0);
+  CHECK(rows[3].at("pareto") == false);
+  // The front, by hand: a row is on it unless another is no slower, no dearer and better in one.
+  for (const auto& a : rows) {
+    if (!a.at("fits").get<bool>()) continue;
+    CHECK(a["plan"].at("confirmed") == true);
+    CHECK(a.at("capital_usd").get<double>() > 0);
+    const double ta = a["plan"]["cost"]["days"].get<double>(), ca = a["plan"]["cost"]["total_usd"].get<double>();
+    bool dominated = false;
+    for (const auto& b : rows) {
+      if (&a == &b || !b.at("fits").get<bool>()) continue;
+      const double tb = b["plan"]["cost"]["days"].get<double>(), cb = b["plan"]["cost"]["total_usd"].get<double>();
+      dominated = dominated || (tb <= ta && cb <= ca && (tb < ta || cb < ca));
+    }
+    CHECK(a.at("pareto").get<bool>() == !dominated);
+  }
+  // H100 over NVSwitch is the fastest of the four: on the front whatever it costs.
+  CHECK(rows[1].at("pareto") == true);
+  CHECK(rows[1]["plan"]["cost"]["days"].get<double>() < rows[0]["plan"]["cost"]["days"].get<double>());
+  // The same best plan as `plan` finds for that cluster alone.
+  std::ofstream(dir / "one.yaml") << "name: a100-nvswitch\n"
+                                     "cluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                     "model: {preset: gpt-1.7b}\n"
+                                     "training: {global_batch: 32, tokens: 1e9}\n";
+  const auto alone = dtsim("plan " + (dir / "one.yaml").string() + " --top 1 --confirm 1 --format json");
+  REQUIRE(alone.status == 0);
+  CHECK(json::parse(alone.out)["plans"][0]["parallelism"] == rows[0]["plan"]["parallelism"]);
+  CHECK(json::parse(alone.out)["plans"][0]["training"] == rows[0]["plan"]["training"]);
+  // --out: compare.json and compare.csv, and `report` draws the time-cost chart from them.
+  CHECK(json::parse(slurp(out / "compare.json")) == j);
+  const std::string csv = slurp(out / "compare.csv");
+  CHECK(csv.starts_with("name,cluster,gpus,fits,pareto,tp,pp,dp"));
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
+  const auto report = dtsim("report " + out.string());
+  REQUIRE_MESSAGE(report.status == 0, report.err);
+  CHECK(fs::file_size(out / "plots" / "time_cost.png") > 1000);
+  const std::string md = slurp(out / "report.md");
+  CHECK(md.find("does not fit") != std::string::npos);
+  CHECK(md.find("plots/time_cost.png") != std::string::npos);
+  // The table: a row per cluster, the front starred.
+  const auto table = dtsim("compare " + (dir / "c.yaml").string() + " --confirm 0");
+  REQUIRE(table.status == 0);
+  CHECK(table.out.find("* h100-nvswitch") != std::string::npos);
+  CHECK(table.out.find("l4-one") != std::string::npos);
+  const auto bad = dtsim("compare " + (dir / "c.yaml").string() + " --objective speed");
+  CHECK(bad.status == 2);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }
