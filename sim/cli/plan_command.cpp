@@ -294,6 +294,40 @@ std::string nothing_fits_text(const sim::search::SearchResult& r, int gpus) {
                      gpus, -to_gibibytes(r.nearest->memory.margin));
 }
 
+std::optional<SmallestCluster> smallest_cluster(const Scenario& s, int most_gpus) {
+  if (!s.workload || !s.workload->training)
+    throw InputError("training", "", "missing section: sizing searches a training step's parallel plan",
+                     "a scenario with model and training sections", s.file);
+  const int per_node = s.cluster.gpus_per_node;
+  std::vector<std::pair<int, int>> sizes;   // (nodes, gpus per node)
+  for (int g = 1; g < per_node; g *= 2) sizes.emplace_back(1, g);
+  for (int nodes = 1; nodes * per_node <= most_gpus; ++nodes) sizes.emplace_back(nodes, per_node);
+  for (const auto& [nodes, gpn] : sizes) {
+    YAML::Node n = make_template(s).node;
+    n["cluster"]["nodes"] = nodes;
+    n["cluster"]["gpus_per_node"] = gpn;
+    if (nodes == 1) {   // one machine: no fabric to size
+      n["cluster"].remove("inter");
+      n["cluster"].remove("inter_link");
+      n["cluster"].remove("nics_per_node");
+      n["cluster"].remove("fabric");
+    }
+    auto loaded = load_scenarios(YAML::Dump(n), s.file);
+    DTSIM_ASSERT(loaded.size() == 1, "a resized scenario is one scenario");
+    Scenario sized = std::move(loaded.front());
+    sized.name = s.name;
+    const int gpus = nodes * gpn;
+    const Template t = make_template(sized);
+    const auto space = sim::search::default_space(*sized.workload, gpus, gpn, t.fixed);
+    for (const PlanChoice& c : sim::search::enumerate(space)) {
+      const auto made = make(t, c, gpus);
+      if (made.workload && workloads::plan_memory(*made.workload, sized.cluster.gpu).fits)
+        return SmallestCluster{std::move(sized), c, gpus};
+    }
+  }
+  return std::nullopt;
+}
+
 PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective, bool nothing_fits_is_error) {
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: plan searches a training step's parallel plan",

@@ -41,6 +41,17 @@ PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objecti
 // "no plan of the N fits in memory on G GPUs; the nearest lacks X GiB per GPU" for a search where nothing fits.
 std::string nothing_fits_text(const sim::search::SearchResult& r, int gpus);
 
+// The smallest cluster of `s`'s kind (its GPU, machine and fabric) on which some plan of its model fits: 1, 2, 4,
+// then whole machines of `s`'s gpus_per_node (up to `most_gpus`), every plan within what `s` fixes tried. The
+// scenario of that size (its plan keys left to the search) and the first plan found to fit; nullopt when none
+// fits up to `most_gpus`.
+struct SmallestCluster {
+  Scenario scenario;
+  sim::search::PlanChoice plan;
+  int gpus = 0;
+};
+std::optional<SmallestCluster> smallest_cluster(const Scenario& s, int most_gpus);
+
 std::string plan_label(const sim::search::PlanChoice& c, int gpus);
 nlohmann::json plan_row_json(const PlanRow& r, int gpus);
 

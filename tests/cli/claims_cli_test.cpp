@@ -111,7 +111,12 @@ TEST_CASE("claims: every claim of the article has a verdict computed from its fi
   CHECK(figure(claim(all, "S9"), "ridge_h100") == doctest::Approx(989.0 / 3.35).epsilon(0.001));
   CHECK(figure(claim(all, "S18"), "per_gpu_TBps") == doctest::Approx(13.8 * 2 * 7 / 8).epsilon(0.01));
   CHECK(claim(all, "S17")["verdict"] == "holds");
+  // S19 sized by the planner: ZeRO-3 over 4 A100 40GB for 7B, and whole 8-GPU machines for 70B and 175B, the
+  // smallest on which some plan fits (the memory plan's arithmetic: tests/workloads/memory_plan_test.cpp).
+  CHECK(figure(claim(all, "S19"), "gpus_7b") == 4);
   CHECK(figure(claim(all, "S19"), "gpus_13b") == 4);
+  CHECK(figure(claim(all, "S19"), "gpus_70b") == 16);
+  CHECK(figure(claim(all, "S19"), "gpus_175b") == 40);
   // What the simulator adds: the H100 is faster, by less than its peak ratio; the PCIe box is slower.
   const double speedup = figure(claim(all, "S12"), "speedup");
   CHECK(speedup > 1.5);

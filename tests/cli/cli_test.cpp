@@ -125,14 +125,15 @@ const std::vector<ClaimFits> kMemoryClaims = {
     {"s07-llama-7b-128k-kv-cache.yaml", {true, false, true}},
     {"s13-700b-int4-mi300x.yaml", {false, true}},
     {"s14-70b-int4-rtx4090.yaml", {false}},
-    {"s19-sizing-guide.yaml", {false, false, true, false, true, false, true, true, false, false, false, true, true}},
+    {"tests/data/s19-sizing-candidates.yaml", {false, false, true, false, true, false, true, true, false, false, false, true, true}},
     {"s09-gpt3-175b-decode.yaml", {false, false}},
     {"s18-70b-gradient-sync.yaml", {false}},
     {"s21-rules-of-thumb.yaml", {true, true, true}},
 };
 
 nlohmann::json memory_json(const std::string& claim, const std::string& extra = "") {
-  Result r = dtsim("memory " + src("scenarios/claims/" + claim) + " --format json" + extra);
+  const std::string file = claim.starts_with("tests/") ? src(claim) : src("scenarios/claims/" + claim);
+  Result r = dtsim("memory " + file + " --format json" + extra);
   REQUIRE(r.status == 0);
   CHECK(r.err.empty());
   auto j = nlohmann::json::parse(r.out);
@@ -185,7 +186,7 @@ TEST_CASE("memory: the claims' headline numbers through the command") {
   const auto s3 = memory_json("s03-quantisation-saving.yaml");
   CHECK(s3[2]["parts_bytes"]["params"].get<double>() * 4 == s3[0]["parts_bytes"]["params"].get<double>());
   // S19 with pipeline parallelism: stage 0 holds pp micro-batches (1F1B).
-  const auto s19 = memory_json("s19-sizing-guide.yaml");
+  const auto s19 = memory_json("tests/data/s19-sizing-candidates.yaml");
   CHECK(s19[4]["in_flight_micro_batches"].get<int>() == 4);
   CHECK(s19[6]["in_flight_micro_batches"].get<int>() == 8);
 }
