@@ -199,3 +199,35 @@ TEST_CASE("compare: one row per cluster with its best plan, the Pareto front, a 
   CHECK(bad.status == 2);
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }
+
+// Issue 19's "must not miss good plans", on SC'21 table 1's first row (bench/sc21-planner runs every row): the
+// planner's best plan for the same model, GPUs, global batch and software is at least as fast in dtsim as the
+// published plan.
+TEST_CASE("plan: on SC'21 table 1's 1.7B row, the best plan found is at least as fast as the published plan") {
+  const fs::path dir = fresh_dir("plan", "sc21");
+  fs::create_directories(dir);
+  const std::string row = "name: 1.7b-32\n"
+                          "cluster: {gpu: a100-sxm4-80gb, nodes: 4, gpus_per_node: 8, intra: nvswitch, inter: fat-tree,\n"
+                          "          inter_link: ib-hdr, nics_per_node: 8, fabric: {leaf_ports: 64}}\n"
+                          "model: {preset: gpt-1.7b}\n"
+                          "training: {framework: megatron-2021, global_batch: 512, precision: fp16, grad_dtype: fp16,\n"
+                          "           dp_overlap: true";
+  std::ofstream(dir / "open.yaml") << row << "}\n";
+  std::ofstream(dir / "published.yaml") << row << ", micro_batch: 16, recompute: full}\n"
+                                        << "parallelism: {tp: 1, pp: 1}\n";
+  const auto published = dtsim("run " + (dir / "published.yaml").string() + " --format json");
+  REQUIRE_MESSAGE(published.status == 0, published.err);
+  const json p = json::parse(published.out);
+  // The row as written here is the validation table's row: the same hardware TFLOP/s as validate gives for it.
+  const auto validate = dtsim("validate " + src("scenarios/validation/megatron-sc21-table1.yaml") +
+                              " --only 1.7b-32 --format json");
+  REQUIRE_MESSAGE(validate.status == 0, validate.err);
+  const json v = json::parse(validate.out)["tables"][0]["rows"][0];
+  CHECK(v["figure"] == "hw_tflops_per_gpu");
+  CHECK(v["dtsim"].get<double>() == doctest::Approx(p["hw_tflops_per_gpu"].get<double>()).epsilon(1e-9));
+  const auto planned = dtsim("plan " + (dir / "open.yaml").string() + " --top 1 --confirm 3 --format json");
+  REQUIRE_MESSAGE(planned.status == 0, planned.err);
+  const json best = json::parse(planned.out)["plans"][0];
+  CHECK(best["confirmed"] == true);
+  CHECK(best["step_time_s"].get<double>() <= p["step_time_s"].get<double>());
+}
