@@ -34,7 +34,8 @@ results::Prices scenario_prices(const Scenario& s, const topology::BillOfMateria
         throw InputError("cost.mode", "ownership",
                          fmt::format("needs every part of the bill priced; the catalog has no price for '{}' ({} of them):",
                                      item.name, item.count),
-                         "cost.mode: rental, or the part's price in cost.parts (a catalog part name: {usd: ...})", s.file);
+                         "cost.mode: rental (no catalog part of that family and speed exists for cost.parts to price)",
+                         s.file);
   return p;
 }
 

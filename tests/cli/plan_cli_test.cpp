@@ -231,3 +231,77 @@ TEST_CASE("plan: on SC'21 table 1's 1.7B row, the best plan found is at least as
   CHECK(best["confirmed"] == true);
   CHECK(best["step_time_s"].get<double>() <= p["step_time_s"].get<double>());
 }
+
+// `run` and `topo` with prices: DESIGN.md's cost, energy and bill_of_materials objects, ownership over the bill,
+// part prices overridden, and the bad prices and unpriced bills that exit 2 with one line.
+TEST_CASE("run and topo: cost and energy objects, ownership priced from the bill of materials, overrides and bad prices") {
+  const fs::path dir = fresh_dir("plan", "own");
+  fs::create_directories(dir);
+  std::ofstream(dir / "own.yaml")
+      << "name: own\n"
+         "cluster: {gpu: a100-sxm4-80gb, nodes: 2, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, inter_link: ib-hdr}\n"
+         "model: {preset: gpt-1.7b}\n"
+         "training: {global_batch: 32, micro_batch: 1, steps: 1000}\n"
+         "parallelism: {tp: 1}\n"
+         "simulation: {engine: analytic}\n"
+         "cost: {mode: ownership, years: 4, kwh_usd: 0.1, pue: 1.5}\n";
+  const std::string own = (dir / "own.yaml").string();
+  const auto topo = dtsim("topo " + own + " --format json");
+  REQUIRE_MESSAGE(topo.status == 0, topo.err);
+  const json bom = json::parse(topo.out).at("bill_of_materials");
+  double sum = 0;
+  for (const auto& item : bom.at("items")) {
+    CHECK(item.at("total_usd").get<double>() == doctest::Approx(item.at("count").get<double>() * item.at("unit_usd").get<double>()));
+    sum += item.at("total_usd").get<double>();
+  }
+  CHECK(bom.at("total_usd").get<double>() == doctest::Approx(sum));
+  // 16 GPUs, 2 servers, 16 HDR NICs on one 40-port switch, copper in the rack.
+  const auto count = [&](const std::string& kind) {
+    double n = 0;
+    for (const auto& item : bom.at("items")) if (item.at("kind") == kind) n += item.at("count").get<double>();
+    return n;
+  };
+  CHECK(count("gpu") == 16);
+  CHECK(count("server") == 2);
+  CHECK(count("nic") == 16);
+  CHECK(count("switch") == 1);
+  CHECK(count("cable") == 16);
+
+  const auto run = dtsim("run " + own + " --format json");
+  REQUIRE_MESSAGE(run.status == 0, run.err);
+  const json r = json::parse(run.out);
+  const json& cost = r.at("cost");
+  const json& energy = r.at("energy");
+  CHECK(cost.at("mode") == "ownership");
+  CHECK(cost.at("capital_usd").get<double>() == doctest::Approx(bom.at("total_usd").get<double>()));
+  CHECK(cost.at("steps").get<double>() == 1000);
+  const double run_s = 1000 * r.at("step_time_s").get<double>();
+  CHECK(cost.at("days").get<double>() == doctest::Approx(run_s / 86400));
+  // Capital for the run's time over 4 years, plus the facility's energy (PUE 1.5) at 0.1 USD per kWh.
+  const double kwh = energy.at("total_MWh").get<double>() * 1000;
+  CHECK(energy.at("step_J").get<double>() == doctest::Approx(1.5 * energy.at("it_step_J").get<double>()));
+  CHECK(cost.at("total_usd").get<double>() ==
+        doctest::Approx(bom.at("total_usd").get<double>() * run_s / (4 * 365.25 * 86400) + 0.1 * kwh));
+  CHECK(energy.at("per_token_J").get<double>() == doctest::Approx(energy.at("step_J").get<double>() / (32 * 2048)));
+  // A part's price overridden: the capital moves by the difference.
+  const auto cheaper = dtsim("run " + own + " --set 'cost.parts={quantum-qm8700: {usd: 1}}' --format json");
+  REQUIRE_MESSAGE(cheaper.status == 0, cheaper.err);
+  const double switch_usd = [&] {
+    for (const auto& item : bom.at("items")) if (item.at("kind") == "switch") return item.at("unit_usd").get<double>();
+    return 0.0;
+  }();
+  CHECK(json::parse(cheaper.out)["cost"]["capital_usd"].get<double>() ==
+        doctest::Approx(bom.at("total_usd").get<double>() - switch_usd + 1));
+  // Bad input: one line, exit 2.
+  for (const std::string bad : {"--set cost.kwh_usd=-1", "--set cost.gpu_hour_usd=-2", "--set cost.mode=lease",
+                                 "--set 'cost.parts={nope: {usd: 1}}'", "--set cluster.inter_link=opa-100",
+                                 "--set training.tokens=1e9"}) {
+    const auto e = dtsim("run " + own + " " + bad);
+    CHECK_MESSAGE(e.status == 2, bad);
+    CHECK_MESSAGE(std::count(e.err.begin(), e.err.end(), '\n') == 1, (bad + ": " + e.err));
+  }
+  // An Omni-Path bill has no catalog NIC or switch: rental prices it, ownership cannot.
+  const auto opa = dtsim("run " + own + " --set cluster.inter_link=opa-100");
+  CHECK(opa.err.find("cost.mode") != std::string::npos);
+  CHECK(dtsim("run " + own + " --set cluster.inter_link=opa-100 --set cost.mode=rental").status == 0);
+}
