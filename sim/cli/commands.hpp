@@ -71,7 +71,7 @@ int plan_command(const ScenarioArgs& args, const PlanArgs& plan);
 // `dtsim compare`: each point of the scenario (a sweep over clusters) with its best plan, one row each: step time,
 // time, cost and energy to train, capital, the Pareto front of time against cost.
 struct CompareArgs {
-  int confirm = 1;
+  int confirm = 5;
   std::string objective = "time";
   std::string out;
 };

@@ -106,7 +106,7 @@ int dispatch(int argc, char** argv) {
   dtsim::cli::CompareArgs compare_opts;
   add_scenario_options(compare, compare_args, true, kRunFormats);
   compare->add_option("--confirm", compare_opts.confirm,
-                      "best plans per cluster run on the SimGrid engine before the best is chosen (default 1)");
+                      "best plans per cluster run on the SimGrid engine before the best is chosen (default 5)");
   compare->add_option("--objective", compare_opts.objective, "time | cost | energy (default time)");
   compare->add_option("--out", compare_opts.out, "directory for compare.json and compare.csv (dtsim report draws it)");
   auto* validate = app.add_subcommand("validate", "published measurements against dtsim: per row and per table error "
