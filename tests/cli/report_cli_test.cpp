@@ -245,6 +245,6 @@ TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line")
   // Not a results directory.
   const Result empty = dtsim("report " + fresh("empty").string());
   CHECK(empty.status == 2);
-  CHECK(empty.err.find("neither results.jsonl nor result.json") != std::string::npos);
+  CHECK(empty.err.find("neither compare.json, results.jsonl nor result.json") != std::string::npos);
   fs::remove_all(dir);
 }
