@@ -85,7 +85,7 @@ std::string table(const json& doc, const Axes& axes) {
 }
 
 const std::vector<std::string> kCsvColumns = {
-    "name", "cluster", "gpus", "fits", "pareto", "tp", "pp", "dp", "vpp", "zero", "micro_batch", "recompute",
+    "name", "cluster", "gpus", "fits", "pareto", "tp", "pp", "dp", "vpp", "zero", "order", "micro_batch", "recompute",
     "sequence_parallel", "step_time_s", "tokens_per_s", "mfu", "days", "gpu_hours", "total_usd", "capital_usd",
     "usd_per_million_tokens", "per_token_J", "total_MWh", "why"};
 
@@ -113,7 +113,7 @@ std::string csv(const json& doc) {
                   {"pareto", r.value("pareto", false)}, {"capital_usd", r["capital_usd"]}, {"why", r.value("why", "")}};
     if (r["fits"].get<bool>()) {
       const json& p = r["plan"];
-      for (const char* k : {"tp", "pp", "dp", "vpp", "zero"}) cells[k] = p["parallelism"][k];
+      for (const char* k : {"tp", "pp", "dp", "vpp", "zero", "order"}) cells[k] = p["parallelism"][k];
       for (const char* k : {"micro_batch", "recompute", "sequence_parallel"}) cells[k] = p["training"][k];
       for (const char* k : {"step_time_s", "tokens_per_s", "mfu"}) cells[k] = p[k];
       for (const char* k : {"days", "gpu_hours", "total_usd", "usd_per_million_tokens"}) cells[k] = p["cost"][k];

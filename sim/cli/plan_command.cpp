@@ -25,8 +25,8 @@ using workloads::Recompute;
 // The keys the search sets, and those the loader resolves from them: a scenario that does not give one of these
 // leaves it to the search (or to the framework's default for the candidate).
 constexpr const char* kPlanKeys[] = {"parallelism.tp", "parallelism.pp", "parallelism.dp", "parallelism.vpp",
-                                     "parallelism.zero", "training.micro_batch", "training.recompute",
-                                     "training.sequence_parallel"};
+                                     "parallelism.zero", "parallelism.order", "training.micro_batch",
+                                     "training.recompute", "training.sequence_parallel"};
 constexpr const char* kDerivedKeys[] = {"training.tp_comm_overlap", "training.dp_bucket_MB", "training.distributed_optimizer",
                                         "training.overlap_param_gather", "parallelism.layers_per_stage"};
 
@@ -61,6 +61,7 @@ Template make_template(const Scenario& s) {
   if (given(s, "parallelism.pp")) t.fixed.pp = w.plan.pp;
   if (given(s, "parallelism.vpp")) t.fixed.vpp = w.plan.vpp;
   if (given(s, "parallelism.zero")) t.fixed.zero = w.plan.zero;
+  if (given(s, "parallelism.order")) t.fixed.order = w.plan.order;
   if (given(s, "parallelism.dp")) t.dp = w.plan.dp;
   if (given(s, "training.micro_batch")) t.fixed.micro_batch = w.training->micro_batch;
   if (given(s, "training.recompute")) t.fixed.recompute = w.training->recompute;
@@ -76,6 +77,7 @@ Scenario candidate(const Template& t, const PlanChoice& c, int gpus, bool simgri
   n["parallelism"]["dp"] = gpus / (c.tp * c.pp);
   n["parallelism"]["vpp"] = c.vpp;
   n["parallelism"]["zero"] = c.zero;
+  n["parallelism"]["order"] = workloads::order_name(c.order);
   n["training"]["micro_batch"] = c.micro_batch;
   n["training"]["recompute"] = std::string(to_string(c.recompute));
   n["training"]["sequence_parallel"] = c.sequence_parallel;
@@ -99,7 +101,9 @@ sim::search::Made make(const Template& t, const PlanChoice& c, int gpus) {
 }
 
 json choice_json(const PlanChoice& c, int gpus) {
-  return {{"parallelism", {{"tp", c.tp}, {"pp", c.pp}, {"dp", gpus / (c.tp * c.pp)}, {"vpp", c.vpp}, {"zero", c.zero}}},
+  return {{"parallelism",
+           {{"tp", c.tp}, {"pp", c.pp}, {"dp", gpus / (c.tp * c.pp)}, {"vpp", c.vpp}, {"zero", c.zero},
+            {"order", workloads::order_name(c.order)}}},
           {"training",
            {{"micro_batch", c.micro_batch},
             {"recompute", std::string(to_string(c.recompute))},
@@ -185,7 +189,7 @@ std::string table(const Scenario& s, const PointPlans& p, Objective o) {
 }
 
 const std::vector<std::string> kCsvColumns = {
-    "rank", "tp", "pp", "dp", "vpp", "zero", "micro_batch", "recompute", "sequence_parallel", "analytic_step_time_s",
+    "rank", "tp", "pp", "dp", "vpp", "zero", "order", "micro_batch", "recompute", "sequence_parallel", "analytic_step_time_s",
     "step_time_s", "confirmed", "tokens_per_s", "mfu", "margin_bytes", "usd_per_million_tokens", "step_J",
     "per_token_J", "days", "gpu_hours", "total_usd", "total_MWh"};
 
@@ -211,6 +215,7 @@ std::string csv(const std::vector<std::pair<std::string, json>>& points) {
                           {"dp", p["parallelism"]["dp"]},
                           {"vpp", p["parallelism"]["vpp"]},
                           {"zero", p["parallelism"]["zero"]},
+                          {"order", p["parallelism"]["order"]},
                           {"micro_batch", p["training"]["micro_batch"]},
                           {"recompute", p["training"]["recompute"]},
                           {"sequence_parallel", p["training"]["sequence_parallel"]},
@@ -270,8 +275,10 @@ double PlanRow::objective(Objective o) const {
 }
 
 std::string plan_label(const PlanChoice& c, int gpus) {
-  return fmt::format("tp {} pp {} dp {} vpp {} zero {} mb {} {}{}", c.tp, c.pp, gpus / (c.tp * c.pp), c.vpp, c.zero,
-                     c.micro_batch, to_string(c.recompute), c.sequence_parallel ? " sp" : "");
+  const bool usual = c.order == sim::search::PlanChoice{}.order;
+  return fmt::format("tp {} pp {} dp {} vpp {} zero {} mb {} {}{}{}", c.tp, c.pp, gpus / (c.tp * c.pp), c.vpp, c.zero,
+                     c.micro_batch, to_string(c.recompute), c.sequence_parallel ? " sp" : "",
+                     usual ? std::string() : fmt::format(" {}", workloads::order_name(c.order)));
 }
 
 json plan_row_json(const PlanRow& r, int gpus) {

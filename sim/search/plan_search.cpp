@@ -63,6 +63,9 @@ SearchSpace default_space(const Workload& w, int gpus, int gpus_per_node, const 
   s.micro_batch = one_or(fixed.micro_batch, micro);
   s.recompute = one_or(fixed.recompute, std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full});
   s.sequence_parallel = one_or(fixed.sequence_parallel, std::vector<bool>{false, true});
+  using workloads::Axis;
+  s.order = one_or(fixed.order, std::vector<std::array<Axis, 3>>{{Axis::Tp, Axis::Dp, Axis::Pp}, {Axis::Tp, Axis::Pp, Axis::Dp}});
+  s.gpus_per_node = gpus_per_node;
   return s;
 }
 
@@ -82,7 +85,10 @@ std::vector<PlanChoice> enumerate(const SearchSpace& s) {
             for (Recompute r : s.recompute)
               for (bool sp : s.sequence_parallel) {
                 if (sp && tp == 1) continue;
-                out.push_back(PlanChoice{tp, pp, vpp, zero, mb, r, sp});
+                for (std::size_t o = 0; o < s.order.size(); ++o) {
+                  if (o > 0 && (pp == 1 || dp == 1 || tp >= s.gpus_per_node)) break;
+                  out.push_back(PlanChoice{tp, pp, vpp, zero, mb, r, sp, s.order[o]});
+                }
               }
           }
         }
@@ -108,20 +114,22 @@ SearchResult search(const SearchSpace& space, const MakeFn& make, const topology
   SearchResult out;
   // Memory grows with the micro-batch, all else equal: once one does not fit, the larger ones of the same plan are
   // dropped unbuilt (enumerate visits them later, in increasing order).
-  std::map<std::tuple<int, int, int, int, int, bool>, int> too_big;
+  std::map<std::tuple<int, int, int, int, int, bool, int>, int> too_big;
   // Recomputation only adds work: once a plan fits with less of it (enumerate visits none, selective, full in that
   // order), the same plan recomputing more is never better and is not timed.
-  std::map<std::tuple<int, int, int, int, int, bool>, Recompute> fits_with;
+  std::map<std::tuple<int, int, int, int, int, bool, int>, Recompute> fits_with;
   for (const PlanChoice& choice : enumerate(space)) {
     ++out.candidates;
+    const int order = 9 * static_cast<int>(choice.order[0]) + 3 * static_cast<int>(choice.order[1]) +
+                      static_cast<int>(choice.order[2]);
     const auto plan_key = std::make_tuple(choice.tp, choice.pp, choice.vpp, choice.zero,
-                                          static_cast<int>(choice.recompute), choice.sequence_parallel);
+                                          static_cast<int>(choice.recompute), choice.sequence_parallel, order);
     if (const auto it = too_big.find(plan_key); it != too_big.end() && choice.micro_batch > it->second) {
       ++out.pruned[std::string(kDoesNotFit)];
       continue;
     }
     const auto batch_key = std::make_tuple(choice.tp, choice.pp, choice.vpp, choice.zero, choice.micro_batch,
-                                           choice.sequence_parallel);
+                                           choice.sequence_parallel, order);
     if (const auto it = fits_with.find(batch_key); it != fits_with.end() && it->second < choice.recompute) {
       ++out.pruned[std::string(kRecomputesMore)];
       continue;

@@ -14,6 +14,7 @@
 // depend on m. Tested against the full play (tests/sim/plan_search_test.cpp).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -37,6 +38,7 @@ struct PlanChoice {
   int micro_batch = 1;
   workloads::Recompute recompute = workloads::Recompute::None;
   bool sequence_parallel = false;
+  std::array<workloads::Axis, 3> order{workloads::Axis::Tp, workloads::Axis::Dp, workloads::Axis::Pp};   // innermost first
   friend bool operator==(const PlanChoice&, const PlanChoice&) = default;
 };
 
@@ -46,7 +48,9 @@ struct SearchSpace {
   std::vector<int> tp, pp, vpp, zero, micro_batch;
   std::vector<workloads::Recompute> recompute;
   std::vector<bool> sequence_parallel;
+  std::vector<std::array<workloads::Axis, 3>> order;   // rank orders, tried where they place ranks differently
   int gpus = 1;
+  int gpus_per_node = 1;
   int layers = 1;
   int global_batch = 1;
 };
@@ -56,6 +60,7 @@ struct Fixed {
   std::optional<int> tp, pp, vpp, zero, micro_batch;
   std::optional<workloads::Recompute> recompute;
   std::optional<bool> sequence_parallel;
+  std::optional<std::array<workloads::Axis, 3>> order;
 };
 
 // Every degree that can split `w`'s model on `gpus` GPUs, `gpus_per_node` to a machine: tp divides a machine and
@@ -63,7 +68,9 @@ struct Fixed {
 // gpus / (tp pp) is what remains; vpp up to 8 chunks while every chunk holds a layer (pp x vpp <= layers,
 // the remainder spread as stage_layers does);
 // zero 0 to 3; micro-batches of 1, 2, 4, ... that divide the global batch's share of a replica; every recompute;
-// sequence parallelism both ways where tp > 1. Choices that are not plans are left to `make` to refuse.
+// sequence parallelism both ways where tp > 1; rank orders tp-dp-pp (Megatron's) and tp-pp-dp (TP groups stay in a
+// machine; what shares the rest of the machine, data-parallel peers or pipeline stages, is the choice). Choices
+// that are not plans are left to `make` to refuse.
 SearchSpace default_space(const workloads::Workload& w, int gpus, int gpus_per_node, const Fixed& fixed);
 
 // The reason counted when a plan does not fit in memory.
@@ -76,7 +83,8 @@ inline constexpr std::string_view kRecomputesMore = "fits, but recomputes more t
 // tp x pp divides the GPUs, pp at most the layers, vpp > 1 only with pp > 1, pp x vpp <= layers and a micro-batch count
 // per replica that pp divides, zero > 0 only with data parallelism and zero 2 and 3 only without a pipeline (the
 // loader's rules, workloads/plan.cpp: applied here so that the search does not build what it must refuse), the
-// micro-batch divides a replica's share of the global batch, sequence parallelism only with tp > 1.
+// micro-batch divides a replica's share of the global batch, sequence parallelism only with tp > 1, an order other
+// than the first only where it places ranks differently (pp > 1, dp > 1 and more than one TP group to a machine).
 std::vector<PlanChoice> enumerate(const SearchSpace& space);
 
 // A choice made a workload, or the one-line reason it is not a plan.

@@ -43,6 +43,7 @@ TEST_CASE("plan: the best plans ranked, the first confirmed on the SimGrid engin
     CHECK(p.at("margin_bytes").get<double>() >= 0);
     const int gpus = p["parallelism"]["tp"].get<int>() * p["parallelism"]["pp"].get<int>() * p["parallelism"]["dp"].get<int>();
     CHECK(gpus == 8);
+    CHECK(p["parallelism"].contains("order"));
     // 1e9 tokens at 32 x 2048 tokens a step: 15,259 steps (rounded up); days and GPU-hours from them.
     const double steps = p["cost"]["steps"].get<double>();
     CHECK(steps == 15259);
@@ -71,7 +72,7 @@ TEST_CASE("plan: the table says why the winner wins, and --out writes plans.json
   const json j = json::parse(slurp(out / "plans.json"));
   CHECK(j.at("plans").size() == 3);
   const std::string csv = slurp(out / "plans.csv");
-  CHECK(csv.starts_with("name,rank,tp,pp,dp,vpp,zero,micro_batch,recompute,sequence_parallel"));
+  CHECK(csv.starts_with("name,rank,tp,pp,dp,vpp,zero,order,micro_batch,recompute,sequence_parallel"));
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
   const auto again = dtsim("plan " + s.string() + " --top 3 --confirm 0 --format csv");
   REQUIRE(again.status == 0);

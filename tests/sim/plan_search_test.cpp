@@ -53,17 +53,19 @@ TEST_CASE("plan search: the space of 4 GPUs, 8 layers and a batch of 8, counted 
   // Micro-batches dividing 8 / dp: dp 4 -> 1, 2; dp 2 -> 1, 2, 4; dp 1 -> 1, 2, 4, 8. Recompute 3 ways; sequence
   // parallelism 2 ways where tp > 1.
   //   (1,1,4): 1 x 4 x 2 x 3 = 24
-  //   (1,2,2): (vpp 1: mb 1, 2, 4; vpp 2-4: mb 1, 2 -> 3 + 3 x 2 = 9) x zero 2 x 3 = 54
+  //   (1,2,2): (vpp 1: mb 1, 2, 4; vpp 2-4: mb 1, 2 -> 3 + 3 x 2 = 9) x zero 2 x 3 x 2 rank orders = 108 (the only
+  //            split with pp > 1, dp > 1 and more than one TP group to a machine: tp-dp-pp and tp-pp-dp differ)
   //   (1,4,1): (vpp 1: 4 mbs; vpp 2: mb 1, 2 -> 6) x 3 = 18
   //   (2,1,2): 1 x 4 x 3 x 3 x 2 = 72
   //   (2,2,1): (vpp 1: 4 mbs; vpp 2-4: mb 1, 2, 4 -> 4 + 9 = 13) x 3 x 2 = 78
   //   (4,1,1): 1 x 1 x 4 x 3 x 2 = 24
-  CHECK(all.size() == 24 + 54 + 18 + 72 + 78 + 24);
+  CHECK(all.size() == 24 + 108 + 18 + 72 + 78 + 24);
   for (const auto& c : all) {
     const int dp = 4 / (c.tp * c.pp);
     CHECK((c.vpp == 1 || (c.pp > 1 && c.pp * c.vpp <= 8)));
     CHECK((c.zero == 0 || dp > 1));
     CHECK((c.zero < 2 || c.pp == 1));
+    CHECK((c.order == PlanChoice{}.order || (c.tp == 1 && c.pp == 2)));
     CHECK((c.vpp == 1 || (8 / (dp * c.micro_batch)) % c.pp == 0));
     CHECK((!c.sequence_parallel || c.tp > 1));
     CHECK(8 % (dp * c.micro_batch) == 0);
