@@ -378,8 +378,9 @@ RawGraph dot_raw(const DotGraph& g, std::string_view origin) {
 
 std::optional<std::string> read_text(const std::string& path) {
   std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;   // before opening: a FIFO would block
   std::ifstream in(path, std::ios::binary);
-  if (!std::filesystem::is_regular_file(path, ec) || !in) return std::nullopt;
+  if (!in) return std::nullopt;
   std::ostringstream text;
   text << in.rdbuf();
   return in.bad() ? std::nullopt : std::optional(text.str());

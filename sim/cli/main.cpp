@@ -174,6 +174,13 @@ void with_huge_pages(char** argv) {
   execv("/proc/self/exe", argv);   // returns only when it failed
 }
 
+// An error is one line whatever its parts hold (a reason or allowed list with a line break in it).
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,11 +189,11 @@ int main(int argc, char** argv) {
     return dispatch(argc, argv);
   } catch (const dtsim::InputError& e) {
     std::cout.flush();
-    std::cerr << "dtsim: error: " << e.what() << "\n";
+    std::cerr << "dtsim: error: " << one_line(e.what()) << "\n";
     return kBadInput;
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::cerr << "dtsim: internal error: " << e.what() << "\n";
+    std::cerr << "dtsim: internal error: " << one_line(e.what()) << "\n";
     return kInternal;
   }
 }

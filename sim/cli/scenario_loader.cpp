@@ -146,7 +146,10 @@ ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
 
 YAML::Node parse_override_value(const Override& o) {
   try {
-    return YAML::Load(o.value);
+    const auto docs = parse_yaml(o.value, "--set");
+    return docs.empty() ? YAML::Node() : docs.front();
+  } catch (const InputError& e) {
+    throw InputError(o.key, o.value, fmt::format("not valid YAML ({})", e.reason()), "a YAML value", "--set");
   } catch (const YAML::Exception& e) {
     throw InputError(o.key, o.value, fmt::format("not valid YAML ({})", e.msg), "a YAML value", "--set");
   }
@@ -192,12 +195,7 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
 
 std::vector<Scenario> load_scenarios(const std::string& text, const std::string& file,
                                      const std::vector<Override>& overrides, bool keep_invalid_points) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError("(yaml)", e.msg, "syntax error:", "valid YAML", fmt::format("{}:{}", file, e.mark.line + 1));
-  }
+  std::vector<YAML::Node> docs = parse_yaml(text, file);
   if (docs.empty()) throw InputError("(top level)", "", "empty scenario", "a map with name and cluster", file);
   std::vector<std::string> overridden;
   for (const Override& o : overrides) overridden.push_back(o.key);
@@ -228,8 +226,26 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
   return out;
 }
 
+namespace {
+
+// A directory, a device or a FIFO is refused before it is opened (reading /dev/zero never ends; opening a FIFO
+// waits for a writer).
+void check_regular_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    throw InputError(what, path, "cannot read file", "a readable YAML file", path);
+  if (!std::filesystem::is_regular_file(status))
+    throw InputError(what, path,
+                     std::filesystem::is_directory(status) ? "is a directory, not a file:" : "is not a regular file:",
+                     "a readable YAML file", path);
+}
+
+}  // namespace
+
 std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides,
                                          bool keep_invalid_points) {
+  check_regular_file(path, "scenario");
   std::ifstream in(path);
   if (!in) throw InputError("scenario", path, "cannot read file", "a readable YAML file", path);
   std::stringstream buf;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <set>
+#include <yaml-cpp/depthguard.h>
 
 #include "topology/error.hpp"
 
@@ -13,6 +15,46 @@ std::string location(const std::string& file, const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
   if (mark.line < 0) return file;
   return fmt::format("{}:{}", file, mark.line + 1);
+}
+
+namespace {
+
+// Every map of `doc`, walked with an explicit stack (the parser has bounded the depth already).
+void check_keys(const YAML::Node& doc, const std::string& file) {
+  std::vector<YAML::Node> todo{doc};
+  while (!todo.empty()) {
+    const YAML::Node node = todo.back();
+    todo.pop_back();
+    if (node.IsSequence()) {
+      for (const auto& item : node) todo.push_back(item);
+    } else if (node.IsMap()) {
+      std::set<std::string> seen;
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar())
+          throw InputError("(yaml)", kv.first.IsSequence() ? "[...]" : "{...}", "a map key that is not a single value:",
+                           "keys that are plain words or numbers", location(file, kv.first));
+        if (!seen.insert(kv.first.Scalar()).second)
+          throw InputError("(yaml)", kv.first.Scalar(), "duplicate key", "each key once in a map", location(file, kv.first));
+        todo.push_back(kv.second);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError("(yaml)", "", "nested too deeply", fmt::format("fewer than {} levels of lists and maps", e.depth()),
+                     fmt::format("{}:{}", file, e.mark.line + 1));
+  } catch (const YAML::ParserException& e) {
+    throw InputError("(yaml)", e.msg, "syntax error:", "valid YAML", fmt::format("{}:{}", file, e.mark.line + 1));
+  }
+  for (const auto& doc : docs) check_keys(doc, file);
+  return docs;
 }
 
 YamlMap::YamlMap(YAML::Node node, std::string path, std::string file, std::map<std::string, std::string>* origins,

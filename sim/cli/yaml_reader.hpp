@@ -13,6 +13,11 @@
 
 namespace dtsim::cli {
 
+// Parses every document of `text` (file names `file` in errors) and checks what yaml-cpp lets through: every map
+// key a single value, no key twice in one map (yaml-cpp keeps the first silently). Syntax errors, nesting past
+// yaml-cpp's depth limit and these are InputErrors naming file:line.
+std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& file);
+
 class YamlMap {
  public:
   // `path` is the dotted key of this map ("cluster"); `origins` collects key -> "file:line" as keys are read;

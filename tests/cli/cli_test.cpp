@@ -1,6 +1,8 @@
 // The program as a user runs it: exit status, one-line errors, JSON output, --set, --dot.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "cli/cli_support.hpp"
@@ -216,4 +218,18 @@ TEST_CASE("memory checks the plan against the cluster, naming the key and where 
   CHECK(r.status == 2);
   CHECK(r.err.find(bad.string() + ":6: parallelism.tp: does not divide model.heads 32") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("a directory, a device or a FIFO as the scenario is refused at once: exit 2, one line") {
+  const fs::path dir = fresh_dir("cli", "special");
+  fs::create_directories(dir);
+  const fs::path fifo = dir / "fifo.yaml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& path : {dir.string(), std::string("/dev/zero"), fifo.string()}) {
+    CAPTURE(path);
+    const Result r = dtsim("run " + path);   // before the fix, /dev/zero and the FIFO never returned
+    CHECK(r.status == 2);
+    CHECK(r.err.find("scenario: is ") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
 }
