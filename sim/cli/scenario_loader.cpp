@@ -174,7 +174,7 @@ std::string default_name(const std::string& file, std::size_t index) {
 }
 
 Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t index,
-                       const std::vector<std::string>& overridden) {
+                       const std::vector<std::pair<std::string, std::string>>& overridden) {
   Scenario s;
   s.file = file;
   YamlMap top(doc, "", file, &s.origin, &overridden);
@@ -197,8 +197,8 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
                                      const std::vector<Override>& overrides, bool keep_invalid_points) {
   std::vector<YAML::Node> docs = parse_yaml(text, file);
   if (docs.empty()) throw InputError("(top level)", "", "empty scenario", "a map with name and cluster", file);
-  std::vector<std::string> overridden;
-  for (const Override& o : overrides) overridden.push_back(o.key);
+  std::vector<std::pair<std::string, std::string>> overridden;
+  for (const Override& o : overrides) overridden.emplace_back(o.key, "--set");
   std::vector<Scenario> out;
   for (std::size_t i = 0; i < docs.size(); ++i) {
     for (const Override& o : overrides) apply_override(docs[i], o);
@@ -208,7 +208,9 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
       check_not_swept(p.point, overrides);
       Scenario s;
       try {
-        s = read_scenario(p.doc, file, i, overridden);
+        auto where = overridden;   // --set first; a sweep axis's keys are located at their values
+        where.insert(where.end(), p.set_at.begin(), p.set_at.end());
+        s = read_scenario(p.doc, file, i, where);
         ++valid;
       } catch (const InputError& e) {
         if (!keep_invalid_points || p.point.index < 0) throw;

@@ -100,16 +100,25 @@ void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value
 }
 
 std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string& file) {
-  if (!doc.IsMap() || !doc["sweep"].IsDefined()) return {ExpandedPoint{doc, SweepPoint{}, ""}};
+  if (!doc.IsMap() || !doc["sweep"].IsDefined()) return {ExpandedPoint{doc, SweepPoint{}, "", {}}};
   const auto axes = read_axes(doc["sweep"], file);
+  // The product of the axes' lengths, checked before each multiplication (64 axes of 2 would wrap to 0).
+  constexpr std::size_t kMostPoints = 1'000'000;
   std::size_t total = 1;
-  for (const auto& a : axes) total *= a.values.size();
-  if (total > 1'000'000)
-    throw InputError("sweep", std::to_string(total), "has too many points:", "at most 1,000,000", location(file, doc["sweep"]));
+  for (const auto& a : axes) {
+    if (total > kMostPoints / a.values.size())
+      throw InputError("sweep", fmt::format("{} axes", axes.size()), "has more points than dtsim expands:",
+                       "at most 1,000,000 points (the product of the axes' lengths)", location(file, doc["sweep"]));
+    total *= a.values.size();
+  }
+  // Each point starts from the document without its sweep: cloning the sweep's values into every point made
+  // expansion quadratic in them.
+  YAML::Node base = YAML::Clone(doc);
+  base.remove("sweep");
   std::vector<ExpandedPoint> out;
+  out.reserve(total);
   for (std::size_t index = 0; index < total; ++index) {
-    ExpandedPoint p{YAML::Clone(doc), SweepPoint{static_cast<int>(index), {}}, ""};
-    p.doc.remove("sweep");
+    ExpandedPoint p{YAML::Clone(base), SweepPoint{static_cast<int>(index), {}}, "", {}};
     std::vector<std::string> shorts;
     bool named = false;
     std::size_t rest = index;
@@ -123,6 +132,7 @@ std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string
         const auto& key = axes[a].keys[k];
         const auto& value = axes[a].values[position[a]][k];
         set_dotted(p.doc, key, YAML::Clone(value), location(file, value));
+        p.set_at.emplace_back(key, location(file, value));
         p.point.values.emplace_back(key, flow(value));
         named |= key == "name";
         if (key != "name") shorts.push_back(fmt::format("{}={}", split_dotted(key).back(), short_value(value, position[a])));

@@ -23,6 +23,7 @@ struct ExpandedPoint {
   YAML::Node doc;
   SweepPoint point;
   std::string name_suffix;   // "[micro_batch=2]" unless the point sets `name` itself
+  std::vector<std::pair<std::string, std::string>> set_at;   // each key the point sets -> its value's file:line
 };
 
 // The points of `doc` (one point with index -1 when it has no `sweep`). `file` names errors.

@@ -58,7 +58,7 @@ std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& f
 }
 
 YamlMap::YamlMap(YAML::Node node, std::string path, std::string file, std::map<std::string, std::string>* origins,
-                 const std::vector<std::string>* overridden)
+                 const std::vector<std::pair<std::string, std::string>>* overridden)
     : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)), origins_(origins), overridden_(overridden) {
   if (!node_.IsMap())
     throw InputError(path_.empty() ? "(top level)" : path_, node_.IsScalar() ? node_.Scalar() : "...",
@@ -67,8 +67,8 @@ YamlMap::YamlMap(YAML::Node node, std::string path, std::string file, std::map<s
 
 std::string YamlMap::locate(const std::string& dotted_key, const YAML::Node& node) const {
   if (overridden_)
-    for (const std::string& o : *overridden_)
-      if (dotted_key == o || dotted_key.starts_with(o + ".")) return "--set";
+    for (const auto& [key, where] : *overridden_)
+      if (dotted_key == key || dotted_key.starts_with(key + ".")) return where;
   return location(file_, node);
 }
 

@@ -21,9 +21,10 @@ std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& f
 class YamlMap {
  public:
   // `path` is the dotted key of this map ("cluster"); `origins` collects key -> "file:line" as keys are read;
-  // keys under one of `overridden` (dotted) came from the command line and are located as "--set".
+  // keys under one of `overridden` (dotted key, where it was set) came from elsewhere than their place in the
+  // file: the command line ("--set") or a sweep axis (the axis value's file:line), and are located there.
   YamlMap(YAML::Node node, std::string path, std::string file, std::map<std::string, std::string>* origins,
-          const std::vector<std::string>* overridden = nullptr);
+          const std::vector<std::pair<std::string, std::string>>* overridden = nullptr);
 
   void allow_only(std::initializer_list<std::string_view> keys) const;
   [[nodiscard]] bool has(const std::string& key) const;
@@ -55,7 +56,7 @@ class YamlMap {
   std::string path_;
   std::string file_;
   std::map<std::string, std::string>* origins_;
-  const std::vector<std::string>* overridden_;
+  const std::vector<std::pair<std::string, std::string>>* overridden_;
 };
 
 // "file:line" of a node (1-based), or "file" when it has no position (a --set override says "--set").
