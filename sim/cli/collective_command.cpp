@@ -34,6 +34,8 @@ E parse_named(const std::string& key, const std::string& value, Parse parse, std
 }
 
 topology::ClusterSpec cluster_of(const CollectiveArgs& a) {
+  if (a.gpus < 2)
+    throw InputError("--gpus", std::to_string(a.gpus), "is too few for a collective:", "at least 2 GPUs");
   if (a.gpus < 1 || a.nodes < 1 || a.gpus % a.nodes != 0)
     throw InputError("--gpus", std::to_string(a.gpus), fmt::format("must be a positive multiple of --nodes {}:", a.nodes),
                      "a total GPU count divisible by the node count");
@@ -48,12 +50,20 @@ topology::ClusterSpec cluster_of(const CollectiveArgs& a) {
   return c;
 }
 
+constexpr double kMostCollectiveBytes = 1125899906842624.0;   // 2^50
+constexpr std::size_t kMostRows = 200;
+
 std::vector<Bytes> sizes(const CollectiveArgs& a) {
   const double lo = parse_size(a.min, "--min"), hi = parse_size(a.max, "--max");
   if (hi < lo) throw InputError("--max", a.max, fmt::format("is below --min {}:", a.min), "a size >= --min");
   if (!(a.step_factor > 1.0)) throw InputError("--step-factor", fmt::format("{:g}", a.step_factor), "must exceed 1:", "a factor > 1");
+  const double rows = std::floor(std::log(hi / lo) / std::log(a.step_factor) + 1e-9) + 1;
+  if (rows > static_cast<double>(kMostRows))
+    throw InputError("--step-factor", fmt::format("{:g}", a.step_factor),
+                     fmt::format("gives {:.0f} sizes from --min {} to --max {}, more than dtsim prints:", rows, a.min, a.max),
+                     fmt::format("a factor that gives at most {} sizes", kMostRows));
   std::vector<Bytes> out;
-  for (double s = lo; s <= hi * (1 + 1e-12) && out.size() < 200; s *= a.step_factor) out.push_back(Bytes(std::round(s)));
+  for (double s = lo; s <= hi * (1 + 1e-12); s *= a.step_factor) out.push_back(Bytes(std::round(s)));
   return out;
 }
 
@@ -88,7 +98,12 @@ double parse_size(const std::string& text, const std::string& key) {
   else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
   else if (!suffix.empty()) throw InputError(key, text, "unknown size suffix", allowed);
   if (!(v > 0) || !std::isfinite(v)) throw InputError(key, text, "must be positive", allowed);
-  return v * scale;
+  // Whole bytes, and no more than the engine times faithfully: past 2^50 bytes (1 PiB) a SimGrid flow's remaining
+  // bytes lose the precision its bandwidth sharing needs (a 1e19-byte all-reduce came out above line rate).
+  const double bytes = v * scale;
+  if (bytes < 1) throw InputError(key, text, "is less than one byte:", "a size of at least 1 byte");
+  if (bytes > kMostCollectiveBytes) throw InputError(key, text, "is more than the engine times faithfully:", "at most 1048576G (2^50 bytes)");
+  return bytes;
 }
 
 std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& cluster, CollectiveKind kind,
@@ -120,7 +135,14 @@ int collective_command(const CollectiveArgs& a) {
   if (a.max_channels < 0 || a.max_channels > sim::kMaxChannels)
     throw InputError("--max-channels", std::to_string(a.max_channels), "out of range",
                      fmt::format("an integer in [0, {}] (0: one ring per GPU of a node)", sim::kMaxChannels));
-  const auto timings = collective_times(cluster, kind, algorithm, points, a.max_channels);
+  const auto timings = [&] {
+    try {
+      return collective_times(cluster, kind, algorithm, points, a.max_channels);
+    } catch (const InputError& e) {   // the library names the scenario key; here the user gave a flag
+      if (e.key() != "simulation.collective_algo") throw;
+      throw InputError("--algo", e.value(), e.reason(), e.allowed());
+    }
+  }();
   std::vector<results::CollectiveRow> rows;
   for (std::size_t i = 0; i < points.size(); ++i)
     rows.push_back({points[i], timings[i].time, sim::bus_factor(kind, a.gpus), timings[i].algorithm, timings[i].protocol});

@@ -199,3 +199,29 @@ TEST_CASE("collective and run refuse bad input with exit 2 and one line") {
     CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
   }
 }
+
+// Issue 20's collective defects: each was a row printed (0 bytes, inf and -nan, busbw above line rate), a silent
+// cap, or an error naming a scenario key the user never wrote.
+TEST_CASE("collective: sizes under a byte or past 2^50, one GPU, more than 200 rows and an --algo that cannot run are refused, naming the flag") {
+  const std::string base = "collective --gpu a100-sxm4-80gb --gpus 8 ";
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {base + "--min 0.4 --max 1", "--min: is less than one byte"},
+           {base + "--min 1e19 --max 1e19", "--min: is more than the engine times faithfully"},
+           {base + "--min 8 --max 1e19", "--max: is more than the engine times faithfully"},
+           {"collective --gpu a100-sxm4-80gb --gpus 1", "--gpus: is too few for a collective"},
+           {base + "--min 1 --max 1G --step-factor 1.01", "--step-factor: gives 2090 sizes"},
+           {base + "--intra ring --algo nvls --min 1M --max 1M", "--algo: this group's machines have no NVSwitch"}}) {
+    CAPTURE(args);
+    const auto e = dtsim(args);
+    CHECK(e.status == 2);
+    CHECK(e.out.empty());
+    CHECK(e.err.find("dtsim: error: " + expect) == 0);
+    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  }
+  // The largest size times like a small one: the same bus bandwidth, under NVLink's line rate.
+  const auto big = dtsim(base + "--min 1048576G --max 1048576G --format json");
+  REQUIRE(big.status == 0);
+  const auto rows = nlohmann::json::parse(big.out);
+  const auto small = nlohmann::json::parse(dtsim(base + "--min 8G --max 8G --format json").out);
+  CHECK(rows[0]["busbw_GBps"].get<double>() == doctest::Approx(small[0]["busbw_GBps"].get<double>()).epsilon(0.01));
+}
