@@ -193,7 +193,7 @@ std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo
         continue;
       }
       stamp(row, st);
-      std::ofstream(files.jsonl, std::ios::app) << row.dump() << "\n" << std::flush;
+      append_file(files.jsonl, row.dump() + "\n", "--out");
       rows.emplace(w.scenario->point.index, std::move(row));
       if (std::chrono::steady_clock::now() - csv_written >= std::chrono::seconds(1)) {
         replace_file(files.csv, csv_text(rows));

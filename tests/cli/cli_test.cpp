@@ -233,3 +233,25 @@ TEST_CASE("a directory, a device or a FIFO as the scenario is refused at once: e
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("writes: a failed write of a small file is an error naming errno, a file is replaced whole with no temporary left") {
+  const std::string topo = "topo " + src("scenarios/topologies/ring-8xa100.yaml");
+  const Result full = dtsim(topo + " --dot /dev/full");   // the DOT is a few hundred bytes: a buffered write
+  CHECK(full.status == 2);
+  CHECK(full.err.find("--dot: cannot write file (write failed: No space left on device) '/dev/full'") != std::string::npos);
+  CHECK(std::count(full.err.begin(), full.err.end(), '\n') == 1);
+  const Result nowhere = dtsim(topo + " --dot /nonexistent-dir/x.dot");
+  CHECK(nowhere.status == 2);
+  CHECK(nowhere.err.find("open failed: No such file or directory") != std::string::npos);
+  const fs::path dir = fresh_dir("cli", "writes");
+  fs::create_directories(dir);
+  std::ofstream(dir / "g.dot") << "old";
+  REQUIRE(dtsim(topo + " --dot " + (dir / "g.dot").string()).status == 0);
+  CHECK(slurp(dir / "g.dot").starts_with("graph"));
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  CHECK(files == 1);
+  const Result into_dir = dtsim(topo + " --dot " + dir.string());
+  CHECK(into_dir.status == 2);
+  CHECK(into_dir.err.find("is a directory") != std::string::npos);
+}
