@@ -19,13 +19,21 @@ void need(const YamlMap& m, bool has_base, std::initializer_list<const char*> ke
     if (!m.has(k)) m.fail(k, "", "missing field (no `base` catalog entry to take it from)", k);
 }
 
+// What an inline GPU may claim: far past any part made (a thousand times a B200), and small enough that every
+// figure dtsim derives from it stays a finite double that prints (1e308 GiB printed as null).
+constexpr double kMostTflops = 1e6;
+constexpr double kMostGiB = 1e6;
+constexpr double kMostGBps = 1e7;
+constexpr double kMostWatts = 1e6;
+constexpr double kMostUsd = 1e9;
+
 void read_peaks(const YamlMap& m, GpuSpec& gpu) {
   std::string allowed;
   for (auto p : topology::kAllPrecisions) allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(p));
   for (const std::string& k : m.keys()) {
     auto p = topology::parse_precision(k);
     if (!p) m.fail(k, k, "unknown precision", allowed);
-    gpu.peak[static_cast<std::size_t>(*p)] = teraflops(*m.number(k, 0.0, false, kInf));
+    gpu.peak[static_cast<std::size_t>(*p)] = teraflops(*m.number(k, 0.0, false, kMostTflops));
   }
 }
 
@@ -46,13 +54,13 @@ GpuSpec read_gpu_map(const YamlMap& m) {
       m.fail("architecture", *v, e.reason(), e.allowed());
     }
   }
-  if (auto v = m.number("memory_GiB", 0.0, false, kInf)) gpu.memory = gibibytes(*v);
-  if (auto v = m.number("memory_reserve_GiB", 0.0, true, kInf)) gpu.memory_reserve = gibibytes(*v);
-  if (auto v = m.number("memory_bandwidth_GBps", 0.0, false, kInf)) gpu.memory_bandwidth = gigabytes_per_second(*v);
+  if (auto v = m.number("memory_GiB", 0.0, false, kMostGiB)) gpu.memory = gibibytes(*v);
+  if (auto v = m.number("memory_reserve_GiB", 0.0, true, kMostGiB)) gpu.memory_reserve = gibibytes(*v);
+  if (auto v = m.number("memory_bandwidth_GBps", 0.0, false, kMostGBps)) gpu.memory_bandwidth = gigabytes_per_second(*v);
   if (m.has("peak_TFLOPS")) read_peaks(m.map("peak_TFLOPS"), gpu);
-  if (auto v = m.number("tdp_W", 0.0, true, kInf)) gpu.tdp = Watts(*v);
-  if (auto v = m.number("price_usd", 0.0, true, kInf)) gpu.price = Dollars(*v);
-  if (auto v = m.number("price_per_hour_usd", 0.0, true, kInf)) gpu.price_per_hour = Dollars(*v);
+  if (auto v = m.number("tdp_W", 0.0, true, kMostWatts)) gpu.tdp = Watts(*v);
+  if (auto v = m.number("price_usd", 0.0, true, kMostUsd)) gpu.price = Dollars(*v);
+  if (auto v = m.number("price_per_hour_usd", 0.0, true, kMostUsd)) gpu.price_per_hour = Dollars(*v);
   if (auto v = m.text("gpu_link")) gpu.gpu_link = topology::find_link(*v, m.dotted("gpu_link")).name;
   if (auto v = m.integer("gpu_link_count", 1, 1024)) gpu.gpu_link_count = static_cast<int>(*v);
   if (auto v = m.text("host_link")) gpu.host_link = topology::find_link(*v, m.dotted("host_link")).name;
@@ -78,7 +86,7 @@ LinkSpec read_link_map(const YamlMap& m) {
     if (!f) m.fail("family", *v, "unknown link family", topology::link_family_names());
     link.family = *f;
   }
-  if (auto v = m.number("latency_us", 0.0, true, kInf)) link.latency = microseconds(*v);
+  if (auto v = m.number("latency_us", 0.0, true, 1e6)) link.latency = microseconds(*v);   // a second at most
   if (auto v = m.number("efficiency", 0.0, false, 1.0)) link.efficiency = *v;
   if (auto v = m.boolean("switch_reduction")) link.switch_reduction = *v;
   return link;

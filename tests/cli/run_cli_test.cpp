@@ -200,6 +200,18 @@ TEST_CASE("collective and run refuse bad input with exit 2 and one line") {
   }
 }
 
+TEST_CASE("run: a batch of more micro-batches than the engine holds is refused at once, naming the limit") {
+  const fs::path dir = fresh_dir("run", "batch");
+  fs::create_directories(dir);
+  std::ofstream(dir / "b.yaml") << "cluster: {gpu: a100-sxm4-80gb}\nmodel: {preset: gpt-1.7b}\n"
+                                   "training: {global_batch: 1000000000}\n";
+  const auto e = dtsim("run " + (dir / "b.yaml").string());   // before: a billion micro-batches, then bad_alloc
+  CHECK(e.status == 2);
+  CHECK(e.err.find("training.global_batch: gives 125000000 micro-batches a data-parallel replica") != std::string::npos);
+  CHECK(e.err.find("at most 100000 micro-batches a replica") != std::string::npos);
+  CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+}
+
 // Issue 20's collective defects: each was a row printed (0 bytes, inf and -nan, busbw above line rate), a silent
 // cap, or an error naming a scenario key the user never wrote.
 TEST_CASE("collective: sizes under a byte or past 2^50, one GPU, more than 200 rows and an --algo that cannot run are refused, naming the flag") {
