@@ -7,6 +7,8 @@
 // `merge OUT` combines a complete set of shards.
 #include <poll.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <array>
@@ -82,12 +84,42 @@ json error_row(const Scenario& s, const std::string& reason) {
   return {{"name", s.name}, {"point", point_json(s.point)}, {"error", reason}};
 }
 
-// One point in a forked worker: its row as JSON text on `fd`.
-[[noreturn]] void work(const Scenario& s, int fd) {
+// A simulation process that died (a signal, a crash) gave no result: no row, so --resume runs the point again.
+bool died(const std::string& error) { return error.starts_with("simulation process died"); }
+
+// SIGINT or SIGTERM while a sweep runs: the signal's number, for the loop to stop at its next wake-up.
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void note_stop(int signo) { g_stop = signo; }
+
+// The sweep's own handlers for SIGINT and SIGTERM (a SIGINT ignored at start, under nohup, stays ignored), and
+// what they replaced, for the workers to restore.
+struct Dispositions {
+  struct sigaction interrupt {}, terminate {};
+};
+
+Dispositions install_stop_handlers() {
+  Dispositions before;
+  ::sigaction(SIGINT, nullptr, &before.interrupt);
+  ::sigaction(SIGTERM, nullptr, &before.terminate);
+  struct sigaction mine {};
+  mine.sa_handler = note_stop;   // no SA_RESTART: poll() returns EINTR and the loop sees the flag
+  ::sigemptyset(&mine.sa_mask);
+  if (before.interrupt.sa_handler != SIG_IGN) ::sigaction(SIGINT, &mine, nullptr);
+  ::sigaction(SIGTERM, &mine, nullptr);
+  return before;
+}
+
+// One point in a forked worker: its row as JSON text on `fd`. The worker is a process group of its own, so the
+// sweep can stop it and its simulation process together; it dies of the signals the sweep had before it began.
+[[noreturn]] void work(const Scenario& s, int fd, const Dispositions& restore) {
+  ::setpgid(0, 0);
+  ::sigaction(SIGINT, &restore.interrupt, nullptr);
+  ::sigaction(SIGTERM, &restore.terminate, nullptr);
   std::string text;
   try {
     text = run_point(s, "").dump();
   } catch (const std::exception& e) {
+    if (died(e.what())) ::_exit(1);
     text = error_row(s, e.what()).dump();
   }
   std::size_t done = 0;
@@ -145,12 +177,23 @@ std::string ending(int status) {
 // at most once a second, and at the end). A worker that ends without a result (killed, out of memory) leaves no
 // row: its point is returned, for a later --resume to run again.
 std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo, int jobs, const Files& files,
-                                        const Stamp& st, Rows& rows, Progress& progress) {
+                                        const Stamp& st, Rows& rows, Progress& progress, const Dispositions& restore) {
   std::map<int, Worker> running;   // by the pipe's read end
   std::vector<const Scenario*> lost;
   std::size_t next = 0;
   auto csv_written = std::chrono::steady_clock::now();
   while (next < todo.size() || !running.empty()) {
+    if (g_stop != 0) {   // stopped: each worker's group ended, its point lost (--resume runs it); rows kept whole
+      for (const auto& [fd, w] : running) {
+        ::kill(-w.pid, SIGTERM);
+        int status = 0;
+        while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {}
+        ::close(fd);
+        lost.push_back(w.scenario);
+      }
+      for (; next < todo.size(); ++next) lost.push_back(todo[next]);
+      return lost;
+    }
     while (next < todo.size() && running.size() < static_cast<std::size_t>(jobs)) {
       std::array<int, 2> fds{};
       if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
@@ -161,15 +204,16 @@ std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo
       if (pid == 0) {
         ::close(fds[0]);
         for (const auto& [fd, other] : running) ::close(fd);   // the other workers' pipes are not this one's
-        work(*todo[next], fds[1]);
+        work(*todo[next], fds[1], restore);
       }
+      ::setpgid(pid, pid);   // also here: kill(-pid) must find the group even before the worker has run
       ::close(fds[1]);
       running.emplace(fds[0], Worker{pid, todo[next], {}});
       ++next;
     }
     std::vector<pollfd> polled;
     for (const auto& [fd, w] : running) polled.push_back({fd, POLLIN, 0});
-    if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR)
+    if (::poll(polled.data(), polled.size(), 250) < 0 && errno != EINTR)   // a signal between checks waits 250 ms at most
       throw std::runtime_error(fmt::format("poll failed: {}", std::strerror(errno)));
     for (const pollfd& p : polled) {
       if (p.revents == 0) continue;
@@ -250,7 +294,8 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
   if (sweep.resume)   // rows of this shard whose point is still the same: the same resolved scenario
     for (auto& [index, row] : read_rows(files.jsonl))
       if (index >= 0 && index < st.count && index % sweep.shard.count == sweep.shard.index - 1 &&
-          row["point"].value("digest", "") == st.points[static_cast<std::size_t>(index)])
+          row["point"].value("digest", "") == st.points[static_cast<std::size_t>(index)] &&
+          !died(row.value("error", std::string())))   // a dead process's row (written before this was checked)
         rows.emplace(index, std::move(row));
   write_both(files, rows);   // drops a torn line; without --resume, starts afresh
   std::vector<const Scenario*> todo;
@@ -265,7 +310,16 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
     todo.push_back(s);
   }
   Progress progress(mine.size(), mine.size() - todo.size());
-  const auto lost = run_points(todo, sweep.jobs, files, st, rows, progress);
+  const Dispositions before = install_stop_handlers();
+  const auto lost = run_points(todo, sweep.jobs, files, st, rows, progress, before);
+  ::sigaction(SIGINT, &before.interrupt, nullptr);
+  ::sigaction(SIGTERM, &before.terminate, nullptr);
+  if (g_stop != 0) {
+    write_both(files, rows);
+    std::fprintf(stderr, "\nsweep: stopped by signal %d: %zu whole rows in %s; run the same command with --resume\n",
+                 static_cast<int>(g_stop), rows.size(), files.jsonl.c_str());
+    return 128 + g_stop;
+  }
   if (sweep.shard.count == 1 && lost.empty()) add_scaling(rows);   // shards: merge adds them
   write_both(files, rows);
   std::fprintf(stderr, "sweep: %zu rows in %s and %s\n", rows.size(), files.jsonl.c_str(), files.csv.c_str());

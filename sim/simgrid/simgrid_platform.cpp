@@ -2,6 +2,9 @@
 // activities started just in time with a completion callback each (see simgrid_platform.hpp).
 #include "sim/simgrid/simgrid_platform.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
@@ -34,13 +37,28 @@ constexpr double kHostSpeed = 1e9;
 constexpr std::array kModelConfig = {"network/model:CM02", "network/crosstraffic:0", "network/TCP-gamma:0",
                                      "network/solver:fairbottleneck"};
 
+// SIGINT and SIGTERM in a simulation process: it ends at once, with the shell's status for the signal, and its
+// parent (run_isolated, a sweep's worker) sees no result. Async-signal-safe.
+void end_simulation(int signo) { ::_exit(128 + signo); }
+
 std::unique_ptr<sg4::Engine> make_engine() {
   xbt_log_control_set("root.thres:critical");
   static std::array<char, 6> name{"dtsim"};
   static std::array<char*, 2> argv{name.data(), nullptr};
   int argc = 1;
+  // The Engine installs SimGrid's own SIGINT handler, which segfaulted on Ctrl-C here (it walks the simulation's
+  // actors from inside the handler). dtsim's replaces it; a process that ignored SIGINT (nohup, a background
+  // job) keeps ignoring it.
+  struct sigaction before {};
+  ::sigaction(SIGINT, nullptr, &before);
   auto engine = std::make_unique<sg4::Engine>(&argc, argv.data());
   for (const char* setting : kModelConfig) sg4::Engine::set_config(setting);
+  struct sigaction mine {};
+  mine.sa_handler = before.sa_handler == SIG_IGN ? SIG_IGN : end_simulation;
+  ::sigemptyset(&mine.sa_mask);
+  ::sigaction(SIGINT, &mine, nullptr);
+  mine.sa_handler = end_simulation;
+  ::sigaction(SIGTERM, &mine, nullptr);
   return engine;
 }
 

@@ -292,3 +292,68 @@ TEST_CASE("sweep: shards started at once all succeed, and merge refuses a short 
   fs::remove_all(dir);
   fs::remove_all(other);
 }
+
+namespace {
+
+// Alive: in the process table and not a zombie.
+bool alive(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("sweep: SIGINT or SIGTERM stops it with 128+N, whole rows, no worker or simulation left, and --resume completes it") {
+  const std::string slow = "--no-report --jobs 1 --set simulation.memoize=false --set simulation.symmetry=false "
+                           "--set simulation.aggregate=false --set training.global_batch=256";
+  const fs::path full = fresh("signal_full");
+  REQUIRE(sweep(kSmall, full, slow).status == 0);
+  const Outputs want = outputs(full);
+  for (const int signo : {SIGINT, SIGTERM}) {
+    CAPTURE(signo);
+    const fs::path dir = fresh(fmt::format("signal{}", signo));
+    const std::string err = (fs::temp_directory_path() / fmt::format("dtsim_signal_{}_{}.err", ::getpid(), signo)).string();
+    const pid_t sweeper = ::fork();
+    REQUIRE(sweeper >= 0);
+    if (sweeper == 0) {
+      ::signal(SIGINT, SIG_DFL);   // as from a terminal, whatever the test runner ignores
+      const std::string cmd = fmt::format("exec {} sweep {} --out {} {} 2>{}", DTSIM_BINARY, kSmall, dir.string(), slow, err);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // Stop it while its first worker simulates: the worker and that worker's simulation process must go too.
+    std::vector<pid_t> family;
+    for (int i = 0; i < 2000; ++i) {
+      family = children_of(sweeper);
+      if (!family.empty()) {
+        const auto grandchildren = children_of(family.front());
+        if (!grandchildren.empty()) {
+          family.insert(family.end(), grandchildren.begin(), grandchildren.end());
+          break;
+        }
+      }
+      ::usleep(5000);
+    }
+    REQUIRE(family.size() >= 2);
+    CHECK(::kill(sweeper, signo) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(sweeper, &status, 0) == sweeper);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 128 + signo);
+    const std::string said = slurp(err);
+    fs::remove(err);
+    CHECK(said.find(fmt::format("sweep: stopped by signal {}", signo)) != std::string::npos);
+    CHECK(said.find("simulation process died") == std::string::npos);
+    for (int i = 0; i < 400 && std::any_of(family.begin(), family.end(), alive); ++i) ::usleep(5000);
+    for (const pid_t pid : family) CHECK_MESSAGE(!alive(pid), pid);
+    for (const auto& row : lines(slurp(dir / "results.jsonl"))) CHECK_FALSE(row.contains("error"));
+    const auto resumed = sweep(kSmall, dir, "--resume " + slow);
+    REQUIRE_MESSAGE(resumed.status == 0, resumed.err);
+    check_same(dir, want);
+    fs::remove_all(dir);
+  }
+  fs::remove_all(full);
+}
