@@ -321,6 +321,14 @@ TEST_CASE("DOT errors name the file and the node or edge") {
   check_has(dot_error("graph g { gpu0 [kind=gpu]; gpu0 -- gpu9 [link=nvlink3]; }"),   // gpu9 is declared nowhere
             {"g.dot", "gpu9.kind", "missing kind"});
   check_has(dot_error("graph g { sw [kind=switch]; }"), {"g.dot", "graph has no GPU"});
+  // 20,000 nested subgraphs overflowed the stack of Boost's recursive parser: the nesting is refused first. Braces
+  // and brackets inside quoted strings and comments do not count.
+  std::string deep = "graph g { ";
+  for (int i = 0; i < 20000; ++i) deep += "subgraph { ";
+  check_has(dot_error(deep + "gpu0 [kind=gpu] }"), {"g.dot", "nests subgraphs or attribute lists too deeply", "at most 100"});
+  std::string quoted = "graph g { gpu0 [kind=gpu, label=\"" + std::string(500, '{') + "\"] /* " + std::string(500, '[') +
+                       " */ gpu1 [kind=gpu]; gpu0 -- gpu1 [link=nvlink3] }";
+  CHECK(parse_dot_graph(quoted, "g.dot").gpus().size() == 2);
 }
 
 TEST_CASE("a built topology dumped as DOT reads back as the same graph") {
