@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "sim/cli/collective_options.hpp"
 #include "sim/cli/commands.hpp"
 #include "topology/error.hpp"
 
@@ -71,26 +72,7 @@ int dispatch(int argc, char** argv) {
   graph->add_option("--dot", graph_dot, "write the step graph as Graphviz DOT to FILE (small graphs)");
   graph->add_flag("--kernels", graph_kernels, "one op per kernel instead of one per layer pass");
   dtsim::cli::CollectiveArgs coll;
-  auto* collective = app.add_subcommand("collective", "nccl-tests-style table of one collective on a cluster");
-  collective->add_option("--gpu", coll.gpu, "GPU catalog name")->required();
-  collective->add_option("--gpus", coll.gpus, "total GPUs (--nodes x GPUs per node)");
-  collective->add_option("--intra", coll.intra, "nvswitch | full-mesh | ring | star | pcie");
-  collective->add_option("--intra-link", coll.intra_link, "link catalog name (default: the GPU's own link)");
-  collective->add_option("--nodes", coll.nodes, "nodes (servers)");
-  collective->add_option("--inter", coll.inter, "none | switch | fat-tree | rail-optimized");
-  collective->add_option("--inter-link", coll.inter_link, "NIC link catalog name");
-  collective->add_option("--nics-per-node", coll.nics_per_node, "NICs per node (default: one per GPU)");
-  collective->add_option("--routing", coll.routing,
-                         "single | ecmp | dmodk | adaptive, as cluster.routing (default: the fabric's own)");
-  collective->add_flag("--ecmp", coll.ecmp, "the fabric's default routing (the old name of no --routing)");
-  collective->add_option("--max-channels", coll.max_channels,
-                         "rings across machines, as simulation.max_channels (default 0: one per GPU of a node)");
-  collective->add_option("--op", coll.op, "allreduce | allgather | reducescatter | alltoall | broadcast");
-  collective->add_option("--algo", coll.algo, "auto | ring | tree | direct | halving-doubling | nvls | hierarchical");
-  collective->add_option("--min", coll.min, "smallest size: bytes with an optional K, M or G suffix");
-  collective->add_option("--max", coll.max, "largest size");
-  collective->add_option("--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
-  collective->add_option("--format", coll.format, "output format")->transform(CLI::CheckedTransformer(kFormats));
+  auto* collective = dtsim::cli::add_collective_command(app, coll);
   auto* plan = app.add_subcommand("plan", "search the scenario's parallel plan: the fitting plans ranked, the best "
                                          "confirmed on the SimGrid engine");
   dtsim::cli::ScenarioArgs plan_args;

@@ -41,9 +41,43 @@ void check_keys(const YAML::Node& doc, const std::string& file) {
   }
 }
 
+// yaml-cpp 0.7 loops for ever, allocating, on a ',' that starts a line outside flow collections (found by the
+// scenario fuzz target: "- 1\n,"). YAML does not allow it there (a plain scalar cannot start with ','), so such a
+// line is refused before the parser sees it. Quoted strings, comments and [ ] { } nesting are followed.
+void check_stray_commas(const std::string& text, const std::string& file) {
+  int depth = 0, line = 1;
+  bool line_start = true;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (line_start && c == ',' && depth == 0)
+      throw InputError("(yaml)", ",", "syntax error: a line starts with", "a value or key, not ',' outside [ ] or { }",
+                       fmt::format("{}:{}", file, line));
+    line_start = false;
+    if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n')) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      for (++i; i < text.size() && text[i] != c; ++i) {
+        if (c == '"' && text[i] == '\\') ++i;
+        else if (text[i] == '\n') ++line;
+      }
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
+  check_stray_commas(text, file);
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);

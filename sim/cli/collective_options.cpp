@@ -1,0 +1,127 @@
+// `dtsim collective`'s options on the command line, and their values checked (collective_options.hpp).
+#include "sim/cli/collective_options.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <string>
+
+#include "topology/builders.hpp"
+#include "topology/error.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using workloads::CollectiveKind;
+
+CollectiveKind parse_op(const std::string& op) {
+  if (op == "allreduce") return CollectiveKind::AllReduce;
+  if (op == "allgather") return CollectiveKind::AllGather;
+  if (op == "reducescatter") return CollectiveKind::ReduceScatter;
+  if (op == "alltoall") return CollectiveKind::AllToAll;
+  if (op == "broadcast") return CollectiveKind::Broadcast;
+  throw InputError("--op", op, "unknown collective", "allreduce, allgather, reducescatter, alltoall, broadcast");
+}
+
+template <class E, class Parse>
+E parse_named(const std::string& key, const std::string& value, Parse parse, std::string_view allowed) {
+  auto v = parse(value);
+  if (!v) throw InputError(key, value, "unknown value", std::string(allowed));
+  return *v;
+}
+
+topology::ClusterSpec cluster_of(const CollectiveArgs& a) {
+  if (a.gpus < 2)
+    throw InputError("--gpus", std::to_string(a.gpus), "is too few for a collective:", "at least 2 GPUs");
+  if (a.gpus < 1 || a.nodes < 1 || a.gpus % a.nodes != 0)
+    throw InputError("--gpus", std::to_string(a.gpus), fmt::format("must be a positive multiple of --nodes {}:", a.nodes),
+                     "a total GPU count divisible by the node count");
+  const auto intra = parse_named<topology::IntraKind>("--intra", a.intra, topology::parse_intra_kind, topology::kIntraNames);
+  auto c = topology::default_cluster(topology::find_gpu(a.gpu, "--gpu").name, intra, a.nodes, a.gpus / a.nodes);
+  if (!a.intra_link.empty()) c.intra_link = topology::find_link(a.intra_link, "--intra-link");
+  c.inter = parse_named<topology::InterKind>("--inter", a.inter, topology::parse_inter_kind, topology::kInterNames);
+  if (!a.inter_link.empty()) c.inter_link = topology::find_link(a.inter_link, "--inter-link");
+  if (a.nics_per_node > 0) c.nics_per_node = a.nics_per_node;
+  if (!a.routing.empty())
+    c.routing = parse_named<topology::Routing>("--routing", a.routing, topology::parse_routing, topology::kRoutingNames);
+  return c;
+}
+
+constexpr double kMostCollectiveBytes = 1125899906842624.0;   // 2^50
+constexpr std::size_t kMostRows = 200;
+
+std::vector<Bytes> sizes(const CollectiveArgs& a) {
+  const double lo = parse_size(a.min, "--min"), hi = parse_size(a.max, "--max");
+  if (hi < lo) throw InputError("--max", a.max, fmt::format("is below --min {}:", a.min), "a size >= --min");
+  if (!(a.step_factor > 1.0)) throw InputError("--step-factor", fmt::format("{:g}", a.step_factor), "must exceed 1:", "a factor > 1");
+  const double rows = std::floor(std::log(hi / lo) / std::log(a.step_factor) + 1e-9) + 1;
+  if (rows > static_cast<double>(kMostRows))
+    throw InputError("--step-factor", fmt::format("{:g}", a.step_factor),
+                     fmt::format("gives {:.0f} sizes from --min {} to --max {}, more than dtsim prints:", rows, a.min, a.max),
+                     fmt::format("a factor that gives at most {} sizes", kMostRows));
+  std::vector<Bytes> out;
+  for (double s = lo; s <= hi * (1 + 1e-12); s *= a.step_factor) out.push_back(Bytes(std::round(s)));
+  return out;
+}
+
+}  // namespace
+
+double parse_size(const std::string& text, const std::string& key) {
+  const std::string allowed = "bytes with an optional K, M or G suffix (powers of 1024), e.g. 8, 64K, 128M, 8G";
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw InputError(key, text, "not a size", allowed);
+  }
+  const std::string suffix = text.substr(used);
+  double scale = 1;
+  if (suffix == "K") scale = 1024.0;
+  else if (suffix == "M") scale = 1024.0 * 1024;
+  else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) throw InputError(key, text, "unknown size suffix", allowed);
+  if (!(v > 0) || !std::isfinite(v)) throw InputError(key, text, "must be positive", allowed);
+  // Whole bytes, and no more than the engine times faithfully: past 2^50 bytes (1 PiB) a SimGrid flow's remaining
+  // bytes lose the precision its bandwidth sharing needs (a 1e19-byte all-reduce came out above line rate).
+  const double bytes = v * scale;
+  if (bytes < 1) throw InputError(key, text, "is less than one byte:", "a size of at least 1 byte");
+  if (bytes > kMostCollectiveBytes) throw InputError(key, text, "is more than the engine times faithfully:", "at most 1048576G (2^50 bytes)");
+  return bytes;
+}
+
+CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& coll) {
+  static const std::map<std::string, Format> formats = {{"table", Format::Table}, {"json", Format::Json}};
+  auto* collective = app.add_subcommand("collective", "nccl-tests-style table of one collective on a cluster");
+  collective->add_option("--gpu", coll.gpu, "GPU catalog name")->required();
+  collective->add_option("--gpus", coll.gpus, "total GPUs (--nodes x GPUs per node)");
+  collective->add_option("--intra", coll.intra, "nvswitch | full-mesh | ring | star | pcie");
+  collective->add_option("--intra-link", coll.intra_link, "link catalog name (default: the GPU's own link)");
+  collective->add_option("--nodes", coll.nodes, "nodes (servers)");
+  collective->add_option("--inter", coll.inter, "none | switch | fat-tree | rail-optimized");
+  collective->add_option("--inter-link", coll.inter_link, "NIC link catalog name");
+  collective->add_option("--nics-per-node", coll.nics_per_node, "NICs per node (default: one per GPU)");
+  collective->add_option("--routing", coll.routing,
+                         "single | ecmp | dmodk | adaptive, as cluster.routing (default: the fabric's own)");
+  collective->add_flag("--ecmp", coll.ecmp, "the fabric's default routing (the old name of no --routing)");
+  collective->add_option("--max-channels", coll.max_channels,
+                         "rings across machines, as simulation.max_channels (default 0: one per GPU of a node)");
+  collective->add_option("--op", coll.op, "allreduce | allgather | reducescatter | alltoall | broadcast");
+  collective->add_option("--algo", coll.algo, "auto | ring | tree | direct | halving-doubling | nvls | hierarchical");
+  collective->add_option("--min", coll.min, "smallest size: bytes with an optional K, M or G suffix");
+  collective->add_option("--max", coll.max, "largest size");
+  collective->add_option("--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
+  collective->add_option("--format", coll.format, "output format")->transform(CLI::CheckedTransformer(formats));
+  return collective;
+}
+
+CollectiveRequest check_collective(const CollectiveArgs& a) {
+  CollectiveRequest r{parse_op(a.op), parse_named<sim::Algorithm>("--algo", a.algo, sim::parse_algorithm, sim::kAlgorithmNames),
+                      cluster_of(a), sizes(a)};
+  if (a.max_channels < 0 || a.max_channels > sim::kMaxChannels)
+    throw InputError("--max-channels", std::to_string(a.max_channels), "out of range",
+                     fmt::format("an integer in [0, {}] (0: one ring per GPU of a node)", sim::kMaxChannels));
+  return r;
+}
+
+}  // namespace dtsim::cli
