@@ -102,7 +102,7 @@ int integer(const Entry& e, std::string_view name, int least, std::string_view a
 }
 
 bool link_rate(double gbytes) { return gbytes > 0 && gbytes <= to_gigabytes_per_second(kMaxLinkBandwidth); }
-bool non_negative(double v) { return v >= 0; }
+bool latency_us(double v) { return v >= 0 && v <= 1e6; }   // a second at most
 bool fraction(double v) { return v > 0 && v <= 1; }
 
 void check_keys(const Entry& e, std::span<const std::string_view> keys) {
@@ -157,8 +157,13 @@ void apply_class(const Entry& e, Link& l) {
   if (bandwidth && has(e, "count")) reject(e, "count", "count with an explicit bandwidth", "count or a bandwidth");
   const int count = has(e, "count") ? integer(e, "count", 1, "an integer >= 1") : 1;
   l.bandwidth = bandwidth ? *bandwidth : spec.bandwidth * static_cast<double>(count);
-  l.latency = has(e, "latency_us") ? microseconds(number(e, "latency_us", non_negative, "a number >= 0"))
-                                   : spec.latency;
+  if (!link_rate(to_gigabytes_per_second(l.bandwidth)))   // the class times count under the same cap as a bandwidth
+    reject(e, "count", fmt::format("gives {:g} GB/s per direction with {}, more than a link carries:",
+                                   to_gigabytes_per_second(l.bandwidth), spec.name),
+           fmt::format("a count with {} x count <= 1e6 GB/s", spec.name));
+  l.latency = has(e, "latency_us")
+                  ? microseconds(number(e, "latency_us", latency_us, "a number >= 0 and <= 1e6 (a second)"))
+                  : spec.latency;
   l.efficiency = efficiency_or(e, spec.efficiency);
   l.link_class = spec.name;
   l.by_destination = destination_routed(spec.family);
@@ -169,7 +174,8 @@ void apply_custom(const Entry& e, Link& l) {
   const auto bandwidth = explicit_bandwidth(e);
   if (!bandwidth) reject(e, "bandwidth_GBps", "missing bandwidth", "link: <class>, bandwidth_GBps or bandwidth_Gbps");
   l.bandwidth = *bandwidth;
-  l.latency = microseconds(number(e, "latency_us", non_negative, "a number >= 0 (required with a bandwidth)"));
+  l.latency =
+      microseconds(number(e, "latency_us", latency_us, "a number >= 0 and <= 1e6 (a second; required with a bandwidth)"));
   l.efficiency = efficiency_or(e, 1.0);
   l.link_class = "custom";
 }

@@ -222,6 +222,16 @@ TEST_CASE("YAML node errors name the file, the line, the key, the value and what
             {"g.yaml:2", "nodes[0].kind", "expected a single value"});
 }
 
+TEST_CASE("a link class times count stays under the bandwidth cap") {
+  // Before: count 1,000,000 of NVLink3 gave 25,000,000 GB/s, past the 1e6 GB/s an explicit bandwidth may have.
+  check_has(yaml_error("nodes:\n  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: gpu}\n"
+                       "links:\n  - {a: gpu0, b: gpu1, link: nvlink3, count: 1000000}\n"),
+            {"g.yaml:5", "count", "more than a link carries", "<= 1e6 GB/s"});
+  check_has(yaml_error("nodes:\n  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: gpu}\n"
+                       "links:\n  - {a: gpu0, b: gpu1, bandwidth_GBps: 10, latency_us: 1e300}\n"),
+            {"g.yaml:5", "latency_us", "<= 1e6"});
+}
+
 TEST_CASE("YAML link errors") {
   check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: nvlink9}")),
             {"g.yaml:5", "links[0].link", "nvlink9", "nvlink3"});
