@@ -1,6 +1,7 @@
 #include "results/cost.hpp"
 
 #include <cmath>
+#include <fmt/format.h>
 
 namespace dtsim::results {
 namespace {
@@ -9,6 +10,12 @@ constexpr double kSecondsPerHour = 3600.0;
 constexpr double kSecondsPerYear = 365.25 * 24 * kSecondsPerHour;
 
 }  // namespace
+
+std::string dollars_text(double usd) {
+  if (usd >= 1e6) return fmt::format("{:.2f} M", usd / 1e6);
+  if (usd >= 1e3) return fmt::format("{:.1f} K", usd / 1e3);
+  return fmt::format("{:.0f}", usd);
+}
 
 std::string_view to_string(CostMode m) { return m == CostMode::Rental ? "rental" : "ownership"; }
 

@@ -49,6 +49,9 @@ TrainingCost training_cost(Seconds step, double tokens_per_step, int gpus, const
 
 std::string_view to_string(CostMode m);
 
+// Dollars for a table: "11.61 M", "55.0 K", "800".
+std::string dollars_text(double usd);
+
 // DESIGN.md's result objects: `energy` {step_J, per_token_J, total_MWh (null without a run length), gpu_step_J,
 // it_step_J, avg_power_kW, pue} and `cost` {mode, total_usd, usd_per_million_tokens, gpu_hours, days (null without
 // a run length), step_usd, steps, tokens, and the prices used}.

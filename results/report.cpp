@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "results/cost.hpp"
 #include "results/run_report.hpp"
 
 namespace dtsim::results {
@@ -418,12 +419,6 @@ double plan_figure(const json& plan, const std::string& path) {
   return at->is_number() ? at->get<double>() : std::nan("");
 }
 
-std::string dollars(double usd) {
-  if (usd >= 1e6) return fmt::format("{:.2f} M", usd / 1e6);
-  if (usd >= 1e3) return fmt::format("{:.1f} K", usd / 1e3);
-  return fmt::format("{:.0f}", usd);
-}
-
 }  // namespace
 
 Report build_compare_report(const json& doc, const std::string& title) {
@@ -459,7 +454,7 @@ Report build_compare_report(const json& doc, const std::string& title) {
     table += fmt::format("| {} | {} | {} | {:.3f} | {:.0f} | {} | {:.{}f} | {} | {} | {} | {} |\n", md_cell(name),
                          c.value("gpus", 0), md_cell(c.value("plan_label", std::string())), plan_figure(p, "step_time_s"),
                          plan_figure(p, "tokens_per_s"), pct(plan_figure(p, "mfu")), t, length ? 1 : 3,
-                         length ? dollars(k) : fmt::format("{:.3f}", k), dollars(c.value("capital_usd", 0.0)),
+                         length ? dollars_text(k) : fmt::format("{:.3f}", k), dollars_text(c.value("capital_usd", 0.0)),
                          length ? fmt::format("{:.1f}", plan_figure(p, "energy.total_MWh")) : "", pareto ? "yes" : "");
   }
   if (row == 0) throw std::invalid_argument("no cluster of compare.json fits its model");

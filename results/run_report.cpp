@@ -43,17 +43,6 @@ void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std
   }
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q(1, '"');
-  for (char c : s) {
-    q += c;
-    if (c == '"') q += '"';
-  }
-  q += '"';
-  return q;
-}
-
 // Time, cost and energy to train beside each configuration (rows from before the cost model have none).
 std::string cost_table(const std::vector<json>& rows) {
   if (rows.empty() || !rows.front().contains("cost")) return {};
@@ -143,6 +132,22 @@ std::string run_table(const std::vector<json>& rows) {
   const std::string source = first.contains("source") ? first.at("source").get<std::string>() : "reference";
   return out + fmt::format("\n{} beside dtsim:\n  {:<28} {:<20} {:>14} {:>14}\n", source, "configuration", "figure",
                            "published", "dtsim") + refs;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q(1, '"');
+  for (char c : s) {
+    q += c;
+    if (c == '"') q += '"';
+  }
+  q += '"';
+  return q;
+}
+
+std::string csv_cell(const json& v) {
+  if (v.is_null()) return "";
+  return csv_field(v.is_string() ? v.get<std::string>() : v.dump());
 }
 
 std::string run_csv(const std::vector<json>& rows) {

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <iostream>
 
+#include "results/cost.hpp"
+#include "results/run_report.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/plan_support.hpp"
 #include "topology/builders.hpp"
@@ -49,12 +51,6 @@ void mark_front(json& rows, const Axes& axes) {
   }
 }
 
-std::string money(double usd) {
-  if (usd >= 1e6) return fmt::format("{:.2f} M", usd / 1e6);
-  if (usd >= 1e3) return fmt::format("{:.1f} K", usd / 1e3);
-  return fmt::format("{:.0f}", usd);
-}
-
 std::string table(const json& doc, const Axes& axes) {
   std::string out = fmt::format("compare: {} cluster options, each with its best plan by {}{}\n",
                                 doc["clusters"].size(), doc["objective"].get<std::string>(),
@@ -72,8 +68,8 @@ std::string table(const json& doc, const Axes& axes) {
     out += fmt::format("{:<2}{:<28} {:>5}  {:<40} {:>8.3f} {:>9.0f} {:>4.0f}% {:>8.{}f} {:>10} {:>10} {:>9.3f} {:>9.{}f}\n",
                        r["pareto"].get<bool>() ? "*" : "", name, r["gpus"].get<int>(), r["plan_label"].get<std::string>(),
                        p["step_time_s"].get<double>(), p["tokens_per_s"].get<double>(), 100 * p["mfu"].get<double>(),
-                       axes.time(p), axes.length ? 1 : 2, axes.length ? money(axes.cost(p)) : fmt::format("{:.3f}", axes.cost(p)),
-                       money(r["capital_usd"].get<double>()), p["cost"]["usd_per_million_tokens"].get<double>(),
+                       axes.time(p), axes.length ? 1 : 2, axes.length ? results::dollars_text(axes.cost(p)) : fmt::format("{:.3f}", axes.cost(p)),
+                       results::dollars_text(r["capital_usd"].get<double>()), p["cost"]["usd_per_million_tokens"].get<double>(),
                        axes.length ? p["energy"]["total_MWh"].get<double>() : p["energy"]["per_token_J"].get<double>(),
                        axes.length ? 1 : 3);
   }
@@ -88,18 +84,6 @@ const std::vector<std::string> kCsvColumns = {
     "name", "cluster", "gpus", "fits", "pareto", "tp", "pp", "dp", "vpp", "zero", "order", "micro_batch", "recompute",
     "sequence_parallel", "step_time_s", "tokens_per_s", "mfu", "days", "gpu_hours", "total_usd", "capital_usd",
     "usd_per_million_tokens", "per_token_J", "total_MWh", "why"};
-
-std::string csv_text(const json& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    if (s.find_first_of(",\"") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  }
-  return v.dump();
-}
 
 std::string csv(const json& doc) {
   std::string out;
@@ -122,7 +106,7 @@ std::string csv(const json& doc) {
     std::string line;
     for (const auto& c : kCsvColumns) {
       if (!line.empty()) line += ',';
-      line += csv_text(cells.value(c, json()));
+      line += results::csv_cell(cells.value(c, json()));
     }
     out += line;
     out += '\n';

@@ -193,12 +193,6 @@ const std::vector<std::string> kCsvColumns = {
     "step_time_s", "confirmed", "tokens_per_s", "mfu", "margin_bytes", "usd_per_million_tokens", "step_J",
     "per_token_J", "days", "gpu_hours", "total_usd", "total_MWh"};
 
-std::string csv_cell(const json& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
-}
-
 std::string csv(const std::vector<std::pair<std::string, json>>& points) {
   std::string out = "name";
   for (const auto& c : kCsvColumns) {
@@ -232,10 +226,10 @@ std::string csv(const std::vector<std::pair<std::string, json>>& points) {
                           {"gpu_hours", p["cost"]["gpu_hours"]},
                           {"total_usd", p["cost"]["total_usd"]},
                           {"total_MWh", p["energy"]["total_MWh"]}};
-      out += name;
+      out += results::csv_field(name);
       for (const auto& c : kCsvColumns) {
         out += ',';
-        out += csv_cell(cells.at(c));
+        out += results::csv_cell(cells.at(c));
       }
       out += "\n";
     }
