@@ -3,6 +3,7 @@
 #include "sim/cli/command_support.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "results/memory_report.hpp"
 #include "results/step_graph_report.hpp"
 #include "sim/analytic/analytic_engine.hpp"
+#include "sim/process.hpp"
 #include "results/topology_report.hpp"
 #include "sim/cli/cost_support.hpp"
 #include "topology/builders.hpp"
@@ -163,20 +165,6 @@ void make_directory(const std::string& dir) {
 
 namespace {
 
-// Writes all of `text` to `fd`; false (errno set) when the system refuses a byte of it.
-bool write_all(int fd, const std::string& text) {
-  for (std::size_t done = 0; done < text.size();) {
-    const ::ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = ENOSPC;
-      return false;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 [[noreturn]] void cannot_write(const std::string& key, const std::string& path, const char* step, int error) {
   throw InputError(key, path, fmt::format("cannot write file ({} failed: {})", step, std::strerror(error)),
                    "a writable path on a disk with room");
@@ -200,7 +188,7 @@ void write_file(const std::string& path, const std::string& text, const std::str
     if (!in_place) ::unlink(target.c_str());
     cannot_write(key, path, step, error);
   };
-  if (!write_all(fd, text)) give_up("write");
+  if (!sim::write_all(fd, text)) give_up("write");
   if (!in_place && ::fsync(fd) != 0) give_up("fsync");
   if (::close(fd) != 0) {
     const int error = errno;
@@ -217,8 +205,16 @@ void write_file(const std::string& path, const std::string& text, const std::str
 void append_file(const std::string& path, const std::string& text, const std::string& key) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) cannot_write(key, path, "open", errno);
-  if (!write_all(fd, text) || ::fsync(fd) != 0) {
+  struct stat before {};
+  if (::fstat(fd, &before) != 0) {
     const int error = errno;
+    ::close(fd);
+    cannot_write(key, path, "fstat", error);
+  }
+  if (!sim::write_all(fd, text) || ::fsync(fd) != 0) {
+    // A disk that filled mid-write keeps what the file held before, never part of `text`.
+    const int error = errno;
+    (void)::ftruncate(fd, before.st_size);
     ::close(fd);
     cannot_write(key, path, "append", error);
   }

@@ -14,6 +14,7 @@
 
 #include "results/report.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/process.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -78,10 +79,10 @@ std::string run_gnuplot(const std::string& gnuplot, const std::string& dir, cons
   const pid_t pid = ::fork();
   if (pid < 0) return "cannot start gnuplot";
   if (pid == 0) {
-    if (::chdir(dir.c_str()) != 0) ::_exit(127);
-    if (!std::freopen(log.c_str(), "w", stderr)) ::_exit(127);
+    if (::chdir(dir.c_str()) != 0) sim::exit_child(127);
+    if (!std::freopen(log.c_str(), "w", stderr)) sim::exit_child(127);
     ::execl(gnuplot.c_str(), "gnuplot", script.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
+    sim::exit_child(127);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)

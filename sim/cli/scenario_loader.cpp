@@ -194,7 +194,8 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
 }  // namespace
 
 std::vector<Scenario> load_scenarios(const std::string& text, const std::string& file,
-                                     const std::vector<Override>& overrides, bool keep_invalid_points) {
+                                     const std::vector<Override>& overrides, bool keep_invalid_points,
+                                     std::size_t most_points) {
   std::vector<YAML::Node> docs = parse_yaml(text, file);
   if (docs.empty()) throw InputError("(top level)", "", "empty scenario", "a map with name and cluster", file);
   std::vector<std::pair<std::string, std::string>> overridden;
@@ -204,7 +205,7 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
     for (const Override& o : overrides) apply_override(docs[i], o);
     std::size_t valid = 0;
     std::optional<InputError> first_error;
-    for (auto& p : expand_sweep(docs[i], file)) {
+    for (auto& p : expand_sweep(docs[i], file, most_points)) {
       check_not_swept(p.point, overrides);
       Scenario s;
       try {

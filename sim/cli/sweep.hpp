@@ -26,8 +26,10 @@ struct ExpandedPoint {
   std::vector<std::pair<std::string, std::string>> set_at;   // each key the point sets -> its value's file:line
 };
 
-// The points of `doc` (one point with index -1 when it has no `sweep`). `file` names errors.
-std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string& file);
+// The points of `doc` (one point with index -1 when it has no `sweep`); at most `most_points` of them (the fuzz
+// target passes fewer: the check is the same code at any limit). `file` names errors.
+std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string& file,
+                                        std::size_t most_points = kMostSweepPoints);
 
 // Sets the dotted `key` of `root` to `value`, creating maps on the way; throws InputError at `location` when a
 // part of the path is not a map.

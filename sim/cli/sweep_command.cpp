@@ -30,6 +30,7 @@
 #include "results/run_report.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/sweep_rows.hpp"
+#include "sim/process.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -119,16 +120,11 @@ Dispositions install_stop_handlers() {
   try {
     text = run_point(s, "").dump();
   } catch (const std::exception& e) {
-    if (died(e.what())) ::_exit(1);
+    if (died(e.what())) sim::exit_child(1);
     text = error_row(s, e.what()).dump();
   }
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n <= 0) ::_exit(1);
-    done += static_cast<std::size_t>(n);
-  }
-  ::_exit(0);
+  if (sim::found_leaks()) sim::exit_child(sim::kLeakStatus);   // before the row: a leak must not pass as a result
+  sim::exit_child(sim::write_all(fd, text) ? 0 : 1);
 }
 
 struct Worker {
@@ -182,15 +178,25 @@ std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo
   std::vector<const Scenario*> lost;
   std::size_t next = 0;
   auto csv_written = std::chrono::steady_clock::now();
+  // Ends every running worker's group; their points are lost (--resume runs them). Rows already written stay whole.
+  const auto end_workers = [&] {
+    for (const auto& [fd, w] : running) {
+      ::kill(-w.pid, SIGTERM);
+      int status = 0;
+      while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {}
+      ::close(fd);
+      lost.push_back(w.scenario);
+    }
+    running.clear();
+  };
+  // However the loop ends, a row that cannot be written (a full disk) included, no worker is left behind.
+  struct EndWorkers {
+    const decltype(end_workers)& end;
+    ~EndWorkers() { end(); }
+  } guard{end_workers};
   while (next < todo.size() || !running.empty()) {
     if (g_stop != 0) {   // stopped: each worker's group ended, its point lost (--resume runs it); rows kept whole
-      for (const auto& [fd, w] : running) {
-        ::kill(-w.pid, SIGTERM);
-        int status = 0;
-        while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {}
-        ::close(fd);
-        lost.push_back(w.scenario);
-      }
+      end_workers();
       for (; next < todo.size(); ++next) lost.push_back(todo[next]);
       return lost;
     }

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <limits>
 #include <set>
+#include <sstream>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/depthguard.h>
 
 #include "topology/error.hpp"
@@ -41,45 +44,54 @@ void check_keys(const YAML::Node& doc, const std::string& file) {
   }
 }
 
-// yaml-cpp 0.7 loops for ever, allocating, on a ',' that starts a line outside flow collections (found by the
-// scenario fuzz target: "- 1\n,"). YAML does not allow it there (a plain scalar cannot start with ','), so such a
-// line is refused before the parser sees it. Quoted strings, comments and [ ] { } nesting are followed.
-void check_stray_commas(const std::string& text, const std::string& file) {
-  int depth = 0, line = 1;
-  bool line_start = true;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      line_start = true;
-      continue;
+// yaml-cpp 0.7 loops for ever, allocating, on a token it cannot place at a document's top level: LoadAll asks
+// for the next document, the parser leaves the token where it is and reports an empty document, again and again.
+// The scenario fuzz target found it with a ',' outside [ ] or { } ("- 1\n,", "!a, b", "\"x\","), which YAML
+// does not allow there. A first pass over the parser's events sees a document start where the last one did and
+// refuses the text at that point before LoadAll runs.
+class NoProgress : public YAML::EventHandler {
+ public:
+  NoProgress(const std::string& text, const std::string& file) : text_(text), file_(file) {}
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (started_ && mark.pos == last_.pos) {
+      const std::size_t at = static_cast<std::size_t>(std::max(0, mark.pos));
+      throw InputError("(yaml)", at < text_.size() ? std::string(1, text_[at]) : std::string(),
+                       "syntax error: the parser stops at", "valid YAML; ',' only inside [ ] or { }",
+                       fmt::format("{}:{}", file_, mark.line + 1));
     }
-    if (c == ' ' || c == '\t' || c == '\r') continue;
-    if (line_start && c == ',' && depth == 0)
-      throw InputError("(yaml)", ",", "syntax error: a line starts with", "a value or key, not ',' outside [ ] or { }",
-                       fmt::format("{}:{}", file, line));
-    line_start = false;
-    if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n')) {
-      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
-    } else if (c == '"' || c == '\'') {
-      for (++i; i < text.size() && text[i] != c; ++i) {
-        if (c == '"' && text[i] == '\\') ++i;
-        else if (text[i] == '\n') ++line;
-      }
-    } else if (c == '[' || c == '{') {
-      ++depth;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
+    started_ = true;
+    last_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  const std::string& text_;
+  const std::string& file_;
+  bool started_ = false;
+  YAML::Mark last_;
+};
+
+void check_progress(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  NoProgress probe(text, file);
+  while (parser.HandleNextDocument(probe)) {
   }
 }
 
 }  // namespace
 
 std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
-  check_stray_commas(text, file);
   std::vector<YAML::Node> docs;
   try {
+    check_progress(text, file);
     docs = YAML::LoadAll(text);
   } catch (const YAML::DeepRecursion& e) {
     throw InputError("(yaml)", "", "nested too deeply", fmt::format("fewer than {} levels of lists and maps", e.depth()),

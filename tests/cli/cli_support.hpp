@@ -27,14 +27,21 @@ struct Result {
   std::string err;
 };
 
+// A disk that fills after `bytes` bytes of any one file: the file-size limit (RLIMIT_FSIZE, in 512-byte blocks for
+// /bin/sh's ulimit) with SIGXFSZ ignored, so a write past it fails with EFBIG as a write to a full disk fails.
+inline std::string disk_full_after(long bytes) {
+  return "trap '' XFSZ; ulimit -f " + std::to_string(bytes / 512) + ";";
+}
+
 inline std::string slurp(const fs::path& p) {
   std::ifstream in(p);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-inline Result dtsim(const std::string& args) {
+// `shell_prefix` runs before the program in the same /bin/sh, e.g. "ulimit -f 40;".
+inline Result dtsim(const std::string& args, const std::string& shell_prefix = "") {
   const fs::path err = fs::temp_directory_path() / ("dtsim_cli_test_" + std::to_string(::getpid()) + ".err");
-  const std::string cmd = std::string(DTSIM_BINARY) + " " + args + " 2>" + err.string();
+  const std::string cmd = shell_prefix + " exec " + std::string(DTSIM_BINARY) + " " + args + " 2>" + err.string();
   FILE* pipe = ::popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;

@@ -254,4 +254,11 @@ TEST_CASE("writes: a failed write of a small file is an error naming errno, a fi
   const Result into_dir = dtsim(topo + " --dot " + dir.string());
   CHECK(into_dir.status == 2);
   CHECK(into_dir.err.find("is a directory") != std::string::npos);
+  // A disk that fills while `run --out` writes: the one-line error names the file and errno, no temporary is left.
+  const fs::path out = dir / "out";
+  const Result filled = dtsim("run " + src("scenarios/default.yaml") + " --out " + out.string(), disk_full_after(4096));
+  CHECK(filled.status == 2);
+  CHECK(filled.err.find("cannot write file (write failed: File too large)") != std::string::npos);
+  CHECK(std::count(filled.err.begin(), filled.err.end(), '\n') == 1);
+  for (const auto& e : fs::directory_iterator(out)) CHECK(e.path().extension() != ".tmp");
 }

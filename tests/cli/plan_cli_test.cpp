@@ -93,7 +93,8 @@ TEST_CASE("plan: ranked by energy, the confirmed plans are in order of their ene
 TEST_CASE("plan: what the scenario fixes is not searched") {
   const auto r = dtsim("plan " + small_scenario("fixed", "parallelism: {tp: 2}\n").string() + " --top 50 --confirm 0 --format json");
   REQUIRE(r.status == 0);
-  for (const auto& p : json::parse(r.out).at("plans")) CHECK(p["parallelism"]["tp"] == 2);
+  const json doc = json::parse(r.out);   // not a range over a temporary's member: it was freed before the loop ran
+  for (const auto& p : doc.at("plans")) CHECK(p["parallelism"]["tp"] == 2);
 }
 
 TEST_CASE("plan: nothing fits names the nearest plan and the memory it lacks, and bad options and prices exit 2") {

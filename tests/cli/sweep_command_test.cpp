@@ -101,6 +101,28 @@ TEST_CASE("sweep: --resume after a kill mid-write keeps the whole rows, drops th
   fs::remove_all(cut);
 }
 
+TEST_CASE("sweep: a full disk stops it with the path and errno, leaves whole rows only, and --resume completes it") {
+  const fs::path full = fresh("disk-ok"), cut = fresh("disk-full");
+  const Outputs want = reference(full);
+  // Room for the resolved scenario and one row (each about 13.5 kB), not two: the second row's append fails part
+  // way through, which before the fix left half a row in results.jsonl.
+  const Result r = dtsim("sweep " + kSmall + " --out " + cut.string() + " --jobs 1", disk_full_after(20480));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("dtsim: error: --out: cannot write file (append failed: File too large) '" +
+                   (cut / "results.jsonl").string() + "'") != std::string::npos);
+  const std::string jsonl = slurp(cut / "results.jsonl");
+  REQUIRE_FALSE(jsonl.empty());
+  CHECK(jsonl.back() == '\n');
+  CHECK(lines(jsonl).size() == 1);
+  for (const auto& e : fs::directory_iterator(cut)) CHECK(e.path().extension() != ".tmp");
+  const auto resumed = sweep(kSmall, cut, "--resume");
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.err);
+  CHECK(resumed.err.find("2/3 rows") != std::string::npos);   // the whole row was kept
+  check_same(cut, want);
+  fs::remove_all(full);
+  fs::remove_all(cut);
+}
+
 TEST_CASE("sweep: killed (SIGKILL) at several moments and resumed, the files end as an uninterrupted run's") {
   const fs::path full = fresh("uninterrupted");
   const std::string scenario = src("scenarios/default.yaml");   // six points, a fraction of a second in all

@@ -232,6 +232,26 @@ TEST_CASE("a link class times count stays under the bandwidth cap") {
             {"g.yaml:5", "latency_us", "<= 1e6"});
 }
 
+TEST_CASE("a 128-GPU star at the bandwidth cap keeps its bisection") {
+  // Found by fuzzing: a star whose links were a class times a count past the cap had bisection 0 (the max-flow's
+  // capacities overflowed). Every link is now at most 1e6 GB/s, 40,000 NVLink3 links.
+  for (const std::string hub : {"{name: hub, kind: switch}", "{name: hub, kind: switch, capacity_GBps: 1000000}"}) {
+    std::string text = "nodes:\n  - " + hub + "\n";
+    for (int g = 0; g < 128; ++g) text += "  - {name: gpu" + std::to_string(g) + ", kind: gpu}\n";
+    text += "links:\n";
+    for (int g = 0; g < 128; ++g) text += "  - {a: gpu" + std::to_string(g) + ", b: hub, link: nvlink3, count: 40000}\n";
+    BuiltTopology built{parse_yaml_graph(text, "star128.yaml"), {}};
+    built.symmetry.exact = false;
+    const TopologyProperties p = describe(built);
+    CAPTURE(hub);
+    CHECK(p.gpus == 128);
+    CHECK(to_gigabytes_per_second(p.injection_per_gpu) == doctest::Approx(1e6));
+    // Without a hub capacity the cut is 64 links of 1e6 GB/s; with one, the hub's 1e6 GB/s.
+    const double expected = hub.find("capacity") == std::string::npos ? 64e6 : 1e6;
+    CHECK(to_gigabytes_per_second(p.bisection) == doctest::Approx(expected));
+  }
+}
+
 TEST_CASE("YAML link errors") {
   check_has(yaml_error(yaml_link("{a: gpu0, b: gpu1, link: nvlink9}")),
             {"g.yaml:5", "links[0].link", "nvlink9", "nvlink3"});

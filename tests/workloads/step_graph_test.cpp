@@ -484,7 +484,8 @@ TEST_CASE("overlap_param_gather: one all-gather per bucket at the step's start, 
   // No all-gather after the optimizer then; without the overlap, one after it.
   auto late = w;
   late.training->overlap_param_gather = false;
-  const auto& last = generate_step(late, a100()).classes[0].ops.back();
+  const StepGraph without = generate_step(late, a100());   // held: a reference into the temporary dangled
+  const auto& last = without.classes[0].ops.back();
   CHECK(std::get<CollectiveOp>(last.body).purpose == CommPurpose::ZeroParamGather);
   CHECK_FALSE(std::holds_alternative<CollectiveOp>(ops.back().body));
 }

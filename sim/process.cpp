@@ -1,0 +1,58 @@
+// Process helpers (process.hpp).
+#include "sim/process.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DTSIM_LEAK_CHECKS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DTSIM_LEAK_CHECKS 1
+#endif
+#endif
+
+#ifdef DTSIM_LEAK_CHECKS
+#include <sanitizer/lsan_interface.h>
+#endif
+
+namespace dtsim::sim {
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ::ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      return false;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+bool leak_checked_build() {
+#ifdef DTSIM_LEAK_CHECKS
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool found_leaks() {
+#ifdef DTSIM_LEAK_CHECKS
+  return __lsan_do_recoverable_leak_check() != 0;
+#else
+  return false;
+#endif
+}
+
+void exit_child(int status) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::_exit(found_leaks() ? kLeakStatus : status);
+}
+
+}  // namespace dtsim::sim

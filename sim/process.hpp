@@ -1,0 +1,28 @@
+// Low-level process and descriptor helpers shared by the simulation child (simgrid/isolated.cpp), the sweep's
+// workers and the checked file writer (cli/commands.cpp).
+#pragma once
+
+#include <string_view>
+
+namespace dtsim::sim {
+
+// Writes all of `data` to `fd`, retrying after signals; false (errno set, ENOSPC for a write of 0 bytes) when the
+// system refuses a byte of it.
+bool write_all(int fd, std::string_view data);
+
+// True when this program was built with LeakSanitizer (the ASan build of CI).
+bool leak_checked_build();
+
+// Ends a forked child without running the parent's atexit handlers or destructors (`_exit`). In a LeakSanitizer
+// build it first checks the child for leaks, which `_exit` would skip; a leak is reported on stderr and the child
+// exits with kLeakStatus instead of `status`.
+[[noreturn]] void exit_child(int status);
+
+// What exit_child ends with when the child leaked (LeakSanitizer's own exit code).
+inline constexpr int kLeakStatus = 23;
+
+// In a LeakSanitizer build, checks now for leaks (reported on stderr); true when there were any. Always false
+// in other builds. A child calls this before it reports its result, so that a leak cannot pass as success.
+bool found_leaks();
+
+}  // namespace dtsim::sim
