@@ -15,8 +15,9 @@ bool leak_checked_build();
 
 // Ends a forked child without running the parent's atexit handlers or destructors (`_exit`). In a LeakSanitizer
 // build it first checks the child for leaks, which `_exit` would skip; a leak is reported on stderr and the child
-// exits with kLeakStatus instead of `status`.
-[[noreturn]] void exit_child(int status);
+// exits with kLeakStatus instead of `status`. `checked`: found_leaks() already ran (and found none), so the heap
+// is not scanned twice.
+[[noreturn]] void exit_child(int status, bool checked = false);
 
 // What exit_child ends with when the child leaked (LeakSanitizer's own exit code).
 inline constexpr int kLeakStatus = 23;

@@ -123,8 +123,9 @@ Dispositions install_stop_handlers() {
     if (died(e.what())) sim::exit_child(1);
     text = error_row(s, e.what()).dump();
   }
-  if (sim::found_leaks()) sim::exit_child(sim::kLeakStatus);   // before the row: a leak must not pass as a result
-  sim::exit_child(sim::write_all(fd, text) ? 0 : 1);
+  // Checked before the row is sent: a leak must not pass as a result.
+  if (sim::found_leaks()) sim::exit_child(sim::kLeakStatus, /*checked=*/true);
+  sim::exit_child(sim::write_all(fd, text) ? 0 : 1, /*checked=*/true);
 }
 
 struct Worker {

@@ -91,10 +91,10 @@ std::string read_all(int fd) {
 // simulation cannot pass for a good one in the sanitizer build.
 [[noreturn]] void run_child(int fd, const std::function<std::string()>& work) {
   const std::string msg = encode_child_result(work);
-  if (found_leaks()) exit_child(kLeakStatus);
+  if (found_leaks()) exit_child(kLeakStatus, /*checked=*/true);
   (void)write_all(fd, msg);   // false: the parent is gone or the pipe broke, nothing left to tell
   ::close(fd);
-  exit_child(0);
+  exit_child(0, /*checked=*/true);
 }
 
 int wait_for(pid_t pid) {
