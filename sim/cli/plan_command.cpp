@@ -82,9 +82,7 @@ Scenario candidate(const Template& t, const PlanChoice& c, int gpus, bool simgri
   n["training"]["recompute"] = std::string(to_string(c.recompute));
   n["training"]["sequence_parallel"] = c.sequence_parallel;
   n["simulation"]["engine"] = simgrid ? "simgrid" : "analytic";
-  auto loaded = load_scenarios(YAML::Dump(n), t.base.file);
-  DTSIM_ASSERT(loaded.size() == 1, "a candidate is one scenario");
-  Scenario s = std::move(loaded.front());
+  Scenario s = load_scenario(std::move(n), t.base.file);
   s.name = t.base.name;
   s.point = t.base.point;
   workloads::check_plan(*s.workload, gpus);

@@ -14,6 +14,10 @@
 #include "workloads/plan.hpp"
 #include "workloads/step_graph.hpp"
 
+namespace YAML {
+class Node;
+}
+
 namespace dtsim::cli {
 
 enum class EngineKind { Simgrid, Analytic };
@@ -100,6 +104,11 @@ inline constexpr std::size_t kMostSweepPoints = 100'000;
 std::vector<Scenario> load_scenarios(const std::string& text, const std::string& file,
                                      const std::vector<Override>& overrides = {}, bool keep_invalid_points = false,
                                      std::size_t most_points = kMostSweepPoints);
+
+// One scenario from a document built in code (no sweep, no overrides), read as a file's document is, without
+// writing and parsing it as text (the planner builds one per candidate plan: the text round trip was 95 % of a
+// search). `doc` is changed (cluster presets are expanded in place): pass a copy. Throws InputError.
+Scenario load_scenario(YAML::Node doc, const std::string& file);
 std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides = {},
                                          bool keep_invalid_points = false);
 

@@ -229,6 +229,11 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
   return out;
 }
 
+Scenario load_scenario(YAML::Node doc, const std::string& file) {
+  DTSIM_ASSERT(!doc["sweep"], "a scenario built in code has no sweep");
+  return read_scenario(std::move(doc), file, 0, {});
+}
+
 namespace {
 
 // A directory, a device or a FIFO is refused before it is opened (reading /dev/zero never ends; opening a FIFO
