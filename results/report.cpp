@@ -325,6 +325,9 @@ std::string row_problem(const json& row) {
   const auto number_at = [](const json& obj, const char* key) { return obj.contains(key) && obj[key].is_number(); };
   if (row.contains("error")) return row["error"].is_string() ? "" : "`error` is not a string";
   if (!row.contains("name") || !row["name"].is_string()) return "no string `name`";
+  if (row.contains("ttft_s"))
+    return "a serving row (ttft_s, tpot_s): the report draws training sweeps only so far; the serving figures are "
+           "in the sweep's results.csv";
   for (const char* key : {"gpus", "step_time_s", "tokens_per_s", "mfu", "hfu", "scaling_efficiency"})
     if (!number_at(row, key)) return fmt::format("no number `{}`", key);
   if (!(row["gpus"].get<double>() > 0) || !(row["step_time_s"].get<double>() > 0))

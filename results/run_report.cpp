@@ -104,8 +104,40 @@ json run_json(const RunInfo& info, const StepMetrics& m, const workloads::Memory
           {"reference", reference}};
 }
 
-std::string run_table(const std::vector<json>& rows) {
-  std::string out = fmt::format("{:<28} {:>5} {:>9} {:>9} {:>7} {:>5} {:>5} {:>6} {:>8} {:>8} {:>8}  {}\n",
+namespace {
+
+std::string seconds_or_dash(const json& v, double scale) {
+  return v.is_null() ? std::string("-") : fmt::format("{:.2f}", v.get<double>() * scale);
+}
+
+// Serving rows (`run` on an inference scenario): latency, throughput, regimes and the batch that fits.
+std::string serving_table(const std::vector<json>& rows) {
+  std::string out = fmt::format("{:<28} {:>5} {:>9} {:>9} {:>10} {:>10} {:>14} {:>14} {:>9}  {}\n", "configuration",
+                                "gpus", "ttft_ms", "tpot_ms", "tokens/s", "per GPU", "prefill", "decode", "max batch",
+                                "memory per GPU");
+  for (const auto& r : rows) {
+    const auto& p = r.at("phases");
+    out += fmt::format("{:<28} {:>5} {:>9} {:>9} {:>10.0f} {:>10.1f} {:>14} {:>14} {:>9}  {}\n",
+                       r.at("name").get<std::string>(), r.at("gpus").get<int>(), seconds_or_dash(r.at("ttft_s"), 1e3),
+                       seconds_or_dash(r.at("tpot_s"), 1e3), r.at("tokens_per_s").get<double>(),
+                       r.at("tokens_per_s_per_gpu").get<double>(),
+                       p.at("prefill").at("regime").get<std::string>(),
+                       p.contains("decode") ? p.at("decode").at("regime").get<std::string>() : std::string("-"),
+                       r.at("max_batch_that_fits").get<int>(), verdict(r.at("memory")));
+  }
+  return out + "(ttft: time to first token, the batch's prefill; tpot: time per output token, the mean decode "
+               "step; tokens/s: generated tokens per second over the batch's whole run, all replicas; prefill and "
+               "decode: each phase's roofline regime; max batch: the largest static batch whose memory plan fits)\n";
+}
+
+}  // namespace
+
+std::string run_table(const std::vector<json>& all) {
+  std::vector<json> serving, rows;   // a file's documents may mix serving and training
+  for (const auto& r : all) (r.contains("ttft_s") ? serving : rows).push_back(r);
+  const std::string served = serving.empty() ? "" : serving_table(serving);
+  if (rows.empty()) return served;
+  std::string out = served + (served.empty() ? "" : "\n") + fmt::format("{:<28} {:>5} {:>9} {:>9} {:>7} {:>5} {:>5} {:>6} {:>8} {:>8} {:>8}  {}\n",
                                 "configuration", "gpus", "step_s", "tokens/s", "TFLOP/s", "MFU", "HFU", "scale",
                                 "compute", "comm", "bubble", "memory per GPU");
   for (const auto& r : rows) {

@@ -1,7 +1,7 @@
 // One decode step of a served model, as a roofline sees it: every sequence of the batch produces one token,
 // reading all the weights once and its own KV cache once. The arithmetic intensity this gives (FLOP per byte of
 // GPU memory traffic) is what claim S9 compares with a GPU's ridge point. Timing decode steps on a cluster
-// (tensor parallelism, communication, batching policy) is not modelled yet.
+// (tensor parallelism, communication) is workloads/serving.hpp's.
 #pragma once
 
 #include "topology/units.hpp"

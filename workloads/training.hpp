@@ -135,7 +135,9 @@ void apply_framework(TrainingSpec& t, Framework f);
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).
 struct InferenceSpec {
   int batch = 1;
-  int context = 0;                       // tokens held in the KV cache per sequence
+  int context = 0;                       // tokens held in the KV cache per sequence (at most; the memory plan's)
+  int prompt_tokens = 0;                 // a static batch: each sequence's prompt, prefilled at once,
+  int output_tokens = 0;                 // then this many tokens decoded one step at a time (prompt + output <= context)
   Precision weights = Precision::Bf16;
   Precision kv_cache = Precision::Bf16;
 };

@@ -12,6 +12,7 @@
 #include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/cost_support.hpp"
+#include "sim/cli/serving_run.hpp"
 #include "results/energy.hpp"
 #include "sim/analytic/interference.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
@@ -129,11 +130,30 @@ json point_json(const SweepPoint& point) {
 }
 
 json run_point(const Scenario& s, const std::string& trace_path) {
-  if (!s.workload || !s.workload->training)
-    throw InputError("training", "", "missing section: run simulates a training step",
-                     "a scenario with model and training sections; for the topology alone, dtsim topo", s.file);
+  if (!s.workload)
+    throw InputError("model", "", "missing section: run simulates a training step or a serving batch",
+                     "a scenario with model and training or inference sections; for the topology alone, dtsim topo",
+                     s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  json row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
+  if (s.workload->inference && !trace_path.empty())
+    throw InputError("--trace", trace_path, "is not written for a serving scenario yet", "a training scenario", s.file);
+  json row;
+  if (s.workload->inference) {
+    // Each pass in its own process (one SimGrid engine each); serving passes have no communication beside
+    // compute, so no interference to add.
+    row = simulate_serving(s, [&](const workloads::StepGraph& g, const topology::Topology& topo) {
+      const json t = json::parse(sim::run_isolated([&] {
+        const sim::Timeline timeline = play_engine(s, g, topo, false);
+        json busy = json::array();
+        for (const auto& c : timeline.classes) busy.push_back(c.compute_busy.value());
+        return json{{"time", timeline.step_time.value()}, {"busy", busy}, {"network", timeline.network_model}}.dump();
+      }));
+      return PassTiming{t.at("time").get<double>(), t.at("busy").get<std::vector<double>>(),
+                        t.at("network").get<std::string>()};
+    });
+  } else {
+    row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
+  }
   if (s.point.index >= 0) row["point"] = point_json(s.point);
   row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
   return row;

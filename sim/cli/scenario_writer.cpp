@@ -149,6 +149,8 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
   out << YAML::Key << "inference" << YAML::Value << YAML::BeginMap;
   emit(out, "batch", i.batch);
   emit(out, "context", i.context);
+  emit(out, "prompt_tokens", i.prompt_tokens);
+  emit(out, "output_tokens", i.output_tokens);
   emit_name(out, "weights", to_string(i.weights));
   emit_name(out, "kv_cache", to_string(i.kv_cache));
   out << YAML::EndMap;

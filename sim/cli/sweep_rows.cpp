@@ -46,17 +46,19 @@ std::string csv_text(const Rows& rows) {
 // Scaling efficiency of each row against the sweep's smallest configuration (the fewest GPUs; the first such
 // row): strong, the same problem on more GPUs, (t0 x g0) / (t x g) from step times; weak, the work growing with
 // the GPUs, model TFLOP/s per GPU over the smallest's. Rows with an error get neither. Only a complete sweep (or
-// a merge) knows its smallest configuration, so the columns appear when it completes.
+// a merge) knows its smallest configuration, so the columns appear when it completes. Serving rows (no training
+// step) get neither: their scaling is tokens per second per GPU, already in the row.
 void add_scaling(Rows& rows) {
+  const auto training = [](const json& row) { return !row.contains("error") && row.contains("step_time_s"); };
   const json* small = nullptr;
   for (const auto& [index, row] : rows)
-    if (!row.contains("error") && (small == nullptr || row["gpus"].get<double>() < (*small)["gpus"].get<double>()))
+    if (training(row) && (small == nullptr || row["gpus"].get<double>() < (*small)["gpus"].get<double>()))
       small = &row;
   if (small == nullptr) return;
   const double g0 = (*small)["gpus"].get<double>(), t0 = (*small)["step_time_s"].get<double>();
   const double f0 = (*small)["tflops_per_gpu"].get<double>();
   for (auto& [index, row] : rows) {
-    if (row.contains("error")) continue;
+    if (!training(row)) continue;
     row["strong_scaling_efficiency"] = t0 * g0 / (row["step_time_s"].get<double>() * row["gpus"].get<double>());
     row["weak_scaling_efficiency"] = row["tflops_per_gpu"].get<double>() / f0;
   }

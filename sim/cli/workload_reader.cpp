@@ -182,10 +182,39 @@ TrainingSpec read_training(const YamlMap& m) {
 }
 
 InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
-  m.allow_only({"batch", "context", "weights", "kv_cache"});
+  m.allow_only({"batch", "context", "weights", "kv_cache", "prompt_tokens", "output_tokens"});
   InferenceSpec i;
   i.batch = read_int(m, "batch", i.batch, 1, kMaxSequences);
-  i.context = read_int(m, "context", model.seq_length, 1, kMaxTokens);
+  // A static batch: prompt_tokens prefilled, then output_tokens decoded (0: prefill only, an encoder's serving).
+  // The KV cache holds context tokens, their sum unless given; one given with context sets the other; neither:
+  // the last min(128, context / 2) tokens of the context are the output.
+  const auto context = m.integer("context", 1, kMaxTokens);
+  const auto prompt = m.integer("prompt_tokens", 1, kMaxTokens);
+  const auto output = m.integer("output_tokens", 0, kMaxTokens);
+  i.context = static_cast<int>(context.value_or(prompt && output ? *prompt + *output : model.seq_length));
+  if (prompt && output) {
+    if (*prompt + *output > i.context)
+      m.fail("context", std::to_string(i.context),
+             fmt::format("{} + {} tokens (prompt_tokens + output_tokens) do not fit in a context of", *prompt, *output),
+             "at least their sum (or leave context out)");
+    i.prompt_tokens = static_cast<int>(*prompt);
+    i.output_tokens = static_cast<int>(*output);
+  } else if (prompt) {
+    if (*prompt > i.context)
+      m.fail("prompt_tokens", std::to_string(*prompt), fmt::format("does not fit in the {}-token context:", i.context),
+             "at most context");
+    i.prompt_tokens = static_cast<int>(*prompt);
+    i.output_tokens = i.context - i.prompt_tokens;
+  } else if (output) {
+    if (*output >= i.context)
+      m.fail("output_tokens", std::to_string(*output), fmt::format("fills the whole {}-token context, leaving no prompt:", i.context),
+             "less than context");
+    i.output_tokens = static_cast<int>(*output);
+    i.prompt_tokens = i.context - i.output_tokens;
+  } else {
+    i.output_tokens = std::min(128, i.context / 2);
+    i.prompt_tokens = i.context - i.output_tokens;
+  }
   i.weights = read_precision(m, "weights", i.weights, kServingPrecisions);
   i.kv_cache = read_precision(m, "kv_cache", i.kv_cache, kServingPrecisions);
   return i;

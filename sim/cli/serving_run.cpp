@@ -1,0 +1,125 @@
+// `dtsim run` on an `inference:` scenario: the static batch's prefill and its mean decode step, each a
+// StepGraph (workloads/serving.hpp) played on the scenario's engine and topology, and what a buyer reads from
+// them: time to first token, time per output token, tokens per second, the roofline regime of each phase, the
+// memory plan and the largest batch that fits.
+#include <fmt/format.h>
+
+#include "results/memory_report.hpp"
+#include "results/topology_report.hpp"
+#include "sim/cli/command_support.hpp"
+#include "sim/cli/serving_run.hpp"
+#include "topology/builders.hpp"
+#include "workloads/memory_plan.hpp"
+#include "workloads/serving.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using nlohmann::json;
+using workloads::ServingPhase;
+
+struct Phase {
+  workloads::ServingPass pass;
+  PassTiming timing;
+  double flops = 0;   // one replica's, every GPU of it
+  double bytes = 0;
+  Seconds compute;    // the pass's compute, stage after stage (one GPU of each stage)
+};
+
+Phase play_phase(const Scenario& s, const topology::Topology& topo, ServingPhase which, const PlayServing& play) {
+  const auto& w = *s.workload;
+  Phase p{workloads::serving_pass(*w.inference, which), {}, 0, 0, Seconds(0)};
+  const auto graph = located(s, [&] { return workloads::generate_serving_step(w, s.cluster.gpu, p.pass); });
+  p.timing = play(graph, topo);
+  for (std::size_t c = 0; c < graph.classes.size(); ++c) {
+    for (const auto& op : graph.classes[c].ops)
+      if (const auto* compute = std::get_if<workloads::ComputeOp>(&op.body)) {
+        p.flops += compute->flops.value() * w.plan.tp;
+        p.bytes += compute->bytes.value() * w.plan.tp;
+      }
+    p.compute += Seconds(p.timing.compute_busy_s.at(c));
+  }
+  return p;
+}
+
+json phase_json(const Phase& p, const topology::GpuSpec& gpu, workloads::Precision precision) {
+  const double time = p.timing.time_s;
+  const double intensity = p.bytes > 0 ? p.flops / p.bytes : 0.0;
+  const double ridge = gpu.ridge_point(precision);
+  return {{"time_s", time},
+          {"batch", p.pass.batch},
+          {"new_tokens_per_sequence", p.pass.new_tokens},
+          {"context_tokens", p.pass.context},
+          {"flops", p.flops},
+          {"bytes", p.bytes},
+          {"intensity_flop_per_byte", intensity},
+          {"ridge_flop_per_byte", ridge},
+          {"regime", intensity < ridge ? "memory-bound" : "compute-bound"},
+          {"breakdown_s", {{"compute", p.compute.value()}, {"exposed_comm", time - p.compute.value()}}}};
+}
+
+// The largest batch whose memory plan fits (0: not even one sequence), by bisection: the plan grows with it.
+int max_batch_that_fits(workloads::Workload w, const topology::GpuSpec& gpu) {
+  auto fits = [&](int batch) {
+    w.inference->batch = batch;
+    return workloads::plan_memory(w, gpu).fits;
+  };
+  if (!fits(1)) return 0;
+  int lo = 1, hi = 2;
+  while (hi < (1 << 24) && fits(hi)) lo = hi, hi *= 2;
+  if (hi >= (1 << 24) && fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+json simulate_serving(const Scenario& s, const PlayServing& play) {
+  const auto& w = *s.workload;
+  const auto& inf = *w.inference;
+  const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
+  const auto precision = workloads::serving_compute_precision(inf, s.cluster.gpu);
+  const Phase prefill = play_phase(s, built.topology, ServingPhase::Prefill, play);
+  const double ttft = prefill.timing.time_s;
+  const double replicas = w.plan.dp;
+  const int gpus = w.plan.tp * w.plan.pp * w.plan.dp;
+  json row = {{"name", s.name},
+              {"gpus", gpus},
+              {"layout", s.cluster.graph ? *s.cluster.graph : results::cluster_layout(s.cluster)},
+              {"engine", s.simulation.engine == EngineKind::Simgrid ? "simgrid" : "analytic"},
+              {"network_model", prefill.timing.network_model},
+              {"collective_algo", std::string(sim::to_string(s.simulation.collective_algo))},
+              {"compute_precision", std::string(to_string(precision))},
+              {"ttft_s", ttft}};
+  json phases = {{"prefill", phase_json(prefill, s.cluster.gpu, precision)}};
+  if (inf.output_tokens > 0) {
+    const Phase decode = play_phase(s, built.topology, ServingPhase::Decode, play);
+    const double tpot = decode.timing.time_s;
+    const double request = ttft + (inf.output_tokens - 1) * tpot;   // the first token comes with the prefill
+    row["tpot_s"] = tpot;
+    row["request_time_s"] = request;
+    row["tokens_per_s"] = replicas * inf.batch * inf.output_tokens / request;
+    row["decode_tokens_per_s"] = replicas * inf.batch / tpot;
+    phases["decode"] = phase_json(decode, s.cluster.gpu, precision);
+  } else {   // prefill only (an encoder's serving): prompt tokens per second
+    row["tpot_s"] = nullptr;
+    row["request_time_s"] = ttft;
+    row["tokens_per_s"] = replicas * inf.batch * inf.prompt_tokens / ttft;
+    row["decode_tokens_per_s"] = nullptr;
+  }
+  row["tokens_per_s_per_gpu"] = row["tokens_per_s"].get<double>() / gpus;
+  row["phases"] = phases;
+  const auto memory = workloads::plan_memory(w, s.cluster.gpu);
+  row["memory"] = results::memory_json(memory);
+  row["max_batch_that_fits"] = max_batch_that_fits(w, s.cluster.gpu);
+  json reference = json::object();
+  if (!s.reference.source.empty()) reference["source"] = s.reference.source;
+  for (const auto& [k, v] : s.reference.values) reference[k] = v;
+  row["reference"] = reference;
+  return row;
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,29 @@
+// `dtsim run` on an `inference:` scenario (sim/cli/serving_run.cpp).
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/scenario.hpp"
+#include <string>
+#include <vector>
+#include "topology/topology.hpp"
+#include "workloads/step_graph.hpp"
+
+namespace dtsim::cli {
+
+// What a serving pass's play gives: its time, each class's compute time, how the network was timed.
+struct PassTiming {
+  double time_s = 0;
+  std::vector<double> compute_busy_s;   // parallel to the graph's classes
+  std::string network_model;
+};
+// How the scenario's engine plays one graph on the built topology (SimGrid initialises once per process: the
+// caller plays each pass in its own).
+using PlayServing = std::function<PassTiming(const workloads::StepGraph&, const topology::Topology&)>;
+
+// The serving result object (DESIGN.md: ttft_s, tpot_s, tokens_per_s, tokens_per_s_per_gpu, max_batch_that_fits;
+// with phases {prefill, decode} each with its time, FLOPs, bytes, intensity and roofline regime, and memory).
+nlohmann::json simulate_serving(const Scenario& s, const PlayServing& play);
+
+}  // namespace dtsim::cli

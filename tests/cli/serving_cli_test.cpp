@@ -1,0 +1,132 @@
+// `dtsim run` on an inference scenario: DESIGN.md's serving fields, their arithmetic, the topology deciding the
+// decode step, the batch that fits, prefill-only serving, and bad serving input.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+// A scenario file holding `yaml`, in a fresh directory for `tag`.
+fs::path scenario(const std::string& tag, const std::string& yaml) {
+  const fs::path dir = fresh_dir("serving", tag);
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << yaml;
+  return dir / "s.yaml";
+}
+
+const std::string kLlama70b = R"(name: llama70b
+cluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}
+model: {preset: llama2-70b}
+inference: {batch: 32, prompt_tokens: 1024, output_tokens: 256}
+parallelism: {tp: 8}
+)";
+
+json run_json(const fs::path& file, const std::string& extra = "") {
+  const Result r = dtsim("run " + file.string() + " --format json " + extra);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("serving run: DESIGN.md's fields, tokens per second from TTFT and TPOT, and each phase's regime") {
+  const fs::path f = scenario("fields", kLlama70b);
+  const json r = run_json(f);
+  for (const char* key : {"ttft_s", "tpot_s", "tokens_per_s", "tokens_per_s_per_gpu", "max_batch_that_fits", "memory",
+                          "phases", "gpus", "request_time_s", "decode_tokens_per_s"})
+    CHECK_MESSAGE(r.contains(key), key);
+  const double ttft = r["ttft_s"], tpot = r["tpot_s"];
+  CHECK(ttft > 0);
+  CHECK(tpot > 0);
+  CHECK(ttft > 10 * tpot);   // 32 x 1,024 prompt tokens against one token per sequence
+  CHECK(r["request_time_s"].get<double>() == doctest::Approx(ttft + 255 * tpot));
+  CHECK(r["tokens_per_s"].get<double>() == doctest::Approx(32.0 * 256 / (ttft + 255 * tpot)));
+  CHECK(r["tokens_per_s_per_gpu"].get<double>() == doctest::Approx(r["tokens_per_s"].get<double>() / 8));
+  CHECK(r["decode_tokens_per_s"].get<double>() == doctest::Approx(32 / tpot));
+  CHECK(r["phases"]["prefill"]["regime"] == "compute-bound");
+  CHECK(r["phases"]["decode"]["regime"] == "memory-bound");
+  CHECK(r["phases"]["decode"]["context_tokens"] == 1024 + 128);
+  // The decode step reads every GPU's eighth of 138 GB of bf16 weights at 3.35 TB/s, at least.
+  CHECK(tpot > 69e9 * 2 / 8 / 3.35e12);
+  // Its communication (160 small all-reduces) is a visible share, and the compute the rest.
+  const json& b = r["phases"]["decode"]["breakdown_s"];
+  CHECK(b["exposed_comm"].get<double>() > 0.05 * tpot);
+  CHECK(b["compute"].get<double>() + b["exposed_comm"].get<double>() == doctest::Approx(tpot));
+  CHECK(r["memory"]["fits"] == true);
+  const std::string table = dtsim("run " + f.string()).out;
+  CHECK(table.find("ttft_ms") != std::string::npos);
+  CHECK(table.find("memory-bound") != std::string::npos);
+  fs::remove_all(f.parent_path());
+}
+
+TEST_CASE("serving run: the largest batch that fits is the memory plan's edge, and int4 weights raise it") {
+  const fs::path f = scenario("max-batch", kLlama70b);
+  const int most = run_json(f)["max_batch_that_fits"];
+  CHECK(most > 32);
+  auto fits = [&](int batch) {
+    const Result r = dtsim(fmt::format("memory {} --format json --set inference.batch={}", f.string(), batch));
+    REQUIRE(r.status == 0);
+    return json::parse(r.out)["fits"].get<bool>();
+  };
+  CHECK(fits(most));
+  CHECK_FALSE(fits(most + 1));
+  CHECK(run_json(f, "--set inference.weights=int4")["max_batch_that_fits"].get<int>() > most);
+  fs::remove_all(f.parent_path());
+}
+
+TEST_CASE("serving run: the fabric decides the decode step, and int4 weights speed up decode more than prefill") {
+  const fs::path f = scenario("fabric", kLlama70b);
+  const json nvswitch = run_json(f);
+  // The same 8 GPUs behind PCIe: every TP all-reduce crosses the host.
+  const json pcie = run_json(f, "--set cluster.intra=pcie");
+  CHECK(pcie["tpot_s"].get<double>() > 1.2 * nvswitch["tpot_s"].get<double>());
+  const json int4 = run_json(f, "--set inference.weights=int4");
+  const double decode_gain = nvswitch["tpot_s"].get<double>() / int4["tpot_s"].get<double>();
+  const double prefill_gain = nvswitch["ttft_s"].get<double>() / int4["ttft_s"].get<double>();
+  CHECK(decode_gain > 1.2);   // less than 4x: the all-reduces and the kernel launches stay
+  CHECK(prefill_gain < 1.1);
+  CHECK(int4["compute_precision"] == "bf16");
+  fs::remove_all(f.parent_path());
+}
+
+TEST_CASE("serving run: output_tokens 0 is prefill only, and serving input errors are one line with status 2") {
+  const fs::path f = scenario("prefill-only", R"(name: bert
+cluster: {gpu: a100-sxm4-80gb, nodes: 1, gpus_per_node: 1, intra: nvswitch}
+model: {preset: bert-large}
+inference: {batch: 64, prompt_tokens: 384, output_tokens: 0}
+)");
+  const json r = run_json(f);
+  CHECK(r["tpot_s"].is_null());
+  CHECK_FALSE(r["phases"].contains("decode"));
+  CHECK(r["tokens_per_s"].get<double>() == doctest::Approx(64.0 * 384 / r["ttft_s"].get<double>()));
+  const Result traced = dtsim("run " + f.string() + " --trace /tmp/x.json");
+  CHECK(traced.status == 2);
+  CHECK(traced.err.find("--trace") != std::string::npos);
+  CHECK(std::count(traced.err.begin(), traced.err.end(), '\n') == 1);
+  fs::remove_all(f.parent_path());
+}
+
+TEST_CASE("serving sweep: a batch axis gives one row per batch, throughput and TPOT rising with it") {
+  const fs::path f = scenario("sweep", kLlama70b + "sweep:\n  inference.batch: [1, 8, 64]\n");
+  const fs::path out = f.parent_path() / "out";
+  const Result r = dtsim("sweep " + f.string() + " --out " + out.string());
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  const auto rows = json_lines(slurp(out / "results.jsonl"));
+  REQUIRE(rows.size() == 3);
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    CHECK(rows[i]["tokens_per_s"].get<double>() > 2 * rows[i - 1]["tokens_per_s"].get<double>());
+    CHECK(rows[i]["tpot_s"].get<double>() > rows[i - 1]["tpot_s"].get<double>());
+    CHECK_FALSE(rows[i].contains("strong_scaling_efficiency"));
+  }
+  const Result report = dtsim("report " + out.string());
+  CHECK(report.status == 2);
+  CHECK(report.err.find("a serving row") != std::string::npos);
+  CHECK(std::count(report.err.begin(), report.err.end(), '\n') == 1);
+  fs::remove_all(f.parent_path());
+}

@@ -1,0 +1,164 @@
+// Serving passes: the kernels of a prefill and a decode step, the precision their GEMMs compute in, and the
+// StepGraph the engines play (tensor-parallel all-reduces, pipeline sends, the logits gather).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <variant>
+
+#include "topology/catalog.hpp"
+#include "workloads/compute_model.hpp"
+#include "workloads/model.hpp"
+#include "workloads/serving.hpp"
+
+using namespace dtsim;
+using namespace dtsim::workloads;
+using topology::find_gpu;
+
+namespace {
+
+ModelSpec llama2_70b() {   // built here so this test depends on no preset table
+  ModelSpec m;
+  m.layers = 80;
+  m.hidden = 8192;
+  m.heads = 64;
+  m.kv_heads = 8;
+  m.ffn_hidden = 28672;
+  m.vocab = 32000;
+  m.seq_length = 4096;
+  m.activation = Activation::Swiglu;
+  m.norm = Norm::RmsNorm;
+  m.positions = Positions::Rotary;
+  m.tied_embeddings = false;
+  m.bias = false;
+  return m;
+}
+
+InferenceSpec batch_of(int batch, Precision weights, int prompt = 1024, int output = 128) {
+  InferenceSpec inf;
+  inf.batch = batch;
+  inf.prompt_tokens = prompt;
+  inf.output_tokens = output;
+  inf.context = prompt + output;
+  inf.weights = weights;
+  return inf;
+}
+
+Workload serving(const InferenceSpec& inf, int tp, int pp = 1) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.pp = pp;
+  return {llama2_70b(), std::nullopt, inf, p};
+}
+
+// What a pass's GEMMs read of their weights, `weight_bytes` per element: bytes less the activations in and out.
+double gemm_weight_bytes(const std::vector<Kernel>& kernels) {
+  double sum = 0;
+  for (const Kernel& k : kernels)
+    if (k.gemm && k.kind != KernelClass::QkvGemm) sum += k.bytes.value() - 2 * k.gemm->m * (k.gemm->k + k.gemm->n);
+  return sum;
+}
+
+template <class T>
+int count_ops(const RankClass& c) {
+  int n = 0;
+  for (const Op& op : c.ops) n += std::holds_alternative<T>(op.body) ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("serving: a decode step's GEMMs read a layer's weights once and do 2 FLOPs per weight per sequence") {
+  const ModelSpec m = llama2_70b();
+  for (const int tp : {1, 8}) {
+    CAPTURE(tp);
+    const InferenceSpec inf = batch_of(16, Precision::Bf16);
+    const auto kernels = serving_layer_kernels(m, inf, tp, serving_pass(inf, ServingPhase::Decode));
+    double flops = 0, weights = 0;
+    for (const Kernel& k : kernels)
+      if (k.gemm) {
+        flops += k.flops.value();
+        weights += k.gemm->n * k.gemm->k;
+      }
+    // Q, K, V, output projection and the three SwiGLU matrices of one layer, split over tp.
+    const double layer = 8192.0 * (8192 + 2 * 1024) + 8192.0 * 8192 + 3 * 8192.0 * 28672;
+    CHECK(weights == doctest::Approx(layer / tp));
+    CHECK(flops == doctest::Approx(2 * 16 * layer / tp));
+    const double qkv = 8192.0 * (8192 + 2 * 1024);
+    CHECK(gemm_weight_bytes(kernels) == doctest::Approx(2 * (layer - qkv) / tp));
+    const InferenceSpec int4 = batch_of(16, Precision::Int4);
+    CHECK(gemm_weight_bytes(serving_layer_kernels(m, int4, tp, serving_pass(int4, ServingPhase::Decode))) ==
+          doctest::Approx(0.5 * (layer - qkv) / tp));
+  }
+}
+
+TEST_CASE("serving: the decode pass attends over the mean KV length and prefill over the prompt, causally") {
+  const InferenceSpec inf = batch_of(4, Precision::Bf16, 1000, 201);
+  const ServingPass decode = serving_pass(inf, ServingPhase::Decode);
+  CHECK(decode.new_tokens == 1);
+  CHECK(decode.context == 1000 + 101);   // steps attend over 1001 ... 1201 tokens: mean 1101
+  const ServingPass prefill = serving_pass(inf, ServingPhase::Prefill);
+  CHECK(prefill.new_tokens == 1000);
+  CHECK(prefill.context == 1000);
+  const auto kernels = serving_layer_kernels(llama2_70b(), inf, 1, decode);
+  const auto attention = std::ranges::find(kernels, KernelClass::FlashAttention, &Kernel::kind);
+  REQUIRE(attention != kernels.end());
+  // The cache read: batch x context x (K and V) x kv_dim x 2 bytes, beside Q and the output.
+  CHECK(attention->bytes.value() == doctest::Approx(4.0 * 1101 * 2 * 1024 * 2 + 2.0 * 4 * 8192 * 2));
+  CHECK_FALSE(attention->attention->causal);
+  const auto prefill_kernels = serving_layer_kernels(llama2_70b(), inf, 1, prefill);
+  CHECK(std::ranges::find(prefill_kernels, KernelClass::FlashAttention, &Kernel::kind)->attention->causal);
+}
+
+TEST_CASE("serving: weights compute in their own precision where the GPU has it, else dequantised to 16 bits") {
+  const auto& h100 = find_gpu("h100-sxm5-80gb");
+  const auto& a100 = find_gpu("a100-sxm4-80gb");
+  const auto& v100 = find_gpu("v100-sxm2-32gb");
+  CHECK(serving_compute_precision(batch_of(1, Precision::Bf16), h100) == Precision::Bf16);
+  CHECK(serving_compute_precision(batch_of(1, Precision::Fp8), h100) == Precision::Fp8);
+  CHECK(serving_compute_precision(batch_of(1, Precision::Fp8), a100) == Precision::Bf16);   // no fp8 peak
+  CHECK(serving_compute_precision(batch_of(1, Precision::Int8), a100) == Precision::Int8);
+  CHECK(serving_compute_precision(batch_of(1, Precision::Int4), h100) == Precision::Bf16);
+  CHECK(serving_compute_precision(batch_of(1, Precision::Int4), v100) == Precision::Fp16);   // no bf16
+}
+
+TEST_CASE("serving: decode at batch 1 is bound by the weights' bytes, prefill by FLOPs") {
+  const auto& gpu = find_gpu("h100-sxm5-80gb");
+  auto compute_time = [&](Precision weights, ServingPhase phase) {
+    const InferenceSpec inf = batch_of(1, weights, 2048, 128);
+    const auto kernels = serving_layer_kernels(llama2_70b(), inf, 1, serving_pass(inf, phase));
+    return kernels_time(kernels, gpu, serving_compute_precision(inf, gpu)).value();
+  };
+  // A quarter of the bytes: int4 decode runs in well under half the time of bf16 ...
+  CHECK(compute_time(Precision::Int4, ServingPhase::Decode) < 0.4 * compute_time(Precision::Bf16, ServingPhase::Decode));
+  // ... and the bf16 decode step is within a few percent of its weights over the memory bandwidth (plus launches).
+  const double layer_bytes = 2.0 * (8192.0 * (8192 + 2048) + 8192.0 * 8192 + 3 * 8192.0 * 28672);
+  CHECK(compute_time(Precision::Bf16, ServingPhase::Decode) > layer_bytes / gpu.memory_bandwidth.value());
+  CHECK(compute_time(Precision::Bf16, ServingPhase::Decode) < 1.5 * layer_bytes / gpu.memory_bandwidth.value());
+  // A 2,048-token prefill is compute-bound: int4 weights save it almost nothing.
+  CHECK(compute_time(Precision::Int4, ServingPhase::Prefill) > 0.9 * compute_time(Precision::Bf16, ServingPhase::Prefill));
+}
+
+TEST_CASE("serving: the graph has two TP all-reduces per layer, a send per stage boundary and the logits gather") {
+  const auto& gpu = find_gpu("h100-sxm5-80gb");
+  const InferenceSpec inf = batch_of(8, Precision::Bf16);
+  const StepGraph g = generate_serving_step(serving(inf, 4, 2), gpu, serving_pass(inf, ServingPhase::Decode));
+  REQUIRE(g.classes.size() == 2);
+  CHECK(g.classes[0].ranks.size() == 4);
+  for (const RankClass& c : g.classes) {
+    CAPTURE(c.stage);
+    const int gathers = c.stage == 1 ? 1 : 0;
+    CHECK(count_ops<CollectiveOp>(c) == 2 * 40 + gathers);
+    CHECK(count_ops<SendOp>(c) == (c.stage == 0 ? 1 : 0));
+    CHECK(count_ops<RecvOp>(c) == (c.stage == 1 ? 1 : 0));
+    // Every op after the first waits for the one before it: a pass is one chain per stage.
+    for (std::size_t i = 1; i < c.ops.size(); ++i) CHECK(c.ops[i].deps == std::vector<std::uint32_t>{static_cast<std::uint32_t>(i - 1)});
+  }
+  for (const Op& op : g.classes[0].ops)
+    if (const auto* ar = std::get_if<CollectiveOp>(&op.body)) {
+      CHECK(ar->kind == CollectiveKind::AllReduce);
+      CHECK(ar->bytes.value() == doctest::Approx(8.0 * 8192 * 2));   // one token per sequence, 16-bit
+    }
+  // Without tensor parallelism there is nothing to all-reduce.
+  const StepGraph alone = generate_serving_step(serving(inf, 1), gpu, serving_pass(inf, ServingPhase::Decode));
+  CHECK(count_ops<CollectiveOp>(alone.classes[0]) == 0);
+}

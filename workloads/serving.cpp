@@ -1,0 +1,170 @@
+#include "workloads/serving.hpp"
+
+#include <algorithm>
+
+#include "topology/error.hpp"
+#include "workloads/compute_model.hpp"
+
+namespace dtsim::workloads {
+namespace {
+
+constexpr double kActivationBytes = 2;   // 16-bit activations
+
+bool widens(Precision p) { return p == Precision::Fp32 || p == Precision::Bf16 || p == Precision::Fp16; }
+
+Precision sixteen_bit(const topology::GpuSpec& gpu) {
+  return gpu.peak_for(Precision::Bf16) ? Precision::Bf16 : Precision::Fp16;
+}
+
+// A GEMM of `tokens` rows against a (k x n) weight held in `weight_bytes` per element.
+Kernel gemm(KernelClass kind, double tokens, double n, double k, double weight_bytes) {
+  Kernel g;
+  g.kind = kind;
+  g.flops = FlopCount(2.0 * tokens * n * k);
+  g.bytes = Bytes(n * k * weight_bytes + (tokens * k + tokens * n) * kActivationBytes);
+  g.gemm = GemmShape{tokens, n, k, 1};
+  return g;
+}
+
+Kernel stream(KernelClass kind, double bytes) {
+  Kernel s;
+  s.kind = kind;
+  s.bytes = Bytes(bytes);
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(ServingPhase p) { return p == ServingPhase::Prefill ? "prefill" : "decode"; }
+
+ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
+  DTSIM_ASSERT(inf.prompt_tokens >= 1 && (phase == ServingPhase::Prefill || inf.output_tokens >= 1),
+               "a serving pass of a resolved inference spec");
+  if (phase == ServingPhase::Prefill) return {phase, inf.batch, inf.prompt_tokens, inf.prompt_tokens};
+  // Decode step j (0-based) attends over prompt + j + 1 tokens; the mean over the output's steps.
+  return {phase, inf.batch, 1, inf.prompt_tokens + (inf.output_tokens + 1) / 2};
+}
+
+Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
+  if (widens(inf.weights)) return inf.weights;
+  if ((inf.weights == Precision::Fp8 || inf.weights == Precision::Int8) && gpu.peak_for(inf.weights)) return inf.weights;
+  return sixteen_bit(gpu);
+}
+
+std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass) {
+  DTSIM_ASSERT(tp >= 1 && pass.batch >= 1 && pass.new_tokens >= 1, "serving kernels of a checked plan");
+  const double w = bytes_per_element(inf.weights);
+  const double kv = bytes_per_element(inf.kv_cache);
+  const double tokens = static_cast<double>(pass.batch) * pass.new_tokens;
+  const double h = m.hidden;
+  const double kv_dim = static_cast<double>(m.kv_dim()) / tp;
+  const double heads = static_cast<double>(m.heads) / tp;
+  const double q_dim = heads * m.head_dim();
+  const double ffn = static_cast<double>(m.ffn_hidden) / tp;
+  const double up = m.activation == Activation::Swiglu ? 2 * ffn : ffn;
+  const double row = tokens * h * kActivationBytes;   // one activation row per token, whole hidden
+
+  std::vector<Kernel> out;
+  out.push_back(stream(KernelClass::LayerNorm, 2 * row));
+  Kernel qkv = gemm(KernelClass::QkvGemm, tokens, q_dim + 2 * kv_dim, h, w);
+  qkv.bytes += Bytes(tokens * 2 * kv_dim * kv);   // the new tokens' K and V appended to the cache
+  out.push_back(qkv);
+
+  // Attention of the new tokens over the cache (prefill: over the prompt itself, causal): the fused kernel
+  // reads Q, the cache's K and V for `context` tokens, and writes the context vectors.
+  Kernel attention;
+  attention.kind = KernelClass::FlashAttention;
+  attention.flops = FlopCount(4.0 * pass.batch * pass.new_tokens * static_cast<double>(pass.context) * q_dim);
+  attention.bytes = Bytes(2.0 * tokens * q_dim * kActivationBytes +
+                          static_cast<double>(pass.batch) * pass.context * 2 * kv_dim * kv);
+  attention.attention = AttentionShape{pass.batch * heads, static_cast<double>(pass.context),
+                                       static_cast<double>(m.head_dim()), pass.phase == ServingPhase::Prefill};
+  out.push_back(attention);
+
+  out.push_back(gemm(KernelClass::ProjGemm, tokens, h, q_dim, w));
+  out.push_back(stream(KernelClass::Residual, 3 * row));
+  out.push_back(stream(KernelClass::LayerNorm, 2 * row));
+  out.push_back(gemm(KernelClass::MlpUpGemm, tokens, up, h, w));
+  out.push_back(stream(KernelClass::Activation, (up + ffn) * tokens * kActivationBytes));
+  out.push_back(gemm(KernelClass::MlpDownGemm, tokens, h, ffn, w));
+  out.push_back(stream(KernelClass::Residual, 3 * row));
+  return out;
+}
+
+std::vector<Kernel> serving_logits_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass) {
+  // Only each sequence's last token is projected to the vocabulary (the next token's distribution).
+  const double rows = pass.batch;
+  return {stream(KernelClass::LayerNorm, 2 * rows * m.hidden * kActivationBytes),
+          gemm(KernelClass::Logits, rows, static_cast<double>(m.logits_width()) / tp, m.hidden,
+               bytes_per_element(inf.weights))};
+}
+
+StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu, const ServingPass& pass) {
+  DTSIM_ASSERT(w.inference.has_value(), "generate_serving_step needs an inference workload");
+  const InferenceSpec& inf = *w.inference;
+  const ModelSpec& m = w.model;
+  const ParallelPlan& plan = w.plan;
+  const Precision precision = serving_compute_precision(inf, gpu);
+  const double tokens = static_cast<double>(pass.batch) * pass.new_tokens;
+  const Bytes activation(tokens * m.hidden * kActivationBytes);
+  const auto layer = serving_layer_kernels(m, inf, plan.tp, pass);
+  // The attention block (norm to projection) and the MLP block (residual to residual): each ends in a
+  // row-parallel GEMM whose partial sums the TP group all-reduces.
+  const auto split = layer.begin() + 4;
+  const std::vector<Kernel> attention_block(layer.begin(), split), mlp_block(split, layer.end());
+
+  StepGraph g{w, Placement(plan), Granularity::Layer, 1, {}};
+  const std::vector<int> per_stage = stage_layers(plan, m.layers);
+  int first_layer = 0;
+  for (int stage = 0; stage < plan.pp; ++stage) {
+    std::vector<Op> ops;
+    auto add = [&](OpBody body) {
+      std::vector<std::uint32_t> deps;
+      if (!ops.empty()) deps.push_back(static_cast<std::uint32_t>(ops.size() - 1));
+      ops.push_back(Op{std::move(body), std::move(deps)});
+    };
+    auto compute = [&](Scope scope, int layer_index, const std::vector<Kernel>& kernels) {
+      ComputeOp c;
+      c.scope = scope;
+      c.layer = layer_index;
+      c.micro_batch = 0;
+      c.flops = total_flops(kernels);
+      c.bytes = total_bytes(kernels);
+      c.duration = kernels_time(kernels, gpu, precision);
+      for (const Kernel& k : kernels)
+        if (k.flops.value() <= 0) c.memory_time += kernel_time(k, gpu, precision);
+      add(c);
+    };
+    auto all_reduce = [&](int layer_index) {
+      if (plan.tp > 1) add(CollectiveOp{CollectiveKind::AllReduce, Group::Tp, activation, CommPurpose::TensorParallel,
+                                        layer_index, 0});
+    };
+    const PipeTag tag{0, 0, Pass::Forward};
+    if (stage > 0) add(RecvOp{stage - 1, activation, tag});
+    else compute(Scope::Embedding, -1, {stream(KernelClass::Embedding, 2 * activation.value())});
+    for (int l = first_layer; l < first_layer + per_stage[static_cast<std::size_t>(stage)]; ++l) {
+      compute(Scope::Layer, l, attention_block);
+      all_reduce(l);
+      compute(Scope::Layer, l, mlp_block);
+      all_reduce(l);
+    }
+    first_layer += per_stage[static_cast<std::size_t>(stage)];
+    if (stage + 1 < plan.pp) {
+      add(SendOp{stage + 1, activation, tag});
+    } else {
+      compute(Scope::Logits, -1, serving_logits_kernels(m, inf, plan.tp, pass));
+      // Vocabulary-parallel logits gathered for sampling: each rank's slice of every sequence's last token.
+      if (plan.tp > 1)
+        add(CollectiveOp{CollectiveKind::AllGather, Group::Tp,
+                         Bytes(static_cast<double>(pass.batch) * m.logits_width() * kActivationBytes),
+                         CommPurpose::TensorParallel, -1, 0});
+    }
+    RankClass c{stage, {}, std::move(ops)};
+    for (int r = 0; r < g.placement.ranks(); ++r)
+      if (g.placement.coord(r).pp == stage) c.ranks.push_back(r);
+    g.classes.push_back(std::move(c));
+  }
+  return g;
+}
+
+}  // namespace dtsim::workloads

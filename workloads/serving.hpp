@@ -1,0 +1,50 @@
+// One serving pass as a StepGraph: a static batch of sequences run forward once through every pipeline stage,
+// either prefilling their prompts (every prompt token at once, causal attention over the prompt) or decoding one
+// token each (attention over the KV cache the sequence holds). The same engines play it as a training step:
+// the pipeline's activations cross the topology as sends, and each layer's two tensor-parallel all-reduces
+// (after the attention's output projection and after the MLP, Megatron's row-parallel layers) run on it.
+//
+// Weights are read in `inference.weights`: 16- and 32-bit weights compute in their own precision; fp8 and int8
+// compute in that precision on a GPU with a tensor peak for it (W8A8: TensorRT-LLM's fp8, SmoothQuant's int8),
+// otherwise, like int4, they are dequantised inside a 16-bit GEMM (weight-only kernels, Marlin and AWQ class):
+// the GEMM reads the narrow weights and computes at the 16-bit peak. The dequantisation's own instructions are
+// not timed yet. The KV cache is read and written in `inference.kv_cache`; activations are 16-bit.
+#pragma once
+
+#include <vector>
+
+#include "topology/catalog.hpp"
+#include "workloads/kernels.hpp"
+#include "workloads/step_graph.hpp"
+
+namespace dtsim::workloads {
+
+enum class ServingPhase { Prefill, Decode };
+std::string_view to_string(ServingPhase p);
+
+// What one pass computes, per data-parallel replica: `batch` sequences each adding `new_tokens` tokens (the
+// prompt in prefill, 1 in decode) to a KV cache that then holds `context` tokens.
+struct ServingPass {
+  ServingPhase phase = ServingPhase::Decode;
+  int batch = 1;
+  int new_tokens = 1;
+  int context = 1;
+};
+
+// The pass for `phase` of `inf`: prefill of the prompts, or the decode step at the middle of the output (the
+// KV cache's mean length over the decode steps: a step's time is affine in it, so this is the mean step).
+ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);
+
+// The precision the GEMMs of `inf` compute in on `gpu` (see above).
+Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu);
+
+// One layer's kernels on one GPU (tensor-parallel shard `tp`), in execution order: norm, QKV (and the KV-cache
+// write), attention, projection, residual, norm, MLP up, activation, MLP down, residual.
+std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
+// The last stage's final norm and logits (the last token of each sequence only) on one GPU.
+std::vector<Kernel> serving_logits_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
+
+// The pass as a StepGraph of `w` (which must hold `inference` and pass check_plan), durations on `gpu`.
+StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu, const ServingPass& pass);
+
+}  // namespace dtsim::workloads
