@@ -305,7 +305,8 @@ json to_json(const std::vector<Evaluated>& all) {
 
 }  // namespace
 
-int claims_command(const std::string& dir_arg, const std::string& out, Format format, const std::vector<std::string>& only) {
+int claims_command(const std::string& dir_arg, const std::string& out, Format format, const std::vector<std::string>& only,
+                   const std::string& json_out) {
   const std::string dir = dir_arg.empty() ? std::string(DTSIM_SOURCE_DIR) + "/scenarios/claims" : dir_arg;
   const std::string file = dir + "/claims.yaml";
   const auto claims = read_claims(file);
@@ -320,6 +321,7 @@ int claims_command(const std::string& dir_arg, const std::string& out, Format fo
   for (const auto& c : claims)
     if (only.empty() || std::find(only.begin(), only.end(), c.id) != only.end()) all.push_back(evaluate(c, cx, file));
   const std::string text = format == Format::Json ? to_json(all).dump(2) + "\n" : markdown(all);
+  if (!json_out.empty()) write_file(json_out, to_json(all).dump(2) + "\n", "--json");
   if (out.empty()) std::cout << text;
   else write_file(out, text, "--out");
   return 0;

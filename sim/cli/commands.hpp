@@ -104,8 +104,10 @@ std::vector<std::string> write_report(const std::string& dir);
 
 // `dtsim claims`: the founding article's claims (DIR/claims.yaml, default the source tree's scenarios/claims)
 // evaluated from their scenarios: the article's figures beside dtsim's and a verdict, as markdown (the page
-// docs/seed-claims.md) or JSON, to stdout or to `out`; `only` restricts to some claim ids.
-int claims_command(const std::string& dir, const std::string& out, Format format, const std::vector<std::string>& only);
+// docs/seed-claims.md) or JSON, to stdout or to `out`; `only` restricts to some claim ids; `json_out`, when
+// given, also gets the JSON of the same evaluation.
+int claims_command(const std::string& dir, const std::string& out, Format format, const std::vector<std::string>& only,
+                   const std::string& json_out = "");
 
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format);

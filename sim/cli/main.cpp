@@ -102,11 +102,12 @@ int dispatch(int argc, char** argv) {
   validate->add_option("--format", validate_format, "output format")->transform(CLI::CheckedTransformer(kFormats));
   auto* claims = app.add_subcommand("claims", "the founding article's claims beside dtsim's figures, with verdicts "
                                               "(the page docs/seed-claims.md)");
-  std::string claims_dir, claims_out, claims_format = "markdown";
+  std::string claims_dir, claims_out, claims_json, claims_format = "markdown";
   std::vector<std::string> claims_only;
   claims->add_option("--dir", claims_dir, "directory with claims.yaml and the claim scenarios (default: scenarios/claims)");
   claims->add_option("--out", claims_out, "write to FILE instead of stdout");
   claims->add_option("--format", claims_format, "markdown | json")->check(CLI::IsMember({"markdown", "json"}));
+  claims->add_option("--json", claims_json, "also write the claims as JSON to FILE (one evaluation for both)");
   claims->add_option("--only", claims_only, "only these claims, by id (comma-separated or repeated)")->delimiter(',');
   auto* catalog = app.add_subcommand("catalog", "list the GPUs and links dtsim knows");
   catalog->add_option("--format", catalog_format, "output format")->transform(CLI::CheckedTransformer(kFormats));
@@ -134,7 +135,7 @@ int dispatch(int argc, char** argv) {
   if (*graph) return dtsim::cli::graph_command(graph_args, graph_dot, graph_kernels);
   if (*claims)
     return dtsim::cli::claims_command(claims_dir, claims_out, claims_format == "json" ? Format::Json : Format::Table,
-                                      claims_only);
+                                      claims_only, claims_json);
   if (*validate) return dtsim::cli::validate_command(validate_files, validate_sets, validate_only, validate_format);
   return dtsim::cli::catalog_command(catalog_format);
 }
