@@ -120,6 +120,11 @@ Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision pre
   return std::max(compute, memory) + compute_constants().launch_overhead;
 }
 
+Seconds streaming_time(const Kernel& k, Seconds time) {
+  const Work w = work_of(k.kind).work;
+  return w == Work::Stream || w == Work::AttentionStream ? time : Seconds(0);
+}
+
 Seconds kernels_time(std::span<const Kernel> kernels, const topology::GpuSpec& gpu, Precision precision) {
   Seconds total(0);
   for (const Kernel& k : kernels) total += kernel_time(k, gpu, precision);

@@ -94,6 +94,10 @@ inline constexpr double kPowerClockExponent = 0.2429;
 // peak for that precision.
 Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision);
 
+// The part of `time` (a kernel's) that streams through HBM: all of it for a streaming kernel, else none (the
+// ComputeOp::memory_time of the ops a generator builds).
+Seconds streaming_time(const Kernel& k, Seconds time);
+
 // Sum over kernels.
 Seconds kernels_time(std::span<const Kernel> kernels, const topology::GpuSpec& gpu, Precision precision);
 

@@ -10,7 +10,10 @@ namespace {
 
 constexpr double kActivationBytes = 2;   // 16-bit activations
 
-bool widens(Precision p) { return p == Precision::Fp32 || p == Precision::Bf16 || p == Precision::Fp16; }
+// Weights of 16 or 32 bits: GEMMs compute in the weights' own precision.
+bool computes_in_own_precision(Precision p) {
+  return p == Precision::Fp32 || p == Precision::Bf16 || p == Precision::Fp16;
+}
 
 Precision sixteen_bit(const topology::GpuSpec& gpu) {
   return gpu.peak_for(Precision::Bf16) ? Precision::Bf16 : Precision::Fp16;
@@ -46,7 +49,7 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
 }
 
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
-  if (widens(inf.weights)) return inf.weights;
+  if (computes_in_own_precision(inf.weights)) return inf.weights;
   if ((inf.weights == Precision::Fp8 || inf.weights == Precision::Int8) && gpu.peak_for(inf.weights)) return inf.weights;
   return sixteen_bit(gpu);
 }
@@ -110,7 +113,7 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   const auto layer = serving_layer_kernels(m, inf, plan.tp, pass);
   // The attention block (norm to projection) and the MLP block (residual to residual): each ends in a
   // row-parallel GEMM whose partial sums the TP group all-reduces.
-  const auto split = layer.begin() + 4;
+  const auto split = std::ranges::find(layer, KernelClass::ProjGemm, &Kernel::kind) + 1;
   const std::vector<Kernel> attention_block(layer.begin(), split), mlp_block(split, layer.end());
 
   StepGraph g{w, Placement(plan), Granularity::Layer, 1, {}};
@@ -130,9 +133,11 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
       c.micro_batch = 0;
       c.flops = total_flops(kernels);
       c.bytes = total_bytes(kernels);
-      c.duration = kernels_time(kernels, gpu, precision);
-      for (const Kernel& k : kernels)
-        if (k.flops.value() <= 0) c.memory_time += kernel_time(k, gpu, precision);
+      for (const Kernel& k : kernels) {
+        const Seconds t = kernel_time(k, gpu, precision);
+        c.duration += t;
+        c.memory_time += streaming_time(k, t);
+      }
       add(c);
     };
     auto all_reduce = [&](int layer_index) {
@@ -159,10 +164,7 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
                          Bytes(static_cast<double>(pass.batch) * m.logits_width() * kActivationBytes),
                          CommPurpose::TensorParallel, -1, 0});
     }
-    RankClass c{stage, {}, std::move(ops)};
-    for (int r = 0; r < g.placement.ranks(); ++r)
-      if (g.placement.coord(r).pp == stage) c.ranks.push_back(r);
-    g.classes.push_back(std::move(c));
+    g.classes.push_back(stage_class(g.placement, stage, std::move(ops)));
   }
   return g;
 }

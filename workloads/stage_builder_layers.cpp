@@ -51,12 +51,6 @@ std::pair<Kernel, Kernel> gradient_halves(const Kernel& k) {
   return {data, weight};
 }
 
-// The part of `time` (a kernel's) that streams through HBM: all of it for a streaming kernel, else none.
-Seconds streaming(const Kernel& k, Seconds time) {
-  const Work w = work_of(k.kind).work;
-  return w == Work::Stream || w == Work::AttentionStream ? time : Seconds(0);
-}
-
 // The linear module (layer_module_parameters' order: Q K V with the norms and biases, projection, MLP up, MLP
 // down) whose weights a kernel's GEMM uses; nullopt for kernels without weights.
 std::optional<std::size_t> module_of(KernelClass k) {
@@ -92,14 +86,14 @@ std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Sco
     for (const Kernel& k : kernels) {
       const Seconds t = time_of(k);
       op.duration += t;
-      op.memory_time += streaming(k, t);
+      op.memory_time += streaming_time(k, t);
     }
     return {add(op, std::move(deps))};
   }
   Index last = 0;
   for (const Kernel& k : kernels) {
     const Seconds t = time_of(k);
-    last = add(ComputeOp{scope, k.kind, pass, layer, mb, k.flops, k.bytes, t, streaming(k, t)}, deps);
+    last = add(ComputeOp{scope, k.kind, pass, layer, mb, k.flops, k.bytes, t, streaming_time(k, t)}, deps);
     deps.clear();
   }
   return {last};
@@ -121,14 +115,14 @@ std::optional<Index> StageBuilder::flush(Pending& p) {
       c.flops += kernels[i].flops;
       c.bytes += kernels[i].bytes;
       c.duration += times[i];
-      c.memory_time += streaming(kernels[i], times[i]);
+      c.memory_time += streaming_time(kernels[i], times[i]);
     }
     op = add(c, std::move(p.deps));
   }
   if (ctx_.granularity == Granularity::Kernel)
     for (const std::uint32_t i : p.kernels) {
       const Kernel& k = kernels[i];
-      op = add(ComputeOp{Scope::Layer, k.kind, p.pass, p.layer, p.mb, k.flops, k.bytes, times[i], streaming(k, times[i])},
+      op = add(ComputeOp{Scope::Layer, k.kind, p.pass, p.layer, p.mb, k.flops, k.bytes, times[i], streaming_time(k, times[i])},
                std::move(p.deps));
       p.deps.clear();
     }

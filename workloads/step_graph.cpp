@@ -94,12 +94,16 @@ StepGraph generate_step(const Workload& w, const topology::GpuSpec& gpu, const G
   const Context ctx = make_context(w, gpu, options.granularity);
   StepGraph g{w, Placement(w.plan), options.granularity, micro_batches(w.plan, *w.training), {}};
   for (int stage = 0; stage < w.plan.pp; ++stage) {
-    RankClass c{stage, {}, stage_ops(ctx, stage, g.micro_batches)};
-    for (int r = 0; r < g.placement.ranks(); ++r)
-      if (g.placement.coord(r).pp == stage) c.ranks.push_back(r);
-    g.classes.push_back(std::move(c));
+    g.classes.push_back(stage_class(g.placement, stage, stage_ops(ctx, stage, g.micro_batches)));
   }
   return g;
+}
+
+RankClass stage_class(const Placement& placement, int stage, std::vector<Op> ops) {
+  RankClass c{stage, {}, std::move(ops)};
+  for (int r = 0; r < placement.ranks(); ++r)
+    if (placement.coord(r).pp == stage) c.ranks.push_back(r);
+  return c;
 }
 
 const RankClass& StepGraph::class_of(int rank) const {

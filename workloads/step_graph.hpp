@@ -101,6 +101,9 @@ struct RankClass {
   std::vector<Op> ops;
 };
 
+// The class of every rank of `placement` on pipeline stage `stage`, running `ops`.
+RankClass stage_class(const Placement& placement, int stage, std::vector<Op> ops);
+
 struct StepGraph {
   Workload workload;
   Placement placement;

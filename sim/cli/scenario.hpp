@@ -95,6 +95,9 @@ struct Override {
 // (`memory` on GPT 1.7B), a million took minutes and 17 GB. Larger grids: several files.
 inline constexpr std::size_t kMostSweepPoints = 100'000;
 
+// The largest batch a scenario may give (training.global_batch and micro_batch, inference.batch).
+inline constexpr long long kMaxSequences = 1'000'000'000;
+
 // Loads every YAML document of `text` (documents separated by `---`) as one scenario each, applying
 // `overrides` to each; a document with `sweep:` axes gives one scenario per point, in sweep order (cartesian
 // product of the axes, first axis outermost; the axes under `sweep.zip` advance together as one axis). Throws InputError with the file, line, key, value and what is allowed.

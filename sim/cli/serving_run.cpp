@@ -2,7 +2,7 @@
 // StepGraph (workloads/serving.hpp) played on the scenario's engine and topology, and what a buyer reads from
 // them: time to first token, time per output token, tokens per second, the roofline regime of each phase, the
 // memory plan and the largest batch that fits.
-#include <fmt/format.h>
+#include <algorithm>
 
 #include "results/memory_report.hpp"
 #include "results/topology_report.hpp"
@@ -58,18 +58,19 @@ json phase_json(const Phase& p, const topology::GpuSpec& gpu, workloads::Precisi
           {"breakdown_s", {{"compute", p.compute.value()}, {"exposed_comm", time - p.compute.value()}}}};
 }
 
-// The largest batch whose memory plan fits (0: not even one sequence), by bisection: the plan grows with it.
-int max_batch_that_fits(workloads::Workload w, const topology::GpuSpec& gpu) {
-  auto fits = [&](int batch) {
-    w.inference->batch = batch;
+// The largest batch whose memory plan fits (0: not even one sequence; at most the batch a scenario may give),
+// by doubling then bisection: the plan grows with the batch. Invariant: lo fits (or is 0), hi does not (or is
+// past the limit).
+long long max_batch_that_fits(workloads::Workload w, const topology::GpuSpec& gpu) {
+  auto fits = [&](long long batch) {
+    w.inference->batch = static_cast<int>(batch);
     return workloads::plan_memory(w, gpu).fits;
   };
-  if (!fits(1)) return 0;
-  int lo = 1, hi = 2;
-  while (hi < (1 << 24) && fits(hi)) lo = hi, hi *= 2;
-  if (hi >= (1 << 24) && fits(hi)) return hi;
+  long long lo = 0, hi = 1;
+  while (hi <= kMaxSequences && fits(hi)) lo = hi, hi *= 2;
+  hi = std::min(hi, kMaxSequences + 1);
   while (hi - lo > 1) {
-    const int mid = lo + (hi - lo) / 2;
+    const long long mid = lo + (hi - lo) / 2;
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;

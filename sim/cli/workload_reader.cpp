@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <initializer_list>
 
+#include "sim/cli/scenario.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
 
@@ -26,7 +27,6 @@ using workloads::TrainingSpec;
 constexpr long long kMaxLayers = 100'000;
 constexpr long long kMaxWidth = 1'000'000;          // hidden, ffn_hidden, heads, kv_heads
 constexpr long long kMaxTokens = 1'000'000'000;     // vocab, seq_length, context
-constexpr long long kMaxSequences = 1'000'000'000;  // batch sizes
 constexpr long long kMaxDegree = 1'000'000;         // tp, pp, dp
 constexpr double kMaxDropout = 0.99;                 // hidden_dropout, attention_dropout (1 drops everything)
 constexpr double kMaxBucketMB = 1e6;

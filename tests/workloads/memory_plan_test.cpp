@@ -6,6 +6,7 @@
 #include "workloads/decode.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/model_shapes.hpp"
 
 namespace {
 
@@ -13,32 +14,7 @@ using namespace dtsim;
 using namespace dtsim::workloads;
 using namespace dtsim::literals;
 using topology::find_gpu;
-
-// Shapes as the presets give them (built here so this test depends on no preset table).
-ModelSpec shape(int layers, int hidden, int heads, int kv_heads, int ffn, int vocab, int seq) {
-  ModelSpec m;
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = kv_heads;
-  m.ffn_hidden = ffn;
-  m.vocab = vocab;
-  m.seq_length = seq;
-  return m;   // GPT style: gelu, LayerNorm, learned positions, biases, tied embeddings
-}
-ModelSpec llama(int layers, int hidden, int heads, int kv_heads, int ffn, int seq) {
-  ModelSpec m = shape(layers, hidden, heads, kv_heads, ffn, 32000, seq);
-  m.activation = Activation::Swiglu;
-  m.norm = Norm::RmsNorm;
-  m.positions = Positions::Rotary;
-  m.tied_embeddings = false;
-  m.bias = false;
-  return m;
-}
-ModelSpec llama2_7b() { return llama(32, 4096, 32, 32, 11008, 4096); }
-ModelSpec llama2_13b() { return llama(40, 5120, 40, 40, 13824, 4096); }
-ModelSpec llama2_70b() { return llama(80, 8192, 64, 8, 28672, 4096); }
-ModelSpec gpt3_175b() { return shape(96, 12288, 96, 96, 49152, 51200, 2048); }
+using namespace dtsim::workloads::test_shapes;
 
 ParallelPlan par(int tp, int pp = 1, int dp = 1, int vpp = 1) {
   ParallelPlan p;

@@ -8,30 +8,15 @@
 #include "topology/catalog.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/model.hpp"
+#include "workloads/model_shapes.hpp"
 #include "workloads/serving.hpp"
 
 using namespace dtsim;
 using namespace dtsim::workloads;
 using topology::find_gpu;
+using test_shapes::llama2_70b;
 
 namespace {
-
-ModelSpec llama2_70b() {   // built here so this test depends on no preset table
-  ModelSpec m;
-  m.layers = 80;
-  m.hidden = 8192;
-  m.heads = 64;
-  m.kv_heads = 8;
-  m.ffn_hidden = 28672;
-  m.vocab = 32000;
-  m.seq_length = 4096;
-  m.activation = Activation::Swiglu;
-  m.norm = Norm::RmsNorm;
-  m.positions = Positions::Rotary;
-  m.tied_embeddings = false;
-  m.bias = false;
-  return m;
-}
 
 InferenceSpec batch_of(int batch, Precision weights, int prompt = 1024, int output = 128) {
   InferenceSpec inf;
