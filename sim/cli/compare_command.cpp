@@ -80,14 +80,14 @@ std::string table(const json& doc, const Axes& axes) {
   return out;
 }
 
-const std::vector<std::string> kCsvColumns = {
+const std::vector<std::string> kCompareCsvColumns = {
     "name", "cluster", "gpus", "fits", "pareto", "tp", "pp", "dp", "vpp", "zero", "order", "micro_batch", "recompute",
     "sequence_parallel", "step_time_s", "tokens_per_s", "mfu", "days", "gpu_hours", "total_usd", "capital_usd",
     "usd_per_million_tokens", "per_token_J", "total_MWh", "why"};
 
 std::string csv(const json& doc) {
   std::string out;
-  for (const auto& c : kCsvColumns) {
+  for (const auto& c : kCompareCsvColumns) {
     if (!out.empty()) out += ',';
     out += c;
   }
@@ -104,7 +104,7 @@ std::string csv(const json& doc) {
       for (const char* k : {"per_token_J", "total_MWh"}) cells[k] = p["energy"][k];
     }
     std::string line;
-    for (const auto& c : kCsvColumns) {
+    for (const auto& c : kCompareCsvColumns) {
       if (!line.empty()) line += ',';
       line += results::csv_cell(cells.value(c, json()));
     }

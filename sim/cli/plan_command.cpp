@@ -186,14 +186,14 @@ std::string table(const Scenario& s, const PointPlans& p, Objective o) {
                    "more or larger GPUs, a smaller global or micro batch, or more recompute", s.file);
 }
 
-const std::vector<std::string> kCsvColumns = {
+const std::vector<std::string> kPlanCsvColumns = {
     "rank", "tp", "pp", "dp", "vpp", "zero", "order", "micro_batch", "recompute", "sequence_parallel", "analytic_step_time_s",
     "step_time_s", "confirmed", "tokens_per_s", "mfu", "margin_bytes", "usd_per_million_tokens", "step_J",
     "per_token_J", "days", "gpu_hours", "total_usd", "total_MWh"};
 
 std::string csv(const std::vector<std::pair<std::string, json>>& points) {
   std::string out = "name";
-  for (const auto& c : kCsvColumns) {
+  for (const auto& c : kPlanCsvColumns) {
     out += ',';
     out += c;
   }
@@ -225,7 +225,7 @@ std::string csv(const std::vector<std::pair<std::string, json>>& points) {
                           {"total_usd", p["cost"]["total_usd"]},
                           {"total_MWh", p["energy"]["total_MWh"]}};
       out += results::csv_field(name);
-      for (const auto& c : kCsvColumns) {
+      for (const auto& c : kPlanCsvColumns) {
         out += ',';
         out += results::csv_cell(cells.at(c));
       }

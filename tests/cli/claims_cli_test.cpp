@@ -11,7 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-fs::path fresh(const std::string& tag) {
+fs::path fresh_claims(const std::string& tag) {
   const fs::path dir = fresh_dir("claims", tag);
   fs::create_directories(dir);
   return dir;
@@ -34,7 +34,7 @@ double figure(const json& c, const std::string& key) {
 
 // A claims directory holding only `yaml` as claims.yaml.
 Result claims_with(const std::string& tag, const std::string& yaml, const std::string& extra = "") {
-  const fs::path dir = fresh(tag);
+  const fs::path dir = fresh_claims(tag);
   std::ofstream(dir / "claims.yaml") << yaml;
   const Result r = dtsim("claims --dir " + dir.string() + " " + extra);
   fs::remove_all(dir);
@@ -62,7 +62,7 @@ void check_refused(const Result& r, const std::string& says) {
 
 // One evaluation of every claim (minutes under the sanitizers) serves both checks: the page and the verdicts.
 TEST_CASE("claims: the committed docs/seed-claims.md is what dtsim claims generates, and every claim has a verdict computed from its figures") {
-  const fs::path dir = fresh("all");
+  const fs::path dir = fresh_claims("all");
   const Result r = dtsim("claims --json " + (dir / "claims.json").string());
   REQUIRE(r.status == 0);
   CHECK(r.err.empty());
@@ -123,7 +123,7 @@ TEST_CASE("claims: the committed docs/seed-claims.md is what dtsim claims genera
 }
 
 TEST_CASE("claims: --json writes what --format json prints, beside the markdown") {
-  const fs::path dir = fresh("json");
+  const fs::path dir = fresh_claims("json");
   const Result both = dtsim("claims --only S2,S7 --json " + (dir / "c.json").string());
   const Result json_only = dtsim("claims --only S2,S7 --format json");
   REQUIRE(both.status == 0);

@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-fs::path fresh(const std::string& tag) { return fresh_dir("report", tag); }
+fs::path fresh_report(const std::string& tag) { return fresh_dir("report", tag); }
 
 // The images report.md links, in order.
 std::vector<std::string> linked_images(const std::string& markdown) {
@@ -81,7 +81,7 @@ void check_charts(const fs::path& dir, std::size_t want) {
 }  // namespace
 
 TEST_CASE("report: a scaling sweep gets every chart with the rows' figures behind it") {
-  const fs::path dir = fresh("scaling");
+  const fs::path dir = fresh_report("scaling");
   const Result r = dtsim("sweep " + src("tests/data/scenarios/sweep-scaling.yaml") + " --out " + dir.string());
   REQUIRE(r.status == 0);
   CHECK(r.err.find("report in " + dir.string() + "/report.md (5 charts)") != std::string::npos);
@@ -136,7 +136,7 @@ TEST_CASE("report: the roofline places the step's kernels against the GPU's ridg
 }
 
 TEST_CASE("report: two GPU types get two rooflines, one GPU count no scaling chart, a run directory its report") {
-  const fs::path dir = fresh("default");
+  const fs::path dir = fresh_report("default");
   REQUIRE(dtsim("sweep " + src("scenarios/default.yaml") + " --jobs 2 --out " + dir.string()).status == 0);
   check_charts(dir, 5);   // step time, efficiency, breakdown, roofline of the SXM4 and of the PCIe card
   const std::string md = slurp(dir / "report.md");
@@ -144,7 +144,7 @@ TEST_CASE("report: two GPU types get two rooflines, one GPU count no scaling cha
   CHECK(md.find("(a100-sxm4-80gb, bf16): ridge point 153 FLOP/byte") != std::string::npos);
   CHECK(md.find("(a100-pcie-80gb, bf16)") != std::string::npos);
   CHECK(md.find("| 8xa100-nvswitch | scaling_efficiency | 92.0 % |") != std::string::npos);   // the article's S15
-  const fs::path run = fresh("run");
+  const fs::path run = fresh_report("run");
   REQUIRE(dtsim("run " + src("tests/data/scenarios/small-tp4.yaml") + " --out " + run.string()).status == 0);
   const Result r = dtsim("report " + run.string());
   CHECK(r.status == 0);
@@ -154,7 +154,7 @@ TEST_CASE("report: two GPU types get two rooflines, one GPU count no scaling cha
 }
 
 TEST_CASE("report: a sweep with invalid points lists them with their reasons in the table") {
-  const fs::path dir = fresh("invalid");
+  const fs::path dir = fresh_report("invalid");
   REQUIRE(dtsim("sweep " + src("tests/data/scenarios/sweep-invalid.yaml") + " --out " + dir.string()).status == 0);
   check_charts(dir, 4);
   check_table(dir);
@@ -166,7 +166,7 @@ TEST_CASE("report: a sweep with invalid points lists them with their reasons in 
 }
 
 TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line") {
-  const fs::path dir = fresh("bad");
+  const fs::path dir = fresh_report("bad");
   REQUIRE(dtsim("sweep " + src("tests/data/scenarios/sweep-scaling.yaml") + " --no-report --out " + dir.string()).status == 0);
   CHECK_FALSE(fs::exists(dir / "report.md"));
   // No gnuplot on PATH: status 2, naming the Debian package.
@@ -175,7 +175,7 @@ TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line")
   // gnuplot failing (a stand-in that complains on two lines): one line naming the script, no report.md linking
   // charts that were not drawn.
   {
-    const fs::path fake = fresh("fake_gnuplot");
+    const fs::path fake = fresh_report("fake_gnuplot");
     fs::create_directories(fake);
     std::ofstream(fake / "gnuplot") << "#!/bin/sh\necho '  \"step_time.gp\" line 9: no valid points' >&2\necho more >&2\nexit 1\n";
     fs::permissions(fake / "gnuplot", fs::perms::owner_all);
@@ -206,7 +206,7 @@ TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line")
   CHECK(none.status == 2);
   CHECK(none.err.find("no simulated row") != std::string::npos);
   // Rows written by hand: each malformed one is named with its file and line, status 2, one line.
-  const fs::path src_dir = fresh("source");
+  const fs::path src_dir = fresh_report("source");
   REQUIRE(dtsim("sweep " + src("tests/data/scenarios/sweep-scaling.yaml") + " --no-report --out " + src_dir.string()).status == 0);
   const json base = jsonl(src_dir / "results.jsonl").at(0);
   const std::vector<std::pair<std::string, std::function<void(json&)>>> broken = {
@@ -243,7 +243,7 @@ TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line")
   CHECK(bars[1][1] == "back/slash");
   fs::remove_all(src_dir);
   // Not a results directory.
-  const Result empty = dtsim("report " + fresh("empty").string());
+  const Result empty = dtsim("report " + fresh_report("empty").string());
   CHECK(empty.status == 2);
   CHECK(empty.err.find("neither compare.json, results.jsonl nor result.json") != std::string::npos);
   fs::remove_all(dir);

@@ -19,7 +19,7 @@ namespace {
 const std::string kSmall = src("tests/data/scenarios/small-tp4.yaml");   // three points
 
 // A fresh directory for one test case (ctest runs cases of this file in parallel).
-fs::path fresh(const std::string& tag) { return fresh_dir("sweep", tag); }
+fs::path fresh_sweep(const std::string& tag) { return fresh_dir("sweep", tag); }
 
 Result sweep(const std::string& file, const fs::path& out, const std::string& options = "") {
   return dtsim("sweep " + file + " --out " + out.string() + " " + options);
@@ -51,7 +51,7 @@ std::vector<json> lines(const std::string& jsonl) { return json_lines(jsonl); }
 }  // namespace
 
 TEST_CASE("sweep: rows in sweep order, the same bytes with --jobs 1 and --jobs 2") {
-  const fs::path one = fresh("jobs1"), two = fresh("jobs2");
+  const fs::path one = fresh_sweep("jobs1"), two = fresh_sweep("jobs2");
   const Outputs want = reference(one);
   const auto rows = lines(want.jsonl);
   REQUIRE(rows.size() == 3);
@@ -77,7 +77,7 @@ TEST_CASE("sweep: rows in sweep order, the same bytes with --jobs 1 and --jobs 2
 }
 
 TEST_CASE("sweep: --resume after a kill mid-write keeps the whole rows, drops the torn one, runs the rest") {
-  const fs::path full = fresh("full"), cut = fresh("cut");
+  const fs::path full = fresh_sweep("full"), cut = fresh_sweep("cut");
   const Outputs want = reference(full);
   fs::create_directories(cut);
   // Killed while writing the second row: the first row whole, half of the second, no CSV yet.
@@ -102,7 +102,7 @@ TEST_CASE("sweep: --resume after a kill mid-write keeps the whole rows, drops th
 }
 
 TEST_CASE("sweep: a full disk stops it with the path and errno, leaves whole rows only, and --resume completes it") {
-  const fs::path full = fresh("disk-ok"), cut = fresh("disk-full");
+  const fs::path full = fresh_sweep("disk-ok"), cut = fresh_sweep("disk-full");
   const Outputs want = reference(full);
   // Room for the resolved scenario and one row (each about 13.5 kB), not two: the second row's append fails part
   // way through, which before the fix left half a row in results.jsonl.
@@ -124,13 +124,13 @@ TEST_CASE("sweep: a full disk stops it with the path and errno, leaves whole row
 }
 
 TEST_CASE("sweep: killed (SIGKILL) at several moments and resumed, the files end as an uninterrupted run's") {
-  const fs::path full = fresh("uninterrupted");
+  const fs::path full = fresh_sweep("uninterrupted");
   const std::string scenario = src("scenarios/default.yaml");   // six points, a fraction of a second in all
   REQUIRE(sweep(scenario, full, "--jobs 2").status == 0);
   const Outputs want = outputs(full);
   for (const char* delay : {"0.02", "0.06", "0.1", "0.15"}) {
     CAPTURE(delay);
-    const fs::path dir = fresh(std::string("killed") + delay);
+    const fs::path dir = fresh_sweep(std::string("killed") + delay);
     const std::string killed = std::string("timeout -s KILL ") + delay + " " + DTSIM_BINARY + " sweep " + scenario +
                                " --jobs 2 --out " + dir.string() + " 2>/dev/null";
     (void)std::system(killed.c_str());
@@ -154,7 +154,7 @@ TEST_CASE("sweep: one worker killed leaves no row for its point, status 1, and -
   // Each point plays every transfer (no memo, symmetry or aggregation): about half a second, time to kill it.
   const std::string slow = "--no-report --jobs 1 --set simulation.memoize=false --set simulation.symmetry=false "
                            "--set simulation.aggregate=false --set training.global_batch=256";
-  const fs::path full = fresh("worker_full"), dir = fresh("worker_killed");
+  const fs::path full = fresh_sweep("worker_full"), dir = fresh_sweep("worker_killed");
   REQUIRE(sweep(kSmall, full, slow).status == 0);
   const Outputs want = outputs(full);
   const std::string err = (fs::temp_directory_path() / fmt::format("dtsim_worker_{}.err", ::getpid())).string();
@@ -195,7 +195,7 @@ TEST_CASE("sweep: one worker killed leaves no row for its point, status 1, and -
 }
 
 TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full sweep's bytes") {
-  const fs::path full = fresh("unsharded"), dir = fresh("shards");
+  const fs::path full = fresh_sweep("unsharded"), dir = fresh_sweep("shards");
   const Outputs want = reference(full);
   REQUIRE(sweep(kSmall, dir, "--shard 1/2").status == 0);
   CHECK(lines(slurp(dir / "results.shard-1-of-2.jsonl")).size() == 2);   // points 0 and 2
@@ -212,7 +212,7 @@ TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full
 }
 
 TEST_CASE("sweep: a point that cannot run is a row with its reason, never the end of the sweep") {
-  const fs::path dir = fresh("invalid");
+  const fs::path dir = fresh_sweep("invalid");
   const auto r = sweep(src("tests/data/scenarios/sweep-invalid.yaml"), dir, "--jobs 2");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   const auto rows = lines(slurp(dir / "results.jsonl"));
@@ -227,7 +227,7 @@ TEST_CASE("sweep: a point that cannot run is a row with its reason, never the en
 }
 
 TEST_CASE("sweep: bad options and a scenario without sweep axes are one-line errors with status 2") {
-  const fs::path dir = fresh("bad");
+  const fs::path dir = fresh_sweep("bad");
   for (const std::string options : {"--shard 3/2", "--shard 0/2", "--shard two", "--jobs 0"}) {
     CAPTURE(options);
     const auto r = sweep(kSmall, dir, options);
@@ -246,7 +246,7 @@ TEST_CASE("sweep: bad options and a scenario without sweep axes are one-line err
 }
 
 TEST_CASE("sweep: strong and weak scaling efficiency against the smallest configuration, not the first row") {
-  const fs::path dir = fresh("scaling");
+  const fs::path dir = fresh_sweep("scaling");
   REQUIRE(sweep(src("tests/data/scenarios/sweep-scaling.yaml"), dir).status == 0);
   const auto rows = lines(slurp(dir / "results.jsonl"));
   REQUIRE(rows.size() == 3);
@@ -269,7 +269,7 @@ TEST_CASE("sweep: strong and weak scaling efficiency against the smallest config
 }
 
 TEST_CASE("sweep: --resume reruns the points whose resolved scenario changed, and only those") {
-  const fs::path dir = fresh("changed"), fresh_run = fresh("changed_reference");
+  const fs::path dir = fresh_sweep("changed"), fresh_run = fresh_sweep("changed_reference");
   REQUIRE(sweep(kSmall, dir).status == 0);
   const std::string before = slurp(dir / "results.jsonl");
   const auto r = sweep(kSmall, dir, "--resume --set model.layers=8");
@@ -283,7 +283,7 @@ TEST_CASE("sweep: --resume reruns the points whose resolved scenario changed, an
 }
 
 TEST_CASE("sweep: shards started at once all succeed, and merge refuses a short shard and another sweep's shard") {
-  const fs::path full = fresh("merge_reference"), dir = fresh("concurrent");
+  const fs::path full = fresh_sweep("merge_reference"), dir = fresh_sweep("concurrent");
   const Outputs want = reference(full);
   std::string both;
   for (int i = 1; i <= 3; ++i)
@@ -302,7 +302,7 @@ TEST_CASE("sweep: shards started at once all succeed, and merge refuses a short 
   CHECK(short_merge.status == 2);
   CHECK(short_merge.err.find("hold 2 of the sweep's 3 points") != std::string::npos);
   // A shard of another sweep (other model depth): refused.
-  const fs::path other = fresh("other_sweep");
+  const fs::path other = fresh_sweep("other_sweep");
   REQUIRE(sweep(kSmall, other, "--shard 2/3 --set model.layers=8").status == 0);
   fs::copy_file(other / "results.shard-2-of-3.jsonl", cut, fs::copy_options::overwrite_existing);
   auto foreign = dtsim("merge " + dir.string());
@@ -331,12 +331,12 @@ bool alive(pid_t pid) {
 TEST_CASE("sweep: SIGINT or SIGTERM stops it with 128+N, whole rows, no worker or simulation left, and --resume completes it") {
   const std::string slow = "--no-report --jobs 1 --set simulation.memoize=false --set simulation.symmetry=false "
                            "--set simulation.aggregate=false --set training.global_batch=256";
-  const fs::path full = fresh("signal_full");
+  const fs::path full = fresh_sweep("signal_full");
   REQUIRE(sweep(kSmall, full, slow).status == 0);
   const Outputs want = outputs(full);
   for (const int signo : {SIGINT, SIGTERM}) {
     CAPTURE(signo);
-    const fs::path dir = fresh(fmt::format("signal{}", signo));
+    const fs::path dir = fresh_sweep(fmt::format("signal{}", signo));
     const std::string err = (fs::temp_directory_path() / fmt::format("dtsim_signal_{}_{}.err", ::getpid(), signo)).string();
     const pid_t sweeper = ::fork();
     REQUIRE(sweeper >= 0);

@@ -12,7 +12,7 @@ namespace {
 const char* kBase = "name: base\ncluster: {gpu: a100-sxm4-80gb}\nmodel: {preset: gpt3-175b}\n"
                     "training: {global_batch: 16}\nparallelism: {tp: 8}\n";
 
-std::string error_of(const std::string& text, const std::vector<Override>& o = {}) {
+std::string sweep_error(const std::string& text, const std::vector<Override>& o = {}) {
   try {
     load_scenarios(text, "s.yaml", o);
   } catch (const InputError& e) {
@@ -68,18 +68,18 @@ TEST_CASE("simulation and reference sections are read strictly") {
   CHECK(s.simulation.granularity == workloads::Granularity::Kernel);
   CHECK(s.reference.source == "paper");
   CHECK(s.reference.values.at("step_time_s") == 1.5);
-  CHECK(error_of(std::string(kBase) + "simulation: {engine: ns3}\n").find("simulation.engine") != std::string::npos);
-  CHECK(error_of(std::string(kBase) + "simulation: {collective_algo: magic}\n").find("hierarchical") != std::string::npos);
-  CHECK(error_of(std::string(kBase) + "reference: {speed: 3}\n").find("reference.speed") != std::string::npos);
+  CHECK(sweep_error(std::string(kBase) + "simulation: {engine: ns3}\n").find("simulation.engine") != std::string::npos);
+  CHECK(sweep_error(std::string(kBase) + "simulation: {collective_algo: magic}\n").find("hierarchical") != std::string::npos);
+  CHECK(sweep_error(std::string(kBase) + "reference: {speed: 3}\n").find("reference.speed") != std::string::npos);
 }
 
 TEST_CASE("sweep errors: empty axes, unequal zips, bad values at their line, --set on a swept key") {
-  CHECK(error_of(std::string(kBase) + "sweep: {cluster.intra: []}\n").find("non-empty list") != std::string::npos);
-  CHECK(error_of(std::string(kBase) + "sweep: {zip: {name: [a, b], cluster.nodes: [1]}}\n").find("same length") != std::string::npos);
-  const auto bad = error_of(std::string(kBase) + "sweep:\n  cluster.intra: [nvswitch, torus]\n");
+  CHECK(sweep_error(std::string(kBase) + "sweep: {cluster.intra: []}\n").find("non-empty list") != std::string::npos);
+  CHECK(sweep_error(std::string(kBase) + "sweep: {zip: {name: [a, b], cluster.nodes: [1]}}\n").find("same length") != std::string::npos);
+  const auto bad = sweep_error(std::string(kBase) + "sweep:\n  cluster.intra: [nvswitch, torus]\n");
   CHECK(bad.find("s.yaml:") == 0);
   CHECK(bad.find("torus") != std::string::npos);
-  const auto clash = error_of(std::string(kBase) + "sweep: {cluster.intra: [ring]}\n", {{"cluster.intra", "star"}});
+  const auto clash = sweep_error(std::string(kBase) + "sweep: {cluster.intra: [ring]}\n", {{"cluster.intra", "star"}});
   CHECK(clash.find("sweep") != std::string::npos);
   CHECK(clash.find("--set") != std::string::npos);
 }

@@ -129,6 +129,6 @@ inline std::vector<int> first_ranks(int n) {
   return r;
 }
 
-sim::GroupLayout one_machine(int n) { return sim::GroupLayout{std::vector<int>(static_cast<std::size_t>(n), 0), false}; }
+inline sim::GroupLayout one_machine(int n) { return sim::GroupLayout{std::vector<int>(static_cast<std::size_t>(n), 0), false}; }
 
 }  // namespace simgrid_support

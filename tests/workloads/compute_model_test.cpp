@@ -14,6 +14,7 @@
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
+#include "workloads/gpt_job.hpp"
 
 namespace {
 
@@ -21,8 +22,8 @@ using namespace dtsim;
 using namespace dtsim::literals;
 using namespace dtsim::workloads;
 using topology::find_gpu;
+using dtsim::test::a100;
 
-const topology::GpuSpec& a100() { return find_gpu("a100-sxm4-80gb"); }
 
 Kernel gemm(KernelClass kind, GemmShape g, Bytes bytes) {
   Kernel k;

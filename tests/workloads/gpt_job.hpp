@@ -1,9 +1,13 @@
 // A GPT-shaped job for tests (MHA, ffn = 4h), where Megatron's closed forms hold exactly.
 #pragma once
 
+#include "topology/catalog.hpp"
 #include "workloads/plan.hpp"
 
 namespace dtsim::test {
+
+// The GPU the workload tests time kernels on.
+inline const topology::GpuSpec& a100() { return topology::find_gpu("a100-sxm4-80gb"); }
 
 inline workloads::Workload gpt_job(int tp, int pp, int dp, int global_batch, int layers = 8) {
   workloads::Workload w;

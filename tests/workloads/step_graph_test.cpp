@@ -13,11 +13,11 @@
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::a100;
 using dtsim::test::gpt_job;
 
 namespace {
 
-const topology::GpuSpec& a100() { return topology::find_gpu("a100-sxm4-80gb"); }
 
 // Megatron-LM (Narayanan et al. SC'21, eq. 3) and Korthikanti et al.: FLOPs per iteration.
 double closed_form(const Workload& w, double factor, double vocab_divisor) {
