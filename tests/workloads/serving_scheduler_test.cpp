@@ -1,0 +1,133 @@
+// The continuous-batching scheduler (workloads/serving_scheduler.hpp) on traces worked by hand, and the request
+// stream's draws against their distributions.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "topology/error.hpp"
+#include "workloads/serving_scheduler.hpp"
+
+using namespace dtsim;
+using namespace dtsim::workloads;
+
+namespace {
+
+// Every iteration takes one second, and the passes each ran are kept.
+struct OneSecondIterations {
+  std::vector<std::vector<ServingPass>> seen;
+  IterationTime timer() {
+    return [this](std::span<const ServingPass> p) {
+      seen.emplace_back(p.begin(), p.end());
+      return 1.0;
+    };
+  }
+};
+
+bool same_pass(const ServingPass& a, const ServingPass& b) {
+  return a.phase == b.phase && a.batch == b.batch && a.new_tokens == b.new_tokens && a.context == b.context;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: two requests, chunked prefill under a 4-token budget, worked by hand") {
+  // A arrives at 0 with a 6-token prompt and 3 output tokens; B at 0.5 with 2 and 2.
+  // it 1 [0,1): A's first 4 prompt tokens.  it 2 [1,2): A's last 2 (first token at 2), B admitted, its 2 (first
+  // token at 2).  it 3 [2,3): A decodes (cache 7), B decodes (cache 3), B's second token: B done at 3.
+  // it 4 [3,4): A decodes (cache 8), its third token: done at 4.
+  const std::vector<Request> requests = {{0.0, 6, 3}, {0.5, 2, 2}};
+  SchedulerLimits limits;
+  limits.max_tokens_per_iteration = 4;
+  limits.max_sequences = 2;
+  limits.kv_blocks = 100;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer());
+  CHECK(s.iterations == 4);
+  CHECK(s.end_s == 4.0);
+  CHECK(s.busy_s == 4.0);
+  CHECK(s.tokens == 6 + 2 + 2 + 1);   // prompts, then the decode steps (a first token comes with its prompt)
+  const RequestOutcome& a = s.requests[0];
+  const RequestOutcome& b = s.requests[1];
+  CHECK(a.admitted_s == 0.0);
+  CHECK(a.first_token_s == 2.0);
+  CHECK(a.finished_s == 4.0);
+  CHECK(b.admitted_s == 1.0);
+  CHECK(b.first_token_s == 2.0);
+  CHECK(b.finished_s == 3.0);
+  REQUIRE(clock.seen.size() == 4);
+  using P = ServingPhase;
+  const std::vector<std::vector<ServingPass>> want = {
+      {{P::Prefill, 1, 4, 4}},
+      {{P::Prefill, 1, 2, 6}, {P::Prefill, 1, 2, 2}},
+      {{P::Decode, 1, 1, 7}, {P::Decode, 1, 1, 3}},
+      {{P::Decode, 1, 1, 8}}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(clock.seen[i].size() == want[i].size());
+    for (std::size_t k = 0; k < want[i].size(); ++k) CHECK(same_pass(clock.seen[i][k], want[i][k]));
+  }
+}
+
+TEST_CASE("scheduler: a request waits for KV-cache blocks, and without chunking a prompt runs whole") {
+  // One 16-token block: A (10 + 2 tokens) holds it until it finishes at 2; B (arrived at 0) is admitted then.
+  const std::vector<Request> requests = {{0.0, 10, 2}, {0.0, 3, 1}};
+  SchedulerLimits limits;
+  limits.max_tokens_per_iteration = 4;   // smaller than A's prompt: unchunked, A runs alone
+  limits.kv_blocks = 1;
+  limits.chunked_prefill = false;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer());
+  CHECK(s.requests[0].first_token_s == 1.0);
+  CHECK(s.requests[0].finished_s == 2.0);
+  CHECK(s.requests[1].admitted_s == 2.0);
+  CHECK(s.requests[1].first_token_s == 3.0);   // one output token: done with its prompt
+  CHECK(s.requests[1].finished_s == 3.0);
+  CHECK(s.iterations == 3);
+  REQUIRE(clock.seen.size() == 3);
+  CHECK(same_pass(clock.seen[0][0], {ServingPhase::Prefill, 1, 10, 10}));
+}
+
+TEST_CASE("scheduler: idle time jumps to the next arrival, and a request too large for the cache is refused") {
+  const std::vector<Request> requests = {{5.0, 1, 1}};
+  SchedulerLimits limits;
+  limits.kv_blocks = 1;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer());
+  CHECK(s.requests[0].admitted_s == 5.0);
+  CHECK(s.end_s == 6.0);
+  CHECK(s.busy_s == 1.0);
+  const std::vector<Request> big = {{0.0, 20, 1}};
+  CHECK_THROWS_WITH_AS(serve_requests(big, limits, clock.timer()),
+                       doctest::Contains("more KV-cache blocks than the cache holds (1 of 16 tokens)"), InputError);
+  limits.kv_blocks = 0;
+  CHECK_THROWS_AS(serve_requests(requests, limits, clock.timer()), InputError);
+}
+
+TEST_CASE("request stream: Poisson arrivals at the rate, lengths with the distribution's mean, the same for a seed") {
+  RequestStream stream;
+  stream.rate_per_s = 10;
+  stream.duration_s = 2000;
+  stream.seed = 7;
+  stream.prompt_tokens = {LengthDistribution::Kind::Lognormal, 512, 256};
+  stream.output_tokens = {LengthDistribution::Kind::Uniform, 100, 300};
+  const auto r = draw_requests(stream);
+  // 20,000 expected; the count's deviation is sqrt(20,000) = 141.
+  CHECK(std::abs(static_cast<double>(r.size()) - 20000.0) < 5 * 141.0);
+  for (std::size_t i = 1; i < r.size(); ++i) REQUIRE(r[i].arrival_s >= r[i - 1].arrival_s);
+  auto mean = [&](auto field) {
+    return std::accumulate(r.begin(), r.end(), 0.0, [&](double s, const Request& q) { return s + field(q); }) /
+           static_cast<double>(r.size());
+  };
+  const double prompt = mean([](const Request& q) { return q.prompt_tokens; });
+  const double output = mean([](const Request& q) { return q.output_tokens; });
+  CHECK(prompt == doctest::Approx(512).epsilon(0.02));
+  CHECK(output == doctest::Approx(200).epsilon(0.01));
+  const double sd = std::sqrt(mean([&](const Request& q) { return (q.prompt_tokens - prompt) * (q.prompt_tokens - prompt); }));
+  CHECK(sd == doctest::Approx(256).epsilon(0.05));
+  const auto again = draw_requests(stream);
+  REQUIRE(again.size() == r.size());
+  CHECK(again.back().arrival_s == r.back().arrival_s);
+  CHECK(again.back().prompt_tokens == r.back().prompt_tokens);
+  stream.seed = 8;
+  CHECK(draw_requests(stream).front().arrival_s != r.front().arrival_s);
+}

@@ -1,0 +1,188 @@
+#include "workloads/serving_scheduler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <numbers>
+
+#include <fmt/format.h>
+
+#include "topology/error.hpp"
+
+namespace dtsim::workloads {
+namespace {
+
+// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): a fixed generator, so a seed means the same stream everywhere.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform on (0, 1): 53 bits, never 0 (a logarithm's argument).
+  double open01() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
+  // Standard normal (Box-Muller, one of the pair).
+  double normal() { return std::sqrt(-2.0 * std::log(open01())) * std::cos(2.0 * std::numbers::pi * open01()); }
+
+ private:
+  std::uint64_t state_;
+};
+
+int draw_length(const LengthDistribution& d, Random& random) {
+  double x = d.a;
+  switch (d.kind) {
+    case LengthDistribution::Kind::Fixed: break;
+    case LengthDistribution::Kind::Uniform: x = d.a + (d.b - d.a) * random.open01(); break;
+    case LengthDistribution::Kind::Normal: x = d.a + d.b * random.normal(); break;
+    case LengthDistribution::Kind::Lognormal: {
+      // The log's parameters that give the lengths mean a and deviation b.
+      const double sigma2 = std::log1p((d.b / d.a) * (d.b / d.a));
+      x = std::exp(std::log(d.a) - sigma2 / 2 + std::sqrt(sigma2) * random.normal());
+      break;
+    }
+  }
+  return static_cast<int>(std::clamp(std::round(x), 1.0, 1e9));
+}
+
+long long blocks_for(const Request& r, int block_tokens) {
+  const long long tokens = static_cast<long long>(r.prompt_tokens) + r.output_tokens;
+  return (tokens + block_tokens - 1) / block_tokens;
+}
+
+// A request being served.
+struct Running {
+  std::size_t index;
+  int prefilled = 0;   // prompt tokens in the cache
+  int produced = 0;    // output tokens sampled
+};
+
+}  // namespace
+
+std::vector<Request> draw_requests(const RequestStream& s) {
+  DTSIM_ASSERT(s.rate_per_s > 0 && s.duration_s >= 0, "a checked request stream");
+  Random random(s.seed);
+  std::vector<Request> out;
+  for (double t = -std::log(random.open01()) / s.rate_per_s; t < s.duration_s;
+       t += -std::log(random.open01()) / s.rate_per_s) {
+    Request r;
+    r.arrival_s = t;
+    r.prompt_tokens = draw_length(s.prompt_tokens, random);
+    r.output_tokens = draw_length(s.output_tokens, random);
+    out.push_back(r);
+  }
+  return out;
+}
+
+ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time) {
+  if (limits.max_tokens_per_iteration < 1 || limits.max_sequences < 1 || limits.block_tokens < 1 || limits.kv_blocks < 1)
+    throw InputError("inference.requests", "", "the scheduler needs a token budget, a sequence limit and KV-cache blocks "
+                     "of at least 1; got none for", "a model and batch that leave memory for the KV cache");
+  for (const Request& r : requests)
+    if (blocks_for(r, limits.block_tokens) > limits.kv_blocks)
+      throw InputError("inference.requests",
+                       fmt::format("{} + {} tokens", r.prompt_tokens, r.output_tokens),
+                       fmt::format("a request needs more KV-cache blocks than the cache holds ({} of {} tokens):",
+                                   limits.kv_blocks, limits.block_tokens),
+                       fmt::format("prompt and output of at most {} tokens together",
+                                   limits.kv_blocks * limits.block_tokens));
+
+  ServedStream out;
+  out.requests.resize(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) out.requests[i].request = requests[i];
+  std::deque<std::size_t> waiting;
+  std::vector<Running> running;
+  long long free_blocks = limits.kv_blocks;
+  std::size_t arrived = 0, finished = 0;
+  double now = 0;
+  std::vector<ServingPass> passes;
+  std::vector<std::pair<std::size_t, int>> members;   // (index into running, tokens) per pass
+
+  while (finished < requests.size()) {
+    while (arrived < requests.size() && requests[arrived].arrival_s <= now) waiting.push_back(arrived++);
+    if (running.empty() && waiting.empty()) {
+      now = requests[arrived].arrival_s;
+      continue;
+    }
+    passes.clear();
+    members.clear();
+    int budget = limits.max_tokens_per_iteration;
+    // How much of a prompt with `remaining` tokens this iteration prefills (0: none).
+    auto chunk_of = [&](int remaining) {
+      if (limits.chunked_prefill) return std::min(remaining, budget);
+      return remaining <= budget || passes.empty() ? remaining : 0;
+    };
+    // Decoding sequences first, one token each; then prompts under way; then admissions, first come first served.
+    for (std::size_t k = 0; k < running.size() && budget > 0; ++k) {
+      const Running& r = running[k];
+      const Request& q = requests[r.index];
+      if (r.prefilled < q.prompt_tokens) continue;
+      passes.push_back({ServingPhase::Decode, 1, 1, q.prompt_tokens + r.produced});
+      members.emplace_back(k, 1);
+      --budget;
+    }
+    for (std::size_t k = 0; k < running.size() && budget > 0; ++k) {
+      const Running& r = running[k];
+      const int remaining = requests[r.index].prompt_tokens - r.prefilled;
+      if (remaining == 0) continue;
+      const int chunk = chunk_of(remaining);
+      if (chunk == 0) continue;
+      passes.push_back({ServingPhase::Prefill, 1, chunk, r.prefilled + chunk});
+      members.emplace_back(k, chunk);
+      budget -= chunk;
+    }
+    while (!waiting.empty() && std::ssize(running) < limits.max_sequences && (budget > 0 || passes.empty())) {
+      const std::size_t i = waiting.front();
+      const long long need = blocks_for(requests[i], limits.block_tokens);
+      if (need > free_blocks) break;   // head of line: later requests wait behind it
+      const int chunk = chunk_of(requests[i].prompt_tokens);
+      if (chunk == 0) break;
+      waiting.pop_front();
+      free_blocks -= need;
+      out.requests[i].admitted_s = now;
+      running.push_back({i, 0, 0});
+      passes.push_back({ServingPhase::Prefill, 1, chunk, chunk});
+      members.emplace_back(running.size() - 1, chunk);
+      budget -= chunk;
+    }
+    if (passes.empty()) {   // every running sequence waits for nothing: only arrivals can change that
+      DTSIM_ASSERT(arrived < requests.size(), "a scheduler with requests to serve and nothing it can run");
+      now = requests[arrived].arrival_s;
+      continue;
+    }
+    const double dt = time(passes);
+    DTSIM_ASSERT(dt > 0 && std::isfinite(dt), "an iteration takes a positive, finite time");
+    now += dt;
+    out.busy_s += dt;
+    ++out.iterations;
+    for (const auto& [k, tokens] : members) {
+      Running& r = running[k];
+      const Request& q = requests[r.index];
+      out.tokens += tokens;
+      if (r.prefilled < q.prompt_tokens) {
+        r.prefilled += tokens;
+        if (r.prefilled == q.prompt_tokens) {   // the prompt's last chunk samples the first token
+          r.produced = 1;
+          out.requests[r.index].first_token_s = now;
+        }
+      } else {
+        ++r.produced;
+      }
+    }
+    // Finished requests leave, and their blocks return to the cache.
+    std::erase_if(running, [&](const Running& r) {
+      const Request& q = requests[r.index];
+      if (r.prefilled < q.prompt_tokens || r.produced < q.output_tokens) return false;
+      out.requests[r.index].finished_s = now;
+      free_blocks += blocks_for(q, limits.block_tokens);
+      ++finished;
+      return true;
+    });
+  }
+  out.end_s = now;
+  return out;
+}
+
+}  // namespace dtsim::workloads

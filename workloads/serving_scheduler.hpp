@@ -1,0 +1,78 @@
+// A served request stream (DESIGN.md's `inference.requests`) and the iteration-level continuous-batching scheduler
+// that serves it, vLLM-like: every iteration runs one token of each decoding sequence and chunks of prompts, under
+// a token budget and a sequence limit; a request is admitted only when the KV cache has the blocks its prompt and
+// output will hold (reserved at admission, so nothing is preempted: vLLM allocates blocks as tokens come and
+// preempts when it runs out, which this conservative admission never needs), else it queues, first come first served.
+//
+// The scheduler knows nothing of the hardware: an iteration's duration comes from a callback given the passes it
+// runs (workloads/serving.hpp's ServingPass, one per sequence), so the cluster's timing and a hand-worked test's
+// are plugged in alike.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "workloads/serving.hpp"
+
+namespace dtsim::workloads {
+
+// A length distribution in tokens: fixed (`a`), uniform on [a, b], normal or lognormal of mean `a` and standard
+// deviation `b` (the lengths' own mean and deviation, not the logarithm's); draws are rounded and at least 1.
+struct LengthDistribution {
+  enum class Kind { Fixed, Uniform, Normal, Lognormal };
+  Kind kind = Kind::Fixed;
+  double a = 1;
+  double b = 0;
+};
+
+struct RequestStream {
+  LengthDistribution prompt_tokens;
+  LengthDistribution output_tokens;
+  double rate_per_s = 1;    // Poisson arrivals
+  double duration_s = 60;   // requests arrive in [0, duration)
+  std::uint64_t seed = 1;
+};
+
+struct Request {
+  double arrival_s = 0;
+  int prompt_tokens = 1;
+  int output_tokens = 1;
+};
+
+// The stream's requests in arrival order; the same seed gives the same requests on every machine (the generator
+// and the distributions are computed here, not taken from the standard library's unspecified ones).
+std::vector<Request> draw_requests(const RequestStream& stream);
+
+struct SchedulerLimits {
+  int max_tokens_per_iteration = 8192;   // vLLM's max_num_batched_tokens
+  int max_sequences = 256;               // vLLM's max_num_seqs
+  long long kv_blocks = 0;               // the KV cache's capacity, in blocks
+  int block_tokens = 16;                 // vLLM's block_size
+  bool chunked_prefill = true;           // off: a prompt is prefilled whole, alone if it exceeds the budget
+};
+
+// An iteration's duration in seconds, given one pass per sequence it runs (a prefill chunk or a decode token).
+using IterationTime = std::function<double(std::span<const ServingPass>)>;
+
+struct RequestOutcome {
+  Request request;
+  double admitted_s = 0;      // its first iteration's start
+  double first_token_s = 0;   // the end of the iteration that completed its prompt
+  double finished_s = 0;
+};
+
+struct ServedStream {
+  std::vector<RequestOutcome> requests;   // in arrival order
+  long long iterations = 0;
+  long long tokens = 0;                   // prompt and output tokens computed
+  double busy_s = 0;                      // time spent in iterations
+  double end_s = 0;                       // the last request's finish
+};
+
+// Serves every request to its last token. A request whose prompt and output need more blocks than the cache has
+// is refused (InputError on `inference.requests`), as are limits below 1.
+ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time);
+
+}  // namespace dtsim::workloads
