@@ -29,6 +29,18 @@ Kernel gemm(KernelClass kind, double tokens, double n, double k, double weight_b
   return g;
 }
 
+// Tokens computed by `passes` together, and the rows that sample a next token.
+double batch_tokens(std::span<const ServingPass> passes) {
+  double tokens = 0;
+  for (const ServingPass& p : passes) tokens += static_cast<double>(p.batch) * p.new_tokens;
+  return tokens;
+}
+double sampled_rows(std::span<const ServingPass> passes) {
+  double rows = 0;
+  for (const ServingPass& p : passes) rows += p.samples ? p.batch : 0;
+  return rows;
+}
+
 Kernel stream(KernelClass kind, double bytes) {
   Kernel s;
   s.kind = kind;
@@ -55,10 +67,15 @@ Precision serving_compute_precision(const InferenceSpec& inf, const topology::Gp
 }
 
 std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass) {
-  DTSIM_ASSERT(tp >= 1 && pass.batch >= 1 && pass.new_tokens >= 1, "serving kernels of a checked plan");
+  return serving_layer_kernels(m, inf, tp, std::span(&pass, 1));
+}
+
+std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,
+                                          std::span<const ServingPass> passes) {
+  DTSIM_ASSERT(tp >= 1 && !passes.empty(), "serving kernels of a checked plan");
   const double w = bytes_per_element(inf.weights);
   const double kv = bytes_per_element(inf.kv_cache);
-  const double tokens = static_cast<double>(pass.batch) * pass.new_tokens;
+  const double tokens = batch_tokens(passes);
   const double h = m.hidden;
   const double kv_dim = static_cast<double>(m.kv_dim()) / tp;
   const double heads = static_cast<double>(m.heads) / tp;
@@ -73,16 +90,20 @@ std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpe
   qkv.bytes += Bytes(tokens * 2 * kv_dim * kv);   // the new tokens' K and V appended to the cache
   out.push_back(qkv);
 
-  // Attention of the new tokens over the cache (prefill: over the prompt itself, causal): the fused kernel
-  // reads Q, the cache's K and V for `context` tokens, and writes the context vectors.
-  Kernel attention;
-  attention.kind = KernelClass::FlashAttention;
-  attention.flops = FlopCount(4.0 * pass.batch * pass.new_tokens * static_cast<double>(pass.context) * q_dim);
-  attention.bytes = Bytes(2.0 * tokens * q_dim * kActivationBytes +
-                          static_cast<double>(pass.batch) * pass.context * 2 * kv_dim * kv);
-  attention.attention = AttentionShape{pass.batch * heads, static_cast<double>(pass.context),
-                                       static_cast<double>(m.head_dim()), pass.phase == ServingPhase::Prefill};
-  out.push_back(attention);
+  // Attention of each pass's new tokens over its cache (prefill: over the prompt itself, causal): the fused
+  // kernel reads Q, the cache's K and V for `context` tokens, and writes the context vectors.
+  for (const ServingPass& pass : passes) {
+    DTSIM_ASSERT(pass.batch >= 1 && pass.new_tokens >= 1 && pass.context >= pass.new_tokens, "a serving pass");
+    const double pass_tokens = static_cast<double>(pass.batch) * pass.new_tokens;
+    Kernel attention;
+    attention.kind = KernelClass::FlashAttention;
+    attention.flops = FlopCount(4.0 * pass_tokens * static_cast<double>(pass.context) * q_dim);
+    attention.bytes = Bytes(2.0 * pass_tokens * q_dim * kActivationBytes +
+                            static_cast<double>(pass.batch) * pass.context * 2 * kv_dim * kv);
+    attention.attention = AttentionShape{pass.batch * heads, static_cast<double>(pass.context),
+                                         static_cast<double>(m.head_dim()), pass.phase == ServingPhase::Prefill};
+    out.push_back(attention);
+  }
 
   out.push_back(gemm(KernelClass::ProjGemm, tokens, h, q_dim, w));
   out.push_back(stream(KernelClass::Residual, 3 * row));
@@ -94,23 +115,28 @@ std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpe
   return out;
 }
 
-std::vector<Kernel> serving_logits_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass) {
+std::vector<Kernel> serving_logits_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,
+                                           std::span<const ServingPass> passes) {
   // Only each sequence's last token is projected to the vocabulary (the next token's distribution).
-  const double rows = pass.batch;
+  const double rows = sampled_rows(passes);
+  if (rows == 0) return {};
   return {stream(KernelClass::LayerNorm, 2 * rows * m.hidden * kActivationBytes),
           gemm(KernelClass::Logits, rows, static_cast<double>(m.logits_width()) / tp, m.hidden,
                bytes_per_element(inf.weights))};
 }
 
 StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu, const ServingPass& pass) {
+  return generate_serving_step(w, gpu, std::span(&pass, 1));
+}
+
+StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu, std::span<const ServingPass> passes) {
   DTSIM_ASSERT(w.inference.has_value(), "generate_serving_step needs an inference workload");
   const InferenceSpec& inf = *w.inference;
   const ModelSpec& m = w.model;
   const ParallelPlan& plan = w.plan;
   const Precision precision = serving_compute_precision(inf, gpu);
-  const double tokens = static_cast<double>(pass.batch) * pass.new_tokens;
-  const Bytes activation(tokens * m.hidden * kActivationBytes);
-  const auto layer = serving_layer_kernels(m, inf, plan.tp, pass);
+  const Bytes activation(batch_tokens(passes) * m.hidden * kActivationBytes);
+  const auto layer = serving_layer_kernels(m, inf, plan.tp, passes);
   // The attention block (norm to projection) and the MLP block (residual to residual): each ends in a
   // row-parallel GEMM whose partial sums the TP group all-reduces.
   const auto split = std::ranges::find(layer, KernelClass::ProjGemm, &Kernel::kind) + 1;
@@ -157,11 +183,12 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
     if (stage + 1 < plan.pp) {
       add(SendOp{stage + 1, activation, tag});
     } else {
-      compute(Scope::Logits, -1, serving_logits_kernels(m, inf, plan.tp, pass));
-      // Vocabulary-parallel logits gathered for sampling: each rank's slice of every sequence's last token.
-      if (plan.tp > 1)
+      const auto logits = serving_logits_kernels(m, inf, plan.tp, passes);
+      if (!logits.empty()) compute(Scope::Logits, -1, logits);
+      // Vocabulary-parallel logits gathered for sampling: each rank's slice of every sampling sequence's last token.
+      if (plan.tp > 1 && !logits.empty())
         add(CollectiveOp{CollectiveKind::AllGather, Group::Tp,
-                         Bytes(static_cast<double>(pass.batch) * m.logits_width() * kActivationBytes),
+                         Bytes(sampled_rows(passes) * m.logits_width() * kActivationBytes),
                          CommPurpose::TensorParallel, -1, 0});
     }
     g.classes.push_back(stage_class(g.placement, stage, std::move(ops)));

@@ -11,6 +11,7 @@
 // not timed yet. The KV cache is read and written in `inference.kv_cache`; activations are 16-bit.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "topology/catalog.hpp"
@@ -29,6 +30,7 @@ struct ServingPass {
   int batch = 1;
   int new_tokens = 1;
   int context = 1;
+  bool samples = true;   // its last token is projected to the vocabulary (false: a prompt chunk short of the end)
 };
 
 // The pass for `phase` of `inf`: prefill of the prompts, or the decode step at the middle of the output (the
@@ -39,12 +41,20 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu);
 
 // One layer's kernels on one GPU (tensor-parallel shard `tp`), in execution order: norm, QKV (and the KV-cache
-// write), attention, projection, residual, norm, MLP up, activation, MLP down, residual.
+// write), attention, projection, residual, norm, MLP up, activation, MLP down, residual. Several passes run as
+// one batch (a continuous-batching iteration): the GEMMs and element-wise kernels run on all their tokens at once,
+// and each pass has its own attention kernel over its own cache.
+std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,
+                                          std::span<const ServingPass> passes);
 std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
-// The last stage's final norm and logits (the last token of each sequence only) on one GPU.
-std::vector<Kernel> serving_logits_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
+// The last stage's final norm and logits (the last token of each sequence that samples) on one GPU; none when no
+// pass samples.
+std::vector<Kernel> serving_logits_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,
+                                           std::span<const ServingPass> passes);
 
-// The pass as a StepGraph of `w` (which must hold `inference` and pass check_plan), durations on `gpu`.
+// The passes, run as one batch, as a StepGraph of `w` (which must hold `inference` and pass check_plan),
+// durations on `gpu`.
+StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu, std::span<const ServingPass> passes);
 StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu, const ServingPass& pass);
 
 }  // namespace dtsim::workloads

@@ -129,7 +129,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       if (remaining == 0) continue;
       const int chunk = chunk_of(remaining);
       if (chunk == 0) continue;
-      passes.push_back({ServingPhase::Prefill, 1, chunk, r.prefilled + chunk});
+      passes.push_back({ServingPhase::Prefill, 1, chunk, r.prefilled + chunk, chunk == remaining});
       members.emplace_back(k, chunk);
       budget -= chunk;
     }
@@ -143,7 +143,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       free_blocks -= need;
       out.requests[i].admitted_s = now;
       running.push_back({i, 0, 0});
-      passes.push_back({ServingPhase::Prefill, 1, chunk, chunk});
+      passes.push_back({ServingPhase::Prefill, 1, chunk, chunk, chunk == requests[i].prompt_tokens});
       members.emplace_back(running.size() - 1, chunk);
       budget -= chunk;
     }

@@ -25,14 +25,14 @@ struct OneSecondIterations {
 };
 
 bool same_pass(const ServingPass& a, const ServingPass& b) {
-  return a.phase == b.phase && a.batch == b.batch && a.new_tokens == b.new_tokens && a.context == b.context;
+  return a.phase == b.phase && a.batch == b.batch && a.new_tokens == b.new_tokens && a.context == b.context && a.samples == b.samples;
 }
 
 }  // namespace
 
 TEST_CASE("scheduler: two requests, chunked prefill under a 4-token budget, worked by hand") {
   // A arrives at 0 with a 6-token prompt and 3 output tokens; B at 0.5 with 2 and 2.
-  // it 1 [0,1): A's first 4 prompt tokens.  it 2 [1,2): A's last 2 (first token at 2), B admitted, its 2 (first
+  // it 1 [0,1): A's first 4 prompt tokens (no token sampled).  it 2 [1,2): A's last 2 (first token at 2), B admitted, its 2 (first
   // token at 2).  it 3 [2,3): A decodes (cache 7), B decodes (cache 3), B's second token: B done at 3.
   // it 4 [3,4): A decodes (cache 8), its third token: done at 4.
   const std::vector<Request> requests = {{0.0, 6, 3}, {0.5, 2, 2}};
@@ -57,7 +57,7 @@ TEST_CASE("scheduler: two requests, chunked prefill under a 4-token budget, work
   REQUIRE(clock.seen.size() == 4);
   using P = ServingPhase;
   const std::vector<std::vector<ServingPass>> want = {
-      {{P::Prefill, 1, 4, 4}},
+      {{P::Prefill, 1, 4, 4, false}},   // a chunk short of the prompt's end samples nothing
       {{P::Prefill, 1, 2, 6}, {P::Prefill, 1, 2, 2}},
       {{P::Decode, 1, 1, 7}, {P::Decode, 1, 1, 3}},
       {{P::Decode, 1, 1, 8}}};

@@ -147,3 +147,26 @@ TEST_CASE("serving: the graph has two TP all-reduces per layer, a send per stage
   const StepGraph alone = generate_serving_step(serving(inf, 1), gpu, serving_pass(inf, ServingPhase::Decode));
   CHECK(count_ops<CollectiveOp>(alone.classes[0]) == 0);
 }
+
+TEST_CASE("serving: passes run as one batch share the GEMMs, keep their own attention, and only samplers get logits") {
+  const auto& gpu = find_gpu("h100-sxm5-80gb");
+  const InferenceSpec inf = batch_of(2, Precision::Bf16);
+  const ModelSpec m = llama2_70b();
+  // Two sequences decoding over caches of 1,000 and 3,000 tokens, as one batch, against the static batch of two
+  // over their mean: the same GEMMs (2 tokens) and the same attention bytes and FLOPs, split in two kernels.
+  const std::vector<ServingPass> mixed = {{ServingPhase::Decode, 1, 1, 1000}, {ServingPhase::Decode, 1, 1, 3000}};
+  const ServingPass mean{ServingPhase::Decode, 2, 1, 2000};
+  const auto apart = serving_layer_kernels(m, inf, 8, mixed);
+  const auto together = serving_layer_kernels(m, inf, 8, mean);
+  REQUIRE(apart.size() == together.size() + 1);
+  CHECK(total_flops(apart).value() == doctest::Approx(total_flops(together).value()).epsilon(1e-12));
+  CHECK(total_bytes(apart).value() == doctest::Approx(total_bytes(together).value()).epsilon(1e-12));
+  CHECK(std::ranges::count(apart, KernelClass::FlashAttention, &Kernel::kind) == 2);
+  // A prompt chunk short of the prompt's end samples nothing: the last stage has no logits and no gather.
+  const std::vector<ServingPass> chunk = {{ServingPhase::Prefill, 1, 512, 512, false}};
+  CHECK(serving_logits_kernels(m, inf, 8, chunk).empty());
+  const StepGraph g = generate_serving_step(serving(inf, 8), gpu, chunk);
+  CHECK(count_ops<CollectiveOp>(g.classes[0]) == 2 * m.layers);
+  const std::vector<ServingPass> with_decode = {chunk[0], mixed[0]};
+  CHECK(count_ops<CollectiveOp>(generate_serving_step(serving(inf, 8), gpu, with_decode).classes[0]) == 2 * m.layers + 1);
+}
