@@ -31,6 +31,8 @@ struct ServingPass {
   int new_tokens = 1;
   int context = 1;
   bool samples = true;   // its last token is projected to the vocabulary (false: a prompt chunk short of the end)
+
+  bool operator==(const ServingPass&) const = default;
 };
 
 // The pass for `phase` of `inf`: prefill of the prompts, or the decode step at the middle of the output (the

@@ -64,9 +64,9 @@ struct Running {
 std::vector<Request> draw_requests(const RequestStream& s) {
   DTSIM_ASSERT(s.rate_per_s > 0 && s.duration_s >= 0, "a checked request stream");
   Random random(s.seed);
+  auto gap = [&] { return -std::log(random.open01()) / s.rate_per_s; };   // exponential inter-arrival times
   std::vector<Request> out;
-  for (double t = -std::log(random.open01()) / s.rate_per_s; t < s.duration_s;
-       t += -std::log(random.open01()) / s.rate_per_s) {
+  for (double t = gap(); t < s.duration_s; t += gap()) {
     Request r;
     r.arrival_s = t;
     r.prompt_tokens = draw_length(s.prompt_tokens, random);

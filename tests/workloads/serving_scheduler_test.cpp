@@ -24,10 +24,6 @@ struct OneSecondIterations {
   }
 };
 
-bool same_pass(const ServingPass& a, const ServingPass& b) {
-  return a.phase == b.phase && a.batch == b.batch && a.new_tokens == b.new_tokens && a.context == b.context && a.samples == b.samples;
-}
-
 }  // namespace
 
 TEST_CASE("scheduler: two requests, chunked prefill under a 4-token budget, worked by hand") {
@@ -63,8 +59,7 @@ TEST_CASE("scheduler: two requests, chunked prefill under a 4-token budget, work
       {{P::Decode, 1, 1, 8}}};
   for (std::size_t i = 0; i < want.size(); ++i) {
     CAPTURE(i);
-    REQUIRE(clock.seen[i].size() == want[i].size());
-    for (std::size_t k = 0; k < want[i].size(); ++k) CHECK(same_pass(clock.seen[i][k], want[i][k]));
+    CHECK(clock.seen[i] == want[i]);
   }
 }
 
@@ -84,7 +79,7 @@ TEST_CASE("scheduler: a request waits for KV-cache blocks, and without chunking 
   CHECK(s.requests[1].finished_s == 3.0);
   CHECK(s.iterations == 3);
   REQUIRE(clock.seen.size() == 3);
-  CHECK(same_pass(clock.seen[0][0], {ServingPhase::Prefill, 1, 10, 10}));
+  CHECK(clock.seen[0][0] == ServingPass{ServingPhase::Prefill, 1, 10, 10});
 }
 
 TEST_CASE("scheduler: idle time jumps to the next arrival, and a request too large for the cache is refused") {
