@@ -117,7 +117,7 @@ Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision pre
     compute = executed_flops(k) / (peak * (efficiency * sustained_clock(gpu, arch)));
   }
   const Seconds memory = k.bytes / (gpu.memory_bandwidth * memory_efficiency(k, arch));
-  return std::max(compute, memory) + compute_constants().launch_overhead;
+  return std::max(compute, memory) + k.launches * compute_constants().launch_overhead;
 }
 
 Seconds streaming_time(const Kernel& k, Seconds time) {

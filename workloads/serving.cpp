@@ -90,19 +90,11 @@ std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpe
   qkv.bytes += Bytes(tokens * 2 * kv_dim * kv);   // the new tokens' K and V appended to the cache
   out.push_back(qkv);
 
-  // Attention of each pass's new tokens over its cache (prefill: over the prompt itself, causal): the fused
-  // kernel reads Q, the cache's K and V for `context` tokens, and writes the context vectors.
+  // One varlen launch for every pass (vLLM's paged attention, flash-attention's varlen kernel): each pass's work
+  // is its own roofline, the launch is paid once.
   for (const ServingPass& pass : passes) {
-    DTSIM_ASSERT(pass.batch >= 1 && pass.new_tokens >= 1 && pass.context >= pass.new_tokens, "a serving pass");
-    const double pass_tokens = static_cast<double>(pass.batch) * pass.new_tokens;
-    Kernel attention;
-    attention.kind = KernelClass::FlashAttention;
-    attention.flops = FlopCount(4.0 * pass_tokens * static_cast<double>(pass.context) * q_dim);
-    attention.bytes = Bytes(2.0 * pass_tokens * q_dim * kActivationBytes +
-                            static_cast<double>(pass.batch) * pass.context * 2 * kv_dim * kv);
-    attention.attention = AttentionShape{pass.batch * heads, static_cast<double>(pass.context),
-                                         static_cast<double>(m.head_dim()), pass.phase == ServingPhase::Prefill};
-    out.push_back(attention);
+    out.push_back(serving_attention_kernel(m, inf, tp, pass));
+    out.back().launches = &pass == &passes.front() ? 1 : 0;
   }
 
   out.push_back(gemm(KernelClass::ProjGemm, tokens, h, q_dim, w));
@@ -113,6 +105,26 @@ std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpe
   out.push_back(gemm(KernelClass::MlpDownGemm, tokens, h, ffn, w));
   out.push_back(stream(KernelClass::Residual, 3 * row));
   return out;
+}
+
+Kernel serving_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass) {
+  DTSIM_ASSERT(tp >= 1 && pass.batch >= 1 && pass.new_tokens >= 1 && pass.context >= pass.new_tokens, "a serving pass");
+  const double kv_dim = static_cast<double>(m.kv_dim()) / tp;
+  const double heads = static_cast<double>(m.heads) / tp;
+  const double q_dim = heads * m.head_dim();
+  const double pass_tokens = static_cast<double>(pass.batch) * pass.new_tokens;
+  Kernel attention;
+  attention.kind = KernelClass::FlashAttention;
+  attention.flops = FlopCount(4.0 * pass_tokens * static_cast<double>(pass.context) * q_dim);
+  attention.bytes = Bytes(2.0 * pass_tokens * q_dim * kActivationBytes +
+                          static_cast<double>(pass.batch) * pass.context * 2 * kv_dim * bytes_per_element(inf.kv_cache));
+  attention.attention = AttentionShape{pass.batch * heads, static_cast<double>(pass.context),
+                                       static_cast<double>(m.head_dim()), pass.phase == ServingPhase::Prefill};
+  return attention;
+}
+
+Kernel serving_embedding_kernel(const ModelSpec& m, double tokens) {
+  return stream(KernelClass::Embedding, 2 * tokens * m.hidden * kActivationBytes);
 }
 
 std::vector<Kernel> serving_logits_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,
@@ -172,7 +184,7 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
     };
     const PipeTag tag{0, 0, Pass::Forward};
     if (stage > 0) add(RecvOp{stage - 1, activation, tag});
-    else compute(Scope::Embedding, -1, {stream(KernelClass::Embedding, 2 * activation.value())});
+    else compute(Scope::Embedding, -1, {serving_embedding_kernel(m, batch_tokens(passes))});
     for (int l = first_layer; l < first_layer + per_stage[static_cast<std::size_t>(stage)]; ++l) {
       compute(Scope::Layer, l, attention_block);
       all_reduce(l);

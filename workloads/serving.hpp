@@ -49,6 +49,11 @@ Precision serving_compute_precision(const InferenceSpec& inf, const topology::Gp
 std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,
                                           std::span<const ServingPass> passes);
 std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
+// The attention kernel of one pass on one GPU: the fused kernel reads Q, the cache's K and V for `context` tokens
+// (prefill: causal over the prompt itself) and writes the context vectors.
+Kernel serving_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
+// The first stage's embedding lookup of `tokens` tokens.
+Kernel serving_embedding_kernel(const ModelSpec& m, double tokens);
 // The last stage's final norm and logits (the last token of each sequence that samples) on one GPU; none when no
 // pass samples.
 std::vector<Kernel> serving_logits_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,

@@ -1,0 +1,93 @@
+#include "sim/analytic/serving_iterations.hpp"
+
+#include <algorithm>
+
+#include "topology/error.hpp"
+#include "workloads/compute_model.hpp"
+
+namespace dtsim::sim {
+
+using workloads::CollectiveKind;
+using workloads::CommPurpose;
+using workloads::Group;
+using workloads::KernelClass;
+using workloads::ServingPass;
+using workloads::ServingPhase;
+
+namespace {
+
+constexpr double kActivationBytes = 2;   // 16-bit activations, as workloads/serving.cpp sends them
+
+}  // namespace
+
+ServingIterations::ServingIterations(const workloads::Workload& w, const topology::GpuSpec& gpu, CommCosts costs)
+    : w_(w), gpu_(gpu), precision_(workloads::serving_compute_precision(*w.inference, gpu)), costs_(std::move(costs)),
+      stage_layers_(workloads::stage_layers(w.plan, w.model.layers)) {
+  // The ranks that play each stage, as the graph places them (replica 0's representative of each stage).
+  const auto graph = workloads::generate_serving_step(w, gpu, ServingPass{});
+  for (std::size_t s = 0; s < graph.classes.size(); ++s) {
+    const int rank = graph.classes[s].ranks.front();
+    tp_groups_.push_back(graph.group_ranks(rank, Group::Tp));
+    if (s + 1 < graph.classes.size()) sends_.emplace_back(rank, graph.peer_rank(rank, static_cast<int>(s) + 1));
+  }
+}
+
+Seconds ServingIterations::token_part(long long tokens) {
+  if (const auto it = by_tokens_.find(tokens); it != by_tokens_.end()) return it->second;
+  const auto& m = w_.model;
+  const int tp = w_.plan.tp;
+  const ServingPass all{ServingPhase::Decode, static_cast<int>(tokens), 1, 1, false};
+  Seconds layer(0);   // one layer's kernels but attention
+  for (const auto& k : workloads::serving_layer_kernels(m, *w_.inference, tp, all))
+    if (k.kind != KernelClass::FlashAttention) layer += workloads::kernel_time(k, gpu_, precision_);
+  const Bytes activation(static_cast<double>(tokens) * m.hidden * kActivationBytes);
+  Seconds t = workloads::kernel_time(workloads::serving_embedding_kernel(m, static_cast<double>(tokens)), gpu_, precision_);
+  for (std::size_t s = 0; s < stage_layers_.size(); ++s) {
+    Seconds all_reduce(0);
+    if (tp > 1)
+      all_reduce = costs_.collective(workloads::CollectiveOp{CollectiveKind::AllReduce, Group::Tp, activation,
+                                                             CommPurpose::TensorParallel, 0, 0},
+                                     tp_groups_[s]);
+    t += stage_layers_[s] * (layer + 2 * all_reduce);
+  }
+  for (std::size_t s = 0; s < sends_.size(); ++s) {
+    const workloads::SendOp send{static_cast<int>(s) + 1, activation, {0, 0, workloads::Pass::Forward}};
+    t += costs_.transfer(send, sends_[s].first, sends_[s].second);
+  }
+  return by_tokens_.emplace(tokens, t).first->second;
+}
+
+Seconds ServingIterations::sampling_part(long long rows) {
+  if (rows == 0) return Seconds(0);
+  if (const auto it = by_rows_.find(rows); it != by_rows_.end()) return it->second;
+  const auto& m = w_.model;
+  const ServingPass sampling{ServingPhase::Decode, static_cast<int>(rows), 1, 1, true};
+  Seconds t = workloads::kernels_time(workloads::serving_logits_kernels(m, *w_.inference, w_.plan.tp, std::span(&sampling, 1)),
+                                      gpu_, precision_);
+  if (w_.plan.tp > 1)
+    t += costs_.collective(workloads::CollectiveOp{CollectiveKind::AllGather, Group::Tp,
+                                                   Bytes(static_cast<double>(rows) * m.logits_width() * kActivationBytes),
+                                                   CommPurpose::TensorParallel, -1, 0},
+                           tp_groups_.back());
+  return by_rows_.emplace(rows, t).first->second;
+}
+
+Seconds ServingIterations::attention(const ServingPass& pass) const {
+  auto kernel = workloads::serving_attention_kernel(w_.model, *w_.inference, w_.plan.tp, pass);
+  kernel.launches = 0;   // one varlen launch for the batch, paid in operator()
+  return w_.model.layers * workloads::kernel_time(kernel, gpu_, precision_);
+}
+
+Seconds ServingIterations::operator()(std::span<const ServingPass> passes) {
+  DTSIM_ASSERT(!passes.empty(), "an iteration runs at least one pass");
+  long long tokens = 0, rows = 0;
+  Seconds t(0);
+  for (const ServingPass& p : passes) {
+    tokens += static_cast<long long>(p.batch) * p.new_tokens;
+    rows += p.samples ? p.batch : 0;
+    t += attention(p);
+  }
+  return t + w_.model.layers * workloads::compute_constants().launch_overhead + token_part(tokens) + sampling_part(rows);
+}
+
+}  // namespace dtsim::sim

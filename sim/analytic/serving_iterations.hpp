@@ -1,0 +1,44 @@
+// The duration of one continuous-batching iteration on the cluster (workloads/serving_scheduler.hpp's
+// IterationTime), in closed form: what play_analytic gives for generate_serving_step of the iteration's passes,
+// without building the graph. A serving step is one chain of ops (stage after stage: compute, the TP all-reduces,
+// the pipeline send, the logits and their gather), so its time is the sum of their durations; and each duration
+// depends on the batch's token count alone (the GEMMs, element-wise kernels, all-reduces and sends), on the rows
+// that sample (the logits and their gather), or on one pass alone (its attention over its own cache). The first
+// two are memoised by count, the third computed per pass: an hour of requests times in seconds.
+#pragma once
+
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/analytic/analytic_engine.hpp"
+#include "workloads/serving.hpp"
+
+namespace dtsim::sim {
+
+class ServingIterations {
+ public:
+  // `w` holds `inference` and passes check_plan; `costs` time its collectives and sends on the cluster (rank r
+  // on the topology's GPU r), e.g. analytic_costs.
+  ServingIterations(const workloads::Workload& w, const topology::GpuSpec& gpu, CommCosts costs);
+
+  // One replica's iteration running `passes` (not empty) as one batch.
+  Seconds operator()(std::span<const workloads::ServingPass> passes);
+
+ private:
+  Seconds token_part(long long tokens);          // embedding, every layer's kernels but attention, all-reduces, sends
+  Seconds sampling_part(long long rows);         // the logits and their gather
+  Seconds attention(const workloads::ServingPass& pass) const;   // one pass, every layer
+
+  workloads::Workload w_;
+  topology::GpuSpec gpu_;
+  workloads::Precision precision_;
+  CommCosts costs_;
+  std::vector<int> stage_layers_;
+  std::vector<std::vector<int>> tp_groups_;   // per stage: replica 0's TP group
+  std::vector<std::pair<int, int>> sends_;     // per stage boundary: (from rank, to rank)
+  std::unordered_map<long long, Seconds> by_tokens_;
+  std::unordered_map<long long, Seconds> by_rows_;
+};
+
+}  // namespace dtsim::sim
