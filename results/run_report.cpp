@@ -130,12 +130,35 @@ std::string serving_table(const std::vector<json>& rows) {
                "decode: each phase's roofline regime; max batch: the largest static batch whose memory plan fits)\n";
 }
 
+// Served streams (`inference.requests`): the latency percentiles and what the queue did.
+std::string stream_table(const std::vector<json>& rows) {
+  std::string out = fmt::format("{:<28} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>6}\n", "served stream",
+                                "req/s", "requests", "ttft p50", "ttft p99", "tpot p50", "tpot p99", "tokens/s",
+                                "queue p99", "busy");
+  for (const auto& r : rows) {
+    const auto& st = r.at("stream");
+    out += fmt::format("{:<28} {:>7.2f} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10.0f} {:>9} {:>5.0f}%\n",
+                       r.at("name").get<std::string>(), st.at("arrival_rate_per_s").get<double>(),
+                       st.at("requests").get<long long>(), seconds_or_dash(r.at("p50_ttft_s"), 1e3),
+                       seconds_or_dash(r.at("p99_ttft_s"), 1e3), seconds_or_dash(r.at("p50_tpot_s"), 1e3),
+                       seconds_or_dash(r.at("p99_tpot_s"), 1e3), r.at("throughput_tokens_per_s").get<double>(),
+                       seconds_or_dash(st.at("p99_queue_s"), 1e3), 100 * st.at("busy_fraction").get<double>());
+  }
+  return out + "(times in ms over the stream's requests; ttft: arrival to first token; tpot: the rest of the output, "
+               "per token; tokens/s: output tokens over the time to serve the last request; queue: arrival to "
+               "admission; busy: the share of that time the replicas were running iterations)\n";
+}
+
 }  // namespace
 
 std::string run_table(const std::vector<json>& all) {
   std::vector<json> serving, rows;   // a file's documents may mix serving and training
   for (const auto& r : all) (r.contains("ttft_s") ? serving : rows).push_back(r);
-  const std::string served = serving.empty() ? "" : serving_table(serving);
+  std::vector<json> streams;
+  for (const auto& r : serving)
+    if (r.contains("stream")) streams.push_back(r);
+  std::string served = serving.empty() ? "" : serving_table(serving);
+  if (!streams.empty()) served.append("\n").append(stream_table(streams));
   if (rows.empty()) return served;
   std::string out = served + (served.empty() ? "" : "\n") + fmt::format("{:<28} {:>5} {:>9} {:>9} {:>7} {:>5} {:>5} {:>6} {:>8} {:>8} {:>8}  {}\n",
                                 "configuration", "gpus", "step_s", "tokens/s", "TFLOP/s", "MFU", "HFU", "scale",

@@ -62,7 +62,7 @@ struct Running {
 }  // namespace
 
 std::vector<Request> draw_requests(const RequestStream& s) {
-  DTSIM_ASSERT(s.rate_per_s > 0 && s.duration_s >= 0, "a checked request stream");
+  DTSIM_ASSERT(s.rate_per_s > 0 && s.duration_s >= 0 && (s.max_context == 0 || s.max_context >= 2), "a checked request stream");
   Random random(s.seed);
   auto gap = [&] { return -std::log(random.open01()) / s.rate_per_s; };   // exponential inter-arrival times
   std::vector<Request> out;
@@ -71,6 +71,11 @@ std::vector<Request> draw_requests(const RequestStream& s) {
     r.arrival_s = t;
     r.prompt_tokens = draw_length(s.prompt_tokens, random);
     r.output_tokens = draw_length(s.output_tokens, random);
+    if (s.max_context > 0 && r.prompt_tokens + static_cast<long long>(r.output_tokens) > s.max_context) {
+      r.prompt_tokens = std::min(r.prompt_tokens, s.max_context - 1);
+      r.output_tokens = s.max_context - r.prompt_tokens;
+      r.truncated = true;
+    }
     out.push_back(r);
   }
   return out;

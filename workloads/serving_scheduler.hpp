@@ -14,44 +14,21 @@
 #include <span>
 #include <vector>
 
+#include "workloads/request_stream.hpp"
 #include "workloads/serving.hpp"
 
 namespace dtsim::workloads {
-
-// A length distribution in tokens: fixed (`a`), uniform on [a, b], normal or lognormal of mean `a` and standard
-// deviation `b` (the lengths' own mean and deviation, not the logarithm's); draws are rounded and at least 1.
-struct LengthDistribution {
-  enum class Kind { Fixed, Uniform, Normal, Lognormal };
-  Kind kind = Kind::Fixed;
-  double a = 1;
-  double b = 0;
-};
-
-struct RequestStream {
-  LengthDistribution prompt_tokens;
-  LengthDistribution output_tokens;
-  double rate_per_s = 1;    // Poisson arrivals
-  double duration_s = 60;   // requests arrive in [0, duration)
-  std::uint64_t seed = 1;
-};
 
 struct Request {
   double arrival_s = 0;
   int prompt_tokens = 1;
   int output_tokens = 1;
+  bool truncated = false;   // its drawn lengths were cut to the stream's max_context
 };
 
 // The stream's requests in arrival order; the same seed gives the same requests on every machine (the generator
 // and the distributions are computed here, not taken from the standard library's unspecified ones).
 std::vector<Request> draw_requests(const RequestStream& stream);
-
-struct SchedulerLimits {
-  int max_tokens_per_iteration = 8192;   // vLLM's max_num_batched_tokens
-  int max_sequences = 256;               // vLLM's max_num_seqs
-  long long kv_blocks = 0;               // the KV cache's capacity, in blocks
-  int block_tokens = 16;                 // vLLM's block_size
-  bool chunked_prefill = true;           // off: a prompt is prefilled whole, alone if it exceeds the budget
-};
 
 // An iteration's duration in seconds, given one pass per sequence it runs (a prefill chunk or a decode token).
 using IterationTime = std::function<double(std::span<const ServingPass>)>;

@@ -8,6 +8,7 @@
 
 #include "topology/catalog.hpp"
 #include "topology/units.hpp"
+#include "workloads/request_stream.hpp"
 
 namespace dtsim::workloads {
 
@@ -140,6 +141,8 @@ struct InferenceSpec {
   int output_tokens = 0;                 // then this many tokens decoded one step at a time (prompt + output <= context)
   Precision weights = Precision::Bf16;
   Precision kv_cache = Precision::Bf16;
+  std::optional<RequestStream> requests;   // a served stream (the static batch above then times one request alone)
+  SchedulerLimits scheduler;               // how the stream is served; kv_blocks 0: what the memory plan leaves
 };
 
 // Optimizer state bytes per parameter (master weights excluded): AdamW two moments, Adafactor one moment plus

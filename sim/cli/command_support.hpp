@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/cli/commands.hpp"
+#include "sim/analytic/analytic_engine.hpp"
 #include "sim/collectives/collective.hpp"
 #include "workloads/step_graph.hpp"
 #include "topology/error.hpp"
@@ -35,6 +36,10 @@ nlohmann::json run_point(const Scenario& s, const std::string& trace_path);
 
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
 int cluster_gpus(const Scenario& s);
+
+// The analytic engine's closed-form costs on `topo` (the scenario's built cluster) with the scenario's collective
+// algorithm, channels and routing, and NVLS where its switches reduce.
+sim::CommCosts scenario_costs(const Scenario& s, const topology::Topology& topo);
 
 // One collective over every GPU of `cluster`, timed by the SimGrid engine (in a child process) at each size,
 // with the algorithm and protocol the lowering chose for it; `max_channels` as simulation.max_channels.

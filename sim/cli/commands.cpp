@@ -1,5 +1,6 @@
 #include "sim/cli/commands.hpp"
 
+#include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
 
 #include <fcntl.h>
@@ -155,6 +156,11 @@ std::vector<Scenario> load(const ScenarioArgs& args, bool keep_invalid_points) {
 int cluster_gpus(const Scenario& s) {
   if (!s.cluster.graph) return s.cluster.gpus();
   return located(s, [&] { return static_cast<int>(topology::read_user_graph(*s.cluster.graph).gpus().size()); });
+}
+
+sim::CommCosts scenario_costs(const Scenario& s, const topology::Topology& topo) {
+  const bool nvls = s.cluster.intra == topology::IntraKind::NvSwitch && s.cluster.intra_link.switch_reduction;
+  return sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(), s.simulation.max_channels);
 }
 
 void make_directory(const std::string& dir) {

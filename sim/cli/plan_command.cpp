@@ -340,9 +340,7 @@ PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objecti
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto bom = scenario_bom(s, built.topology);
   const auto prices = scenario_prices(s, bom);
-  const bool nvls = s.cluster.intra == topology::IntraKind::NvSwitch && s.cluster.intra_link.switch_reduction;
-  const auto costs = sim::analytic_costs(built.topology, s.simulation.collective_algo, nvls,
-                                         s.cluster.effective_routing(), s.simulation.max_channels);
+  const auto costs = scenario_costs(s, built.topology);
   const auto& gpu = s.cluster.gpu;
   const double tokens = tokens_per_step(*s.workload);
   const Watts network = bom.network_power();

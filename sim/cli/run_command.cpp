@@ -47,15 +47,9 @@ json yaml_to_json(const YAML::Node& n) {
   return s;
 }
 
-bool nvls_capable(const topology::ClusterSpec& c) {
-  return c.intra == topology::IntraKind::NvSwitch && c.intra_link.switch_reduction;
-}
-
 sim::Timeline play_engine(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
-  const bool nvls = nvls_capable(s.cluster);
   if (s.simulation.engine == EngineKind::Analytic) {
-    auto t = sim::play_analytic(g, sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(),
-                                                       s.simulation.max_channels));
+    auto t = sim::play_analytic(g, scenario_costs(s, topo));
     t.network_model = "analytic: closed form per transfer (route latency + bytes / narrowest link x efficiency), no contention";
     return t;
   }
@@ -162,7 +156,8 @@ json run_point(const Scenario& s, const std::string& trace_path) {
 int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
   const auto scenarios = load(args);
   std::string trace = outputs.trace;
-  if (trace.empty() && !outputs.dir.empty() && scenarios.size() == 1) trace = outputs.dir + "/trace.json";
+  const bool serving = scenarios.front().workload && scenarios.front().workload->inference;   // no trace yet
+  if (trace.empty() && !outputs.dir.empty() && scenarios.size() == 1 && !serving) trace = outputs.dir + "/trace.json";
   if (!outputs.trace.empty() && scenarios.size() != 1)
     throw InputError("--trace", outputs.trace, fmt::format("the scenario has {} points; --trace takes", scenarios.size()),
                      "a scenario without sweep axes (one point's resolved scenario is in --out DIR)");

@@ -145,6 +145,22 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   out << YAML::EndMap;
 }
 
+void emit_length(YAML::Emitter& out, const char* key, const workloads::LengthDistribution& d) {
+  using Kind = workloads::LengthDistribution::Kind;
+  if (d.kind == Kind::Fixed) return emit(out, key, static_cast<long long>(d.a));
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+  if (d.kind == Kind::Uniform) {
+    emit(out, "dist", std::string("uniform"));
+    emit(out, "min", static_cast<long long>(d.a));
+    emit(out, "max", static_cast<long long>(d.b));
+  } else {
+    emit(out, "dist", std::string(d.kind == Kind::Normal ? "normal" : "lognormal"));
+    emit(out, "mean", d.a);
+    emit(out, "std", d.b);
+  }
+  out << YAML::EndMap;
+}
+
 void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
   out << YAML::Key << "inference" << YAML::Value << YAML::BeginMap;
   emit(out, "batch", i.batch);
@@ -153,6 +169,24 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
   emit(out, "output_tokens", i.output_tokens);
   emit_name(out, "weights", to_string(i.weights));
   emit_name(out, "kv_cache", to_string(i.kv_cache));
+  if (i.requests) {
+    const workloads::RequestStream& r = *i.requests;
+    out << YAML::Key << "requests" << YAML::Value << YAML::BeginMap;
+    emit_length(out, "prompt_tokens", r.prompt_tokens);
+    emit_length(out, "output_tokens", r.output_tokens);
+    emit(out, "rate_per_s", r.rate_per_s);
+    emit(out, "duration_s", r.duration_s);
+    emit(out, "seed", r.seed);
+    out << YAML::EndMap;
+    const workloads::SchedulerLimits& l = i.scheduler;
+    out << YAML::Key << "scheduler" << YAML::Value << YAML::BeginMap;
+    emit(out, "max_tokens_per_iteration", l.max_tokens_per_iteration);
+    emit(out, "max_sequences", l.max_sequences);
+    if (l.kv_blocks > 0) emit(out, "kv_blocks", l.kv_blocks);   // else: what the memory plan leaves
+    emit(out, "block_tokens", l.block_tokens);
+    emit(out, "chunked_prefill", l.chunked_prefill);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

@@ -130,3 +130,75 @@ TEST_CASE("serving sweep: a batch axis gives one row per batch, throughput and T
   CHECK(std::count(report.err.begin(), report.err.end(), '\n') == 1);
   fs::remove_all(f.parent_path());
 }
+
+namespace {
+
+// Llama-2-7B on one H100 serving a stream of `rate` requests/s for `duration` s, prompts and outputs fixed.
+std::string stream_of(double rate, double duration, const std::string& extra = "") {
+  return fmt::format(R"(name: stream
+cluster: {{gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: {}, intra: nvswitch}}
+model: {{preset: llama2-7b}}
+inference:
+  requests: {{prompt_tokens: 512, output_tokens: 64, rate_per_s: {}, duration_s: {}, seed: 3}}
+{})",
+                     extra.find("dp: 2") != std::string::npos ? 2 : 1, rate, duration, extra);
+}
+
+}  // namespace
+
+TEST_CASE("serving stream: a lone request's TTFT and TPOT are the static batch's, and load raises the tail") {
+  // At 0.02 requests/s a request almost never meets another: its prefill and decode steps run alone.
+  const json idle = run_json(scenario("stream-idle", stream_of(0.02, 500)));
+  CHECK(idle["p50_ttft_s"].get<double>() == doctest::Approx(idle["ttft_s"].get<double>()).epsilon(0.02));
+  CHECK(idle["p50_tpot_s"].get<double>() == doctest::Approx(idle["tpot_s"].get<double>()).epsilon(0.05));
+  CHECK(idle["stream"]["kv_blocks_from"] == "memory plan");
+  CHECK(idle["stream"]["requests_truncated"] == 0);
+  // Under load the batch grows: each token takes longer and the tail of TTFT moves out, while the server still
+  // keeps up (requests served per second is the arrival rate).
+  const json busy = run_json(scenario("stream-busy", stream_of(20, 60)));
+  CHECK(busy["p50_tpot_s"].get<double>() > 1.5 * idle["p50_tpot_s"].get<double>());
+  CHECK(busy["p99_ttft_s"].get<double>() > busy["p50_ttft_s"].get<double>());
+  CHECK(busy["stream"]["mean_tokens_per_iteration"].get<double>() > 10);
+  const double requests = busy["stream"]["requests"].get<double>();
+  CHECK(requests == doctest::Approx(20 * 60).epsilon(0.1));   // Poisson: 1,200 +- 35
+  CHECK(busy["stream"]["throughput_requests_per_s"].get<double>() == doctest::Approx(requests / 60).epsilon(0.05));
+  CHECK(busy["throughput_tokens_per_s"].get<double>() ==
+        doctest::Approx(64 * requests / busy["stream"]["completion_s"].get<double>()));
+}
+
+TEST_CASE("serving stream: a seed fixes the stream, data-parallel replicas share it, a small cache queues requests") {
+  const json a = run_json(scenario("stream-seed", stream_of(5, 60)));
+  const fs::path seeded = scenario("stream-seed", stream_of(5, 60));
+  const json b = run_json(seeded, "--out " + (seeded.parent_path() / "out").string());
+  CHECK(a["p99_ttft_s"] == b["p99_ttft_s"]);
+  // The resolved scenario (--out, no trace for serving) holds the stream and the scheduler: it runs the same.
+  const json again = run_json(seeded.parent_path() / "out" / "scenario.resolved.yaml");
+  CHECK(again["p99_ttft_s"] == a["p99_ttft_s"]);
+  CHECK(again["stream"] == a["stream"]);
+  const json other = run_json(scenario("stream-seed2", stream_of(5, 60) + "  # another seed\n"), "--set inference.requests.seed=4");
+  CHECK(other["stream"]["requests"] != a["stream"]["requests"]);
+  // Two replicas take every other request: the same requests, smaller batches, shorter steps.
+  const json two = run_json(scenario("stream-dp", stream_of(5, 60, "parallelism: {tp: 1, dp: 2}\n")));
+  CHECK(two["stream"]["requests"] == a["stream"]["requests"]);
+  CHECK(two["p50_tpot_s"].get<double>() < a["p50_tpot_s"].get<double>());
+  // A cache of two requests' blocks (576 tokens = 36 blocks each) queues the rest.
+  const json small = run_json(scenario("stream-small", stream_of(5, 60, "  scheduler: {kv_blocks: 72}\n")));
+  CHECK(small["stream"]["kv_blocks"] == 72);
+  CHECK(small["stream"]["p99_queue_s"].get<double>() > 10 * a["stream"]["p99_queue_s"].get<double>());
+}
+
+TEST_CASE("serving stream: weights that leave no room for the KV cache are a one-line error, status 2") {
+  const fs::path f = scenario("stream-no-cache", R"(name: no-cache
+cluster: {gpu: l4, nodes: 1, gpus_per_node: 1}
+model: {preset: llama2-7b}
+inference:
+  weights: fp32
+  requests: {prompt_tokens: 512, output_tokens: 128, rate_per_s: 1, duration_s: 10}
+)");
+  const Result r = dtsim("run " + f.string());
+  CHECK(r.status == 2);
+  CHECK(r.err.find("inference.requests: the weights and the decode workspace of 256 sequences leave no GPU memory for "
+                   "the KV cache") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  fs::remove_all(f.parent_path());
+}

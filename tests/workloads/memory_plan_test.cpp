@@ -42,9 +42,16 @@ Workload training(const ModelSpec& m, ParallelPlan p, int global_batch = 8, Reco
   return {m, t, std::nullopt, std::move(p)};
 }
 
+// One sequence of `context` tokens, bf16 KV cache.
+InferenceSpec one_sequence(int context, Precision weights) {
+  InferenceSpec inf;
+  inf.context = context;
+  inf.weights = weights;
+  return inf;
+}
+
 Workload serving(const ModelSpec& m, Precision weights, int context, ParallelPlan p = {}) {
-  InferenceSpec inf{.batch = 1, .context = context, .weights = weights, .kv_cache = Precision::Bf16};
-  return {m, std::nullopt, inf, std::move(p)};
+  return {m, std::nullopt, one_sequence(context, weights), std::move(p)};
 }
 
 Bytes states(const MemoryPlan& p) { return p.parts.params + p.parts.grads + p.parts.optimizer; }
@@ -120,7 +127,7 @@ TEST_CASE("S4/S14: LLaMA-70B weights on 4 A100 (fp32), 2 H100 (bf16), 1 and 2 RT
 
 TEST_CASE("S7: LLaMA-7B's KV cache for 128K tokens in bf16 is 64 GiB, not 128 GB") {
   const ModelSpec m = llama(32, 4096, 32, 32, 11008, 2048);
-  const InferenceSpec inf{.batch = 1, .context = 131072, .weights = Precision::Bf16, .kv_cache = Precision::Bf16};
+  const InferenceSpec inf = one_sequence(131072, Precision::Bf16);
   CHECK(kv_cache_bytes(m, inf, 1) == 64_GiB);   // 2 x 32 x 4096 x 131072 x 2 B = 2^36 B
   const auto h200 = find_gpu("h200-sxm-141gb");
   const MemoryPlan p = plan_memory(serving(m, Precision::Bf16, 131072), h200);
@@ -192,7 +199,7 @@ TEST_CASE("S21: the rules of thumb against dtsim") {
   CHECK(t.per_gpu.value() > 16.8 * kLlama7bParams);
   // Inference KV: 2 x layers x hidden x seq x bytes is exact for multi-head attention and 8x too much for
   // LLaMA-2-70B's grouped-query attention (8 KV heads of 64).
-  const InferenceSpec inf{.batch = 1, .context = 4096, .weights = Precision::Int4, .kv_cache = Precision::Bf16};
+  const InferenceSpec inf = one_sequence(4096, Precision::Int4);
   CHECK(kv_cache_bytes(llama2_7b(), inf, 1).value() == 2.0 * 32 * 4096 * 4096 * 2);
   CHECK(kv_cache_bytes(llama2_70b(), inf, 1).value() * 8 == 2.0 * 80 * 8192 * 4096 * 2);
 }

@@ -126,3 +126,24 @@ TEST_CASE("request stream: Poisson arrivals at the rate, lengths with the distri
   stream.seed = 8;
   CHECK(draw_requests(stream).front().arrival_s != r.front().arrival_s);
 }
+
+TEST_CASE("request stream: draws past the context are cut, prompt first, and marked") {
+  RequestStream s;
+  s.rate_per_s = 100;
+  s.duration_s = 1;
+  s.max_context = 600;
+  s.prompt_tokens = {LengthDistribution::Kind::Fixed, 500, 0};
+  s.output_tokens = {LengthDistribution::Kind::Fixed, 200, 0};
+  for (const Request& r : draw_requests(s)) {
+    CHECK(r.prompt_tokens == 500);
+    CHECK(r.output_tokens == 100);
+    CHECK(r.truncated);
+  }
+  s.prompt_tokens.a = 700;
+  for (const Request& r : draw_requests(s)) {
+    CHECK(r.prompt_tokens == 599);
+    CHECK(r.output_tokens == 1);
+  }
+  s.prompt_tokens.a = 300;
+  for (const Request& r : draw_requests(s)) CHECK_FALSE(r.truncated);
+}

@@ -1,0 +1,37 @@
+// What a served request stream is (DESIGN.md's `inference.requests`) and the limits of the scheduler that serves
+// it (`inference.scheduler`): plain data the scenario reader fills and workloads/serving_scheduler.hpp serves.
+#pragma once
+
+#include <cstdint>
+
+namespace dtsim::workloads {
+
+// A length distribution in tokens: fixed (`a`), uniform on [a, b], normal or lognormal of mean `a` and standard
+// deviation `b` (the lengths' own mean and deviation, not the logarithm's); draws are rounded and at least 1.
+struct LengthDistribution {
+  enum class Kind { Fixed, Uniform, Normal, Lognormal };
+  Kind kind = Kind::Fixed;
+  double a = 1;
+  double b = 0;
+};
+
+struct RequestStream {
+  LengthDistribution prompt_tokens;
+  LengthDistribution output_tokens;
+  double rate_per_s = 1;    // Poisson arrivals
+  double duration_s = 60;   // requests arrive in [0, duration)
+  std::uint64_t seed = 1;
+  int max_context = 0;      // a request's prompt + output at most (0: no limit): a drawn prompt is cut to
+                            // max_context - 1 tokens, then its output to what the context leaves (as a server caps
+                            // generation at the model's length)
+};
+
+struct SchedulerLimits {
+  int max_tokens_per_iteration = 8192;   // vLLM's max_num_batched_tokens
+  int max_sequences = 256;               // vLLM's max_num_seqs
+  long long kv_blocks = 0;               // the KV cache's capacity, in blocks
+  int block_tokens = 16;                 // vLLM's block_size
+  bool chunked_prefill = true;           // off: a prompt is prefilled whole, alone if it exceeds the budget
+};
+
+}  // namespace dtsim::workloads
