@@ -8,24 +8,17 @@
 #include <stdexcept>
 
 #include "results/cost.hpp"
+#include "results/report_support.hpp"
 #include "results/run_report.hpp"
+#include "results/serving_report.hpp"
 
 namespace dtsim::results {
 namespace {
 
 using nlohmann::json;
+using namespace report_support;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr const char* kTerminal = "set terminal pngcairo size 1100,560 font \"sans,10\" noenhanced";
-
-// Text that goes into gnuplot data and quoted titles: no tabs, newlines, quotes or backslashes (gnuplot would
-// split, end or escape on them).
-std::string plain(std::string s) {
-  for (char& c : s)
-    if (c == '\t' || c == '\n' || c == '\r' || c == '"') c = ' ';
-    else if (c == '\\') c = '/';
-  return s;
-}
 
 // The GPU's name from the resolved scenario (which writes the GPU out as a map with its name).
 std::string gpu_of(const json& row) {
@@ -38,24 +31,6 @@ std::string gpu_of(const json& row) {
 }
 
 bool simulated(const json& row) { return !row.contains("error") && row.contains("step_time_s"); }
-
-double number(const json& row, const std::string& key) {
-  const auto it = row.find(key);
-  return it != row.end() && it->is_number() ? it->get<double>() : std::nan("");
-}
-
-std::string name_of(const json& row) {
-  return plain(row.contains("name") && row["name"].is_string() ? row["name"].get<std::string>() : "?");
-}
-
-// Data files are tab-separated so names may hold spaces; a missing figure is gnuplot's "NaN".
-std::string cell(double v) { return std::isnan(v) ? "NaN" : fmt::format("{:.9g}", v); }
-
-std::string header(const std::string& stem, const std::string& title) {
-  return fmt::format("# {0}.png: {1}. Run from this directory: gnuplot {0}.gp\n{2}\nset output \"{0}.png\"\n"
-                     "set datafile separator \"\\t\"\nset title \"{1}\"\nset grid ytics lc rgb \"#dddddd\"\n",
-                     stem, title, kTerminal);
-}
 
 // One line per simulated row: what the bar charts read. Each line starts with the row's position, so a name
 // starting with '#' is not read as a comment.
@@ -243,12 +218,6 @@ RooflinePlot roofline_plot(const json& row, const std::string& stem) {
   return p;
 }
 
-std::string md_cell(const std::string& s) {
-  std::string out;
-  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
-
 std::string memory_cell(const json& row) {
   if (!row.contains("memory")) return "";
   const json& m = row["memory"];
@@ -325,9 +294,7 @@ std::string row_problem(const json& row) {
   const auto number_at = [](const json& obj, const char* key) { return obj.contains(key) && obj[key].is_number(); };
   if (row.contains("error")) return row["error"].is_string() ? "" : "`error` is not a string";
   if (!row.contains("name") || !row["name"].is_string()) return "no string `name`";
-  if (row.contains("ttft_s"))
-    return "a serving row (ttft_s, tpot_s): the report draws training sweeps only so far; the serving figures are "
-           "in the sweep's results.csv";
+  if (is_serving_row(row)) return serving_row_problem(row);
   for (const char* key : {"gpus", "step_time_s", "tokens_per_s", "mfu", "hfu", "scaling_efficiency"})
     if (!number_at(row, key)) return fmt::format("no number `{}`", key);
   if (!(row["gpus"].get<double>() > 0) || !(row["step_time_s"].get<double>() > 0))

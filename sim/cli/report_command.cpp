@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "results/report.hpp"
+#include "results/serving_report.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/process.hpp"
 
@@ -134,8 +135,10 @@ std::vector<std::string> write_report(const std::string& dir) {
   try {
     const fs::path where = fs::path(dir).lexically_normal();
     const std::string title = (where.has_filename() ? where : where.parent_path()).filename().string();
-    report = compare.is_null() ? results::build_report(rows, fmt::format("dtsim report: {}", title), source)
-                               : results::build_compare_report(compare, fmt::format("dtsim compare: {}", title));
+    const bool serving = std::ranges::any_of(rows, results::is_serving_row);
+    report = !compare.is_null() ? results::build_compare_report(compare, fmt::format("dtsim compare: {}", title))
+             : serving          ? results::build_serving_report(rows, fmt::format("dtsim report: {}", title), source)
+                                : results::build_report(rows, fmt::format("dtsim report: {}", title), source);
   } catch (const std::invalid_argument& e) {
     throw InputError("report", dir + "/" + source, e.what(),
                      compare.is_null() ? "at least one simulated row" : "a compare.json in which a cluster fits");

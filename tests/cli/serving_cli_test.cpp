@@ -124,10 +124,13 @@ TEST_CASE("serving sweep: a batch axis gives one row per batch, throughput and T
     CHECK(rows[i]["tpot_s"].get<double>() > rows[i - 1]["tpot_s"].get<double>());
     CHECK_FALSE(rows[i].contains("strong_scaling_efficiency"));
   }
+  // A static batch sweep is a table in the report, and no chart (there is no stream to draw).
   const Result report = dtsim("report " + out.string());
-  CHECK(report.status == 2);
-  CHECK(report.err.find("a serving row") != std::string::npos);
-  CHECK(std::count(report.err.begin(), report.err.end(), '\n') == 1);
+  CAPTURE(report.err);
+  CHECK(report.status == 0);
+  const std::string md = slurp(out / "report.md");
+  CHECK(md.find("| llama70b[batch=64] | 8 |") != std::string::npos);
+  CHECK(md.find("No chart: no row serves a request stream") != std::string::npos);
   fs::remove_all(f.parent_path());
 }
 
@@ -200,5 +203,38 @@ inference:
   CHECK(r.err.find("inference.requests: the weights and the decode workspace of 256 sequences leave no GPU memory for "
                    "the KV cache") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  fs::remove_all(f.parent_path());
+}
+
+TEST_CASE("serving report: a sweep over the arrival rate draws latency against throughput, a curve per setting") {
+  const fs::path f = scenario("stream-report", stream_of(2, 30) + "sweep:\n  inference.requests.rate_per_s: [8, 2, 4]\n"
+                                                                   "  inference.weights: [bf16, fp8]\n");
+  const fs::path out = f.parent_path() / "out";
+  const Result r = dtsim("sweep " + f.string() + " --out " + out.string());
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  const Result report = dtsim("report " + out.string());
+  CAPTURE(report.err);
+  REQUIRE(report.status == 0);
+  CHECK(fs::file_size(out / "plots" / "latency.png") > 10'000);
+  // Two curves (gnuplot index blocks), weights apart, each in rising rate with throughput rising with it.
+  const std::string data = slurp(out / "plots" / "latency.dat");
+  CHECK(data.find("# inference.weights=bf16") != std::string::npos);
+  CHECK(data.find("# inference.weights=fp8") != std::string::npos);
+  std::vector<std::vector<double>> curve;
+  std::istringstream lines(data);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream cells(line);
+    double rate = 0, throughput = 0;
+    cells >> rate >> throughput;
+    curve.push_back({rate, throughput});
+  }
+  REQUIRE(curve.size() == 6);
+  for (std::size_t i : {1u, 2u, 4u, 5u}) {
+    CHECK(curve[i][0] > curve[i - 1][0]);
+    CHECK(curve[i][1] > curve[i - 1][1]);
+  }
+  CHECK(slurp(out / "report.md").find("![latency against throughput](plots/latency.png)") != std::string::npos);
   fs::remove_all(f.parent_path());
 }
