@@ -34,4 +34,16 @@ struct SchedulerLimits {
   bool chunked_prefill = true;           // off: a prompt is prefilled whole, alone if it exceeds the budget
 };
 
+// Disaggregated serving (`inference.disaggregation`): the cluster's first `prefill.gpus` GPUs prefill, the next
+// `decode.gpus` decode, each pool in replicas of `tp` GPUs (pipeline parallelism 1); each request's KV cache goes
+// from its prefill replica to a decode replica over the fabric.
+struct ServingPool {
+  int gpus = 1;
+  int tp = 1;
+};
+struct Disaggregation {
+  ServingPool prefill;
+  ServingPool decode;
+};
+
 }  // namespace dtsim::workloads

@@ -111,6 +111,23 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       now = requests[arrived].arrival_s;
       continue;
     }
+    // Requests whose prompt was prefilled elsewhere join the decoding sequences as soon as their blocks are free.
+    while (!waiting.empty() && requests[waiting.front()].prefilled && std::ssize(running) < limits.max_sequences) {
+      const std::size_t i = waiting.front();
+      const long long need = blocks_for(requests[i], limits.block_tokens);
+      if (need > free_blocks) break;
+      waiting.pop_front();
+      out.requests[i].admitted_s = now;
+      out.requests[i].first_token_s = requests[i].arrival_s;
+      if (requests[i].output_tokens <= 1) {   // its one token came with it
+        out.requests[i].finished_s = now;
+        ++finished;
+        continue;
+      }
+      free_blocks -= need;
+      running.push_back({i, requests[i].prompt_tokens, 1});
+    }
+    if (finished == requests.size()) break;
     passes.clear();
     members.clear();
     int budget = limits.max_tokens_per_iteration;
@@ -138,7 +155,8 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       members.emplace_back(k, chunk);
       budget -= chunk;
     }
-    while (!waiting.empty() && std::ssize(running) < limits.max_sequences && (budget > 0 || passes.empty())) {
+    while (!waiting.empty() && !requests[waiting.front()].prefilled && std::ssize(running) < limits.max_sequences &&
+           (budget > 0 || passes.empty())) {
       const std::size_t i = waiting.front();
       const long long need = blocks_for(requests[i], limits.block_tokens);
       if (need > free_blocks) break;   // head of line: later requests wait behind it

@@ -24,6 +24,8 @@ struct Request {
   int prompt_tokens = 1;
   int output_tokens = 1;
   bool truncated = false;   // its drawn lengths were cut to the stream's max_context
+  bool prefilled = false;   // its prompt's KV cache arrives with it (disaggregated decode): admitted, it decodes at
+                            // once, its first token already sampled
 };
 
 // The stream's requests in arrival order; the same seed gives the same requests on every machine (the generator

@@ -143,6 +143,7 @@ struct InferenceSpec {
   Precision kv_cache = Precision::Bf16;
   std::optional<RequestStream> requests;   // a served stream (the static batch above then times one request alone)
   SchedulerLimits scheduler;               // how the stream is served; kv_blocks 0: what the memory plan leaves
+  std::optional<Disaggregation> disaggregation;   // prefill and decode on two pools of the cluster (with requests)
 };
 
 // Optimizer state bytes per parameter (master weights excluded): AdamW two moments, Adafactor one moment plus

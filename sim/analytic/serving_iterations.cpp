@@ -90,4 +90,25 @@ Seconds ServingIterations::operator()(std::span<const ServingPass> passes) {
   return t + w_.model.layers * workloads::compute_constants().launch_overhead + token_part(tokens) + sampling_part(rows);
 }
 
+Seconds kv_transfer_time(const workloads::ModelSpec& m, workloads::Precision kv_cache, double tokens,
+                         std::span<const int> from, std::span<const int> to, const CommCosts& costs) {
+  DTSIM_ASSERT(!from.empty() && !to.empty() && tokens >= 0, "a KV transfer between two replicas");
+  const double total = tokens * m.layers * 2.0 * static_cast<double>(m.kv_dim()) * workloads::bytes_per_element(kv_cache);
+  const double senders = static_cast<double>(from.size()), receivers = static_cast<double>(to.size());
+  Seconds slowest(0);
+  for (std::size_t k = 0; k < from.size(); ++k) {
+    Seconds t(0);
+    for (std::size_t j = 0; j < to.size(); ++j) {
+      // The share of the heads both hold: [k, k+1) / senders against [j, j+1) / receivers.
+      const double lo = std::max(static_cast<double>(k) / senders, static_cast<double>(j) / receivers);
+      const double hi = std::min(static_cast<double>(k + 1) / senders, static_cast<double>(j + 1) / receivers);
+      if (hi <= lo) continue;
+      const workloads::SendOp send{0, Bytes(total * (hi - lo)), {0, 0, workloads::Pass::Forward}};
+      t += costs.transfer(send, from[k], to[j]);
+    }
+    slowest = std::max(slowest, t);
+  }
+  return slowest;
+}
+
 }  // namespace dtsim::sim

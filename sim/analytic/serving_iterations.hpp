@@ -41,4 +41,12 @@ class ServingIterations {
   std::unordered_map<long long, Seconds> by_rows_;
 };
 
+// The time to send one request's KV cache (`tokens` tokens, every layer's keys and values in `kv_cache`) from a
+// prefill replica whose TP ranks are `from` to a decode replica whose TP ranks are `to` (ranks as `costs` number
+// them). The KV heads are split evenly over each side's ranks: a sending rank sends each receiving rank the share
+// of heads both hold, one transfer after another on its path; all sending ranks at once, without contention
+// (the closed form): the slowest rank's time.
+Seconds kv_transfer_time(const workloads::ModelSpec& m, workloads::Precision kv_cache, double tokens,
+                         std::span<const int> from, std::span<const int> to, const CommCosts& costs);
+
 }  // namespace dtsim::sim

@@ -186,6 +186,16 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
     emit(out, "block_tokens", l.block_tokens);
     emit(out, "chunked_prefill", l.chunked_prefill);
     out << YAML::EndMap;
+    if (i.disaggregation) {
+      out << YAML::Key << "disaggregation" << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, pool] : {std::pair{"prefill", i.disaggregation->prefill}, std::pair{"decode", i.disaggregation->decode}}) {
+        out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;
+        emit(out, "gpus", pool.gpus);
+        emit(out, "tp", pool.tp);
+        out << YAML::EndMap;
+      }
+      out << YAML::EndMap;
+    }
   }
   out << YAML::EndMap;
 }

@@ -3,7 +3,6 @@
 // them: time to first token, time per output token, tokens per second, the roofline regime of each phase, the
 // memory plan and the largest batch that fits.
 #include <algorithm>
-#include <cmath>
 
 #include "results/memory_report.hpp"
 #include "results/topology_report.hpp"
@@ -11,9 +10,7 @@
 #include "sim/cli/serving_run.hpp"
 #include "topology/builders.hpp"
 #include "workloads/memory_plan.hpp"
-#include "sim/analytic/serving_iterations.hpp"
 #include "workloads/serving.hpp"
-#include "workloads/serving_scheduler.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -77,98 +74,6 @@ long long max_batch_that_fits(workloads::Workload w, const topology::GpuSpec& gp
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
-}
-
-// KV-cache blocks one GPU holds beside the weights and a full iteration's decode workspace (max_sequences
-// sequences over the whole context): what vLLM gives the cache after profiling a peak batch. Throws when nothing
-// is left.
-long long kv_blocks_that_fit(const Scenario& s, const workloads::SchedulerLimits& l) {
-  workloads::Workload w = *s.workload;
-  workloads::InferenceSpec& inf = *w.inference;
-  inf.batch = l.max_sequences;
-  const auto plan = workloads::plan_memory(w, s.cluster.gpu);
-  const Bytes taken = plan.parts.params + plan.parts.activations;
-  workloads::InferenceSpec block = inf;
-  block.batch = 1;
-  block.context = l.block_tokens;
-  const double block_bytes = workloads::kv_cache_bytes(w.model, block, w.plan.tp).value() / w.plan.pp;
-  const double left = (plan.capacity - taken).value();
-  if (left < block_bytes)
-    throw InputError("inference.requests", fmt::format("{:.1f} of {:.1f} GB", taken.value() / 1e9, plan.capacity.value() / 1e9),
-                     fmt::format("the weights and the decode workspace of {} sequences leave no GPU memory for the KV "
-                                 "cache:", l.max_sequences),
-                     "more GPUs (tp or pp), narrower weights, or fewer inference.scheduler.max_sequences", s.file);
-  return static_cast<long long>(std::floor(left / block_bytes));
-}
-
-// The q-quantile of `v` (0 <= q <= 1), interpolated between order statistics (numpy's default); 0 when empty.
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::ranges::sort(v);
-  const double at = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(at));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
-// The served stream of `inference.requests` (DESIGN.md's p50/p99 fields at the row's top level, the rest under
-// `stream`). Requests go round-robin to the data-parallel replicas, each serving its share with its own
-// continuous-batching scheduler; every iteration is timed in the analytic engine's closed form on the cluster.
-void serve_stream(const Scenario& s, const topology::Topology& topo, json& row) {
-  const auto& w = *s.workload;
-  const auto& inf = *w.inference;
-  workloads::SchedulerLimits limits = inf.scheduler;
-  const bool planned = limits.kv_blocks == 0;
-  if (planned) limits.kv_blocks = kv_blocks_that_fit(s, limits);
-  const auto requests = workloads::draw_requests(*inf.requests);
-  const int replicas = w.plan.dp;
-  std::vector<std::vector<workloads::Request>> shares(static_cast<std::size_t>(replicas));
-  for (std::size_t i = 0; i < requests.size(); ++i) shares[i % shares.size()].push_back(requests[i]);
-  sim::ServingIterations timer(w, s.cluster.gpu, scenario_costs(s, topo));
-  const workloads::IterationTime time = [&](std::span<const workloads::ServingPass> passes) { return timer(passes).value(); };
-
-  std::vector<double> ttft, tpot, queue, latency;
-  long long iterations = 0, tokens = 0, output = 0, truncated = 0;
-  double busy = 0, end = 0;
-  for (const auto& share : shares) {
-    const auto served = located(s, [&] { return workloads::serve_requests(share, limits, time); });
-    iterations += served.iterations;
-    tokens += served.tokens;
-    busy += served.busy_s;
-    end = std::max(end, served.end_s);
-    for (const auto& r : served.requests) {
-      ttft.push_back(r.first_token_s - r.request.arrival_s);
-      queue.push_back(r.admitted_s - r.request.arrival_s);
-      latency.push_back(r.finished_s - r.request.arrival_s);
-      if (r.request.output_tokens > 1) tpot.push_back((r.finished_s - r.first_token_s) / (r.request.output_tokens - 1));
-      output += r.request.output_tokens;
-      truncated += r.request.truncated ? 1 : 0;
-    }
-  }
-  const auto q = [](const std::vector<double>& v, double p) { return v.empty() ? json(nullptr) : json(quantile(v, p)); };
-  row["p50_ttft_s"] = q(ttft, 0.50);
-  row["p99_ttft_s"] = q(ttft, 0.99);
-  row["p50_tpot_s"] = q(tpot, 0.50);
-  row["p99_tpot_s"] = q(tpot, 0.99);
-  row["throughput_tokens_per_s"] = end > 0 ? static_cast<double>(output) / end : 0.0;
-  row["stream"] = {
-      {"requests", requests.size()},
-      {"requests_truncated", truncated},
-      {"arrival_rate_per_s", inf.requests->rate_per_s},
-      {"duration_s", inf.requests->duration_s},
-      {"completion_s", end},
-      {"throughput_requests_per_s", end > 0 ? static_cast<double>(requests.size()) / end : 0.0},
-      {"output_tokens", output},
-      {"p50_queue_s", q(queue, 0.50)},
-      {"p99_queue_s", q(queue, 0.99)},
-      {"p50_latency_s", q(latency, 0.50)},
-      {"p99_latency_s", q(latency, 0.99)},
-      {"iterations", iterations},
-      {"mean_tokens_per_iteration", iterations > 0 ? static_cast<double>(tokens) / static_cast<double>(iterations) : 0.0},
-      {"busy_fraction", end > 0 ? busy / (end * replicas) : 0.0},
-      {"kv_blocks", limits.kv_blocks},
-      {"kv_blocks_from", planned ? "memory plan" : "inference.scheduler.kv_blocks"},
-      {"timing", "each iteration in the analytic engine's closed form (no contention)"}};
 }
 
 }  // namespace

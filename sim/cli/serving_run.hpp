@@ -26,4 +26,9 @@ using PlayServing = std::function<PassTiming(const workloads::StepGraph&, const 
 // with phases {prefill, decode} each with its time, FLOPs, bytes, intensity and roofline regime, and memory).
 nlohmann::json simulate_serving(const Scenario& s, const PlayServing& play);
 
+// The served stream of `inference.requests` on the built cluster `topo` (sim/cli/serving_stream.cpp): adds to `row`
+// DESIGN.md's p50/p99 fields, `throughput_tokens_per_s` and a `stream` object (with `disaggregation` when the
+// scenario splits prefill and decode).
+void serve_stream(const Scenario& s, const topology::Topology& topo, nlohmann::json& row);
+
 }  // namespace dtsim::cli

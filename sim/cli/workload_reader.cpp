@@ -249,11 +249,33 @@ workloads::SchedulerLimits read_scheduler(const YamlMap& m) {
   return l;
 }
 
+// inference.disaggregation: two pools, each {gpus, tp (default gpus: one replica)}; tp must divide gpus.
+workloads::Disaggregation read_disaggregation(const YamlMap& m) {
+  m.allow_only({"prefill", "decode"});
+  workloads::Disaggregation d;
+  for (const char* pool : {"prefill", "decode"}) {
+    if (!m.has(pool) || !m.is_map(pool)) m.fail(pool, "", "missing: disaggregation takes two pools,", "prefill and decode, each {gpus, tp}");
+    const YamlMap p = m.map(pool);
+    p.allow_only({"gpus", "tp"});
+    const auto gpus = p.integer("gpus", 1, kMaxDegree);
+    if (!gpus) p.fail("gpus", "", "missing: the pool's GPU count,", "an integer >= 1");
+    workloads::ServingPool& out = std::string_view(pool) == "prefill" ? d.prefill : d.decode;
+    out.gpus = static_cast<int>(*gpus);
+    out.tp = read_int(p, "tp", out.gpus, 1, kMaxDegree);
+    if (out.gpus % out.tp != 0)
+      p.fail("tp", std::to_string(out.tp), fmt::format("does not divide the pool's {} GPUs:", out.gpus),
+             "a divisor of gpus (replicas of tp GPUs)");
+  }
+  return d;
+}
+
 InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
-  m.allow_only({"batch", "context", "weights", "kv_cache", "prompt_tokens", "output_tokens", "requests", "scheduler"});
+  m.allow_only({"batch", "context", "weights", "kv_cache", "prompt_tokens", "output_tokens", "requests", "scheduler",
+                "disaggregation"});
   InferenceSpec i;
-  if (m.has("scheduler") && !m.has("requests"))
-    m.fail("scheduler", "{...}", "schedules a request stream, and there is none:", "inference.requests with it, or no scheduler");
+  for (const char* key : {"scheduler", "disaggregation"})
+    if (m.has(key) && !m.has("requests"))
+      m.fail(key, "{...}", "serves a request stream, and there is none:", fmt::format("inference.requests with it, or no {}", key));
   if (m.has("requests")) {
     // A served stream: the static batch times one request alone, of the stream's mean lengths (unless given).
     const auto given = m.integer("context", 1, kMaxTokens);
@@ -263,6 +285,7 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
              "a context of at least 2 tokens");
     i.requests = read_requests(m.map("requests"), context);
     if (m.has("scheduler")) i.scheduler = read_scheduler(m.map("scheduler"));
+    if (m.has("disaggregation")) i.disaggregation = read_disaggregation(m.map("disaggregation"));
     if (!m.has("prompt_tokens") && !m.has("output_tokens")) {
       const int prompt = std::clamp(static_cast<int>(std::lround(mean_length(i.requests->prompt_tokens))), 1, context - 1);
       i.prompt_tokens = prompt;

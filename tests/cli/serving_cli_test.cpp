@@ -238,3 +238,62 @@ TEST_CASE("serving report: a sweep over the arrival rate draws latency against t
   CHECK(slurp(out / "report.md").find("![latency against throughput](plots/latency.png)") != std::string::npos);
   fs::remove_all(f.parent_path());
 }
+
+namespace {
+
+// Llama-2-7B requests (512-token prompts, 128 outputs) at `rate`/s for 60 s on 2 nodes of 4 H100 joined by
+// `inter_link`; `pools`: an inference.disaggregation body, or "" for colocated replicas.
+std::string pools_of(double rate, const std::string& inter_link, const std::string& pools) {
+  return fmt::format(R"(name: pools
+cluster: {{gpu: h100-sxm5-80gb, nodes: 2, gpus_per_node: 4, intra: nvswitch, inter: switch, inter_link: {}}}
+model: {{preset: llama2-7b}}
+parallelism: {{tp: 1}}
+inference:
+  requests: {{prompt_tokens: 512, output_tokens: 128, rate_per_s: {}, duration_s: 60, seed: 5}}
+{})",
+                     inter_link, rate, pools.empty() ? "" : "  disaggregation: " + pools + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("serving disaggregation: decode undisturbed by prefill, each cache sent over the fabric that joins the pools") {
+  const std::string split = "{prefill: {gpus: 4, tp: 1}, decode: {gpus: 4, tp: 1}}";
+  const json colocated = run_json(scenario("pools-colocated", pools_of(40, "ib-ndr", "")));
+  const json ib = run_json(scenario("pools-ib", pools_of(40, "ib-ndr", split)));
+  const json& d = ib["stream"]["disaggregation"];
+  CHECK(d["prefill"]["replicas"] == 4);
+  CHECK(d["decode"]["replicas"] == 4);
+  // One request's cache: 512 tokens x 32 layers x 2 (K, V) x 4096 x 2 B.
+  CHECK(d["mean_kv_bytes"].get<double>() == doctest::Approx(512.0 * 32 * 2 * 4096 * 2));
+  CHECK(d["p50_kv_transfer_s"].get<double>() > 0);
+  CHECK(ib["stream"]["requests"] == colocated["stream"]["requests"]);
+  // A request alone (0.05/s) takes the same prefill and the same decode steps either way (one GPU per replica):
+  // disaggregated, it is later by its cache's transfer alone.
+  const json lone_colocated = run_json(scenario("pools-lone-c", pools_of(0.05, "ib-ndr", "")));
+  const json lone = run_json(scenario("pools-lone-d", pools_of(0.05, "ib-ndr", split)));
+  CHECK(lone["p50_ttft_s"].get<double>() == doctest::Approx(lone_colocated["p50_ttft_s"].get<double>()));
+  CHECK(lone["stream"]["p50_latency_s"].get<double>() ==
+        doctest::Approx(lone_colocated["stream"]["p50_latency_s"].get<double>() +
+                        lone["stream"]["disaggregation"]["p50_kv_transfer_s"].get<double>()));
+  // A 10 GbE fabric (the pools are the two nodes) makes each 268 MB transfer about 0.2 s, which shows in TPOT.
+  const json eth = run_json(scenario("pools-eth", pools_of(40, "eth-10g", split)));
+  CHECK(eth["stream"]["disaggregation"]["p50_kv_transfer_s"].get<double>() >
+        50 * d["p50_kv_transfer_s"].get<double>());
+  CHECK(eth["p50_tpot_s"].get<double>() > ib["p50_tpot_s"].get<double>());
+  CHECK(eth["p50_ttft_s"] == ib["p50_ttft_s"]);   // the first token comes from the prefill pool either way
+}
+
+TEST_CASE("serving disaggregation: pools larger than the cluster, or a tp that does not divide, are one-line errors") {
+  for (const auto& [pools, expect] :
+       {std::pair{"{prefill: {gpus: 6}, decode: {gpus: 4}}",
+                  "inference.disaggregation: the pools need more GPUs than the cluster's 8: '6 + 4 GPUs'"},
+        std::pair{"{prefill: {gpus: 4, tp: 3}, decode: {gpus: 4}}",
+                  "inference.disaggregation.prefill.tp: does not divide the pool's 4 GPUs: '3'"},
+        std::pair{"{prefill: {gpus: 4}}", "inference.disaggregation.decode: missing"}}) {
+    CAPTURE(pools);
+    const Result r = dtsim("run " + scenario("pools-bad", pools_of(1, "ib-ndr", pools)).string());
+    CHECK(r.status == 2);
+    CHECK(r.err.find(expect) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}

@@ -69,3 +69,33 @@ TEST_CASE("serving iterations: a longer cache or more tokens never takes less ti
   const std::vector<ServingPass> two = {short_cache, short_cache};
   CHECK(timer(two) > timer(std::span(&short_cache, 1)));
 }
+
+TEST_CASE("serving iterations: a KV cache goes between pools in head shares, the slowest sending rank's time") {
+  auto spec = topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 2, 4);
+  spec.inter = topology::InterKind::Switch;
+  const auto topo = topology::build_cluster(spec).topology;
+  const auto costs = sim::analytic_costs(topo, sim::Algorithm::Auto, false, topology::Routing::Single);
+  const workloads::ModelSpec m = serving_job(1, 1, 1).model;
+  const double tokens = 1000;
+  // Every layer's K and V of every token: 1000 x 8 layers x 2 x 2048 x 2 B = 65.5 MB.
+  const double total = tokens * 8 * 2 * 2048 * 2;
+  const auto send = [&](double bytes, int from, int to) {
+    return costs.transfer(workloads::SendOp{0, Bytes(bytes), {0, 0, workloads::Pass::Forward}}, from, to).value();
+  };
+  const std::vector<int> node0 = {0, 1, 2, 3}, node1 = {4, 5, 6, 7};
+  // TP 4 to TP 4 across the fabric: rank k sends its quarter to rank k; the ranks are alike, so one quarter's time.
+  CHECK(sim::kv_transfer_time(m, workloads::Precision::Bf16, tokens, node0, node1, costs).value() ==
+        doctest::Approx(send(total / 4, 0, 4)));
+  // TP 2 to TP 4: each sender holds half the heads, which two receivers share: two quarters one after the other.
+  const std::vector<int> two = {0, 1};
+  CHECK(sim::kv_transfer_time(m, workloads::Precision::Bf16, tokens, two, node1, costs).value() ==
+        doctest::Approx(send(total / 4, 0, 4) + send(total / 4, 0, 5)));
+  // One GPU to one: the whole cache; an fp8 cache is half the bytes.
+  CHECK(sim::kv_transfer_time(m, workloads::Precision::Bf16, tokens, std::vector<int>{0}, std::vector<int>{4}, costs).value() ==
+        doctest::Approx(send(total, 0, 4)));
+  CHECK(sim::kv_transfer_time(m, workloads::Precision::Fp8, tokens, std::vector<int>{0}, std::vector<int>{4}, costs).value() ==
+        doctest::Approx(send(total / 2, 0, 4)));
+  // Inside a node (NVSwitch) the same cache moves faster than across the fabric.
+  CHECK(sim::kv_transfer_time(m, workloads::Precision::Bf16, tokens, std::vector<int>{0}, std::vector<int>{1}, costs) <
+        sim::kv_transfer_time(m, workloads::Precision::Bf16, tokens, std::vector<int>{0}, std::vector<int>{4}, costs));
+}

@@ -147,3 +147,27 @@ TEST_CASE("request stream: draws past the context are cut, prompt first, and mar
   s.prompt_tokens.a = 300;
   for (const Request& r : draw_requests(s)) CHECK_FALSE(r.truncated);
 }
+
+TEST_CASE("scheduler: prefilled requests (disaggregated decode) decode at once, worked by hand") {
+  // A (5-token prompt, 3 outputs) arrives at 0 with its cache, B (2, 2) at 0.5, C (4, 1) at 0.7.
+  // it 1 [0,1): A decodes (cache 6).  At 1 B joins; C's only token came with it: done at once.
+  // it 2 [1,2): A (cache 7) and B (cache 3) decode: both done at 2.
+  std::vector<Request> requests = {{0.0, 5, 3}, {0.5, 2, 2}, {0.7, 4, 1}};
+  for (Request& r : requests) r.prefilled = true;
+  SchedulerLimits limits;
+  limits.kv_blocks = 100;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer());
+  CHECK(s.iterations == 2);
+  CHECK(s.end_s == 2.0);
+  CHECK(s.tokens == 3);
+  CHECK(s.requests[0].first_token_s == 0.0);
+  CHECK(s.requests[0].finished_s == 2.0);
+  CHECK(s.requests[1].admitted_s == 1.0);
+  CHECK(s.requests[1].first_token_s == 0.5);
+  CHECK(s.requests[1].finished_s == 2.0);
+  CHECK(s.requests[2].finished_s == 1.0);
+  using P = ServingPhase;
+  const std::vector<std::vector<ServingPass>> want = {{{P::Decode, 1, 1, 6}}, {{P::Decode, 1, 1, 7}, {P::Decode, 1, 1, 3}}};
+  CHECK(clock.seen == want);
+}

@@ -1,0 +1,273 @@
+// `run` on a scenario with `inference.requests`: the stream served by the continuous-batching scheduler
+// (workloads/serving_scheduler.hpp), every iteration timed in the analytic engine's closed form on the cluster
+// (sim/analytic/serving_iterations.hpp). Colocated: requests go round-robin to the data-parallel replicas, each
+// prefilling and decoding its own. Disaggregated: a prefill pool and a decode pool of the same cluster; each
+// request's prompt is prefilled (and its first token sampled) on a prefill replica, its KV cache sent over the
+// topology to a decode replica, and decoded there.
+#include <algorithm>
+#include <cmath>
+
+#include "sim/analytic/serving_iterations.hpp"
+#include "sim/cli/command_support.hpp"
+#include "sim/cli/serving_run.hpp"
+#include "workloads/memory_plan.hpp"
+#include "workloads/serving_scheduler.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using nlohmann::json;
+using workloads::Request;
+using workloads::SchedulerLimits;
+
+// KV-cache blocks one GPU of `w` holds beside the weights and a full iteration's decode workspace (max_sequences
+// sequences over the whole context): what vLLM gives the cache after profiling a peak batch. Throws when nothing
+// is left; `key` names the scenario key to blame.
+long long kv_blocks_that_fit(const Scenario& s, workloads::Workload w, const SchedulerLimits& l, const std::string& key) {
+  workloads::InferenceSpec& inf = *w.inference;
+  inf.batch = l.max_sequences;
+  const auto plan = workloads::plan_memory(w, s.cluster.gpu);
+  const Bytes taken = plan.parts.params + plan.parts.activations;
+  workloads::InferenceSpec block = inf;
+  block.batch = 1;
+  block.context = l.block_tokens;
+  const double block_bytes = workloads::kv_cache_bytes(w.model, block, w.plan.tp).value() / w.plan.pp;
+  const double left = (plan.capacity - taken).value();
+  if (left < block_bytes)
+    throw InputError(key, fmt::format("{:.1f} of {:.1f} GB", taken.value() / 1e9, plan.capacity.value() / 1e9),
+                     fmt::format("the weights and the decode workspace of {} sequences leave no GPU memory for the KV "
+                                 "cache:", l.max_sequences),
+                     "more GPUs (tp or pp), narrower weights, or fewer inference.scheduler.max_sequences", s.file);
+  return static_cast<long long>(std::floor(left / block_bytes));
+}
+
+// The q-quantile of `v` (0 <= q <= 1), interpolated between order statistics (numpy's default).
+double quantile(std::vector<double> v, double q) {
+  std::ranges::sort(v);
+  const double at = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(at));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+json quantile_or_null(const std::vector<double>& v, double q) { return v.empty() ? json(nullptr) : json(quantile(v, q)); }
+
+// One request's life, whoever served it.
+struct Served {
+  Request request;
+  double admitted_s = 0, first_token_s = 0, finished_s = 0;
+};
+
+// What the pools did: iterations, tokens computed, busy time summed over replicas, replicas.
+struct Work {
+  long long iterations = 0, tokens = 0;
+  double busy_s = 0;
+  int replicas = 0;
+  void add(const workloads::ServedStream& s) {
+    iterations += s.iterations;
+    tokens += s.tokens;
+    busy_s += s.busy_s;
+  }
+};
+
+// A pool's costs: the pool's rank r is the cluster's rank offset + r.
+sim::CommCosts shifted(sim::CommCosts base, int offset) {
+  return {[base, offset](const workloads::CollectiveOp& op, const std::vector<int>& group) {
+            std::vector<int> g(group);
+            for (int& r : g) r += offset;
+            return base.collective(op, g);
+          },
+          [base, offset](const workloads::SendOp& op, int from, int to) { return base.transfer(op, from + offset, to + offset); }};
+}
+
+// `requests` dealt round-robin to `replicas` shares.
+std::vector<std::vector<Request>> deal(const std::vector<Request>& requests, int replicas) {
+  std::vector<std::vector<Request>> shares(static_cast<std::size_t>(replicas));
+  for (std::size_t i = 0; i < requests.size(); ++i) shares[i % shares.size()].push_back(requests[i]);
+  return shares;
+}
+
+// The colocated stream: each data-parallel replica serves its share, prefill and decode.
+std::vector<Served> serve_colocated(const Scenario& s, const topology::Topology& topo, const std::vector<Request>& requests,
+                                    SchedulerLimits limits, Work& work, json& details) {
+  const auto& w = *s.workload;
+  const bool planned = limits.kv_blocks == 0;
+  if (planned) limits.kv_blocks = kv_blocks_that_fit(s, w, limits, "inference.requests");
+  sim::ServingIterations timer(w, s.cluster.gpu, scenario_costs(s, topo));
+  const workloads::IterationTime time = [&](std::span<const workloads::ServingPass> p) { return timer(p).value(); };
+  std::vector<Served> out;
+  work.replicas = w.plan.dp;
+  for (const auto& share : deal(requests, w.plan.dp)) {
+    const auto served = located(s, [&] { return workloads::serve_requests(share, limits, time); });
+    work.add(served);
+    for (const auto& r : served.requests) out.push_back({r.request, r.admitted_s, r.first_token_s, r.finished_s});
+  }
+  details["kv_blocks"] = limits.kv_blocks;
+  details["kv_blocks_from"] = planned ? "memory plan" : "inference.scheduler.kv_blocks";
+  return out;
+}
+
+// A pool of the cluster as a workload: `pool.tp`-GPU replicas, pipeline 1.
+workloads::Workload pool_workload(const Scenario& s, const workloads::ServingPool& pool, const char* name) {
+  workloads::Workload w = *s.workload;
+  w.plan.tp = pool.tp;
+  w.plan.pp = 1;
+  w.plan.dp = pool.gpus / pool.tp;
+  w.plan.layers_per_stage.clear();
+  try {
+    workloads::check_plan(w, pool.gpus);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("inference.disaggregation.{}.tp", name), std::to_string(pool.tp), e.reason(), e.allowed(), s.file);
+  }
+  return w;
+}
+
+// The disaggregated stream: prefill replicas, KV transfers (one at a time out of each prefill replica), decode
+// replicas.
+std::vector<Served> serve_disaggregated(const Scenario& s, const topology::Topology& topo,
+                                        const std::vector<Request>& requests, const SchedulerLimits& given,
+                                        Work& work, json& details) {
+  const auto& d = *s.workload->inference->disaggregation;
+  const int gpus = cluster_gpus(s);
+  if (d.prefill.gpus + d.decode.gpus > gpus)
+    throw InputError("inference.disaggregation", fmt::format("{} + {} GPUs", d.prefill.gpus, d.decode.gpus),
+                     fmt::format("the pools need more GPUs than the cluster's {}:", gpus),
+                     "prefill.gpus + decode.gpus <= the cluster's GPUs", s.file);
+  const auto base = scenario_costs(s, topo);
+  const workloads::Workload wp = pool_workload(s, d.prefill, "prefill"), wd = pool_workload(s, d.decode, "decode");
+  SchedulerLimits lp = given, ld = given;
+  if (given.kv_blocks == 0) {
+    lp.kv_blocks = kv_blocks_that_fit(s, wp, lp, "inference.disaggregation.prefill");
+    ld.kv_blocks = kv_blocks_that_fit(s, wd, ld, "inference.disaggregation.decode");
+  }
+  sim::ServingIterations prefill_timer(wp, s.cluster.gpu, base), decode_timer(wd, s.cluster.gpu, shifted(base, d.prefill.gpus));
+  const workloads::IterationTime prefill_time = [&](std::span<const workloads::ServingPass> p) { return prefill_timer(p).value(); };
+  const workloads::IterationTime decode_time = [&](std::span<const workloads::ServingPass> p) { return decode_timer(p).value(); };
+  const int prefill_replicas = wp.plan.dp, decode_replicas = wd.plan.dp;
+  work.replicas = prefill_replicas + decode_replicas;
+
+  // Prefill: each request to its first token (output 1), its index kept in `arrival order`.
+  std::vector<Served> out(requests.size());
+  std::vector<std::vector<std::size_t>> prefilled_by(static_cast<std::size_t>(prefill_replicas));
+  for (int r = 0; r < prefill_replicas; ++r) {
+    std::vector<Request> share;
+    std::vector<std::size_t> index;
+    for (std::size_t i = static_cast<std::size_t>(r); i < requests.size(); i += static_cast<std::size_t>(prefill_replicas)) {
+      share.push_back(requests[i]);
+      share.back().output_tokens = 1;
+      index.push_back(i);
+    }
+    const auto served = located(s, [&] { return workloads::serve_requests(share, lp, prefill_time); });
+    work.add(served);
+    for (std::size_t k = 0; k < index.size(); ++k) {
+      out[index[k]] = {requests[index[k]], served.requests[k].admitted_s, served.requests[k].first_token_s, 0};
+      prefilled_by[static_cast<std::size_t>(r)].push_back(index[k]);
+    }
+  }
+  // KV transfers, in the order each prefill replica finishes its prompts, to decode replica (request % replicas).
+  std::vector<double> transfer_s, transfer_bytes;
+  std::vector<std::vector<Request>> decode_share(static_cast<std::size_t>(decode_replicas));
+  std::vector<std::vector<std::size_t>> decode_index(static_cast<std::size_t>(decode_replicas));
+  const auto ranks = [](int first, int count) {
+    std::vector<int> v(static_cast<std::size_t>(count));
+    for (int k = 0; k < count; ++k) v[static_cast<std::size_t>(k)] = first + k;
+    return v;
+  };
+  const auto& m = s.workload->model;
+  const auto kv = s.workload->inference->kv_cache;
+  for (int r = 0; r < prefill_replicas; ++r) {
+    auto& order = prefilled_by[static_cast<std::size_t>(r)];
+    std::ranges::stable_sort(order, {}, [&](std::size_t i) { return out[i].first_token_s; });
+    double free = 0;
+    const auto from = ranks(r * d.prefill.tp, d.prefill.tp);
+    for (const std::size_t i : order) {
+      const int dr = static_cast<int>(i % static_cast<std::size_t>(decode_replicas));
+      const auto to = ranks(d.prefill.gpus + dr * d.decode.tp, d.decode.tp);
+      const double tokens = requests[i].prompt_tokens;
+      const double t = sim::kv_transfer_time(m, kv, tokens, from, to, base).value();
+      const double start = std::max(out[i].first_token_s, free);
+      free = start + t;
+      transfer_s.push_back(free - out[i].first_token_s);   // queued behind earlier transfers, then sent
+      transfer_bytes.push_back(tokens * m.layers * 2.0 * static_cast<double>(m.kv_dim()) * workloads::bytes_per_element(kv));
+      Request arrived = requests[i];
+      arrived.arrival_s = free;
+      arrived.prefilled = true;
+      decode_share[static_cast<std::size_t>(dr)].push_back(arrived);
+      decode_index[static_cast<std::size_t>(dr)].push_back(i);
+    }
+  }
+  // Decode: each replica's requests in the order their caches arrive.
+  for (int r = 0; r < decode_replicas; ++r) {
+    auto& share = decode_share[static_cast<std::size_t>(r)];
+    auto& index = decode_index[static_cast<std::size_t>(r)];
+    std::vector<std::size_t> order(share.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::ranges::stable_sort(order, {}, [&](std::size_t k) { return share[k].arrival_s; });
+    std::vector<Request> sorted;
+    for (std::size_t k : order) sorted.push_back(share[k]);
+    const auto served = located(s, [&] { return workloads::serve_requests(sorted, ld, decode_time); });
+    work.add(served);
+    for (std::size_t k = 0; k < order.size(); ++k) out[index[order[k]]].finished_s = served.requests[k].finished_s;
+  }
+  details["kv_blocks"] = json{{"prefill", lp.kv_blocks}, {"decode", ld.kv_blocks}};
+  details["kv_blocks_from"] = given.kv_blocks == 0 ? "memory plan" : "inference.scheduler.kv_blocks";
+  details["disaggregation"] = {{"prefill", {{"gpus", d.prefill.gpus}, {"tp", d.prefill.tp}, {"replicas", prefill_replicas}}},
+                               {"decode", {{"gpus", d.decode.gpus}, {"tp", d.decode.tp}, {"replicas", decode_replicas}}},
+                               {"p50_kv_transfer_s", quantile_or_null(transfer_s, 0.50)},
+                               {"p99_kv_transfer_s", quantile_or_null(transfer_s, 0.99)},
+                               {"mean_kv_bytes", transfer_bytes.empty() ? 0.0 : [&] {
+                                  double sum = 0;
+                                  for (double b : transfer_bytes) sum += b;
+                                  return sum / static_cast<double>(transfer_bytes.size());
+                                }()}};
+  return out;
+}
+
+}  // namespace
+
+void serve_stream(const Scenario& s, const topology::Topology& topo, json& row) {
+  const auto& inf = *s.workload->inference;
+  const auto requests = workloads::draw_requests(*inf.requests);
+  Work work;
+  json details = json::object();
+  const std::vector<Served> served = inf.disaggregation
+                                         ? serve_disaggregated(s, topo, requests, inf.scheduler, work, details)
+                                         : serve_colocated(s, topo, requests, inf.scheduler, work, details);
+  std::vector<double> ttft, tpot, queue, latency;
+  long long output = 0, truncated = 0;
+  double end = 0;
+  for (const Served& r : served) {
+    ttft.push_back(r.first_token_s - r.request.arrival_s);
+    queue.push_back(r.admitted_s - r.request.arrival_s);
+    latency.push_back(r.finished_s - r.request.arrival_s);
+    if (r.request.output_tokens > 1) tpot.push_back((r.finished_s - r.first_token_s) / (r.request.output_tokens - 1));
+    output += r.request.output_tokens;
+    truncated += r.request.truncated ? 1 : 0;
+    end = std::max(end, r.finished_s);
+  }
+  row["p50_ttft_s"] = quantile_or_null(ttft, 0.50);
+  row["p99_ttft_s"] = quantile_or_null(ttft, 0.99);
+  row["p50_tpot_s"] = quantile_or_null(tpot, 0.50);
+  row["p99_tpot_s"] = quantile_or_null(tpot, 0.99);
+  row["throughput_tokens_per_s"] = end > 0 ? static_cast<double>(output) / end : 0.0;
+  json stream = {
+      {"requests", requests.size()},
+      {"requests_truncated", truncated},
+      {"arrival_rate_per_s", inf.requests->rate_per_s},
+      {"duration_s", inf.requests->duration_s},
+      {"completion_s", end},
+      {"throughput_requests_per_s", end > 0 ? static_cast<double>(requests.size()) / end : 0.0},
+      {"output_tokens", output},
+      {"p50_queue_s", quantile_or_null(queue, 0.50)},
+      {"p99_queue_s", quantile_or_null(queue, 0.99)},
+      {"p50_latency_s", quantile_or_null(latency, 0.50)},
+      {"p99_latency_s", quantile_or_null(latency, 0.99)},
+      {"iterations", work.iterations},
+      {"mean_tokens_per_iteration",
+       work.iterations > 0 ? static_cast<double>(work.tokens) / static_cast<double>(work.iterations) : 0.0},
+      {"busy_fraction", end > 0 ? work.busy_s / (end * work.replicas) : 0.0},
+      {"timing", "each iteration in the analytic engine's closed form (no contention)"}};
+  stream.update(details);
+  row["stream"] = stream;
+}
+
+}  // namespace dtsim::cli
