@@ -30,7 +30,8 @@ struct RunInfo {
 // reference.
 nlohmann::json run_json(const RunInfo& info, const StepMetrics& m, const workloads::MemoryPlan& memory);
 
-// dtsim's figure for a reference key, in the reference's unit (tp_comm_ms in ms, *_GB in GB, others as the field).
+// dtsim's figure for a reference key, in the reference's unit (tp_comm_ms and any X_ms in ms from X_s, *_GB in GB,
+// others as the field).
 double reference_figure(const nlohmann::json& row, const std::string& key);
 
 // One row per configuration; then, for rows with references, the published figure beside dtsim's.

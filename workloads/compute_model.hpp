@@ -58,7 +58,9 @@ struct ArchitectureConstants {
 
 struct ComputeConstants {
   Seconds launch_overhead;      // per kernel (fused layers: per kernel of the fused sequence)
+  Seconds serving_step_overhead;   // per serving iteration: the host's share the GPU waits for
   std::string source;
+  std::string serving_source;
 };
 
 std::span<const KernelWork> kernel_works();

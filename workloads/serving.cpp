@@ -164,8 +164,9 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
       if (!ops.empty()) deps.push_back(static_cast<std::uint32_t>(ops.size() - 1));
       ops.push_back(Op{std::move(body), std::move(deps)});
     };
-    auto compute = [&](Scope scope, int layer_index, const std::vector<Kernel>& kernels) {
+    auto compute = [&](Scope scope, int layer_index, const std::vector<Kernel>& kernels, Seconds host = Seconds(0)) {
       ComputeOp c;
+      c.duration = host;
       c.scope = scope;
       c.layer = layer_index;
       c.micro_batch = 0;
@@ -184,7 +185,8 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
     };
     const PipeTag tag{0, 0, Pass::Forward};
     if (stage > 0) add(RecvOp{stage - 1, activation, tag});
-    else compute(Scope::Embedding, -1, {serving_embedding_kernel(m, batch_tokens(passes))});
+    else compute(Scope::Embedding, -1, {serving_embedding_kernel(m, batch_tokens(passes))},
+                 compute_constants().serving_step_overhead);   // the iteration's host work before its first kernel
     for (int l = first_layer; l < first_layer + per_stage[static_cast<std::size_t>(stage)]; ++l) {
       compute(Scope::Layer, l, attention_block);
       all_reduce(l);

@@ -248,6 +248,13 @@ void serve_stream(const Scenario& s, const topology::Topology& topo, json& row) 
   row["p99_ttft_s"] = quantile_or_null(ttft, 0.99);
   row["p50_tpot_s"] = quantile_or_null(tpot, 0.50);
   row["p99_tpot_s"] = quantile_or_null(tpot, 0.99);
+  const auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? json(nullptr) : json(sum / static_cast<double>(v.size()));
+  };
+  row["mean_ttft_s"] = mean(ttft);   // what serving benchmarks (vLLM's, TensorRT-LLM's) print beside percentiles
+  row["mean_tpot_s"] = mean(tpot);
   row["throughput_tokens_per_s"] = end > 0 ? static_cast<double>(output) / end : 0.0;
   json stream = {
       {"requests", requests.size()},

@@ -10,10 +10,15 @@
 namespace dtsim::cli {
 namespace {
 
-// Result fields a reference may quote (DESIGN.md's JSON fields, plus the TP traffic of claim S16).
+// Result fields a reference may quote (DESIGN.md's JSON fields, plus the TP traffic of claim S16), for a training
+// step, a served batch and a served stream (its fields and the batch's).
 constexpr std::array<std::string_view, 11> kReferenceKeys = {
     "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu", "hfu", "scaling_efficiency",
     "tp_comm_ms", "tp_comm_GB", "memory_GB"};
+constexpr std::array<std::string_view, 6> kServingReferenceKeys = {"tokens_per_s", "tokens_per_s_per_gpu", "ttft_ms",
+                                                                   "tpot_ms", "request_time_ms", "memory_GB"};
+constexpr std::array<std::string_view, 7> kStreamReferenceKeys = {"throughput_tokens_per_s", "mean_ttft_ms", "mean_tpot_ms",
+                                                                  "p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms"};
 
 std::optional<EngineKind> parse_engine(std::string_view name) {
   if (name == "simgrid") return EngineKind::Simgrid;
@@ -29,7 +34,15 @@ std::optional<workloads::Granularity> parse_granularity(std::string_view name) {
 
 }  // namespace
 
-std::string reference_keys() { return fmt::format("source, baseline, {}", fmt::join(kReferenceKeys, ", ")); }
+std::string reference_keys(ReferenceKind kind) {
+  switch (kind) {
+    case ReferenceKind::Training: return fmt::format("source, baseline, {}", fmt::join(kReferenceKeys, ", "));
+    case ReferenceKind::Serving: return fmt::format("source, baseline, {}", fmt::join(kServingReferenceKeys, ", "));
+    case ReferenceKind::Stream:
+      return fmt::format("source, baseline, {}, {}", fmt::join(kServingReferenceKeys, ", "), fmt::join(kStreamReferenceKeys, ", "));
+  }
+  return "";
+}
 
 SimulationSpec read_simulation(const YamlMap& m) {
   m.allow_only({"engine", "collective_algo", "max_channels", "granularity", "memoize", "aggregate", "symmetry",
@@ -85,7 +98,12 @@ void resolve_cost(CostSpec& c, const topology::GpuSpec& gpu) {
 }
 
 // Null values are allowed so a zipped sweep axis can leave a figure out for some points.
-Reference read_reference(const YamlMap& m) {
+Reference read_reference(const YamlMap& m, ReferenceKind kind) {
+  const auto allowed = [kind](std::string_view key) {
+    const auto in = [key](const auto& keys) { return std::find(keys.begin(), keys.end(), key) != keys.end(); };
+    if (kind == ReferenceKind::Training) return in(kReferenceKeys);
+    return in(kServingReferenceKeys) || (kind == ReferenceKind::Stream && in(kStreamReferenceKeys));
+  };
   Reference r;
   for (const auto& key : m.keys()) {
     if (key == "source") {
@@ -96,8 +114,7 @@ Reference read_reference(const YamlMap& m) {
       if (!m.is_null(key)) r.baseline = m.text("baseline").value_or("");
       continue;
     }
-    if (std::find(kReferenceKeys.begin(), kReferenceKeys.end(), key) == kReferenceKeys.end())
-      m.fail(key, key, "unknown key", reference_keys());
+    if (!allowed(key)) m.fail(key, key, "unknown key", reference_keys(kind));
     if (m.is_null(key)) continue;
     r.values[key] = *m.number(key, -1e300, true, 1e300);
   }

@@ -7,12 +7,14 @@
 namespace dtsim::cli {
 
 SimulationSpec read_simulation(const YamlMap& m);
-Reference read_reference(const YamlMap& m);
+// What a reference may quote: a training step's figures, a served batch's, or a served stream's and its batch's.
+enum class ReferenceKind { Training, Serving, Stream };
+Reference read_reference(const YamlMap& m, ReferenceKind kind);
 CostSpec read_cost(const YamlMap& m);
 // Fills what the `cost` section left out: the GPU's catalog prices and the catalog's site defaults.
 void resolve_cost(CostSpec& c, const topology::GpuSpec& gpu);
 
 // The result fields a `reference` may give, as "a, b, ...".
-std::string reference_keys();
+std::string reference_keys(ReferenceKind kind);
 
 }  // namespace dtsim::cli

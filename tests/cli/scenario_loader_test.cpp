@@ -212,9 +212,13 @@ TEST_CASE("every scenario shipped in scenarios/ loads, those under models/ bench
       CAPTURE(s.name);
       if (s.reference.values.empty()) CHECK(baselines.count(s.name) == 1);   // a baseline only
       else if (!s.reference.baseline.empty()) CHECK(s.reference.values.size() == 1);   // one published ratio
-      else {   // one published figure: TFLOP/s or tokens/s per GPU, or the step time
+      else if (s.workload->inference && s.workload->inference->requests) {   // a served stream: its three figures
+        for (const char* key : {"mean_ttft_ms", "mean_tpot_ms", "throughput_tokens_per_s"})
+          CHECK(s.reference.values.count(key) == 1);
+      } else {   // one published figure: TFLOP/s or tokens/s per GPU, the step time; serving: a latency
         int published = 0;
-        for (const char* key : {"hw_tflops_per_gpu", "tflops_per_gpu", "tokens_per_s_per_gpu", "step_time_s"})
+        for (const char* key : {"hw_tflops_per_gpu", "tflops_per_gpu", "tokens_per_s_per_gpu", "step_time_s", "ttft_ms",
+                                "request_time_ms"})
           published += static_cast<int>(s.reference.values.count(key));
         CHECK(published == 1);
       }
