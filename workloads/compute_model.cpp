@@ -105,10 +105,10 @@ double sustained_clock(const topology::GpuSpec& gpu, const ArchitectureConstants
 
 double sustained_clock(const topology::GpuSpec& gpu) { return sustained_clock(gpu, architecture(gpu.architecture)); }
 
-Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision) {
+KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precision precision) {
   const Precision p = k.precision.value_or(precision);
   const FlopsPerSecond peak = peak_of(gpu, p, k.precision.has_value());
-  if (k.flops.value() <= 0.0 && k.bytes.value() <= 0.0) return Seconds(0);   // no work, no launch
+  if (k.flops.value() <= 0.0 && k.bytes.value() <= 0.0) return {Seconds(0), false};   // no work, no launch
   const ArchitectureConstants& arch = architecture(gpu.architecture);
   Seconds compute(0);
   if (k.flops.value() > 0.0) {
@@ -117,7 +117,11 @@ Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision pre
     compute = executed_flops(k) / (peak * (efficiency * sustained_clock(gpu, arch)));
   }
   const Seconds memory = k.bytes / (gpu.memory_bandwidth * memory_efficiency(k, arch));
-  return std::max(compute, memory) + k.launches * compute_constants().launch_overhead;
+  return {std::max(compute, memory) + k.launches * compute_constants().launch_overhead, memory > compute};
+}
+
+Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision) {
+  return kernel_timing(k, gpu, precision).time;
 }
 
 Seconds streaming_time(const Kernel& k, Seconds time) {

@@ -95,6 +95,12 @@ inline constexpr double kPowerClockExponent = 0.2429;
 // Throws InputError (key "training.precision", or "training.fp8" for a kernel's own fp8) when the GPU has no
 // peak for that precision.
 Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision);
+// The same, with what bounds it: true when its bytes take longer than its FLOPs (the roofline's memory side).
+struct KernelTiming {
+  Seconds time;
+  bool memory_bound = false;
+};
+KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precision precision);
 
 // The part of `time` (a kernel's) that streams through HBM: all of it for a streaming kernel, else none (the
 // ComputeOp::memory_time of the ops a generator builds).

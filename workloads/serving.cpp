@@ -172,10 +172,13 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
       c.micro_batch = 0;
       c.flops = total_flops(kernels);
       c.bytes = total_bytes(kernels);
+      // Serving kernels at small batches are bound by HBM whatever their kind (a decode GEMM reads its weights for a
+      // few rows): the op's memory time, which the energy model draws at the memory-bound power, is every kernel
+      // on the memory side of its roofline.
       for (const Kernel& k : kernels) {
-        const Seconds t = kernel_time(k, gpu, precision);
-        c.duration += t;
-        c.memory_time += streaming_time(k, t);
+        const KernelTiming t = kernel_timing(k, gpu, precision);
+        c.duration += t.time;
+        if (t.memory_bound) c.memory_time += t.time;
       }
       add(c);
     };

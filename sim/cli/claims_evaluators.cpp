@@ -157,6 +157,27 @@ ClaimValues s7(ClaimContext& cx) {
           {"fits_h100", cx.memory(f, "s07-llama-7b-128k-bf16-h100").fits}};
 }
 
+// A serving pass's FLOPs over its time against the GPU's dense peak in the precision it computes in (%).
+double serving_utilisation_pct(ClaimContext& cx, const std::string& file, const std::string& name, const char* phase) {
+  const json& r = cx.run(file, name);
+  const json& p = r.at("phases").at(phase);
+  const Scenario& s = cx.doc(file, name);
+  const auto precision = topology::parse_precision(r.at("compute_precision").get<std::string>());
+  const double peak = s.cluster.gpu.peak_for(*precision)->value() * r.at("gpus").get<double>();
+  return 100 * p.at("flops").get<double>() / p.at("time_s").get<double>() / peak;
+}
+
+ClaimValues s8(ClaimContext& cx) {
+  const std::string f = "s08-bert-base-serving.yaml";
+  const auto regime = [&](const char* name) {
+    return cx.run(f, name).at("phases").at("prefill").at("regime").get<std::string>();
+  };
+  return {{"util_b1_pct", serving_utilisation_pct(cx, f, "s08-bert-base-batch1", "prefill")},
+          {"util_b32_pct", serving_utilisation_pct(cx, f, "s08-bert-base-batch32", "prefill")},
+          {"memory_bound_b1", regime("s08-bert-base-batch1") == "memory-bound"},
+          {"compute_bound_b32", regime("s08-bert-base-batch32") == "compute-bound"}};
+}
+
 ClaimValues s9(ClaimContext& cx) {
   const std::string f = "s09-gpt3-175b-decode.yaml";
   const auto intensity = [&](const char* name) {
@@ -166,10 +187,18 @@ ClaimValues s9(ClaimContext& cx) {
   const Scenario& one = cx.doc(f, "s09-gpt3-175b-decode-batch1");
   const double ridge = one.cluster.gpu.ridge_point(one.workload->inference->weights);
   const double b1 = intensity("s09-gpt3-175b-decode-batch1");
+  // The step timed on eight H100s against the time its bytes take at full HBM bandwidth.
+  const json& timed = cx.run(f, "s09-gpt3-175b-decode-8xh100");
+  const Scenario& eight = cx.doc(f, "s09-gpt3-175b-decode-8xh100");
+  const double decode_s = timed.at("tpot_s").get<double>();
+  const double bound_s = timed.at("phases").at("decode").at("bytes").get<double>() /
+                         (eight.cluster.gpu.memory_bandwidth.value() * timed.at("gpus").get<double>());
   return {{"decode_intensity_b1", b1},
           {"decode_intensity_b32", intensity("s09-gpt3-175b-decode-batch32")},
           {"ridge_h100", ridge},
-          {"below_ridge", b1 < ridge / 10}};
+          {"below_ridge", b1 < ridge / 10},
+          {"decode_step_8xh100_ms", 1e3 * decode_s},
+          {"hbm_bound_8xh100_ms", 1e3 * bound_s}};
 }
 
 ClaimValues s10(ClaimContext& cx) {
@@ -182,6 +211,17 @@ ClaimValues s10(ClaimContext& cx) {
   }
   const double share = elementwise / layer;
   return {{"elementwise_share_pct", 100 * share}, {"fusion_bound_pct", 100 * (1 / (1 - share) - 1)}};
+}
+
+ClaimValues s11(ClaimContext& cx) {
+  const std::string f = "s11-int8-a100.yaml";
+  const char* fp16 = "s11-llama2-7b-fp16-a100";
+  const char* int8 = "s11-llama2-7b-int8-a100";
+  const auto figure = [&](const char* name, const char* key) { return cx.run(f, name).at(key).get<double>(); };
+  const auto energy = [&](const char* name) { return cx.run(f, name).at("energy").at("gpu_J_per_token").get<double>(); };
+  return {{"weights_saving_pct", 100 * (1 - part(cx.memory(f, int8), &Parts::params) / part(cx.memory(f, fp16), &Parts::params))},
+          {"decode_speedup_pct", 100 * (figure(int8, "decode_tokens_per_s") / figure(fp16, "decode_tokens_per_s") - 1)},
+          {"energy_saving_pct", 100 * (1 - energy(int8) / energy(fp16))}};
 }
 
 ClaimValues s12(ClaimContext& cx) {
@@ -274,6 +314,18 @@ ClaimValues s19(ClaimContext& cx) {
   return out;
 }
 
+ClaimValues s20(ClaimContext& cx) {
+  const std::string f = "s20-70b-serving-costs.yaml";
+  const auto tokens = [&](const char* name) { return cx.run(f, name).at("decode_tokens_per_s").get<double>(); };
+  const auto cost = [&](const char* name, const char* key) { return cx.run(f, name).at("cost").at(key).get<double>(); };
+  return {{"tokens_per_s_2xh100_pcie", tokens("s20-llama2-70b-bf16-2xh100-pcie")},
+          {"usd_per_hour_2xh100_pcie", cost("s20-llama2-70b-bf16-2xh100-pcie", "usd_per_hour")},
+          {"tokens_per_s_4xt4", tokens("s20-llama2-70b-int4-4xt4")},
+          {"usd_per_hour_4xt4", cost("s20-llama2-70b-int4-4xt4", "usd_per_hour")},
+          {"tokens_per_s_2xrtx4090", tokens("s20-llama2-70b-int4-2xrtx4090")},
+          {"gpus_usd_2xrtx4090", cost("s20-llama2-70b-int4-2xrtx4090", "gpus_usd")}};
+}
+
 ClaimValues s21(ClaimContext& cx) {
   const std::string f = "s21-rules-of-thumb.yaml";
   return {{"train_7b_GB", cx.memory(f, "s21-train-llama2-7b-h200").per_gpu.value() / kGB},
@@ -286,8 +338,8 @@ ClaimValues s21(ClaimContext& cx) {
 const std::map<std::string, ClaimEvaluator>& claim_evaluators() {
   static const std::map<std::string, ClaimEvaluator> m = {
       {"S1", s1},   {"S2", s2},   {"S3", s3},   {"S4", s4},   {"S5", s5},   {"S6", s6},   {"S7", s7},
-      {"S9", s9},   {"S10", s10}, {"S12", s12}, {"S13", s13}, {"S14", s14}, {"S15", s15}, {"S16", s16},
-      {"S17", s17}, {"S18", s18}, {"S19", s19}, {"S21", s21}};
+      {"S8", s8},   {"S9", s9},   {"S10", s10}, {"S11", s11}, {"S12", s12}, {"S13", s13}, {"S14", s14},
+      {"S15", s15}, {"S16", s16}, {"S17", s17}, {"S18", s18}, {"S19", s19}, {"S20", s20}, {"S21", s21}};
   return m;
 }
 

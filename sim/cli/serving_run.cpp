@@ -4,9 +4,11 @@
 // memory plan and the largest batch that fits.
 #include <algorithm>
 
+#include "results/energy.hpp"
 #include "results/memory_report.hpp"
 #include "results/topology_report.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/cli/cost_support.hpp"
 #include "sim/cli/serving_run.hpp"
 #include "topology/builders.hpp"
 #include "workloads/memory_plan.hpp"
@@ -24,11 +26,12 @@ struct Phase {
   double flops = 0;   // one replica's, every GPU of it
   double bytes = 0;
   Seconds compute;    // the pass's compute, stage after stage (one GPU of each stage)
+  Joules gpu_energy;  // every GPU of the cluster's replicas over the pass (results/energy.hpp)
 };
 
 Phase play_phase(const Scenario& s, const topology::Topology& topo, ServingPhase which, const PlayServing& play) {
   const auto& w = *s.workload;
-  Phase p{workloads::serving_pass(*w.inference, which), {}, 0, 0, Seconds(0)};
+  Phase p{workloads::serving_pass(*w.inference, which), {}, 0, 0, Seconds(0), Joules(0)};
   const auto graph = located(s, [&] { return workloads::generate_serving_step(w, s.cluster.gpu, p.pass); });
   p.timing = play(graph, topo);
   for (std::size_t c = 0; c < graph.classes.size(); ++c) {
@@ -39,7 +42,36 @@ Phase play_phase(const Scenario& s, const topology::Topology& topo, ServingPhase
       }
     p.compute += Seconds(p.timing.compute_busy_s.at(c));
   }
+  // The energy model reads the pass's length and each class's busy time; serving overlaps nothing with compute.
+  sim::Timeline t;
+  t.step_time = Seconds(p.timing.time_s);
+  for (double busy : p.timing.compute_busy_s) t.classes.push_back({{}, t.step_time, Seconds(busy), Seconds(0)});
+  p.gpu_energy = results::gpu_step_energy(graph, t, s.cluster.gpu, topology::power_model());
   return p;
+}
+
+// What an hour of serving costs and what a token takes in energy (rental: the GPUs' hourly rate; ownership: the
+// bill of materials over its service life plus the facility's electricity at the decode step's power), from the
+// decode step (or the prefill, for an encoder).
+void add_serving_accounting(const Scenario& s, const topology::Topology& topo, const Phase& step, double step_tokens,
+                            double tokens_per_s, json& row) {
+  const auto bom = scenario_bom(s, topo);
+  const auto prices = scenario_prices(s, bom);
+  const Seconds time(step.timing.time_s);
+  const auto energy = results::step_energy(step.gpu_energy, time, bom.network_power(), topology::power_model(), prices.pue);
+  const double gpus = static_cast<double>(bom.count(topology::PartKind::Gpu));
+  const double facility_kw = energy.facility.value() / time.value() / 1e3;
+  const double per_hour = prices.mode == results::CostMode::Rental
+                              ? prices.gpu_hour.value() * gpus
+                              : prices.capital.value() / (prices.years * 8760.0) + facility_kw * prices.kwh_usd;
+  row["cost"] = {{"mode", prices.mode == results::CostMode::Rental ? "rental" : "ownership"},
+                 {"usd_per_hour", per_hour},
+                 {"usd_per_million_tokens", per_hour / (tokens_per_s * 3600.0) * 1e6},
+                 {"gpus_usd", gpus * s.cluster.gpu.price.value()},
+                 {"capital_usd", bom.total().value()}};
+  row["energy"] = {{"gpu_J_per_token", step.gpu_energy.value() / step_tokens},
+                   {"per_token_J", energy.facility.value() / step_tokens},
+                   {"power_kW", facility_kw}};
 }
 
 json phase_json(const Phase& p, const topology::GpuSpec& gpu, workloads::Precision precision) {
@@ -105,11 +137,14 @@ json simulate_serving(const Scenario& s, const PlayServing& play) {
     row["tokens_per_s"] = replicas * inf.batch * inf.output_tokens / request;
     row["decode_tokens_per_s"] = replicas * inf.batch / tpot;
     phases["decode"] = phase_json(decode, s.cluster.gpu, precision);
+    add_serving_accounting(s, built.topology, decode, replicas * inf.batch, row["tokens_per_s"].get<double>(), row);
   } else {   // prefill only (an encoder's serving): prompt tokens per second
     row["tpot_s"] = nullptr;
     row["request_time_s"] = ttft;
     row["tokens_per_s"] = replicas * inf.batch * inf.prompt_tokens / ttft;
     row["decode_tokens_per_s"] = nullptr;
+    add_serving_accounting(s, built.topology, prefill, replicas * inf.batch * inf.prompt_tokens,
+                           row["tokens_per_s"].get<double>(), row);
   }
   row["tokens_per_s_per_gpu"] = row["tokens_per_s"].get<double>() / gpus;
   row["phases"] = phases;
