@@ -91,11 +91,23 @@ double sustained_clock(const topology::GpuSpec& gpu);
 // FLOPS comparison table"), the one pair where only the power limit differs (power ~ f^4.1).
 inline constexpr double kPowerClockExponent = 0.2429;
 
+// Vector instructions per int4/int8 weight element converted to fp16/bf16 with its group scale applied: Marlin
+// (Frantar et al., PPoPP 2025; IST-DASLab/marlin) turns eight packed int4 values into four half2 pairs with LOP3
+// bit tricks and one half2 FMA per pair for the zero point and scale: about one instruction per element. A prior,
+// not fitted. Its thread blocks take the batch in 16-row m-blocks, at most 4 of them (kDequantTileRows = 64): each
+// weight tile is converted once per 64 rows.
+inline constexpr double kDequantInstructions = 1.0;
+inline constexpr double kDequantTileRows = 64;
+
 // Duration of `k` on `gpu` computing in `precision` (the kernel's own precision when it has one: fp8 GEMMs).
 // Throws InputError (key "training.precision", or "training.fp8" for a kernel's own fp8) when the GPU has no
 // peak for that precision.
 Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision);
 // The same, with what bounds it: true when its bytes take longer than its FLOPs (the roofline's memory side).
+// A weight-only GEMM (narrow weights, a floating-point compute precision) also converts its weights on the vector
+// units: kDequantInstructions per element of Kernel::dequant_elements at the GPU's non-tensor instruction rate
+// (its fp32 peak over 2, an FMA counting 2 FLOPs). Marlin-class kernels interleave the conversion with the tensor
+// cores' MMAs so that the two pipelines run together: the compute side is the slower of the two.
 struct KernelTiming {
   Seconds time;
   bool memory_bound = false;

@@ -1,6 +1,7 @@
 #include "workloads/serving.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
@@ -26,6 +27,9 @@ Kernel gemm(KernelClass kind, double tokens, double n, double k, double weight_b
   g.flops = FlopCount(2.0 * tokens * n * k);
   g.bytes = Bytes(n * k * weight_bytes + (tokens * k + tokens * n) * kActivationBytes);
   g.gemm = GemmShape{tokens, n, k, 1};
+  // Weights narrower than 16 bits: converted per thread block (counted only where the GEMM computes in a 16-bit
+  // precision, compute_model.hpp; a W8A8 GEMM feeds them to the tensor cores as they are).
+  if (weight_bytes < 2) g.dequant_elements = n * k * std::ceil(tokens / kDequantTileRows);
   return g;
 }
 

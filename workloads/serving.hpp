@@ -7,8 +7,8 @@
 // Weights are read in `inference.weights`: 16- and 32-bit weights compute in their own precision; fp8 and int8
 // compute in that precision on a GPU with a tensor peak for it (W8A8: TensorRT-LLM's fp8, SmoothQuant's int8),
 // otherwise, like int4, they are dequantised inside a 16-bit GEMM (weight-only kernels, Marlin and AWQ class):
-// the GEMM reads the narrow weights and computes at the 16-bit peak. The dequantisation's own instructions are
-// not timed yet. The KV cache is read and written in `inference.kv_cache`; activations are 16-bit.
+// the GEMM reads the narrow weights, computes at the 16-bit peak, and converts the weights on the vector units
+// (Kernel::dequant_elements, timed in compute_model.hpp). The KV cache is read and written in `inference.kv_cache`; activations are 16-bit.
 #pragma once
 
 #include <span>

@@ -170,3 +170,36 @@ TEST_CASE("serving: passes run as one batch share the GEMMs, keep their own atte
   const std::vector<ServingPass> with_decode = {chunk[0], mixed[0]};
   CHECK(count_ops<CollectiveOp>(generate_serving_step(serving(inf, 8), gpu, with_decode).classes[0]) == 2 * m.layers + 1);
 }
+
+TEST_CASE("serving: weight-only GEMMs convert their weights on the vector units once per 64 rows, beside the MMAs") {
+  const ModelSpec m = llama2_70b();
+  const topology::GpuSpec& a100 = find_gpu("a100-sxm4-80gb");
+  const double vector_rate = a100.peak_for(Precision::Fp32)->value() / 2;   // instructions per second
+  for (const int tokens : {1, 64, 65, 4096}) {
+    CAPTURE(tokens);
+    const ServingPass pass{ServingPhase::Prefill, 1, tokens, tokens, true};
+    const auto int4 = serving_layer_kernels(m, batch_of(1, Precision::Int4), 1, pass);
+    const auto bf16 = serving_layer_kernels(m, batch_of(1, Precision::Bf16), 1, pass);
+    for (std::size_t i = 0; i < int4.size(); ++i) {
+      if (!int4[i].gemm) {
+        CHECK(int4[i].dequant_elements == 0);
+        continue;
+      }
+      CHECK(bf16[i].dequant_elements == 0);
+      const GemmShape& g = *int4[i].gemm;
+      CHECK(int4[i].dequant_elements == g.n * g.k * std::ceil(tokens / 64.0));
+      // On an A100 the conversion hides under the tensor cores' work at every batch: nothing added.
+      Kernel undone = int4[i];
+      undone.dequant_elements = 0;
+      CHECK(kernel_time(int4[i], a100, Precision::Bf16) == kernel_time(undone, a100, Precision::Bf16));
+      // Where the vector units bind (here: a thousand times the conversions), the compute side is theirs.
+      Kernel heavy = int4[i];
+      heavy.dequant_elements *= 1000;
+      const KernelTiming t = kernel_timing(heavy, a100, Precision::Bf16);
+      CHECK_FALSE(t.memory_bound);
+      CHECK(t.time.value() == doctest::Approx(heavy.dequant_elements / vector_rate + 4e-6));   // plus the launch
+      // Computing in int8 (W8A8 on the A100's int8 tensor cores) nothing is converted.
+      CHECK(kernel_time(heavy, a100, Precision::Int8) == kernel_time(undone, a100, Precision::Int8));
+    }
+  }
+}
