@@ -93,12 +93,6 @@ void check_graph_exclusive(const YamlMap& m) {
     if (m.has(key)) m.fail(key, key, "cannot be combined with cluster.graph (the graph file gives the layout), key", "remove it");
 }
 
-std::string resolve_path(const std::string& scenario_file, const std::string& path) {
-  const std::filesystem::path p(path);
-  if (p.is_absolute() || scenario_file.front() == '<') return path;
-  return (std::filesystem::path(scenario_file).parent_path() / p).lexically_normal().string();
-}
-
 // cluster.routing, or its old name cluster.ecmp (true: the fabric's default, false: single), resolved: what the
 // fabric does without either (a user graph's from its links).
 topology::Routing read_routing(const YamlMap& m, const ClusterSpec& c) {
@@ -183,7 +177,7 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
   apply_cluster_preset(doc["cluster"], file);
   s.cluster = read_cluster(top.map("cluster"), file);
-  s.workload = read_workload(top, s.cluster, s.name);
+  s.workload = read_workload(top, s.cluster, s.name, file);
   if (top.has("simulation")) s.simulation = read_simulation(top.map("simulation"));
   if (top.has("cost")) s.cost = read_cost(top.map("cost"));
   resolve_cost(s.cost, s.cluster.gpu);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <initializer_list>
 
+#include "sim/cli/hf_config.hpp"
 #include "sim/cli/scenario.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
@@ -72,12 +73,19 @@ Precision read_precision(const YamlMap& m, const std::string& key, Precision fal
   m.fail(key, *name, "unknown or unsupported precision", names);
 }
 
-// Without a preset every size is required; the model is named after the scenario.
-ModelSpec model_base(const YamlMap& m, const std::string& scenario_name) {
+// A preset or a Hugging Face config.json (`hf_config`, relative to the scenario's folder) gives every size; without
+// either every size is required and the model is named after the scenario.
+ModelSpec model_base(const YamlMap& m, const std::string& scenario_name, const std::string& file) {
+  if (m.has("preset") && m.has("hf_config"))
+    m.fail("hf_config", m.text("hf_config").value_or(""), "gives the model a second time beside model.preset:",
+           "model.preset or model.hf_config, not both");
   if (const auto preset = m.text("preset"))
     return located(m, "preset", [&] { return workloads::find_model(*preset, m.dotted("preset")); });
+  if (const auto hf = m.text("hf_config"))
+    return read_hf_config(resolve_path(file, *hf), *hf, m.dotted("hf_config"), m.where("hf_config"));
   for (const char* key : kShapeKeys)
-    if (!m.has(key)) m.fail(key, "", "missing required key (no model.preset to take it from)", "an integer >= 1");
+    if (!m.has(key))
+      m.fail(key, "", "missing required key (no model.preset or model.hf_config to take it from)", "an integer >= 1");
   ModelSpec base;
   base.name = scenario_name;
   base.source = "scenario";
@@ -111,11 +119,11 @@ void validate_model(const YamlMap& m, const ModelSpec& model) {
   }
 }
 
-ModelSpec read_model(const YamlMap& m, const std::string& scenario_name) {
-  m.allow_only({"preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "head_vocab", "seq_length", "activation",
+ModelSpec read_model(const YamlMap& m, const std::string& scenario_name, const std::string& file) {
+  m.allow_only({"preset", "hf_config", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "head_vocab", "seq_length", "activation",
                 "norm", "positions", "tied_embeddings", "bias", "causal", "hidden_dropout",
                 "attention_dropout"});
-  const ModelSpec base = model_base(m, scenario_name);
+  const ModelSpec base = model_base(m, scenario_name, file);
   ModelSpec model = base;
   model.layers = read_int(m, "layers", base.layers, 1, kMaxLayers);
   model.hidden = read_int(m, "hidden", base.hidden, 1, kMaxWidth);
@@ -450,11 +458,11 @@ void check_sections(const YamlMap& top) {
 }  // namespace
 
 std::optional<workloads::Workload> read_workload(const YamlMap& top, const topology::ClusterSpec& cluster,
-                                                 const std::string& scenario_name) {
+                                                 const std::string& scenario_name, const std::string& file) {
   check_sections(top);
   if (!top.has("model")) return std::nullopt;
   workloads::Workload w;
-  w.model = read_model(top.map("model"), scenario_name);
+  w.model = read_model(top.map("model"), scenario_name, file);
   if (top.has("training")) {
     w.training = read_training(top.map("training"));
     check_fp8_gpu(top.map("training"), *w.training, cluster.gpu);

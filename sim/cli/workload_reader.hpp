@@ -30,6 +30,6 @@ E read_enum(const YamlMap& m, const std::string& key, E fallback, Parse parse, s
 // A model needs exactly one of `training` and `inference`; `parallelism` is optional. `scenario_name` names a
 // model given without a preset; `cluster` gives the GPU count that parallelism.dp defaults from.
 std::optional<workloads::Workload> read_workload(const YamlMap& top, const topology::ClusterSpec& cluster,
-                                                 const std::string& scenario_name);
+                                                 const std::string& scenario_name, const std::string& file);
 
 }  // namespace dtsim::cli

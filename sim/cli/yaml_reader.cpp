@@ -1,5 +1,7 @@
 #include "sim/cli/yaml_reader.hpp"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -224,6 +226,12 @@ YamlMap YamlMap::map(const std::string& key) const {
   YAML::Node v = node_[key];
   if (origins_) (*origins_)[dotted(key)] = locate(dotted(key), v);
   return YamlMap(v, dotted(key), file_, origins_, overridden_);
+}
+
+std::string resolve_path(const std::string& scenario_file, const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.is_absolute() || scenario_file.empty() || scenario_file.front() == '<') return path;
+  return (std::filesystem::path(scenario_file).parent_path() / p).lexically_normal().string();
 }
 
 }  // namespace dtsim::cli

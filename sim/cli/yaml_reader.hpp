@@ -59,6 +59,10 @@ class YamlMap {
   const std::vector<std::pair<std::string, std::string>>* overridden_;
 };
 
+// `path` as the scenario `scenario_file` means it: relative paths from the scenario's folder (an embedded
+// scenario's, "<...>", from the working directory).
+std::string resolve_path(const std::string& scenario_file, const std::string& path);
+
 // "file:line" of a node (1-based), or "file" when it has no position (a --set override says "--set").
 std::string location(const std::string& file, const YAML::Node& node);
 

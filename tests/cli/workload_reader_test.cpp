@@ -78,7 +78,7 @@ TEST_CASE("without a preset every size is required, the model takes the scenario
   CHECK(s.workload->model.kv_heads == 4);
   CHECK(s.workload->model.activation == workloads::Activation::Gelu);
   CHECK(error_of(with_cluster("model:\n  layers: 2\n  hidden: 64\ntraining: {global_batch: 8}")) ==
-        "test.yaml:3: model.heads: missing required key (no model.preset to take it from) (allowed: an integer >= 1)");
+        "test.yaml:3: model.heads: missing required key (no model.preset or model.hf_config to take it from) (allowed: an integer >= 1)");
 }
 
 TEST_CASE("training keys: precisions, optimizer, recompute, bucket in decimal MB") {
@@ -289,7 +289,7 @@ TEST_CASE("every key is checked: unknown keys, enums, ranges, types") {
   };
   const std::string bert = "{preset: bert-base}";
   const std::string train = "training: {global_batch: 8}";
-  CHECK(err("{preset: bert-base, depth: 3}", train).find("model.depth: unknown key 'depth' (allowed: preset, layers") != std::string::npos);
+  CHECK(err("{preset: bert-base, depth: 3}", train).find("model.depth: unknown key 'depth' (allowed: preset, hf_config, layers") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, lr: 0.1}").find("training.lr: unknown key") != std::string::npos);
   CHECK(err(bert, "inference: {tokens: 3}").find("inference.tokens: unknown key") != std::string::npos);
   CHECK(err(bert, train, "{ep: 2}").find("parallelism.ep: unknown key") != std::string::npos);
