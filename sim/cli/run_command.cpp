@@ -129,22 +129,27 @@ json run_point(const Scenario& s, const std::string& trace_path) {
                      "a scenario with model and training or inference sections; for the topology alone, dtsim topo",
                      s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  if (s.workload->inference && !trace_path.empty())
-    throw InputError("--trace", trace_path, "is not written for a serving scenario yet", "a training scenario", s.file);
   json row;
   if (s.workload->inference) {
     // Each pass in its own process (one SimGrid engine each); serving passes have no communication beside
     // compute, so no interference to add.
-    row = simulate_serving(s, [&](const workloads::StepGraph& g, const topology::Topology& topo) {
-      const json t = json::parse(sim::run_isolated([&] {
-        const sim::Timeline timeline = play_engine(s, g, topo, false);
-        json busy = json::array();
-        for (const auto& c : timeline.classes) busy.push_back(c.compute_busy.value());
-        return json{{"time", timeline.step_time.value()}, {"busy", busy}, {"network", timeline.network_model}}.dump();
-      }));
-      return PassTiming{t.at("time").get<double>(), t.at("busy").get<std::vector<double>>(),
-                        t.at("network").get<std::string>()};
-    });
+    row = simulate_serving(
+        s,
+        [&](const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+          const json t = json::parse(sim::run_isolated([&] {
+            const sim::Timeline timeline = play_engine(s, g, topo, trace);
+            json busy = json::array();
+            for (const auto& c : timeline.classes) busy.push_back(c.compute_busy.value());
+            const std::string events =
+                trace ? results::trace_json(g, timeline, topo, s.cluster.effective_routing()) : std::string();
+            return json{{"time", timeline.step_time.value()}, {"busy", busy}, {"network", timeline.network_model},
+                        {"trace", events}}
+                .dump();
+          }));
+          return PassTiming{t.at("time").get<double>(), t.at("busy").get<std::vector<double>>(),
+                            t.at("network").get<std::string>(), t.at("trace").get<std::string>()};
+        },
+        trace_path);
   } else {
     row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
   }
@@ -156,8 +161,7 @@ json run_point(const Scenario& s, const std::string& trace_path) {
 int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
   const auto scenarios = load(args);
   std::string trace = outputs.trace;
-  const bool serving = scenarios.front().workload && scenarios.front().workload->inference;   // no trace yet
-  if (trace.empty() && !outputs.dir.empty() && scenarios.size() == 1 && !serving) trace = outputs.dir + "/trace.json";
+  if (trace.empty() && !outputs.dir.empty() && scenarios.size() == 1) trace = outputs.dir + "/trace.json";
   if (!outputs.trace.empty() && scenarios.size() != 1)
     throw InputError("--trace", outputs.trace, fmt::format("the scenario has {} points; --trace takes", scenarios.size()),
                      "a scenario without sweep axes (one point's resolved scenario is in --out DIR)");

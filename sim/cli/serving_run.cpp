@@ -3,6 +3,7 @@
 // them: time to first token, time per output token, tokens per second, the roofline regime of each phase, the
 // memory plan and the largest batch that fits.
 #include <algorithm>
+#include <optional>
 
 #include "results/energy.hpp"
 #include "results/memory_report.hpp"
@@ -29,11 +30,12 @@ struct Phase {
   Joules gpu_energy;  // every GPU of the cluster's replicas over the pass (results/energy.hpp)
 };
 
-Phase play_phase(const Scenario& s, const topology::Topology& topo, ServingPhase which, const PlayServing& play) {
+Phase play_phase(const Scenario& s, const topology::Topology& topo, ServingPhase which, const PlayServing& play,
+                 bool trace) {
   const auto& w = *s.workload;
   Phase p{workloads::serving_pass(*w.inference, which), {}, 0, 0, Seconds(0), Joules(0)};
   const auto graph = located(s, [&] { return workloads::generate_serving_step(w, s.cluster.gpu, p.pass); });
-  p.timing = play(graph, topo);
+  p.timing = play(graph, topo, trace);
   for (std::size_t c = 0; c < graph.classes.size(); ++c) {
     for (const auto& op : graph.classes[c].ops)
       if (const auto* compute = std::get_if<workloads::ComputeOp>(&op.body)) {
@@ -110,12 +112,36 @@ long long max_batch_that_fits(workloads::Workload w, const topology::GpuSpec& gp
 
 }  // namespace
 
-json simulate_serving(const Scenario& s, const PlayServing& play) {
+// The phases' traces as one: the decode step's events after the prefill's (shifted by its time), on the same GPUs'
+// tracks, each slice's name prefixed by its phase.
+std::string merged_trace(const Phase& prefill, const Phase* decode) {
+  json out = json::parse(prefill.timing.trace);
+  auto& events = out.at("traceEvents");
+  const auto label = [](json& e, const char* phase) {
+    if (e.value("ph", "") == "X") e["name"] = fmt::format("{} {}", phase, e.value("name", ""));
+  };
+  for (auto& e : events) label(e, "prefill");
+  if (decode) {
+    const double shift_us = prefill.timing.time_s * 1e6;
+    json step = json::parse(decode->timing.trace);
+    for (auto& e : step.at("traceEvents")) {
+      if (e.value("ph", "") == "M") continue;   // the prefill named the processes and tracks
+      if (e.contains("ts")) e["ts"] = e["ts"].get<double>() + shift_us;
+      label(e, "decode");
+      events.push_back(std::move(e));
+    }
+  }
+  return out.dump();
+}
+
+json simulate_serving(const Scenario& s, const PlayServing& play, const std::string& trace_path) {
   const auto& w = *s.workload;
   const auto& inf = *w.inference;
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto precision = workloads::serving_compute_precision(inf, s.cluster.gpu);
-  const Phase prefill = play_phase(s, built.topology, ServingPhase::Prefill, play);
+  const bool trace = !trace_path.empty();
+  const Phase prefill = play_phase(s, built.topology, ServingPhase::Prefill, play, trace);
+  std::optional<Phase> decode_phase;
   const double ttft = prefill.timing.time_s;
   const double replicas = w.plan.dp;
   const int gpus = w.plan.tp * w.plan.pp * w.plan.dp;
@@ -129,7 +155,7 @@ json simulate_serving(const Scenario& s, const PlayServing& play) {
               {"ttft_s", ttft}};
   json phases = {{"prefill", phase_json(prefill, s.cluster.gpu, precision)}};
   if (inf.output_tokens > 0) {
-    const Phase decode = play_phase(s, built.topology, ServingPhase::Decode, play);
+    const Phase& decode = decode_phase.emplace(play_phase(s, built.topology, ServingPhase::Decode, play, trace));
     const double tpot = decode.timing.time_s;
     const double request = ttft + (inf.output_tokens - 1) * tpot;   // the first token comes with the prefill
     row["tpot_s"] = tpot;
@@ -152,6 +178,7 @@ json simulate_serving(const Scenario& s, const PlayServing& play) {
   row["memory"] = results::memory_json(memory);
   row["max_batch_that_fits"] = max_batch_that_fits(w, s.cluster.gpu);
   if (inf.requests) serve_stream(s, built.topology, row);
+  if (trace) write_file(trace_path, merged_trace(prefill, decode_phase ? &*decode_phase : nullptr), "--trace");
   json reference = json::object();
   if (!s.reference.source.empty()) reference["source"] = s.reference.source;
   for (const auto& [k, v] : s.reference.values) reference[k] = v;

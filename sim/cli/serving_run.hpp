@@ -17,14 +17,16 @@ struct PassTiming {
   double time_s = 0;
   std::vector<double> compute_busy_s;   // parallel to the graph's classes
   std::string network_model;
+  std::string trace;                    // its Perfetto trace (results/trace.hpp) when asked for, else empty
 };
 // How the scenario's engine plays one graph on the built topology (SimGrid initialises once per process: the
 // caller plays each pass in its own).
-using PlayServing = std::function<PassTiming(const workloads::StepGraph&, const topology::Topology&)>;
+using PlayServing = std::function<PassTiming(const workloads::StepGraph&, const topology::Topology&, bool trace)>;
 
 // The serving result object (DESIGN.md: ttft_s, tpot_s, tokens_per_s, tokens_per_s_per_gpu, max_batch_that_fits;
 // with phases {prefill, decode} each with its time, FLOPs, bytes, intensity and roofline regime, and memory).
-nlohmann::json simulate_serving(const Scenario& s, const PlayServing& play);
+// With `trace_path`, the batch's prefill and one decode step after it are written there as one Perfetto trace.
+nlohmann::json simulate_serving(const Scenario& s, const PlayServing& play, const std::string& trace_path = "");
 
 // The served stream of `inference.requests` on the built cluster `topo` (sim/cli/serving_stream.cpp): adds to `row`
 // DESIGN.md's p50/p99 fields, `throughput_tokens_per_s` and a `stream` object (with `disaggregation` when the

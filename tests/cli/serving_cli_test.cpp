@@ -1,6 +1,7 @@
 // `dtsim run` on an inference scenario: DESIGN.md's serving fields, their arithmetic, the topology deciding the
 // decode step, the batch that fits, prefill-only serving, and bad serving input.
 #include <fmt/format.h>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_support.hpp"
@@ -104,10 +105,40 @@ inference: {batch: 64, prompt_tokens: 384, output_tokens: 0}
   CHECK(r["tpot_s"].is_null());
   CHECK_FALSE(r["phases"].contains("decode"));
   CHECK(r["tokens_per_s"].get<double>() == doctest::Approx(64.0 * 384 / r["ttft_s"].get<double>()));
-  const Result traced = dtsim("run " + f.string() + " --trace /tmp/x.json");
-  CHECK(traced.status == 2);
-  CHECK(traced.err.find("--trace") != std::string::npos);
-  CHECK(std::count(traced.err.begin(), traced.err.end(), '\n') == 1);
+  // Its trace holds the prefill alone.
+  const fs::path trace = f.parent_path() / "trace.json";
+  REQUIRE(dtsim("run " + f.string() + " --trace " + trace.string()).status == 0);
+  for (const auto& e : json::parse(slurp(trace)).at("traceEvents"))
+    if (e.value("ph", "") == "X") CHECK(e.at("name").get<std::string>().starts_with("prefill "));
+  fs::remove_all(f.parent_path());
+}
+
+TEST_CASE("serving trace: the prefill's slices, then one decode step's after them on the same GPUs") {
+  const fs::path f = scenario("trace", kLlama70b);
+  const fs::path dir = f.parent_path() / "out";
+  const json r = run_json(f, "--out " + dir.string());   // --out writes the trace beside the results
+  const json trace = json::parse(slurp(dir / "trace.json"));
+  double prefill_end = 0, decode_start = 1e300, decode_end = 0;
+  std::set<int> prefill_gpus, decode_gpus;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") != "X") continue;
+    const std::string name = e.at("name");
+    const double start = e.at("ts").get<double>(), end = start + e.at("dur").get<double>();
+    if (name.starts_with("prefill ")) {
+      prefill_end = std::max(prefill_end, end);
+      prefill_gpus.insert(e.at("pid").get<int>());
+    } else {
+      REQUIRE(name.starts_with("decode "));
+      decode_start = std::min(decode_start, start);
+      decode_end = std::max(decode_end, end);
+      decode_gpus.insert(e.at("pid").get<int>());
+    }
+  }
+  CHECK(prefill_gpus.size() == 8);
+  CHECK(decode_gpus == prefill_gpus);
+  CHECK(prefill_end == doctest::Approx(1e6 * r["ttft_s"].get<double>()));   // microseconds
+  CHECK(decode_start >= prefill_end * (1 - 1e-9));
+  CHECK(decode_end - prefill_end == doctest::Approx(1e6 * r["tpot_s"].get<double>()));
   fs::remove_all(f.parent_path());
 }
 
