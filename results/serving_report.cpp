@@ -36,6 +36,9 @@ std::string ms_or_dash(double seconds) { return std::isnan(seconds) ? "-" : fmt:
 struct StreamCurves {
   std::vector<std::string> titles;
   std::string data;
+  std::vector<bool> has_ttft, has_tpot;   // per curve: some point has the panel's figure (gnuplot refuses an empty plot)
+  [[nodiscard]] bool any(const std::vector<bool>& v) const { return std::ranges::find(v, true) != v.end(); }
+  [[nodiscard]] bool drawable() const { return any(has_ttft) || any(has_tpot); }
 };
 
 StreamCurves stream_curves(const std::vector<const json*>& streams) {
@@ -54,6 +57,11 @@ StreamCurves stream_curves(const std::vector<const json*>& streams) {
     std::ranges::stable_sort(points, {}, [](const json* r) { return number((*r)["stream"], "arrival_rate_per_s"); });
     c.titles.push_back(s.empty() ? "stream" : s);
     c.data += fmt::format("# {}\n", c.titles.back());
+    const auto some = [&](const char* key) {
+      return std::ranges::any_of(points, [&](const json* r) { return !std::isnan(number(*r, key)); });
+    };
+    c.has_ttft.push_back(some("p50_ttft_s"));
+    c.has_tpot.push_back(some("p50_tpot_s"));
     for (const json* r : points)
       c.data += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\n", cell(number((*r)["stream"], "arrival_rate_per_s")),
                             cell(number(*r, "throughput_tokens_per_s")), cell(1e3 * number(*r, "p50_ttft_s")),
@@ -64,19 +72,31 @@ StreamCurves stream_curves(const std::vector<const json*>& streams) {
   return c;
 }
 
-// Two panels against output throughput: TTFT and TPOT, p50 solid and p99 dashed, a colour per curve.
+// Two panels against output throughput: TTFT and TPOT, p50 solid and p99 dashed, a colour per curve; a panel only
+// for a figure some curve has (a stream of one-token outputs has no TPOT), and in it only the curves that have it.
 std::string latency_script(const StreamCurves& c) {
   static constexpr const char* colours[] = {"#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#76b7b2", "#b07aa1"};
+  struct Panel {
+    const char* title;
+    int p50, p99;
+    const std::vector<bool>& has;
+  };
+  std::vector<Panel> panels;
+  if (c.any(c.has_ttft)) panels.push_back({"time to first token", 3, 4, c.has_ttft});
+  if (c.any(c.has_tpot)) panels.push_back({"time per output token", 5, 6, c.has_tpot});
   std::string out = header("latency", "Latency against throughput as the arrival rate rises") +
-                    "set multiplot layout 1,2\nset xlabel \"output tokens per second\"\nset key top left\n"
-                    "set xrange [0:*]\nset yrange [0:*]\n";
-  for (const auto& [title, p50, p99] : {std::tuple{"time to first token", 3, 4}, std::tuple{"time per output token", 5, 6}}) {
-    out += fmt::format("set title \"{}\"\nset ylabel \"ms\"\nplot ", title);
+                    fmt::format("set multiplot layout 1,{}\n", panels.size()) +
+                    "set xlabel \"output tokens per second\"\nset key top left\nset xrange [0:*]\nset yrange [0:*]\n";
+  for (const Panel& p : panels) {
+    out += fmt::format("set title \"{}\"\nset ylabel \"ms\"\nplot ", p.title);
+    bool first = true;
     for (std::size_t i = 0; i < c.titles.size(); ++i) {
+      if (!p.has[i]) continue;
       const char* colour = colours[i % std::size(colours)];
       out += fmt::format("{}\"latency.dat\" index {} using 2:{} with linespoints lw 2 pt 7 lc rgb \"{}\" title \"{} p50\", "
                          "\"latency.dat\" index {} using 2:{} with linespoints lw 2 dt 2 pt 6 lc rgb \"{}\" title \"{} p99\"",
-                         i ? ", " : "", i, p50, colour, c.titles[i], i, p99, colour, c.titles[i]);
+                         first ? "" : ", ", i, p.p50, colour, c.titles[i], i, p.p99, colour, c.titles[i]);
+      first = false;
     }
     out += "\n";
   }
@@ -87,7 +107,7 @@ std::string serving_summary(const std::vector<json>& rows, std::size_t served, b
                     const std::string& source) {
   std::string out = fmt::format("# {}\n\nFrom `{}`: {} rows, {} served.\n\n", title, source, rows.size(), served);
   out += "| configuration | GPUs | TTFT (ms) | TPOT (ms) | tokens/s | arrival rate (/s) | TTFT p50 / p99 (ms) | "
-         "TPOT p50 / p99 (ms) | throughput (tokens/s) | queue p99 (s) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+         "TPOT p50 / p99 (ms) | throughput (tokens/s) | queue p99 (ms) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const json& r : rows) {
     if (!is_serving_row(r)) {
       out += fmt::format("| {} | | | | | | | | | not simulated: {} |\n", md_cell(name_of(r)),
@@ -98,9 +118,9 @@ std::string serving_summary(const std::vector<json>& rows, std::size_t served, b
                        ms_or_dash(number(r, "ttft_s")), ms_or_dash(number(r, "tpot_s")), number(r, "tokens_per_s"));
     if (r.contains("stream")) {
       const json& st = r["stream"];
-      out += fmt::format(" {:.3g} | {} / {} | {} / {} | {:.4g} | {:.3g} |\n", number(st, "arrival_rate_per_s"),
+      out += fmt::format(" {:.3g} | {} / {} | {} / {} | {:.4g} | {} |\n", number(st, "arrival_rate_per_s"),
                          ms_or_dash(number(r, "p50_ttft_s")), ms_or_dash(number(r, "p99_ttft_s")), ms_or_dash(number(r, "p50_tpot_s")),
-                         ms_or_dash(number(r, "p99_tpot_s")), number(r, "throughput_tokens_per_s"), number(st, "p99_queue_s"));
+                         ms_or_dash(number(r, "p99_tpot_s")), number(r, "throughput_tokens_per_s"), ms_or_dash(number(st, "p99_queue_s")));
     } else {
       out += " | | | | |\n";
     }
@@ -112,7 +132,7 @@ std::string serving_summary(const std::vector<json>& rows, std::size_t served, b
            "sweep's other axes; its points are arrival rates. Past the knee the queue grows and TTFT climbs while "
            "throughput stays flat. The chart is drawn by gnuplot from `plots/latency.gp` and `plots/latency.dat`.\n";
   else
-    out += "\nNo chart: no row serves a request stream (inference.requests).\n";
+    out += "\nNo chart: no row serves a request stream (inference.requests) that completed a request.\n";
   return out;
 }
 
@@ -145,13 +165,14 @@ Report build_serving_report(const std::vector<json>& rows, const std::string& ti
   }
   if (served == 0) throw std::invalid_argument("no simulated row (every row is an error row)");
   Report rep;
-  if (!streams.empty()) {
-    const StreamCurves c = stream_curves(streams);
+  const StreamCurves c = stream_curves(streams);
+  const bool chart = c.drawable();
+  if (chart) {
     rep.files.push_back({"plots/latency.dat", c.data});
     rep.files.push_back({"plots/latency.gp", latency_script(c)});
     rep.scripts.push_back("plots/latency.gp");
   }
-  rep.files.push_back({"report.md", serving_summary(rows, served, !streams.empty(), title, source)});
+  rep.files.push_back({"report.md", serving_summary(rows, served, chart, title, source)});
   return rep;
 }
 

@@ -25,7 +25,11 @@ class Random {
   // Uniform on (0, 1): 53 bits, never 0 (a logarithm's argument).
   double open01() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
   // Standard normal (Box-Muller, one of the pair).
-  double normal() { return std::sqrt(-2.0 * std::log(open01())) * std::cos(2.0 * std::numbers::pi * open01()); }
+  double normal() {
+    const double u = open01();   // drawn in this order on every compiler (an expression's operands are not)
+    const double v = open01();
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * std::numbers::pi * v);
+  }
 
  private:
   std::uint64_t state_;

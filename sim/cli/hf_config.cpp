@@ -1,6 +1,7 @@
 // Field names are the transformers library's configuration classes' (LlamaConfig, MistralConfig, Qwen2Config,
 // GPT2Config, BertConfig); defaults are theirs where a config.json may leave a field out.
 #include "sim/cli/hf_config.hpp"
+#include "sim/cli/workload_reader.hpp"
 
 #include <cctype>
 #include <filesystem>
@@ -23,6 +24,7 @@ using workloads::Positions;
 
 constexpr const char* kArchitectures = "llama, mistral, qwen2, gpt2, bert";
 
+
 class Config {
  public:
   Config(json doc, std::string path, std::string key, std::string where)
@@ -32,16 +34,22 @@ class Config {
     throw InputError(key_, path_, reason, allowed, where_);
   }
 
-  // A positive integer field; `fallback` when the field may be absent (or null, as transformers writes it).
-  int integer(const char* field, std::optional<int> fallback = std::nullopt) const {
+  // An integer field in [1, max] (the scenario's own limit for the key it fills); `fallback` when the field may
+  // be absent (or null, as transformers writes it).
+  int integer(const char* field, long long max, std::optional<long long> fallback = std::nullopt) const {
     const auto it = doc_.find(field);
+    long long v = 0;
     if (it == doc_.end() || it->is_null()) {
-      if (fallback) return *fallback;
-      fail(fmt::format("config.json has no '{}', which a {} model needs:", field, type()), "a config.json with it");
+      if (!fallback) fail(fmt::format("config.json has no '{}', which a {} model needs:", field, type()), "a config.json with it");
+      v = *fallback;
+    } else {
+      if (!it->is_number_integer())
+        fail(fmt::format("config.json's '{}' is {}, not an integer:", field, it->dump()), fmt::format("an integer in [1, {}]", max));
+      v = it->get<long long>();
     }
-    if (!it->is_number_integer() || it->get<long long>() < 1 || it->get<long long>() > 1'000'000'000)
-      fail(fmt::format("config.json's '{}' is {}, not a positive integer:", field, it->dump()), "an integer >= 1");
-    return it->get<int>();
+    if (v < 1 || v > max)
+      fail(fmt::format("config.json's '{}' is {}, out of range:", field, v), fmt::format("an integer in [1, {}]", max));
+    return static_cast<int>(v);
   }
   bool boolean(const char* field, bool fallback) const {
     const auto it = doc_.find(field);
@@ -52,8 +60,9 @@ class Config {
   double probability(const char* field, double fallback) const {
     const auto it = doc_.find(field);
     if (it == doc_.end() || it->is_null()) return fallback;
-    if (!it->is_number() || it->get<double>() < 0 || it->get<double>() >= 1)
-      fail(fmt::format("config.json's '{}' is {}, not a probability:", field, it->dump()), "a number in [0, 1)");
+    if (!it->is_number() || it->get<double>() < 0 || it->get<double>() > kMaxDropout)
+      fail(fmt::format("config.json's '{}' is {}, not a dropout probability:", field, it->dump()),
+           fmt::format("a number in [0, {}]", kMaxDropout));
     return it->get<double>();
   }
   std::string text(const char* field, const std::string& fallback) const {
@@ -87,18 +96,18 @@ class Config {
 // query/key/value biases (3 x hidden per layer, not counted: 0.002 % of Qwen2-7B).
 ModelSpec llama_family(const Config& c) {
   ModelSpec m;
-  m.layers = c.integer("num_hidden_layers");
-  m.hidden = c.integer("hidden_size");
-  m.heads = c.integer("num_attention_heads");
-  m.kv_heads = c.integer("num_key_value_heads", m.heads);
-  m.ffn_hidden = c.integer("intermediate_size");
-  m.vocab = c.integer("vocab_size");
-  m.seq_length = c.integer("max_position_embeddings");
+  m.layers = c.integer("num_hidden_layers", kMaxLayers);
+  m.hidden = c.integer("hidden_size", kMaxWidth);
+  m.heads = c.integer("num_attention_heads", kMaxWidth);
+  m.kv_heads = c.integer("num_key_value_heads", kMaxWidth, m.heads);
+  m.ffn_hidden = c.integer("intermediate_size", kMaxWidth);
+  m.vocab = c.integer("vocab_size", kMaxTokens);
+  m.seq_length = c.integer("max_position_embeddings", kMaxTokens);
   if (const std::string act = c.text("hidden_act", "silu"); act != "silu")
     c.fail(fmt::format("config.json's hidden_act is '{}': dtsim's gated MLP is SwiGLU,", act), "silu");
-  if (m.hidden % m.heads == 0 && c.integer("head_dim", m.hidden / m.heads) != m.hidden / m.heads)
+  if (m.hidden % m.heads == 0 && c.integer("head_dim", kMaxWidth, m.hidden / m.heads) != m.hidden / m.heads)
     c.fail(fmt::format("config.json's head_dim {} is not hidden_size / num_attention_heads = {}: dtsim's attention "
-                       "takes", c.integer("head_dim"), m.hidden / m.heads),
+                       "takes", c.integer("head_dim", kMaxWidth), m.hidden / m.heads),
            "head_dim = hidden_size / num_attention_heads");
   m.activation = Activation::Swiglu;
   m.norm = Norm::RmsNorm;
@@ -113,13 +122,13 @@ ModelSpec llama_family(const Config& c) {
 // GPT-2: LayerNorm, learned positions, GELU, biases everywhere, the output layer tied to the embedding.
 ModelSpec gpt2(const Config& c) {
   ModelSpec m;
-  m.layers = c.integer("n_layer");
-  m.hidden = c.integer("n_embd");
-  m.heads = c.integer("n_head");
+  m.layers = c.integer("n_layer", kMaxLayers);
+  m.hidden = c.integer("n_embd", kMaxWidth);
+  m.heads = c.integer("n_head", kMaxWidth);
   m.kv_heads = m.heads;
-  m.ffn_hidden = c.integer("n_inner", 4 * m.hidden);
-  m.vocab = c.integer("vocab_size");
-  m.seq_length = c.integer("n_positions");
+  m.ffn_hidden = c.integer("n_inner", kMaxWidth, 4LL * m.hidden);
+  m.vocab = c.integer("vocab_size", kMaxTokens);
+  m.seq_length = c.integer("n_positions", kMaxTokens);
   m.tied_embeddings = c.boolean("tie_word_embeddings", true);
   m.hidden_dropout = c.probability("resid_pdrop", 0.1);
   m.attention_dropout = c.probability("attn_pdrop", 0.1);
@@ -130,13 +139,13 @@ ModelSpec gpt2(const Config& c) {
 // counted (BERT-base: 0.6 M of 109.5 M), as in the presets.
 ModelSpec bert(const Config& c) {
   ModelSpec m;
-  m.layers = c.integer("num_hidden_layers");
-  m.hidden = c.integer("hidden_size");
-  m.heads = c.integer("num_attention_heads");
+  m.layers = c.integer("num_hidden_layers", kMaxLayers);
+  m.hidden = c.integer("hidden_size", kMaxWidth);
+  m.heads = c.integer("num_attention_heads", kMaxWidth);
   m.kv_heads = m.heads;
-  m.ffn_hidden = c.integer("intermediate_size");
-  m.vocab = c.integer("vocab_size");
-  m.seq_length = c.integer("max_position_embeddings");
+  m.ffn_hidden = c.integer("intermediate_size", kMaxWidth);
+  m.vocab = c.integer("vocab_size", kMaxTokens);
+  m.seq_length = c.integer("max_position_embeddings", kMaxTokens);
   m.causal = false;
   m.tied_embeddings = c.boolean("tie_word_embeddings", true);
   m.hidden_dropout = c.probability("hidden_dropout_prob", 0.1);

@@ -111,6 +111,7 @@ workloads::Workload pool_workload(const Scenario& s, const workloads::ServingPoo
   workloads::Workload w = *s.workload;
   w.plan.tp = pool.tp;
   w.plan.pp = 1;
+  w.plan.vpp = 1;
   w.plan.dp = pool.gpus / pool.tp;
   w.plan.layers_per_stage.clear();
   try {
@@ -180,6 +181,10 @@ std::vector<Served> serve_disaggregated(const Scenario& s, const topology::Topol
     double free = 0;
     const auto from = ranks(r * d.prefill.tp, d.prefill.tp);
     for (const std::size_t i : order) {
+      if (requests[i].output_tokens <= 1) {   // its one token came with the prefill: nothing to send or decode
+        out[i].finished_s = out[i].first_token_s;
+        continue;
+      }
       const int dr = static_cast<int>(i % static_cast<std::size_t>(decode_replicas));
       const auto to = ranks(d.prefill.gpus + dr * d.decode.tp, d.decode.tp);
       const double tokens = requests[i].prompt_tokens;

@@ -27,11 +27,7 @@ using workloads::ModelSpec;
 using workloads::ParallelPlan;
 using workloads::TrainingSpec;
 
-constexpr long long kMaxLayers = 100'000;
-constexpr long long kMaxWidth = 1'000'000;          // hidden, ffn_hidden, heads, kv_heads
-constexpr long long kMaxTokens = 1'000'000'000;     // vocab, seq_length, context
 constexpr long long kMaxDegree = 1'000'000;         // tp, pp, dp
-constexpr double kMaxDropout = 0.99;                 // hidden_dropout, attention_dropout (1 drops everything)
 constexpr double kMaxBucketMB = 1e6;
 
 // The sizes a model without a preset must give; the rest default to a GPT-style layer (ModelSpec's defaults).
@@ -312,7 +308,10 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
   const auto context = m.integer("context", 1, kMaxTokens);
   const auto prompt = m.integer("prompt_tokens", 1, kMaxTokens);
   const auto output = m.integer("output_tokens", 0, kMaxTokens);
-  i.context = static_cast<int>(context.value_or(prompt && output ? *prompt + *output : model.seq_length));
+  // With a stream, the context is the stream's (given, else the model's): the static batch must fit in it, and the
+  // resolved scenario writes it back for both.
+  const bool stream = i.requests.has_value();
+  i.context = static_cast<int>(context.value_or(prompt && output && !stream ? *prompt + *output : model.seq_length));
   if (prompt && output) {
     if (*prompt + *output > i.context)
       m.fail("context", std::to_string(i.context),
@@ -470,6 +469,9 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
     w.inference = read_inference(top.map("inference"), w.model);
   }
   w.plan = read_plan(top, cluster);
+  if (w.inference && w.plan.vpp > 1)   // serving runs each stage once per pass: there is nothing to interleave
+    top.map("parallelism").fail("vpp", std::to_string(w.plan.vpp),
+                                "interleaves a training pipeline's micro-batches; a serving pass has none:", "1");
   if (w.training) located(top, "training", [&] { resolve_with_plan(top, *w.training, w.plan); });
   return w;
 }

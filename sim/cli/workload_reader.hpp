@@ -15,6 +15,12 @@
 
 namespace dtsim::cli {
 
+// The model keys' limits (the reader's and hf_config's, so that what either reads writes back and loads).
+inline constexpr long long kMaxLayers = 100'000;
+inline constexpr long long kMaxWidth = 1'000'000;          // hidden, ffn_hidden, heads, kv_heads
+inline constexpr long long kMaxTokens = 1'000'000'000;     // vocab, seq_length, context
+inline constexpr double kMaxDropout = 0.99;                 // hidden_dropout, attention_dropout (1 drops everything)
+
 // The enum named at `key`, parsed by `parse` (a function returning std::optional), or `fallback` when the key
 // is absent; an unknown name fails, listing `allowed`.
 template <class E, class Parse>

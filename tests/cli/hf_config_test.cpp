@@ -84,6 +84,8 @@ TEST_CASE("hf_config: a missing file, broken JSON, a missing field, a mixture of
         Bad{"hf_config: " + hf_file("llama-no-heads.json"),
             "model.hf_config: config.json has no 'num_attention_heads', which a llama model needs:"},
         Bad{"hf_config: " + hf_file("mixtral-8x7b.json"), "model.hf_config: is a mixture-of-experts model (mixtral)"},
+        Bad{"hf_config: " + hf_file("gpt2-too-deep.json"),
+            "model.hf_config: config.json's 'n_layer' is 200000, out of range:"},
         Bad{"preset: llama3-8b, hf_config: " + hf_file("gpt2.json"),
             "model.hf_config: gives the model a second time beside model.preset:"}}) {
     CAPTURE(b.model);

@@ -108,7 +108,8 @@ inference: {batch: 64, prompt_tokens: 384, output_tokens: 0}
   // Its trace holds the prefill alone.
   const fs::path trace = f.parent_path() / "trace.json";
   REQUIRE(dtsim("run " + f.string() + " --trace " + trace.string()).status == 0);
-  for (const auto& e : json::parse(slurp(trace)).at("traceEvents"))
+  const json events = json::parse(slurp(trace));   // kept: a range-for over a temporary's member dangles
+  for (const auto& e : events.at("traceEvents"))
     if (e.value("ph", "") == "X") CHECK(e.at("name").get<std::string>().starts_with("prefill "));
   fs::remove_all(f.parent_path());
 }
@@ -327,4 +328,26 @@ TEST_CASE("serving disaggregation: pools larger than the cluster, or a tp that d
     CHECK(r.err.find(expect) != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("serving report: streams of one-token outputs draw TTFT alone, and disaggregated they end at their prefill") {
+  const std::string one_token = R"(name: one-token
+cluster: {gpu: h100-sxm5-80gb, nodes: 2, gpus_per_node: 4, intra: nvswitch, inter: switch, inter_link: ib-ndr}
+model: {preset: llama2-7b}
+parallelism: {tp: 1}
+inference:
+  requests: {prompt_tokens: 512, output_tokens: 1, rate_per_s: 4, duration_s: 20, seed: 5}
+)";
+  const fs::path f = scenario("one-token", one_token + "sweep:\n  inference.requests.rate_per_s: [2, 4]\n");
+  const fs::path out = f.parent_path() / "out";
+  REQUIRE(dtsim("sweep " + f.string() + " --out " + out.string()).status == 0);
+  const Result report = dtsim("report " + out.string());
+  CAPTURE(report.err);
+  CHECK(report.status == 0);
+  const std::string gp = slurp(out / "plots" / "latency.gp");
+  CHECK(gp.find("time to first token") != std::string::npos);
+  CHECK(gp.find("time per output token") == std::string::npos);   // no request has a second token
+  const json d = run_json(scenario("one-token-d", one_token + "  disaggregation: {prefill: {gpus: 4}, decode: {gpus: 4}}\n"));
+  CHECK(d["stream"]["p50_latency_s"] == d["p50_ttft_s"]);   // nothing sent, nothing decoded
+  fs::remove_all(f.parent_path());
 }

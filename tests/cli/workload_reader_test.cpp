@@ -401,3 +401,20 @@ inference: {batch: 3, context: 5000, weights: int8, kv_cache: fp8}
   CHECK(yaml.find("  dp: 4\n") != std::string::npos);   // resolved: 16 GPUs / (tp 2 x pp 2)
   CHECK(to_yaml(load_one(inference)).find("preset:") == std::string::npos);
 }
+
+TEST_CASE("a request stream's context is the model's unless given, for its static batch too, and loads back alike") {
+  const std::string text = with_cluster(
+      "model: {preset: llama2-7b}\ninference:\n  prompt_tokens: 100\n  output_tokens: 10\n"
+      "  requests: {prompt_tokens: 2000, output_tokens: 200, rate_per_s: 1, duration_s: 5}\n");
+  const Scenario s = load_one(text);
+  const auto& inf = *s.workload->inference;
+  CHECK(inf.context == 4096);                 // not 110: the stream's requests hold up to the model's context
+  CHECK(inf.requests->max_context == 4096);
+  const Scenario again = load_one(to_yaml(s));
+  CHECK(again.workload->inference->context == 4096);
+  CHECK(again.workload->inference->requests->max_context == 4096);
+  // Interleaving is a training pipeline's: a serving scenario refuses it.
+  CHECK(error_of(with_cluster("model: {preset: llama2-7b}\ninference: {batch: 1}\nparallelism: {tp: 2, pp: 2, vpp: 2}\n"))
+            .find("parallelism.vpp: interleaves a training pipeline's micro-batches; a serving pass has none: '2'") !=
+        std::string::npos);
+}
