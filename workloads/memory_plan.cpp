@@ -340,8 +340,11 @@ int in_flight_micro_batches(const ParallelPlan& plan, int micro_batches, int sta
 
 Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   DTSIM_ASSERT(tp >= 1, "kv cache of a checked plan");
-  const double per_token = 2.0 * m.layers * static_cast<double>(m.kv_dim()) * bytes_per_element(inf.kv_cache);
-  return Bytes(per_token * inf.context * inf.batch / tp);
+  return kv_bytes_per_token(m, inf.kv_cache) * (static_cast<double>(inf.context) * inf.batch / tp);
+}
+
+Bytes kv_bytes_per_token(const ModelSpec& m, Precision kv_cache) {
+  return Bytes(2.0 * m.layers * static_cast<double>(m.kv_dim()) * bytes_per_element(kv_cache));
 }
 
 namespace {

@@ -47,6 +47,8 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, 
 // interleaved: per Megatron's warm-up count), derived from the schedule's order.
 int in_flight_micro_batches(const ParallelPlan& plan, int micro_batches, int stage);
 
+// One token's keys and values over every layer, all KV heads, in `kv_cache`'s precision.
+Bytes kv_bytes_per_token(const ModelSpec& m, Precision kv_cache);
 // KV cache: layers x kv_heads x head_dim x context x batch x bytes x 2 (keys and values), on one GPU (/tp).
 Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp);
 

@@ -4,6 +4,7 @@
 
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
+#include "workloads/memory_plan.hpp"
 
 namespace dtsim::sim {
 
@@ -94,7 +95,7 @@ Seconds ServingIterations::operator()(std::span<const ServingPass> passes) {
 Seconds kv_transfer_time(const workloads::ModelSpec& m, workloads::Precision kv_cache, double tokens,
                          std::span<const int> from, std::span<const int> to, const CommCosts& costs) {
   DTSIM_ASSERT(!from.empty() && !to.empty() && tokens >= 0, "a KV transfer between two replicas");
-  const double total = tokens * m.layers * 2.0 * static_cast<double>(m.kv_dim()) * workloads::bytes_per_element(kv_cache);
+  const double total = tokens * workloads::kv_bytes_per_token(m, kv_cache).value();
   const double senders = static_cast<double>(from.size()), receivers = static_cast<double>(to.size());
   Seconds slowest(0);
   for (std::size_t k = 0; k < from.size(); ++k) {

@@ -28,10 +28,8 @@ long long kv_blocks_that_fit(const Scenario& s, workloads::Workload w, const Sch
   inf.batch = l.max_sequences;
   const auto plan = workloads::plan_memory(w, s.cluster.gpu);
   const Bytes taken = plan.parts.params + plan.parts.activations;
-  workloads::InferenceSpec block = inf;
-  block.batch = 1;
-  block.context = l.block_tokens;
-  const double block_bytes = workloads::kv_cache_bytes(w.model, block, w.plan.tp).value() / w.plan.pp;
+  const double block_bytes =
+      workloads::kv_bytes_per_token(w.model, inf.kv_cache).value() * l.block_tokens / (w.plan.tp * w.plan.pp);
   const double left = (plan.capacity - taken).value();
   if (left < block_bytes)
     throw InputError(key, fmt::format("{:.1f} of {:.1f} GB", taken.value() / 1e9, plan.capacity.value() / 1e9),
@@ -192,7 +190,7 @@ std::vector<Served> serve_disaggregated(const Scenario& s, const topology::Topol
       const double start = std::max(out[i].first_token_s, free);
       free = start + t;
       transfer_s.push_back(free - out[i].first_token_s);   // queued behind earlier transfers, then sent
-      transfer_bytes.push_back(tokens * m.layers * 2.0 * static_cast<double>(m.kv_dim()) * workloads::bytes_per_element(kv));
+      transfer_bytes.push_back(tokens * workloads::kv_bytes_per_token(m, kv).value());
       Request arrived = requests[i];
       arrived.arrival_s = free;
       arrived.prefilled = true;
