@@ -20,6 +20,8 @@ using topology::Topology;
 // hub); its latency, the slowest link of each layer.
 PairPaths::Path layered_path(const std::vector<std::vector<topology::Hop>>& layers, const Topology& topo) {
   PairPaths::Path p{Seconds(0), BytesPerSecond(1e300)};
+  if (!layers.empty() && !layers.front().empty()) p.first = layers.front().front().link;
+  if (!layers.empty() && !layers.back().empty()) p.last = layers.back().front().link;
   for (const auto& layer : layers) {
     BytesPerSecond width(0);
     Seconds latency(0);
@@ -139,11 +141,15 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
   std::vector<Seconds> previous_step_end(ranks + machine_first.size(), Seconds(-1));
   std::vector<Seconds> this_step_end = previous_step_end;
   std::vector<std::size_t> touched, previous_touched;   // the slots each has set
+  // Within a step, until when each (endpoint, link) is busy sending (the link it leaves by) or receiving.
+  std::map<std::pair<std::size_t, topology::LinkId>, Seconds> sending, receiving;
   const auto next_step = [&] {   // this step becomes the previous one; the one before is forgotten
     for (std::size_t e : previous_touched) previous_step_end[e] = Seconds(-1);
     std::swap(previous_step_end, this_step_end);
     std::swap(previous_touched, touched);
     touched.clear();
+    sending.clear();
+    receiving.clear();
   };
   int step = 0;
   Seconds end = lowered.latency;
@@ -161,7 +167,11 @@ Seconds lowered_time(const Lowered& lowered, const std::vector<NodeId>& gpus, co
       const auto& path = paths.path(src, dst);
       BytesPerSecond rate = path.rate;
       if (t.rate) rate = std::min(rate, *t.rate);
-      const Seconds finish = start + path.latency + t.bytes / rate;
+      Seconds& sent = sending.try_emplace({a, path.first}, start).first->second;
+      Seconds& received = receiving.try_emplace({b, path.last}, start).first->second;
+      sent = std::max(start, sent) + t.bytes / rate;
+      received = std::max(start, received) + t.bytes / rate;
+      const Seconds finish = std::max(sent, received) + path.latency;
       for (std::size_t e : {a, b}) {
         if (this_step_end[e] < Seconds(0)) touched.push_back(e);
         this_step_end[e] = std::max(this_step_end[e], finish);

@@ -37,6 +37,8 @@ class PairPaths {
   struct Path {
     Seconds latency;
     BytesPerSecond rate;
+    topology::LinkId first = 0;   // the link it leaves its source by, and the one it reaches its destination by
+    topology::LinkId last = 0;
   };
   const Path& path(topology::NodeId src, topology::NodeId dst);
 
@@ -46,7 +48,9 @@ class PairPaths {
   std::unordered_map<std::uint64_t, Path> paths_;
 };
 
-// Duration of one lowered collective whose group rank i is GPU `gpus[i]`, played contention-free. With
+// Duration of one lowered collective whose group rank i is GPU `gpus[i]`, played contention-free but for its own
+// transfers: those of one step that leave one endpoint by the same link (or reach one by the same link) share it,
+// one after another (a direct all-to-all's n - 1 sends through a GPU's one NVSwitch port). With
 // `repeats` > 1, `lowered` is one step of a lowering whose steps are all alike (first_step), played that many
 // times, as the whole lowering would be.
 Seconds lowered_time(const Lowered& lowered, const std::vector<topology::NodeId>& gpus, const topology::Topology& topology,
