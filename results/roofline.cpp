@@ -35,17 +35,33 @@ json roofline_json(const workloads::Workload& w, const topology::GpuSpec& gpu) {
   const double peak = gpu.peak_for(t.precision).value_or(FlopsPerSecond(0)).value();
   const double bandwidth = gpu.memory_bandwidth.value();
   const double ridge = gpu.ridge_point(t.precision);
-  const workloads::Sharding sharding{w.plan.tp, t.sequence_parallel};
+  const workloads::Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp()};
   json kernels = json::array();
-  for (const auto pass : {workloads::Pass::Forward, workloads::Pass::Backward, workloads::Pass::Recompute})
-    for (const auto& k : workloads::layer_kernels(w.model, t, sharding, t.micro_batch, pass))
-      kernels.push_back(kernel_row(k, "layer", gpu, t.precision, ridge));
+  // A mixture of experts: its MoE layer ("moe-layer"), and its dense layers' when it has some.
+  const bool moe = w.model.moe();
+  const bool dense = !moe || workloads::moe_layer_count(w.model) < w.model.layers;
+  for (const auto pass : {workloads::Pass::Forward, workloads::Pass::Backward, workloads::Pass::Recompute}) {
+    if (dense)
+      for (const auto& k : workloads::layer_kernels(w.model, t, sharding, t.micro_batch, pass))
+        kernels.push_back(kernel_row(k, "layer", gpu, t.precision, ridge));
+    if (moe)
+      for (const auto& k : workloads::layer_kernels(w.model, t, sharding, t.micro_batch, pass, true))
+        kernels.push_back(kernel_row(k, "moe-layer", gpu, t.precision, ridge));
+  }
   for (const auto pass : {workloads::Pass::Forward, workloads::Pass::Backward})
     for (const auto& k : workloads::logits_kernels(w.model, t, sharding, t.micro_batch, pass))
       kernels.push_back(kernel_row(k, "logits", gpu, t.precision, ridge));
-  // A stage's even share of the parameters, its ZeRO shard when ZeRO partitions the optimizer states.
-  double params = workloads::parameter_count(w.model) / (w.plan.tp * w.plan.pp);
-  if (w.plan.zero >= 1) params /= w.plan.dp;
+  // A stage's even share of the parameters, its ZeRO shard when ZeRO partitions the optimizer states (the routed
+  // experts split over ep x etp and sharded over their own replicas).
+  const int moe_layers = workloads::moe_layer_count(w.model);
+  const double routed = moe_layers * workloads::moe_layer_parameters(w.model).routed();
+  double dense_params = (workloads::parameter_count(w.model) - routed) / (w.plan.tp * w.plan.pp);
+  double expert_params = routed / (w.plan.ep * w.plan.expert_tp() * w.plan.pp);
+  if (w.plan.zero >= 1) {
+    dense_params /= w.plan.dp;
+    expert_params /= w.plan.expert_dp();
+  }
+  const double params = dense_params + expert_params;
   kernels.push_back(kernel_row(workloads::optimizer_kernel(t, params), "optimizer", gpu, t.precision, ridge));
   return {{"precision", std::string(to_string(t.precision))},
           {"peak_tflops", peak / 1e12},

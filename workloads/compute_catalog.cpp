@@ -143,6 +143,10 @@ constexpr const char* kAttentionGemmWork =
 constexpr const char* kFusedWork =
     "fused attention (FlashAttention class): executed FLOPs at the architecture's flash efficiency x its sequence "
     "and head-dimension factors";
+constexpr const char* kGroupedGemmWork =
+    "grouped GEMM (an MoE layer's local experts, Transformer Engine's GroupedLinear): each expert's GEMM at the "
+    "architecture's gemm efficiency x its own shape, all experts' blocks filling the GPU together; one launch per "
+    "expert";
 constexpr const char* kStreamWork = "0 FLOPs: timed by bytes at the architecture's stream efficiency";
 constexpr const char* kAttentionStreamWork =
     "0 FLOPs over the b x heads x s x s probabilities: timed by bytes at the architecture's attention_stream "
@@ -151,7 +155,7 @@ constexpr const char* kAttentionStreamWork =
 }  // namespace
 
 std::span<const KernelWork> kernel_works() {
-  static const std::array<KernelWork, 18> table = {{
+  static const std::array<KernelWork, 24> table = {{
       {KernelClass::Embedding, Work::Stream, kStreamWork},
       {KernelClass::LayerNorm, Work::Stream, kStreamWork},
       {KernelClass::QkvGemm, Work::Gemm, kGemmWork},
@@ -164,6 +168,12 @@ std::span<const KernelWork> kernel_works() {
       {KernelClass::MlpUpGemm, Work::Gemm, kGemmWork},
       {KernelClass::Activation, Work::Stream, kStreamWork},
       {KernelClass::MlpDownGemm, Work::Gemm, kGemmWork},
+      {KernelClass::Router, Work::Gemm, kGemmWork},
+      {KernelClass::RouterTopk, Work::Stream, kStreamWork},
+      {KernelClass::TokenPermute, Work::Stream, kStreamWork},
+      {KernelClass::ExpertUpGemm, Work::Gemm, kGroupedGemmWork},
+      {KernelClass::ExpertDownGemm, Work::Gemm, kGroupedGemmWork},
+      {KernelClass::TokenUnpermute, Work::Stream, kStreamWork},
       {KernelClass::Dropout, Work::Stream, kStreamWork},
       {KernelClass::Residual, Work::Stream, kStreamWork},
       {KernelClass::Fp8Cast, Work::Stream, kStreamWork},

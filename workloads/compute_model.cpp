@@ -114,13 +114,13 @@ KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precis
   if (k.flops.value() > 0.0) {
     const double efficiency = compute_efficiency(k, arch, p);
     DTSIM_ASSERT(efficiency > 0.0, "a kernel with FLOPs has an empty shape");
-    compute = executed_flops(k) / (peak * (efficiency * sustained_clock(gpu, arch)));
+    compute = executed_flops(k) * k.load / (peak * (efficiency * sustained_clock(gpu, arch)));
   }
   const bool weight_only = p == Precision::Bf16 || p == Precision::Fp16 || p == Precision::Fp32 || p == Precision::Tf32;
   if (k.dequant_elements > 0 && weight_only)
     if (const auto vector = gpu.peak_for(Precision::Fp32))
       compute = std::max(compute, Seconds(k.dequant_elements * kDequantInstructions / (vector->value() / 2)));
-  const Seconds memory = k.bytes / (gpu.memory_bandwidth * memory_efficiency(k, arch));
+  const Seconds memory = k.bytes * k.load / (gpu.memory_bandwidth * memory_efficiency(k, arch));
   return {std::max(compute, memory) + k.launches * compute_constants().launch_overhead, memory > compute};
 }
 

@@ -99,7 +99,8 @@ inline constexpr double kPowerClockExponent = 0.2429;
 inline constexpr double kDequantInstructions = 1.0;
 inline constexpr double kDequantTileRows = 64;
 
-// Duration of `k` on `gpu` computing in `precision` (the kernel's own precision when it has one: fp8 GEMMs).
+// Duration of `k` on `gpu` computing in `precision` (the kernel's own precision when it has one: fp8 GEMMs), its
+// FLOPs and bytes taken `k.load` times (the busiest GPU's share).
 // Throws InputError (key "training.precision", or "training.fp8" for a kernel's own fp8) when the GPU has no
 // peak for that precision.
 Seconds kernel_time(const Kernel& k, const topology::GpuSpec& gpu, Precision precision);

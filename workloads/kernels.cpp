@@ -23,7 +23,7 @@ using topology::NameTable;
 using topology::name_of;
 using topology::value_of;
 
-constexpr NameTable<KernelClass, 18> kKernelNames{{
+constexpr NameTable<KernelClass, 24> kKernelNames{{
     {KernelClass::Embedding, "embedding"},
     {KernelClass::LayerNorm, "layer-norm"},
     {KernelClass::QkvGemm, "qkv-gemm"},
@@ -36,6 +36,12 @@ constexpr NameTable<KernelClass, 18> kKernelNames{{
     {KernelClass::MlpUpGemm, "mlp-up-gemm"},
     {KernelClass::Activation, "activation"},
     {KernelClass::MlpDownGemm, "mlp-down-gemm"},
+    {KernelClass::Router, "router"},
+    {KernelClass::RouterTopk, "router-topk"},
+    {KernelClass::TokenPermute, "token-permute"},
+    {KernelClass::ExpertUpGemm, "expert-up-gemm"},
+    {KernelClass::ExpertDownGemm, "expert-down-gemm"},
+    {KernelClass::TokenUnpermute, "token-unpermute"},
     {KernelClass::Dropout, "dropout"},
     {KernelClass::Residual, "residual"},
     {KernelClass::Fp8Cast, "fp8-cast"},
@@ -55,8 +61,11 @@ struct Dims {
   double tokens = 0;       // b * s: the rows of every linear layer (gathered when sequence-parallel)
   double ew_tokens = 0;    // tokens of the norms, dropouts and residuals: tokens / t with SP, else tokens
   double heads = 0;        // attention heads on this GPU: a / t
-  double head_dim = 0;
-  double qkv_out = 0;      // (h + 2 kv_dim) / t: Q, K and V columns on this GPU
+  double kv_heads = 0;     // key and value heads on this GPU (MLA: a / t, each up-projected from the latent)
+  double qk_head = 0;      // a head's width in Q K^T (MLA: the head_dim and the rope part)
+  double v_head = 0;       // a head's width in probabilities x V
+  double qkv_out = 0;      // Q, K and V columns on this GPU: (heads x head_dim + 2 kv_dim) / t; MLA: its
+                           // projections' parameters over h, / t (one GEMM of their FLOPs)
   double ffn = 0;          // ffn_hidden / t
   double up_out = 0;       // ffn (gelu) or 2 ffn (swiglu: gate and up)
   double vocab = 0;        // vocab / t (vocab-parallel embedding and logits)
@@ -72,6 +81,16 @@ struct Dims {
   bool fused_loss = false;
   bool hidden_dropout = true;      // dropout after the projection and the MLP (model.hidden_dropout > 0)
   bool attention_dropout = true;   // over the attention probabilities (model.attention_dropout > 0)
+  // MoE layers
+  double experts = 0;         // routed experts
+  double top_k = 0;
+  double local_experts = 0;   // experts / ep
+  double routed = 0;          // tokens this GPU routes: its sequence-parallel share
+  double expert_rows = 0;     // token copies its experts compute on: routed x top_k x etp (balanced)
+  double expert_ffn = 0;      // an expert's width on this GPU: expert_ffn_hidden / etp
+  double expert_up = 0;       // expert_ffn, or 2 expert_ffn (swiglu)
+  double shared_ffn = 0;      // the shared experts' width on this GPU: shared x expert_ffn_hidden / t
+  double imbalance = 1;       // model.expert_imbalance
 };
 
 Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch) {
@@ -85,8 +104,12 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.tokens = d.b * d.s;
   d.ew_tokens = s.sequence_parallel ? d.tokens / tp : d.tokens;
   d.heads = m.heads / tp;
-  d.head_dim = m.head_dim();
-  d.qkv_out = (d.h + 2.0 * m.kv_dim()) / tp;
+  d.qk_head = m.head_dim() + m.rope_head_dim;
+  d.v_head = m.mla() ? m.v_head_dim : m.head_dim();
+  d.kv_heads = (m.mla() ? m.heads : m.kv_heads) / tp;
+  const double projection = static_cast<double>(m.value_dim()) * m.hidden + (m.bias ? m.hidden : 0.0);
+  d.qkv_out = m.mla() ? (attention_parameters(m) - projection) / m.hidden / tp
+                      : (static_cast<double>(m.q_dim()) + 2.0 * m.kv_dim()) / tp;
   d.ffn = m.ffn_hidden / tp;
   d.swiglu = m.activation == Activation::Swiglu;
   d.up_out = d.swiglu ? 2.0 * d.ffn : d.ffn;
@@ -102,6 +125,17 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.fused_loss = t.cross_entropy_fusion;
   d.hidden_dropout = m.hidden_dropout > 0.0;
   d.attention_dropout = m.attention_dropout > 0.0;
+  if (m.moe()) {
+    d.experts = m.experts;
+    d.top_k = m.experts_per_token;
+    d.local_experts = static_cast<double>(m.experts) / s.ep;
+    d.routed = d.ew_tokens;
+    d.expert_rows = d.routed * d.top_k * s.etp;
+    d.expert_ffn = static_cast<double>(m.expert_width()) / s.etp;
+    d.expert_up = d.swiglu ? 2.0 * d.expert_ffn : d.expert_ffn;
+    d.shared_ffn = static_cast<double>(m.shared_experts) * m.expert_width() / tp;
+    d.imbalance = m.expert_imbalance;
+  }
   return d;
 }
 
@@ -121,18 +155,21 @@ struct Step {
   std::optional<AttentionShape> attention;   // fused attention, with its forward FLOPs as the model counts them
   double attention_flops = 0;
   bool fp8 = false;       // a GEMM in fp8
+  int launches = 1;
+  double load = 1;        // Kernel::load
 };
 
-Step gemm_step(KernelClass kind, GemmShape g, bool weighted = true) { return {kind, g, weighted, {}, {}, 0, false}; }
-Step elementwise_step(KernelClass kind, Traffic t) { return {kind, std::nullopt, true, t, {}, 0, false}; }
+Step gemm_step(KernelClass kind, GemmShape g, bool weighted = true) { return {kind, g, weighted, {}, {}, 0, false, 1, 1}; }
+Step elementwise_step(KernelClass kind, Traffic t) { return {kind, std::nullopt, true, t, {}, 0, false, 1, 1}; }
 
 // FLOPs of the forward GEMM: 2 per multiply-add.
 double gemm_flops(const GemmShape& g) { return 2.0 * g.m * g.n * g.k * g.batch; }
 
-// Forward: read A (m x k) and B (k x n), write C (m x n). A weight B is read once for the whole batch.
+// Forward: read A (m x k) and B (k x n), write C (m x n), `batch` times (a grouped GEMM's batch: one weight
+// matrix per expert).
 double gemm_forward_bytes(const GemmShape& g, bool weighted, const Dims& d) {
   const double activations = (g.m * g.k + g.m * g.n) * g.batch * d.e;
-  return activations + g.k * g.n * (weighted ? d.we : d.e * g.batch);
+  return activations + g.k * g.n * g.batch * (weighted ? d.we : d.e);
 }
 
 // Backward: two GEMMs. Data gradient dA = dC B^T reads dC and B, writes dA; weight gradient dB = A^T dC reads A
@@ -141,7 +178,7 @@ double gemm_forward_bytes(const GemmShape& g, bool weighted, const Dims& d) {
 double gemm_backward_bytes(const GemmShape& g, bool weighted, const Dims& d) {
   if (!weighted) return 2.0 * gemm_forward_bytes(g, false, d);
   const double activations = 2.0 * (g.m * g.n + g.m * g.k) * g.batch * d.e;
-  return activations + g.k * g.n * (d.we + 2.0 * d.ge);
+  return activations + g.k * g.n * g.batch * (d.we + 2.0 * d.ge);
 }
 
 // The data-gradient GEMM's shape: output m x k, inner dimension n.
@@ -153,6 +190,8 @@ Kernel kernel_of(const Step& step, Pass pass, const Dims& d) {
   Kernel k;
   k.kind = step.kind;
   k.pass = pass;
+  k.launches = step.launches;
+  k.load = step.load;
   const bool backward = pass == Pass::Backward;
   if (!step.gemm) {
     k.bytes = Bytes(backward ? step.traffic.backward : step.traffic.forward);
@@ -209,23 +248,22 @@ Traffic activation_traffic(double n, double e, bool swiglu) {
 void unfused_attention(std::vector<Step>& steps, const Dims& d) {
   const double probs = d.b * d.heads * d.s * d.s;   // attention probabilities on this GPU
   const double bh = d.b * d.heads;                  // attention GEMMs are batched over sequences x heads
-  steps.push_back(gemm_step(KernelClass::AttnScores, {d.s, d.s, d.head_dim, bh}, false));
+  steps.push_back(gemm_step(KernelClass::AttnScores, {d.s, d.s, d.qk_head, bh}, false));
   steps.push_back(elementwise_step(KernelClass::Softmax, softmax_traffic(probs, d.e)));
   if (d.attention_dropout) steps.push_back(elementwise_step(KernelClass::AttnDropout, dropout_traffic(probs, d.e)));
-  steps.push_back(gemm_step(KernelClass::AttnContext, {d.s, d.head_dim, d.s, bh}, false));
+  steps.push_back(gemm_step(KernelClass::AttnContext, {d.s, d.v_head, d.s, bh}, false));
 }
 
 // The fused core (FlashAttention, cuDNN): Q K V in, the output and the softmax statistics (fp32 per row) out;
 // the backward reads them with the output's gradient and writes Q K V's, the scores recomputed on chip. It counts
-// the FLOPs of the two unfused GEMMs.
+// the FLOPs of the two unfused GEMMs. With MLA's unequal head widths its shape takes their mean.
 Step fused_attention(const Dims& d) {
-  const double q = d.tokens * d.heads * d.head_dim;   // Q and the output, elements on this GPU
-  const double kv = d.tokens * (d.qkv_out - d.heads * d.head_dim) / 2.0;   // K (and V)
+  const double io = d.tokens * d.heads * (d.qk_head + d.v_head);      // Q and the output, elements on this GPU
+  const double kv = d.tokens * d.kv_heads * (d.qk_head + d.v_head);   // K and V
   const double stats = d.b * d.heads * d.s * d.fp32;
-  Step step = elementwise_step(KernelClass::FlashAttention,
-                               {(2.0 * q + 2.0 * kv) * d.e + stats, (4.0 * q + 4.0 * kv) * d.e + 2.0 * stats});
-  step.attention = AttentionShape{d.b * d.heads, d.s, d.head_dim, d.causal};
-  step.attention_flops = 4.0 * d.b * d.heads * d.s * d.s * d.head_dim;
+  Step step = elementwise_step(KernelClass::FlashAttention, {(io + kv) * d.e + stats, 2.0 * (io + kv) * d.e + 2.0 * stats});
+  step.attention = AttentionShape{d.b * d.heads, d.s, (d.qk_head + d.v_head) / 2.0, d.causal};
+  step.attention_flops = 2.0 * d.b * d.heads * d.s * d.s * (d.qk_head + d.v_head);
   return step;
 }
 
@@ -252,20 +290,67 @@ void add_dropout_residual(std::vector<Step>& steps, double x, const Dims& d) {
   steps.push_back(elementwise_step(KernelClass::Residual, residual_traffic(x, d.e, d.hidden_dropout)));
 }
 
-std::vector<Step> layer_steps(const Dims& d) {
+// An MLP of `ffn` columns on this GPU (the dense layer's, or the shared experts').
+void mlp(std::vector<Step>& steps, double ffn, const Dims& d) {
+  linear(steps, KernelClass::MlpUpGemm, {d.tokens, d.swiglu ? 2.0 * ffn : ffn, d.h, 1}, d);
+  steps.push_back(elementwise_step(KernelClass::Activation, activation_traffic(d.tokens * ffn, d.e, d.swiglu)));
+  linear(steps, KernelClass::MlpDownGemm, {d.tokens, d.h, ffn, 1}, d);
+}
+
+// Megatron-Core's MoE layer with the all-to-all token dispatcher, dropless, on this GPU's `routed` tokens: the
+// router's GEMM (replicated weights) and its softmax/top-k with the auxiliary loss (fp32 scores: read the
+// logits, write and read the probabilities); the tokens permuted (each read once per chosen expert and written
+// grouped by destination) and, after the exchange, sorted by local expert (read and write); the local experts'
+// up and down projections as grouped GEMMs (one weight matrix each, TE's GroupedLinear: one launch per expert)
+// with the activation between; the outputs sorted back and each token's top_k copies summed with the router's
+// weights; then the shared experts, if any, as an MLP on every token. The experts' kernels carry the busiest
+// GPU's load (model.expert_imbalance). Backward mirrors each.
+void moe_block(std::vector<Step>& steps, const Dims& d) {
+  const double scores = d.routed * d.experts;
+  const double copies = d.routed * d.top_k * d.h;   // elements this GPU sends
+  const double rows = d.expert_rows * d.h;          // elements its experts read and write
+  steps.push_back(gemm_step(KernelClass::Router, {d.routed, d.experts, d.h, 1}));
+  steps.push_back(elementwise_step(KernelClass::RouterTopk,
+                                   {scores * (d.e + 3.0 * d.fp32), scores * (d.e + 2.0 * d.fp32)}));
+  steps.push_back(elementwise_step(KernelClass::TokenPermute, {(2.0 * copies + 2.0 * rows) * d.e,
+                                                               (2.0 * copies + 2.0 * rows) * d.e}));
+  const double per_expert = d.expert_rows / d.local_experts;
+  Step up = gemm_step(KernelClass::ExpertUpGemm, {per_expert, d.expert_up, d.h, d.local_experts});
+  Step act = elementwise_step(KernelClass::Activation, activation_traffic(d.expert_rows * d.expert_ffn, d.e, d.swiglu));
+  Step down = gemm_step(KernelClass::ExpertDownGemm, {per_expert, d.h, d.expert_ffn, d.local_experts});
+  up.fp8 = down.fp8 = d.fp8;
+  up.launches = down.launches = static_cast<int>(d.local_experts);
+  up.load = act.load = down.load = d.imbalance;
+  // In fp8, Transformer Engine's GroupedLinear quantises each GEMM's input (and its transpose) itself, forward,
+  // and the incoming gradient backward: nothing fuses them into the permute or the activation.
+  const auto cast = [&](const GemmShape& g) {
+    Step c = elementwise_step(KernelClass::Fp8Cast, {g.m * g.batch * g.k * (d.e + 2.0), g.m * g.batch * g.n * (d.e + 2.0)});
+    c.load = d.imbalance;
+    return c;
+  };
+  if (d.fp8) steps.push_back(cast(*up.gemm));
+  steps.push_back(up);
+  steps.push_back(act);
+  if (d.fp8) steps.push_back(cast(*down.gemm));
+  steps.push_back(down);
+  const double x = d.routed * d.h;
+  steps.push_back(elementwise_step(KernelClass::TokenUnpermute, {(2.0 * rows + copies + x) * d.e + scores * d.fp32,
+                                                                 (2.0 * rows + 2.0 * copies + x) * d.e}));
+  if (d.shared_ffn > 0) mlp(steps, d.shared_ffn, d);
+}
+
+std::vector<Step> layer_steps(const Dims& d, bool moe) {
   const double x = d.ew_tokens * d.h;               // residual-stream elements on this GPU
-  const double act = d.tokens * d.ffn;              // MLP activation elements on this GPU
   std::vector<Step> steps;
   steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
   linear(steps, KernelClass::QkvGemm, {d.tokens, d.qkv_out, d.h, 1}, d);
   if (d.flash) steps.push_back(fused_attention(d));
   else unfused_attention(steps, d);
-  linear(steps, KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.head_dim, 1}, d);
+  linear(steps, KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.v_head, 1}, d);
   add_dropout_residual(steps, x, d);
   steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
-  linear(steps, KernelClass::MlpUpGemm, {d.tokens, d.up_out, d.h, 1}, d);
-  steps.push_back(elementwise_step(KernelClass::Activation, activation_traffic(act, d.e, d.swiglu)));
-  linear(steps, KernelClass::MlpDownGemm, {d.tokens, d.h, d.ffn, 1}, d);
+  if (moe) moe_block(steps, d);
+  else mlp(steps, d.ffn, d);
   add_dropout_residual(steps, x, d);
   return steps;
 }
@@ -332,18 +417,41 @@ bool is_gemm(KernelClass k) {   // the fused attention counts FLOPs too, but is 
     case KernelClass::ProjGemm:
     case KernelClass::MlpUpGemm:
     case KernelClass::MlpDownGemm:
+    case KernelClass::Router:
+    case KernelClass::ExpertUpGemm:
+    case KernelClass::ExpertDownGemm:
     case KernelClass::Logits: return true;
     default: return false;
   }
 }
 
 std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch,
-                                  Pass pass) {
+                                  Pass pass, bool moe) {
+  DTSIM_ASSERT(!moe || m.moe(), "an MoE layer of a model with experts");
   const Dims d = dims_of(m, t, s, micro_batch);
-  std::vector<Step> steps = layer_steps(d);
+  std::vector<Step> steps = layer_steps(d, moe);
   if (pass == Pass::Recompute)
     std::erase_if(steps, [&](const Step& step) { return !recomputed(step.kind, t.recompute); });
   return materialise(steps, pass, d);
+}
+
+double distinct_nodes(int experts, int top_k, int nodes) {
+  DTSIM_ASSERT(nodes >= 1 && experts % nodes == 0 && top_k <= experts, "experts spread evenly over the nodes");
+  double missed = 1;   // the chance that a node holds none of a token's experts
+  for (int i = 0; i < top_k; ++i)
+    missed *= std::max(0.0, static_cast<double>(experts - experts / nodes - i)) / (experts - i);
+  return nodes * (1.0 - missed);
+}
+
+MoeTraffic moe_traffic(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, int nodes) {
+  DTSIM_ASSERT(m.moe(), "MoE traffic of a model with experts");
+  const Dims d = dims_of(m, t, s, micro_batch);
+  MoeTraffic out{d.routed, d.expert_rows, Bytes(d.routed * d.top_k * d.h * d.e * d.imbalance),
+                 Bytes(d.expert_rows * d.h * d.e * d.imbalance), 1, Bytes(0), Bytes(0)};
+  out.distinct_nodes = nodes > 1 ? distinct_nodes(m.experts, m.experts_per_token, nodes) : 1.0;
+  out.rail = Bytes(d.routed * out.distinct_nodes * d.h * d.e * d.imbalance);
+  out.node = out.all_to_all;
+  return out;
 }
 
 std::vector<Kernel> embedding_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch,

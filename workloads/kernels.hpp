@@ -31,7 +31,14 @@ enum class KernelClass {
   ProjGemm,         // attention output projection (row-parallel)
   MlpUpGemm,        // h -> ffn (gelu: one GEMM; swiglu: gate and up)
   Activation,       // gelu, or silu(gate) * up
-  MlpDownGemm,      // ffn -> h (row-parallel)
+  MlpDownGemm,      // ffn -> h (row-parallel); in an MoE layer these three are the shared experts
+  Router,           // MoE: h -> experts scores (replicated over TP)
+  RouterTopk,       // MoE: the scores' softmax (or sigmoid), top-k and load-balancing loss
+  TokenPermute,     // MoE: each token copied once per chosen expert, grouped by destination; after the exchange,
+                    // sorted by local expert
+  ExpertUpGemm,     // MoE: the local experts' up (and gate) projections, one grouped GEMM
+  ExpertDownGemm,   // MoE: their down projections
+  TokenUnpermute,   // MoE: the experts' outputs sorted back and summed per token, weighted by the router
   Dropout,          // dropout after the projection and after the MLP
   Residual,         // residual adds
   Fp8Cast,          // fp8 training: an activation or gradient quantised (and transposed) for an fp8 GEMM
@@ -75,17 +82,45 @@ struct Kernel {
                                            // precision, each time a thread block uses them (compute_model.hpp)
   int launches = 1;                        // kernel launches it pays: 0 for a part of one varlen launch that
                                            // another part pays (a serving batch's attention over many caches)
+  double load = 1;                         // the busiest GPU's work over the mean, which `flops` and `bytes` count
+                                           // (MoE experts under model.expert_imbalance): timed at `load` times
 };
 
 // What shards one GPU's share of a layer.
 struct Sharding {
   int tp = 1;
   bool sequence_parallel = false;
+  int ep = 1;    // MoE layers: expert-parallel size (experts / ep on each GPU)
+  int etp = 1;   // and expert tensor-parallel size (each expert's width / etp)
 };
 
-// One layer's kernels for `pass` on one GPU, for a micro-batch of `micro_batch` sequences. Kernel order is
-// execution order (backward: reverse). The recompute pass holds only what `training.recompute` recomputes.
-std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, Pass pass);
+// One layer's kernels for `pass` on one GPU, for a micro-batch of `micro_batch` sequences: a dense layer, or
+// with `moe` an MoE layer (ModelSpec::moe_layer). Kernel order is execution order (backward: reverse). The
+// recompute pass holds only what `training.recompute` recomputes.
+std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, Pass pass,
+                                  bool moe = false);
+
+// An MoE layer's token counts on one GPU of a micro-batch of `micro_batch` sequences: the tokens it routes (its
+// sequence-parallel share) and the token copies its experts compute on (after the expert-TP gather), both
+// balanced, and the bytes one all-to-all moves per GPU (as nccl-tests counts the buffer: every copy it sends)
+// and the expert-TP gather's buffer, at the busiest GPU's load.
+// With DeepEP (`nodes` > 1 the expert-parallel group spans), the RDMA stage's all-to-all among the rail peers
+// carries each token once per distinct node its experts sit on (distinct_nodes of them on average, the experts
+// spread evenly over the nodes and chosen uniformly), and the NVLink stage's among the node's peers every copy.
+struct MoeTraffic {
+  double routed_tokens = 0;
+  double expert_tokens = 0;
+  Bytes all_to_all;
+  Bytes expert_gather;
+  double distinct_nodes = 1;
+  Bytes rail;   // DeepEP's RDMA all-to-all buffer
+  Bytes node;   // its NVLink all-to-all buffer
+};
+MoeTraffic moe_traffic(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, int nodes = 1);
+
+// The mean number of distinct nodes among `nodes` (each holding experts / nodes experts) that a token's top_k
+// experts, chosen uniformly, sit on: nodes x (1 - C(experts - experts / nodes, k) / C(experts, k)).
+double distinct_nodes(int experts, int top_k, int nodes);
 
 // The first stage's embedding and the last stage's logits and loss for `pass` (neither is ever recomputed).
 std::vector<Kernel> embedding_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, Pass pass);

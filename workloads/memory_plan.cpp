@@ -28,9 +28,23 @@ double replicated_layer_parameters(const ModelSpec& m) {
   return 2.0 * final_norm_parameters(m) + (m.bias ? 2.0 * m.hidden : 0.0);   // two norms, two row biases
 }
 
-double layer_parameters_per_gpu(const ModelSpec& m, int tp) {
+// A layer's parameters on one GPU: the dense part split over tp (an MoE layer's router counted with it), the
+// routed experts over ep x etp.
+struct GpuParameters {
+  double dense = 0;
+  double expert = 0;
+  GpuParameters& operator+=(const GpuParameters& o) {
+    dense += o.dense;
+    expert += o.expert;
+    return *this;
+  }
+  [[nodiscard]] double total() const { return dense + expert; }
+};
+
+GpuParameters layer_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p, int layer) {
   const double replicated = replicated_layer_parameters(m);
-  return (layer_parameters(m) - replicated) / tp + replicated;
+  return {(layer_dense_parameters(m, layer) - replicated) / p.tp + replicated,
+          layer_routed_parameters(m, layer) / (p.ep * p.expert_tp())};
 }
 
 double word_embedding_parameters(const ModelSpec& m) { return static_cast<double>(m.vocab) * m.hidden; }
@@ -49,14 +63,26 @@ double head_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p) {
 
 int last_virtual_stage(const ParallelPlan& p) { return p.pp * p.vpp - 1; }
 
-double stage_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p, int stage) {
+// The first layer of each virtual stage.
+std::vector<int> first_layers(const std::vector<int>& layers) {
+  std::vector<int> first;
+  int next = 0;
+  for (int n : layers) {
+    first.push_back(next);
+    next += n;
+  }
+  return first;
+}
+
+GpuParameters stage_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p, int stage) {
   const auto layers = stage_layers(p, m.layers);
-  double n = 0.0;
+  const auto first = first_layers(layers);
+  GpuParameters n;
   for (int chunk = 0; chunk < p.vpp; ++chunk) {
-    const int v = chunk * p.pp + stage;
-    n += layers[static_cast<std::size_t>(v)] * layer_parameters_per_gpu(m, p.tp);
-    if (v == 0) n += embedding_parameters_per_gpu(m, p.tp);
-    if (v == last_virtual_stage(p)) n += head_parameters_per_gpu(m, p);
+    const auto v = static_cast<std::size_t>(chunk * p.pp + stage);
+    for (int l = first[v]; l < first[v] + layers[v]; ++l) n += layer_parameters_per_gpu(m, p, l);
+    if (v == 0) n.dense += embedding_parameters_per_gpu(m, p.tp);
+    if (static_cast<int>(v) == last_virtual_stage(p)) n.dense += head_parameters_per_gpu(m, p);
   }
   return n;
 }
@@ -86,18 +112,31 @@ struct LayerTerms {
   double scores;       // bytes, split by TP, dropped by selective recompute
 };
 
-LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batch) {
+// An MoE layer keeps, in the MLP's place: the shared experts' tensors (split over TP as a dense MLP's), and on
+// the GPU its routed tokens reach (the busiest, model.expert_imbalance times the mean): the tokens permuted to its
+// experts (the up projection's input) and their outputs (which the weighted sum's backward reads), h wide each,
+// and the k expert tensors of expert_ffn_hidden / etp (kept per token copy: top_k x etp copies of each token this
+// GPU routes); the router's fp32 probabilities. These are counted under `replicated` (divided by sequence
+// parallelism, as the routed tokens are) with etp folded in.
+LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batch, bool moe, int etp) {
   const double sb = static_cast<double>(m.seq_length) * micro_batch;
   const double e = activation_element_bytes(t.precision);
   const double h = m.hidden;
   const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
-  const double split_width = 2.0 * h + 2.0 * m.kv_dim() + mlp_tensors * m.ffn_hidden;
+  const double mlp_width = moe ? static_cast<double>(m.shared_experts) * m.expert_width() : m.ffn_hidden;
+  const double split_width = m.q_dim() + m.value_dim() + 2.0 * m.kv_dim() + mlp_tensors * mlp_width;
   // A fused attention core keeps no scores, only the softmax statistics (fp32 per row) for its backward.
   const double dropped = m.attention_dropout > 0.0 ? e + kMaskBytes : 0.0;   // the mask and dropout output
   const double scores = t.attention == AttentionKernel::Flash ? sb * m.heads * bytes_per_element(Precision::Fp32)
                                                               : sb * m.seq_length * m.heads * (e + dropped);
   const double masks = m.hidden_dropout > 0.0 ? 2.0 * kMaskBytes : 0.0;
-  return {sb * h * (4.0 * e + masks), sb * e * split_width, scores};
+  double replicated = sb * h * (4.0 * e + masks);
+  if (moe) {
+    const double copies = sb * m.experts_per_token * etp * m.expert_imbalance;
+    replicated += copies * e * (2.0 * h + mlp_tensors * m.expert_width() / etp) +
+                  sb * m.experts * bytes_per_element(Precision::Fp32);
+  }
+  return {replicated, sb * e * split_width, scores};
 }
 
 // Embedding output dropout mask (first virtual stage): sbh bytes, /t with SP (Korthikanti section 4.3).
@@ -117,10 +156,13 @@ double head_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) 
   return inputs + logits * sb * m.logits_width() / tp;
 }
 
-// Bytes one in-flight forward of virtual stage v leaves on its GPU until its backward runs.
-double virtual_stage_activation_bytes(const Workload& w, int v, int layers) {
+// Bytes one in-flight forward of virtual stage v (its `layers` from `first`) leaves on its GPU until its backward
+// runs.
+double virtual_stage_activation_bytes(const Workload& w, int v, int first, int layers) {
   const TrainingSpec& t = *w.training;
-  double bytes = layers * layer_activation_bytes(w.model, t, w.plan.tp, t.micro_batch).value();
+  double bytes = 0;
+  for (int l = first; l < first + layers; ++l)
+    bytes += layer_activation_bytes(w.model, t, w.plan.tp, t.micro_batch, w.model.moe_layer(l), w.plan.expert_tp()).value();
   if (v == 0) bytes += embedding_activation_bytes(w.model, t, w.plan.tp);
   if (v == last_virtual_stage(w.plan)) bytes += head_activation_bytes(w.model, t, w.plan.tp);
   return bytes;
@@ -135,12 +177,17 @@ struct StageActivations {
 StageActivations stage_activations(const Workload& w, int stage) {
   const ParallelPlan& p = w.plan;
   const auto layers = stage_layers(p, w.model.layers);
+  const auto first = first_layers(layers);
+  std::vector<double> chunk_bytes;
+  for (int chunk = 0; chunk < p.vpp; ++chunk) {
+    const auto v = static_cast<std::size_t>(chunk * p.pp + stage);
+    chunk_bytes.push_back(virtual_stage_activation_bytes(w, static_cast<int>(v), first[v], layers[v]));
+  }
   const auto order = schedule_order(p, micro_batches(p, *w.training), stage);
   double live = 0.0;
   double peak = 0.0;
   for (const PipeStep& step : order) {
-    const int v = step.chunk * p.pp + stage;
-    const double bytes = virtual_stage_activation_bytes(w, v, layers[static_cast<std::size_t>(v)]);
+    const double bytes = chunk_bytes[static_cast<std::size_t>(step.chunk)];
     live += step.pass == Pass::Forward ? bytes : -bytes;
     peak = std::max(peak, live);
   }
@@ -148,7 +195,7 @@ StageActivations stage_activations(const Workload& w, int stage) {
   if (w.training->recompute == Recompute::Full) {
     TrainingSpec stored = *w.training;
     stored.recompute = Recompute::None;
-    peak += layer_activation_bytes(w.model, stored, p.tp, stored.micro_batch).value();
+    peak += layer_activation_bytes(w.model, stored, p.tp, stored.micro_batch, w.model.moe(), p.expert_tp()).value();
   }
   return {Bytes(peak), peak_in_flight(order)};
 }
@@ -159,20 +206,25 @@ StageActivations stage_activations(const Workload& w, int stage) {
 struct StageMemory {
   MemoryParts parts;
   int in_flight = 0;
-  double parameters = 0.0;   // per GPU, before ZeRO sharding
+  GpuParameters parameters;   // per GPU, before ZeRO sharding
 };
 
 Bytes total(const MemoryParts& p) {
   return p.params + p.grads + p.optimizer + p.activations + p.kv_cache + p.buffers;
 }
 
-double shard(const ParallelPlan& p, int zero_stage) { return p.zero >= zero_stage ? p.dp : 1; }
+// Parameters' bytes on one GPU, `per_parameter` each, sharded over their data-parallel group (the experts' over
+// the expert data-parallel group) from ZeRO stage `zero_stage` on.
+double sharded(const GpuParameters& n, const ParallelPlan& p, int zero_stage, double per_parameter) {
+  if (p.zero < zero_stage) return n.total() * per_parameter;
+  return (n.dense / p.dp + n.expert / p.expert_dp()) * per_parameter;
+}
 
 // The largest unit ZeRO-3 holds gathered (a layer, the embedding or the output projection), per GPU. The step
 // graph gathers a layer's modules together and, with the prefetch, the next layer's too, so this unit and one
 // more layer can be live; the finer per-module release DeepSpeed can do is not modelled.
 double largest_gathered_unit(const ModelSpec& m, const ParallelPlan& p) {
-  return std::max({layer_parameters_per_gpu(m, p.tp), embedding_parameters_per_gpu(m, p.tp),
+  return std::max({layer_parameters_per_gpu(m, p, 0).total(), embedding_parameters_per_gpu(m, p.tp),
                    head_parameters_per_gpu(m, p)});
 }
 
@@ -184,7 +236,7 @@ Bytes training_buffers(const Workload& w, bool prefetch) {
   // ZeRO-3: the unit being computed and, prefetched, the next layer, each whole, in the weight dtype.
   if (p.zero >= 3) {
     const double gathered =
-        largest_gathered_unit(w.model, p) + (prefetch ? layer_parameters_per_gpu(w.model, p.tp) : 0.0);
+        largest_gathered_unit(w.model, p) + (prefetch ? layer_parameters_per_gpu(w.model, p, 0).total() : 0.0);
     b += Bytes(gathered * bytes_per_element(t.weight_dtype));
   }
   return b;
@@ -193,15 +245,15 @@ Bytes training_buffers(const Workload& w, bool prefetch) {
 StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
   const TrainingSpec& t = *w.training;
   const ParallelPlan& p = w.plan;
-  const double n = stage_parameters_per_gpu(w.model, p, stage);
+  const GpuParameters n = stage_parameters_per_gpu(w.model, p, stage);
   const double optimizer_bytes = (t.master_weights ? kMasterBytes : 0.0) + optimizer_state_bytes_per_param(t);
   const StageActivations act = stage_activations(w, stage);
   StageMemory s;
   s.parameters = n;
   s.in_flight = act.in_flight;
-  s.parts.params = Bytes(n * bytes_per_element(t.weight_dtype) / shard(p, 3));
-  s.parts.grads = Bytes(n * bytes_per_element(t.grad_dtype) / shard(p, 2));
-  s.parts.optimizer = Bytes(n * optimizer_bytes / shard(p, 1));
+  s.parts.params = Bytes(sharded(n, p, 3, bytes_per_element(t.weight_dtype)));
+  s.parts.grads = Bytes(sharded(n, p, 2, bytes_per_element(t.grad_dtype)));
+  s.parts.optimizer = Bytes(sharded(n, p, 1, optimizer_bytes));
   s.parts.activations = act.peak;
   s.parts.buffers = training_buffers(w, prefetch);
   return s;
@@ -211,7 +263,9 @@ StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
 std::string count(double n) { return n >= 1e9 ? fmt::format("{:.4g}e9", n / 1e9) : fmt::format("{:.4g}e6", n / 1e6); }
 
 std::string zero_note(const ParallelPlan& p, int zero_stage) {
-  return p.zero >= zero_stage && p.dp > 1 ? fmt::format(", ZeRO-{} /dp {}", p.zero, p.dp) : "";
+  if (p.zero < zero_stage || p.dp == 1) return "";
+  if (p.ep > 1 || p.expert_tp() != p.tp) return fmt::format(", ZeRO-{} /dp {} (experts /{})", p.zero, p.dp, p.expert_dp());
+  return fmt::format(", ZeRO-{} /dp {}", p.zero, p.dp);
 }
 
 std::string gathered_note(const TrainingSpec& t, bool prefetch) {
@@ -237,9 +291,10 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
   if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
   return {
       fmt::format("params: {} parameters per GPU (stage {}, split over tp {}; norms and row biases "
-                  "replicated) x {} B {}{}",
-                  count(s.parameters), stage, p.tp, bytes_per_element(t.weight_dtype), to_string(t.weight_dtype),
-                  zero_note(p, 3)),
+                  "replicated{}) x {} B {}{}",
+                  count(s.parameters.total()), stage, p.tp,
+                  w.model.moe() ? fmt::format("; of them {} routed experts' over ep {} x etp {}", count(s.parameters.expert), p.ep, p.expert_tp()) : "",
+                  bytes_per_element(t.weight_dtype), to_string(t.weight_dtype), zero_note(p, 3)),
       fmt::format("grads: same parameters x {} B {}{}", bytes_per_element(t.grad_dtype), to_string(t.grad_dtype),
                   zero_note(p, 2)),
       fmt::format("optimizer: {}{} {} states ({} B) per parameter{}", master, to_string(t.optimizer),
@@ -319,9 +374,9 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
 
 }  // namespace
 
-Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch) {
-  DTSIM_ASSERT(tp >= 1 && micro_batch >= 1, "activation bytes of a checked plan");
-  const LayerTerms l = layer_terms(m, t, micro_batch);
+Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch, bool moe, int etp) {
+  DTSIM_ASSERT(tp >= 1 && micro_batch >= 1 && etp >= 1, "activation bytes of a checked plan");
+  const LayerTerms l = layer_terms(m, t, micro_batch, moe, etp);
   const double sp = t.sequence_parallel ? tp : 1.0;   // divides what TP alone leaves replicated
   switch (t.recompute) {
     case Recompute::None: return Bytes(l.replicated / sp + (l.split + l.scores) / tp);

@@ -40,8 +40,10 @@ MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu);
 // prefetch only where the memory plan holds two gathered layers). false without ZeRO-3 or data parallelism.
 bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu);
 
-// Activation bytes of one layer for one micro-batch on one GPU (Korthikanti et al., eq. 1-3 and section 4).
-Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch);
+// Activation bytes of one layer for one micro-batch on one GPU (Korthikanti et al., eq. 1-3 and section 4): a
+// dense layer; with `moe`, an MoE layer whose experts are split `etp` ways (the busiest GPU's tokens).
+Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch, bool moe = false,
+                             int etp = 1);
 
 // Micro-batches whose activations a stage holds at once under the plan's schedule (1F1B: pp - stage; GPipe: all;
 // interleaved: per Megatron's warm-up count), derived from the schedule's order.

@@ -35,26 +35,81 @@ std::optional<Activation> parse_activation(std::string_view name) { return value
 std::optional<Norm> parse_norm(std::string_view name) { return value_of(kNorms, name); }
 std::optional<Positions> parse_positions(std::string_view name) { return value_of(kPositions, name); }
 
-// Attention: Q and O are h x h, K and V are h x kv_dim. MLP: gelu has up and down (h x ffn each), swiglu adds
-// a gate. Biases on every linear layer when `bias`; two norms per layer.
-double layer_parameters(const ModelSpec& m) {
+// Attention: Q (h x heads x head_dim), K and V (h x kv_dim each), the output projection (heads x head_dim x h);
+// with MLA, Q's down and up projections (and the norm between them), the latent KV's down projection with the
+// shared rope key, its norm, and its up projection to the heads' keys and values. Biases on the column-parallel
+// Q K V and on the row-parallel output when `bias`.
+double attention_parameters(const ModelSpec& m) {
   const double h = m.hidden;
-  const double kv = m.kv_dim();
+  const double out = static_cast<double>(m.value_dim()) * h + (m.bias ? h : 0.0);
+  if (!m.mla()) {
+    const double qkv = static_cast<double>(m.q_dim()) + 2.0 * m.kv_dim();
+    return h * qkv + (m.bias ? qkv : 0.0) + out;
+  }
+  const double q_lora = m.q_lora_rank;
+  const double q = q_lora > 0 ? h * q_lora + q_lora + q_lora * m.q_dim() : h * m.q_dim();
+  const double kv_lora = m.kv_lora_rank;
+  const double kv = h * (kv_lora + m.rope_head_dim) + kv_lora +
+                    kv_lora * static_cast<double>(m.heads) * (m.head_dim() + m.v_head_dim);
+  return q + kv + out;
+}
+
+namespace {
+
+double mlp_matrices(const ModelSpec& m) { return m.activation == Activation::Swiglu ? 3.0 : 2.0; }
+
+// An MLP of width f: up (and gate) and down, with their biases.
+double mlp_up_parameters(const ModelSpec& m, double f) {
+  return (mlp_matrices(m) - 1.0) * f * (m.hidden + (m.bias ? 1.0 : 0.0));
+}
+double mlp_down_parameters(const ModelSpec& m, double f) { return f * m.hidden + (m.bias ? m.hidden : 0.0); }
+
+}  // namespace
+
+// A dense layer: attention, an MLP of ffn_hidden, two norms.
+double layer_parameters(const ModelSpec& m) {
   const double f = m.ffn_hidden;
-  const double mlp_matrices = m.activation == Activation::Swiglu ? 3.0 : 2.0;
-  double weights = 2.0 * h * h + 2.0 * h * kv + mlp_matrices * h * f;
-  double biases = 0.0;
-  if (m.bias) biases = (h + 2.0 * kv) + h + (mlp_matrices - 1.0) * f + h;
-  return weights + biases + 2.0 * norm_parameters(m);
+  return attention_parameters(m) + mlp_up_parameters(m, f) + mlp_down_parameters(m, f) + 2.0 * norm_parameters(m);
 }
 
 std::array<double, 4> layer_module_parameters(const ModelSpec& m) {
-  const double h = m.hidden;
   const double f = m.ffn_hidden;
-  const double up = (m.activation == Activation::Swiglu ? 2.0 : 1.0) * h * f;
-  const double proj = h * h;
-  const double down = h * f;
+  const double proj = static_cast<double>(m.value_dim()) * m.hidden;
+  const double up = (mlp_matrices(m) - 1.0) * m.hidden * f;
+  const double down = m.hidden * f;
   return {layer_parameters(m) - proj - up - down, proj, up, down};
+}
+
+MoeLayerParameters moe_layer_parameters(const ModelSpec& m) {
+  const double f = m.expert_width();
+  MoeLayerParameters p;
+  p.attention = attention_parameters(m) + 2.0 * norm_parameters(m);
+  p.router = static_cast<double>(m.hidden) * m.experts;
+  p.shared_up = m.shared_experts * mlp_up_parameters(m, f);
+  p.shared_down = m.shared_experts * mlp_down_parameters(m, f);
+  p.expert_up = m.experts * mlp_up_parameters(m, f);
+  p.expert_down = m.experts * mlp_down_parameters(m, f);
+  return p;
+}
+
+double layer_parameters(const ModelSpec& m, int layer) {
+  if (!m.moe_layer(layer)) return layer_parameters(m);
+  const MoeLayerParameters p = moe_layer_parameters(m);
+  return p.dense() + p.routed();
+}
+
+double layer_dense_parameters(const ModelSpec& m, int layer) {
+  return m.moe_layer(layer) ? moe_layer_parameters(m).dense() : layer_parameters(m);
+}
+
+double layer_routed_parameters(const ModelSpec& m, int layer) {
+  return m.moe_layer(layer) ? moe_layer_parameters(m).routed() : 0.0;
+}
+
+int moe_layer_count(const ModelSpec& m) {
+  int n = 0;
+  for (int l = 0; l < m.layers; ++l) n += m.moe_layer(l) ? 1 : 0;
+  return n;
 }
 
 double embedding_parameters(const ModelSpec& m) {
@@ -69,7 +124,17 @@ double logits_parameters(const ModelSpec& m) {
 double final_norm_parameters(const ModelSpec& m) { return norm_parameters(m); }
 
 double parameter_count(const ModelSpec& m) {
-  return m.layers * layer_parameters(m) + embedding_parameters(m) + logits_parameters(m) + final_norm_parameters(m);
+  const int moe = moe_layer_count(m);
+  const MoeLayerParameters p = moe_layer_parameters(m);
+  return (m.layers - moe) * layer_parameters(m) + moe * (p.dense() + p.routed()) + embedding_parameters(m) +
+         logits_parameters(m) + final_norm_parameters(m);
+}
+
+double active_parameter_count(const ModelSpec& m) {
+  if (!m.moe()) return parameter_count(m);
+  const MoeLayerParameters p = moe_layer_parameters(m);
+  const double inactive = p.routed() * (1.0 - static_cast<double>(m.experts_per_token) / m.experts);
+  return parameter_count(m) - moe_layer_count(m) * inactive;
 }
 
 void validate(const ModelSpec& m, std::string_view prefix) {
@@ -80,12 +145,40 @@ void validate(const ModelSpec& m, std::string_view prefix) {
   require_positive(m.ffn_hidden, prefix, "ffn_hidden");
   require_positive(m.vocab, prefix, "vocab");
   require_positive(m.seq_length, prefix, "seq_length");
-  if (m.hidden % m.heads != 0)
-    throw InputError(fmt::format("{}.heads", prefix), std::to_string(m.heads),
-                     fmt::format("does not divide hidden {}:", m.hidden), "a divisor of hidden");
+  const auto key = [&](const char* name) { return fmt::format("{}.{}", prefix, name); };
+  if (m.head_size == 0 && m.hidden % m.heads != 0)
+    throw InputError(key("heads"), std::to_string(m.heads), fmt::format("does not divide hidden {}:", m.hidden),
+                     "a divisor of hidden, or model.head_dim given");
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
-    throw InputError(fmt::format("{}.kv_heads", prefix), std::to_string(m.kv_heads),
+    throw InputError(key("kv_heads"), std::to_string(m.kv_heads),
                      fmt::format("does not divide heads {}:", m.heads), "a divisor of heads (1 = MQA, heads = MHA)");
+  if (m.mla() && (m.rope_head_dim <= 0 || m.v_head_dim <= 0))
+    throw InputError(key(m.rope_head_dim <= 0 ? "rope_head_dim" : "v_head_dim"),
+                     std::to_string(m.rope_head_dim <= 0 ? m.rope_head_dim : m.v_head_dim),
+                     "must be positive with kv_lora_rank (MLA), got", "an integer >= 1");
+  if (!m.mla() && (m.q_lora_rank > 0 || m.rope_head_dim > 0 || m.v_head_dim > 0))
+    throw InputError(key(m.q_lora_rank > 0 ? "q_lora_rank" : m.rope_head_dim > 0 ? "rope_head_dim" : "v_head_dim"),
+                     std::to_string(m.q_lora_rank > 0 ? m.q_lora_rank : m.rope_head_dim > 0 ? m.rope_head_dim : m.v_head_dim),
+                     "is an MLA size, but model.kv_lora_rank is not set:", "model.kv_lora_rank > 0 beside it");
+  if (!m.moe()) {
+    if (m.experts_per_token > 0 || m.shared_experts > 0 || m.expert_ffn_hidden > 0 || m.dense_layers > 0 ||
+        m.moe_layer_freq != 1 || m.expert_imbalance != 1.0)
+      throw InputError(key("experts"), "0", "is not set, but an MoE key is:",
+                       "model.experts >= 2 beside experts_per_token, shared_experts, expert_ffn_hidden, "
+                       "moe_layer_freq, dense_layers or expert_imbalance");
+    return;
+  }
+  if (m.experts < 2)
+    throw InputError(key("experts"), std::to_string(m.experts), "too few for a mixture of experts:", "an integer >= 2");
+  if (m.experts_per_token < 1 || m.experts_per_token > m.experts)
+    throw InputError(key("experts_per_token"), std::to_string(m.experts_per_token),
+                     fmt::format("out of range for {} experts:", m.experts), fmt::format("1..{}", m.experts));
+  if (m.dense_layers >= m.layers)
+    throw InputError(key("dense_layers"), std::to_string(m.dense_layers),
+                     fmt::format("leaves no MoE layer of {}:", m.layers), fmt::format("0..{}", m.layers - 1));
+  if (moe_layer_count(m) == 0)
+    throw InputError(key("moe_layer_freq"), std::to_string(m.moe_layer_freq), "leaves no MoE layer:",
+                     "a frequency that reaches a layer from dense_layers on");
 }
 
 }  // namespace dtsim::workloads

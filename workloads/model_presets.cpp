@@ -118,9 +118,74 @@ std::vector<ModelSpec> make_bert() {
   return bert;
 }
 
+// Mixtures of experts: LLaMA-style layers (SwiGLU experts, RMSNorm, rotary positions, no biases, untied, no
+// dropout) whose MLPs are MoE layers.
+ModelSpec moe_style(const Sizes& s, int experts, int top_k, int expert_ffn) {
+  ModelSpec m = llama_style(s);
+  m.experts = experts;
+  m.experts_per_token = top_k;
+  m.expert_ffn_hidden = expert_ffn;
+  return m;
+}
+
+// DeepSeek-V3's multi-head latent attention is simulated with its exact parameters and FLOPs, but as one fused
+// QKV GEMM (its four projections' FLOPs in one GEMM of h rows) and a fused attention kernel of the mean head
+// width of Q K^T (192) and probabilities x V (128); Megatron-Core replicates the down projections over TP where
+// dtsim splits them (its rows run TP 1 or 2). Its multi-token-prediction module (one extra layer in training) is
+// not counted.
+ModelSpec deepseek_v3() {
+  ModelSpec m = moe_style({"deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096,
+                           "DeepSeek-AI 2024 (DeepSeek-V3 Technical Report, arXiv:2412.19437) and "
+                           "deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json: 61 layers (the first 3 dense, "
+                           "ffn 18432), dim 7168, 128 heads, MLA (q_lora_rank 1536, kv_lora_rank 512, head dims 128 "
+                           "+ 64 rope, v 128), 256 routed experts of 2048, top-8, one shared expert, vocab 129280, "
+                           "pre-training sequence 4K: 671.0B by this count (MTP not counted), 37.5B active"},
+                          256, 8, 2048);
+  m.shared_experts = 1;
+  m.dense_layers = 3;
+  m.head_size = 128;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.rope_head_dim = 64;
+  m.v_head_dim = 128;
+  return m;
+}
+
+std::vector<ModelSpec> make_moe() {
+  ModelSpec qwen3_235b = moe_style({"qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 151936, 4096,
+                                    "Qwen3 (Qwen team 2025) released config.json, as Megatron-LM's "
+                                    "examples/moe_recipes/qwen3_235b: 94 layers, hidden 4096, 64 heads of 128 (Q "
+                                    "8192 wide), 4 KV groups, 128 experts of 1536, top-8, vocab 151936, untied; "
+                                    "pre-training sequence 4096: 235.1B by this count, 22.1B active (QK norms not "
+                                    "counted)"},
+                                   128, 8, 1536);
+  qwen3_235b.head_size = 128;
+  ModelSpec qwen3_30b = moe_style({"qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 4096,
+                                   "Qwen3 released config.json, as Megatron-LM's examples/moe_recipes/qwen3_30b: 48 "
+                                   "layers, hidden 2048, 32 heads of 128, 4 KV groups, 128 experts of 768, top-8, "
+                                   "vocab 151936, untied: 30.5B by this count, 3.3B active"},
+                                  128, 8, 768);
+  qwen3_30b.head_size = 128;
+  return {
+      moe_style({"mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768,
+                 "Jiang et al. 2024 (Mixtral of Experts) and mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers, "
+                 "dim 4096, 32 heads, 8 KV heads, 8 experts of 14336, top-2, vocab 32000, context 32768: 46.7B, "
+                 "12.9B active"},
+                8, 2, 14336),
+      moe_style({"mixtral-8x22b", 56, 6144, 48, 8, 16384, 32768, 65536,
+                 "mistralai/Mixtral-8x22B-v0.1 config.json: 56 layers, dim 6144, 48 heads, 8 KV heads, 8 experts "
+                 "of 16384, top-2, vocab 32768, context 65536: 140.6B, 39.2B active"},
+                8, 2, 16384),
+      deepseek_v3(),
+      qwen3_235b,
+      qwen3_30b,
+  };
+}
+
 std::vector<ModelSpec> make_presets() {
   std::vector<ModelSpec> all;
-  for (auto family : {make_gpt(), make_llama(), make_bert()}) all.insert(all.end(), family.begin(), family.end());
+  for (auto family : {make_gpt(), make_llama(), make_bert(), make_moe()})
+    all.insert(all.end(), family.begin(), family.end());
   return all;
 }
 

@@ -35,6 +35,47 @@ void check_model_split(const ModelSpec& m, const ParallelPlan& p) {
          fmt::format("pp x vpp <= {}", m.layers));
 }
 
+// MoE's expert grid: ep divides the experts, etp divides tp and the expert width, etp x ep divides the stage's
+// tp x dp ranks; sequence parallelism under TP (Megatron-Core asserts it for MoE with tp > 1); no ZeRO-3, which
+// dtsim gathers per dense module.
+void check_experts(const Workload& w) {
+  const ModelSpec& m = w.model;
+  const ParallelPlan& p = w.plan;
+  if (!m.moe()) {
+    if (p.ep != 1) fail("parallelism.ep", p.ep, "needs a mixture of experts (model.experts); without, ep", "1");
+    if (p.etp != 0 && p.etp != p.tp)
+      fail("parallelism.etp", p.etp, "needs a mixture of experts (model.experts); without, etp", "tp, or unset");
+    return;
+  }
+  if (m.experts % p.ep != 0)
+    fail("parallelism.ep", p.ep, fmt::format("does not divide model.experts {}: ep", m.experts), "a divisor of experts");
+  const int etp = p.expert_tp();
+  if (p.tp % etp != 0) fail("parallelism.etp", etp, fmt::format("does not divide tp {}: etp", p.tp), "a divisor of tp");
+  if (m.expert_width() % etp != 0)
+    fail("parallelism.etp", etp, fmt::format("does not divide model.expert_ffn_hidden {}: etp", m.expert_width()),
+         "a divisor of expert_ffn_hidden");
+  if ((p.tp * p.dp) % (etp * p.ep) != 0)
+    fail("parallelism.ep", p.ep,
+         fmt::format("x etp {} does not divide the tp {} x dp {} ranks of a stage: ep", etp, p.tp, p.dp),
+         "ep x etp dividing tp x dp");
+  if (w.training && p.tp > 1 && !w.training->sequence_parallel)
+    fail("training.sequence_parallel", 0, "must be on for a mixture of experts with tp > 1 (as Megatron-Core asserts):",
+         "true");
+  if (p.zero >= 3)
+    fail("parallelism.zero", p.zero, "(ZeRO-3) is not modelled with a mixture of experts: zero", "0, 1 or 2");
+  if (w.inference) fail("model.experts", m.experts, "(a mixture of experts) is modelled in training only; serving",
+                        "a dense model under inference");
+  if (w.training && w.training->moe_dispatcher == MoeDispatcher::DeepEp) {
+    const EpNodes n = ep_nodes(w);
+    if (n.nodes * n.per_node != p.ep)
+      throw InputError("training.moe_dispatcher", "deepep",
+                       fmt::format("needs each expert-parallel group to fill whole nodes or sit within one (ep {} on "
+                                   "nodes of {} GPUs), so not",
+                                   p.ep, w.gpus_per_node),
+                       "alltoall, or an ep and placement whose groups split evenly over nodes");
+  }
+}
+
 void check_layers_per_stage(const ModelSpec& m, const ParallelPlan& p) {
   const auto& list = p.layers_per_stage;
   if (list.empty()) return;
@@ -115,11 +156,13 @@ void check_plan(const Workload& w, int gpus) {
   check_degrees(p, gpus);
   check_model_split(w.model, p);
   check_layers_per_stage(w.model, p);
+  check_experts(w);
   check_schedule(p);
   if (w.training) check_training(w);
 }
 
-Placement::Placement(const ParallelPlan& plan) : tp_(plan.tp), dp_(plan.dp), pp_(plan.pp), order_(plan.order) {
+Placement::Placement(const ParallelPlan& plan)
+    : tp_(plan.tp), dp_(plan.dp), pp_(plan.pp), etp_(plan.expert_tp()), ep_(plan.ep), order_(plan.order) {
   int stride = 1;
   for (Axis a : order_) {
     stride_[index(a)] = stride;
@@ -155,6 +198,33 @@ std::vector<int> Placement::group(int r, Axis axis) const {
     if (axis == Axis::Dp) c.dp = i;
     if (axis == Axis::Pp) c.pp = i;
     out.push_back(rank(c));
+  }
+  return out;
+}
+
+EpNodes ep_nodes(const Workload& w) {
+  if (w.gpus_per_node <= 0) return {1, w.plan.ep};
+  const std::vector<int> group = Placement(w.plan).expert_group(0, ExpertAxis::Ep);
+  std::vector<int> nodes;
+  for (int r : group)
+    if (std::ranges::find(nodes, r / w.gpus_per_node) == nodes.end()) nodes.push_back(r / w.gpus_per_node);
+  const auto on_first = std::ranges::count_if(group, [&](int r) { return r / w.gpus_per_node == nodes.front(); });
+  return {static_cast<int>(nodes.size()), static_cast<int>(on_first)};
+}
+
+std::vector<int> Placement::expert_group(int r, ExpertAxis axis) const {
+  const RankCoord c = coord(r);
+  const int flat = c.tp + tp_ * c.dp;
+  const int edp = tp_ * dp_ / (etp_ * ep_);
+  std::array<int, 3> e{flat % etp_, (flat / etp_) % ep_, flat / (etp_ * ep_)};
+  const std::array<int, 3> sizes{etp_, ep_, edp};
+  const auto a = static_cast<std::size_t>(axis);
+  std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(sizes[a]));
+  for (int i = 0; i < sizes[a]; ++i) {
+    e[a] = i;
+    const int f = e[0] + etp_ * (e[1] + ep_ * e[2]);
+    out.push_back(rank(RankCoord{f % tp_, f / tp_, c.pp}));
   }
   return out;
 }

@@ -41,8 +41,15 @@ struct ParallelPlan {
   std::array<Axis, 3> order{Axis::Tp, Axis::Dp, Axis::Pp};
   int zero = 0;                             // ZeRO stage 0..3 over the data-parallel group
   bool scatter_gather = true;               // Megatron's pipeline send optimisation: each TP rank sends 1/tp
+  // MoE layers (Megatron-Core's expert grid): a stage's tp x dp ranks regrouped as etp x ep x edp, etp innermost,
+  // then ep (--expert-model-parallel-size), then the expert data-parallel replicas. Each rank holds experts / ep
+  // routed experts, each split etp ways (--expert-tensor-parallel-size; 0 = tp, Megatron's default).
+  int ep = 1;
+  int etp = 0;
 
   [[nodiscard]] int gpus() const { return tp * pp * dp; }
+  [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
+  [[nodiscard]] int expert_dp() const { return tp * dp / (expert_tp() * ep); }
 };
 
 // Everything the generators and the memory plan need about one job.
@@ -51,7 +58,16 @@ struct Workload {
   std::optional<TrainingSpec> training;     // exactly one of training and inference
   std::optional<InferenceSpec> inference;
   ParallelPlan plan;
+  int gpus_per_node = 0;                    // the cluster's (rank r on node r / gpus_per_node); 0 = unknown, one node
 };
+
+// The nodes an expert-parallel group spans and its ranks on each (DeepEP's RDMA and NVLink stages): {1, ep}
+// without a node size.
+struct EpNodes {
+  int nodes = 1;
+  int per_node = 1;
+};
+EpNodes ep_nodes(const Workload& w);
 
 // Layers of each virtual stage (pp * vpp entries, virtual stage v = chunk * pp + stage): the plan's list, or as
 // even as possible with the remainder on the middle stages, so the first and last stages (which also hold the
@@ -65,6 +81,9 @@ int micro_batches(const ParallelPlan& plan, const TrainingSpec& training);
 // product equals `gpus`, pp * vpp <= layers, micro_batch divides global_batch / dp, ...
 // Throws InputError naming the scenario key ("parallelism.tp") and what is allowed.
 void check_plan(const Workload& w, int gpus);
+
+// The axes of the MoE layers' expert grid (ParallelPlan::ep).
+enum class ExpertAxis { Etp, Ep, Edp };
 
 struct RankCoord {
   int tp = 0;
@@ -83,9 +102,13 @@ class Placement {
   [[nodiscard]] int ranks() const { return tp_ * dp_ * pp_; }
   // The ranks that differ from `rank` only along `axis` (including `rank`), in coordinate order.
   [[nodiscard]] std::vector<int> group(int rank, Axis axis) const;
+  // The same on the expert grid: the stage's ranks numbered tp + tp_size x dp, read as etp + etp_size x (ep +
+  // ep_size x edp).
+  [[nodiscard]] std::vector<int> expert_group(int rank, ExpertAxis axis) const;
 
  private:
   int tp_, dp_, pp_;
+  int etp_ = 1, ep_ = 1;
   std::array<Axis, 3> order_;
   std::array<int, 3> stride_{};   // indexed by Axis
 };

@@ -13,20 +13,29 @@ namespace {
 // The distributed optimizer's parameter all-gather moved to the next step's forward (training.overlap_param_gather).
 bool overlaps_param_gather(const Workload& w) { return w.training->overlap_param_gather && w.plan.zero == 1; }
 
-// The units of one virtual stage in forward order (the embedding, its layers, the logits), with the parameters
-// one GPU holds of each.
-std::vector<std::pair<int, double>> forward_units(const Context& ctx, int v) {
+// A unit of parameters the forward uses: a layer, the embedding (-1) or the head (-2), with the parameters one
+// GPU holds of it: dense (sharded over dp by the distributed optimizer) and routed experts' (over the expert dp
+// group).
+struct Unit {
+  int id;
+  double dense;
+  double expert;
+};
+
+// The units of one virtual stage in forward order (the embedding, its layers, the logits).
+std::vector<Unit> forward_units(const Context& ctx, int v) {
   const ModelSpec& m = ctx.w.model;
   const auto vi = static_cast<std::size_t>(v);
   const double tp = ctx.w.plan.tp;
-  std::vector<std::pair<int, double>> units;
-  if (v == 0) units.emplace_back(-1, embedding_parameters(m) / tp);
+  std::vector<Unit> units;
+  if (v == 0) units.push_back({-1, embedding_parameters(m) / tp, 0.0});
   for (int l = ctx.first_layer[vi]; l < ctx.first_layer[vi] + ctx.layers[vi]; ++l)
-    units.emplace_back(l, layer_parameters(m) / tp);
+    units.push_back({l, layer_dense_parameters(m, l) / tp,
+                     layer_routed_parameters(m, l) / (ctx.w.plan.ep * ctx.w.plan.expert_tp())});
   if (v == ctx.virtual_stages - 1) {
     double head = final_norm_parameters(m) + logits_parameters(m);
     if (m.tied_embeddings && ctx.w.plan.pp > 1) head += static_cast<double>(m.vocab) * m.hidden;
-    units.emplace_back(-2, head / tp);
+    units.push_back({-2, head / tp, 0.0});
   }
   return units;
 }
@@ -112,21 +121,26 @@ void StageBuilder::forward(const PipeStep& step) {
   send(step, v + 1, std::move(deps));
 }
 
-void StageBuilder::add_grads(Bytes bytes, int layer, int mb, Index after) {
-  bucket_ += bytes;
-  bucket_deps_ = {after};
-  if (ctx_.t.dp_overlap && bucket_ >= ctx_.t.dp_bucket) flush_bucket(layer, mb);
+void StageBuilder::add_grads(Bytes bytes, bool expert, int layer, int mb, Index after) {
+  Bucket& b = buckets_[expert ? 1 : 0];
+  b.bytes += bytes;
+  b.deps = {after};
+  if (ctx_.t.dp_overlap && b.bytes >= ctx_.t.dp_bucket) flush_bucket(expert, layer, mb);
 }
 
-// ZeRO 0: all-reduce; ZeRO >= 1: reduce-scatter (each rank keeps its shard of the gradients).
-void StageBuilder::flush_bucket(int layer, int mb) {
-  if (bucket_.value() <= 0 || ctx_.w.plan.dp == 1) {
-    bucket_ = Bytes(0);
+// ZeRO 0: all-reduce; ZeRO >= 1: reduce-scatter (each rank keeps its shard of the gradients). The routed experts'
+// gradients go to their own buckets, reduced over the expert data-parallel group (Megatron-Core's expert buffers).
+void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
+  Bucket& b = buckets_[expert ? 1 : 0];
+  const int replicas = expert ? ctx_.w.plan.expert_dp() : ctx_.w.plan.dp;
+  if (b.bytes.value() <= 0 || replicas == 1) {
+    b.bytes = Bytes(0);
     return;
   }
   const auto kind = ctx_.w.plan.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
-  dp_comms_.push_back(collective(kind, Group::Dp, bucket_, CommPurpose::DataParallelGrads, layer, mb, bucket_deps_));
-  bucket_ = Bytes(0);
+  dp_comms_.push_back(collective(kind, expert ? Group::ExpertDp : Group::Dp, b.bytes,
+                                 expert ? CommPurpose::ExpertGrads : CommPurpose::DataParallelGrads, layer, mb, b.deps));
+  b.bytes = Bytes(0);
 }
 
 void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
@@ -139,7 +153,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   if (v == ctx_.virtual_stages - 1) {
     deps = compute(ctx_.logits_kernels[1],
                    Scope::Logits, Pass::Backward, -1, mb, std::move(deps));
-    if (reduce && !ctx_.w.model.tied_embeddings) add_grads(ctx_.logits_grads, -1, mb, deps.front());
+    if (reduce && !ctx_.w.model.tied_embeddings) add_grads(ctx_.logits_grads, false, -1, mb, deps.front());
   }
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi] + ctx_.layers[vi] - 1; l >= ctx_.first_layer[vi]; --l) {
@@ -151,22 +165,33 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
     std::vector<ModuleReady> ready;
     deps = layer_pass(l, mb, Pass::Backward, std::move(deps), per_module ? &ready : nullptr);
     gather_window_.push_back(deps.front());
-    for (const ModuleReady& r : ready) add_grads(ctx_.module_grads[r.module], l, mb, r.op);
-    if (reduce && !per_module) add_grads(ctx_.layer_grads, l, mb, deps.front());
+    const LayerWork& work = ctx_.work(l);
+    for (const ModuleReady& r : ready) {
+      const ModuleGrads& g = work.modules[r.module];
+      add_grads(g.bytes, g.expert, l, mb, r.op);
+    }
+    if (reduce && !per_module) {
+      add_grads(work.grads, false, l, mb, deps.front());
+      if (work.expert_grads.value() > 0) add_grads(work.expert_grads, true, l, mb, deps.front());
+    }
   }
   if (v == 0)
     deps = compute(ctx_.embedding_kernels[1],
                    Scope::Embedding, Pass::Backward, -1, mb, std::move(deps));
-  if (v == 0 && reduce) add_grads(ctx_.embedding_grads, -1, mb, deps.front());
-  if (reduce && !ctx_.t.dp_overlap && ctx_.w.plan.zero >= 2) flush_bucket(-1, mb);   // after this backward
+  if (v == 0 && reduce) add_grads(ctx_.embedding_grads, false, -1, mb, deps.front());
+  if (reduce && !ctx_.t.dp_overlap && ctx_.w.plan.zero >= 2) {   // after this backward
+    flush_bucket(false, -1, mb);
+    flush_bucket(true, -1, mb);
+  }
   if (v > 0) send(step, v - 1, deps);
   last_backward_ = deps;
 }
 
 // The end of the step: the last gradient bucket, the tied-embedding reduction between the first and last
 // stage, the optimizer step on this rank's shard, and (ZeRO 1/2) the all-gather of the updated weights.
-void StageBuilder::finish(double stage_params) {
-  flush_bucket(-1, -1);
+void StageBuilder::finish(double stage_params, double stage_expert_params) {
+  flush_bucket(false, -1, -1);
+  flush_bucket(true, -1, -1);
   const auto& plan = ctx_.w.plan;
   std::vector<Index> before_step = dp_comms_;
   before_step.insert(before_step.end(), last_backward_.begin(), last_backward_.end());
@@ -174,19 +199,25 @@ void StageBuilder::finish(double stage_params) {
   if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends)
     before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,
                                      CommPurpose::EmbeddingGrads, -1, -1, last_backward_));
-  const double shard = plan.zero >= 1 ? stage_params / plan.dp : stage_params;
+  const double shard = plan.zero >= 1 ? stage_params / plan.dp + stage_expert_params / plan.expert_dp()
+                                      : stage_params + stage_expert_params;
   std::vector<Kernel> step_kernels = step_overhead_kernels(ctx_.t, shard);
   step_kernels.insert(step_kernels.begin() + 1, optimizer_kernel(ctx_.t, shard));   // after the norm, before zeroing
   const Index step = compute(step_kernels, Scope::Optimizer, Pass::Forward, -1, -1, std::move(before_step)).front();
-  if ((plan.zero == 1 || plan.zero == 2) && plan.dp > 1 && !overlaps_param_gather(ctx_.w))
-    collective(CollectiveKind::AllGather, Group::Dp, Bytes(stage_params * bytes_per_element(ctx_.t.weight_dtype)),
+  if ((plan.zero != 1 && plan.zero != 2) || overlaps_param_gather(ctx_.w)) return;
+  const double weight = bytes_per_element(ctx_.t.weight_dtype);
+  if (plan.dp > 1)
+    collective(CollectiveKind::AllGather, Group::Dp, Bytes(stage_params * weight), CommPurpose::ZeroParamGather, -1,
+               -1, {step});
+  if (stage_expert_params > 0 && plan.expert_dp() > 1)
+    collective(CollectiveKind::AllGather, Group::ExpertDp, Bytes(stage_expert_params * weight),
                CommPurpose::ZeroParamGather, -1, -1, {step});
 }
 
 std::vector<Index> StageBuilder::gated(int unit, std::vector<Index> deps) {
   const auto it = param_gates_.find(unit);
   if (it == param_gates_.end()) return deps;
-  deps.push_back(it->second);
+  deps.insert(deps.end(), it->second.begin(), it->second.end());
   param_gates_.erase(it);
   return deps;
 }
@@ -194,28 +225,41 @@ std::vector<Index> StageBuilder::gated(int unit, std::vector<Index> deps) {
 // overlap_param_gather: at the step's start (the previous step's optimizer has just run: in steady state Megatron
 // issues these all-gathers then, and every stage at once with align_param_gather), one all-gather per bucket of
 // the stage's parameters in forward order, the bucket as the gradients' (dp_bucket, counted in parameters); each
-// unit's first forward waits for its own bucket only.
+// unit's first forward waits for its own buckets only. The routed experts' parameters fill buckets of their own,
+// gathered over the expert data-parallel group.
 void StageBuilder::start() {
-  if (!overlaps_param_gather(ctx_.w) || ctx_.w.plan.dp == 1) return;
+  if (!overlaps_param_gather(ctx_.w)) return;
   const double bucket = ctx_.t.dp_bucket.value() / bytes_per_element(ctx_.t.grad_dtype);
   const double weight = bytes_per_element(ctx_.t.weight_dtype);
-  std::vector<int> members;
-  double params = 0;
-  const auto gather = [&] {
-    if (members.empty()) return;
-    const Index ag = collective(CollectiveKind::AllGather, Group::Dp, Bytes(params * weight),
-                                CommPurpose::ZeroParamGather, members.front() >= 0 ? members.front() : -1, 0, {});
-    for (int u : members) param_gates_[u] = ag;
-    members.clear();
-    params = 0;
+  struct Filling {
+    Group group;
+    int replicas;
+    std::vector<int> members;
+    double params = 0;
+  };
+  std::array<Filling, 2> fill{Filling{Group::Dp, ctx_.w.plan.dp, {}, 0.0},
+                              Filling{Group::ExpertDp, ctx_.w.plan.expert_dp(), {}, 0.0}};
+  const auto gather = [&](Filling& f) {
+    if (f.members.empty()) return;
+    const Index ag = collective(CollectiveKind::AllGather, f.group, Bytes(f.params * weight),
+                               CommPurpose::ZeroParamGather, f.members.front() >= 0 ? f.members.front() : -1, 0, {});
+    for (int u : f.members) param_gates_[u].push_back(ag);
+    f.members.clear();
+    f.params = 0;
+  };
+  const auto add = [&](Filling& f, int unit, double count) {
+    if (f.replicas == 1 || count <= 0) return;
+    f.members.push_back(unit);
+    f.params += count;
+    if (f.params >= bucket) gather(f);
   };
   for (int v = stage_; v < ctx_.virtual_stages; v += ctx_.w.plan.pp)
-    for (const auto& [unit, count] : forward_units(ctx_, v)) {
-      members.push_back(unit);
-      params += count;
-      if (params >= bucket) gather();
+    for (const Unit& u : forward_units(ctx_, v)) {
+      add(fill[0], u.id, u.dense);
+      add(fill[1], u.id, u.expert);
     }
-  gather();
+  gather(fill[0]);
+  gather(fill[1]);
 }
 
 }  // namespace dtsim::workloads::detail

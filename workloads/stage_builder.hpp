@@ -20,6 +20,25 @@ namespace dtsim::workloads::detail {
 
 using Index = std::uint32_t;
 
+// A linear module's gradients: ready after its weight GEMM `after` in the backward (nullopt: at the end of the
+// layer's backward, with the norms'), `bytes` on one GPU, reduced over the data-parallel group, or over the
+// expert data-parallel group when `expert`.
+struct ModuleGrads {
+  std::optional<KernelClass> after;
+  Bytes bytes;
+  bool expert = false;
+};
+
+// One kind of layer (dense, or MoE): its kernels per pass (Forward, Backward, Recompute), each one's duration on
+// the GPU, and its gradients by module.
+struct LayerWork {
+  std::array<std::vector<Kernel>, 3> kernels;
+  std::array<std::vector<Seconds>, 3> times;
+  std::vector<ModuleGrads> modules;
+  Bytes grads;          // the dense parameters' gradients on one GPU, grad dtype
+  Bytes expert_grads;   // the routed experts'
+};
+
 // What every stage's generator shares.
 struct Context {
   const Workload& w;
@@ -31,18 +50,19 @@ struct Context {
   std::vector<int> first_layer;   // per virtual stage
   int virtual_stages = 0;
   Bytes activation;               // one micro-batch's hidden states: b x s x h in the compute dtype
-  std::vector<Bytes> layer_modules;  // one layer's weights on one GPU, weight dtype, per linear module (ZeRO-3)
-  Bytes layer_grads;              // one layer's gradients on one GPU, grad dtype
-  std::vector<Bytes> module_grads;  // the same per linear module, in layer_modules' order
+  std::vector<Bytes> layer_modules;  // one dense layer's weights on one GPU, weight dtype, per linear module (ZeRO-3)
   Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
   Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
   bool zero3_prefetch = false;    // ZeRO-3 gathers the next layer while this one computes (memory_plan.hpp)
-  // Every layer's kernels are the same: built once per pass (Forward, Backward, Recompute), as are the first
-  // stage's embedding and the last stage's logits (Forward, Backward).
-  std::array<std::vector<Kernel>, 3> layer_kernels;
-  std::array<std::vector<Seconds>, 3> layer_times;   // each of those kernels' duration on the GPU
+  // Every layer of a kind does the same work: built once per kind, as are the first stage's embedding and the
+  // last stage's logits (Forward, Backward).
+  std::array<LayerWork, 2> layer_work;   // dense, MoE
   std::array<std::vector<Kernel>, 2> embedding_kernels;
   std::array<std::vector<Kernel>, 2> logits_kernels;
+  MoeTraffic moe;                 // an MoE layer's token exchange (when the model has experts)
+  EpNodes ep_nodes;               // the nodes an expert-parallel group spans
+
+  [[nodiscard]] const LayerWork& work(int layer) const { return layer_work[w.model.moe_layer(layer) ? 1 : 0]; }
 };
 
 inline std::size_t pass_index(Pass p) { return static_cast<std::size_t>(p); }
@@ -60,11 +80,15 @@ inline std::size_t pass_index(Pass p) { return static_cast<std::size_t>(p); }
 //             data-gradient GEMM for the weight gradient (Korthikanti et al. 4.2.2, Megatron-Core).
 enum class TpStyle { Exposed, Ring, Pipelined, Bulk };
 
+// An MoE layer's token exchange travels the same way (exposed, on the expert groups, `bytes` each).
 struct TpComm {
   KernelClass kernel;
   bool before;
   CollectiveKind kind;
   TpStyle style;
+  Group group = Group::Tp;
+  Bytes bytes{};   // 0: the layer's activation
+  bool with_previous = false;   // starts with the collective before it, on its own communicator (DeepEP's stages)
 };
 
 // The ops of one stage, and the state that crosses schedule steps (the open gradient bucket).
@@ -75,7 +99,7 @@ class StageBuilder {
   void start();
   void forward(const PipeStep& step);
   void backward(const PipeStep& step, bool last_micro_batch);
-  void finish(double stage_params);
+  void finish(double stage_params, double stage_expert_params);
   std::vector<Op> take() { return std::move(ops_); }
 
  private:
@@ -90,7 +114,7 @@ class StageBuilder {
   std::vector<Index> compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer, int mb,
                              std::vector<Index> deps);
   struct ModuleReady {
-    std::size_t module;   // index into Context::module_grads
+    std::size_t module;   // index into the layer's LayerWork::modules
     Index op;             // the op after which its gradients exist
   };
   std::vector<Index> layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
@@ -102,20 +126,22 @@ class StageBuilder {
     int mb = -1;
     Pass pass = Pass::Forward;
     std::vector<Index> deps;
-    std::vector<std::uint32_t> kernels;   // indices into Context::layer_kernels of the pass
-    std::vector<CollectiveKind> comms;
+    std::vector<std::uint32_t> kernels;   // indices into the layer's LayerWork::kernels of the pass
+    std::vector<TpComm> comms;
   };
   std::optional<Index> flush(Pending& p);   // the compute op emitted, if any; p.deps ends after its collectives
   void overlapped(Pending& p, const Kernel& k, const TpComm& c, std::optional<std::size_t> module,
                   std::vector<ModuleReady>* grads_ready);
   Index tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, std::vector<Index> deps);
+  Index exposed_collective(const TpComm& c, const Pending& p, std::vector<Index> deps);
+  [[nodiscard]] std::vector<TpComm> comm_plan(int layer, Pass pass) const;
   std::vector<Index> receive(const PipeStep& step, int from_virtual);
   void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
   std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
   std::vector<Index> backward_gather(int layer, int mb, std::vector<Index> deps, bool more);
   std::vector<Index> gather_modules(int layer, int mb, std::vector<Index> gate);
-  void add_grads(Bytes bytes, int layer, int mb, Index after);
-  void flush_bucket(int layer, int mb);
+  void add_grads(Bytes bytes, bool expert, int layer, int mb, Index after);
+  void flush_bucket(bool expert, int layer, int mb);
 
   [[nodiscard]] int virtual_stage(const PipeStep& s) const { return s.chunk * ctx_.w.plan.pp + stage_; }
   [[nodiscard]] int stage_of(int virtual_stage) const { return virtual_stage % ctx_.w.plan.pp; }
@@ -124,21 +150,24 @@ class StageBuilder {
   const Context& ctx_;
   int stage_;
   std::vector<Op> ops_;
-  Bytes bucket_;                       // gradient bytes waiting for the next data-parallel reduction
-  std::vector<Index> bucket_deps_;
+  struct Bucket {
+    Bytes bytes;                       // gradient bytes waiting for the next reduction
+    std::vector<Index> deps;
+  };
+  std::array<Bucket, 2> buckets_;      // dense parameters' (over dp), routed experts' (over the expert dp group)
   std::vector<Index> dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
   std::vector<Index> last_backward_;   // the final op of the last backward step
   std::vector<Index> gather_window_;   // each layer pass's last op (ZeRO-3 prefetch gates on it)
   std::map<int, std::vector<Index>> prefetched_;   // ZeRO-3's backward: a layer's gathers, issued a layer ahead
   // overlap_param_gather: the all-gather of the bucket holding each unit's parameters (a layer, kEmbeddingUnit,
   // kLogitsUnit), until the unit's first forward has waited for it.
-  std::map<int, Index> param_gates_;
+  std::map<int, std::vector<Index>> param_gates_;
   static constexpr int kEmbeddingUnit = -1;
   static constexpr int kLogitsUnit = -2;
   std::vector<Index> gated(int unit, std::vector<Index> deps);
   // kernel_time, memoized: a stage times the same few kernels thousands of times.
   Seconds time_of(const Kernel& k);
-  using TimeKey = std::array<double, 16>;
+  using TimeKey = std::array<double, 18>;
   std::map<TimeKey, Seconds> times_;
 };
 

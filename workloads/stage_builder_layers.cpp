@@ -51,19 +51,57 @@ std::pair<Kernel, Kernel> gradient_halves(const Kernel& k) {
   return {data, weight};
 }
 
-// The linear module (layer_module_parameters' order: Q K V with the norms and biases, projection, MLP up, MLP
-// down) whose weights a kernel's GEMM uses; nullopt for kernels without weights.
-std::optional<std::size_t> module_of(KernelClass k) {
-  switch (k) {
-    case KernelClass::QkvGemm: return 0;
-    case KernelClass::ProjGemm: return 1;
-    case KernelClass::MlpUpGemm: return 2;
-    case KernelClass::MlpDownGemm: return 3;
-    default: return std::nullopt;
+// The MoE layer's token exchange (Megatron-Core's all-to-all dispatcher): forward, the tokens' copies sent to
+// their experts' GPUs before the experts' up projection (all-to-all over ep), then gathered over the expert-TP
+// group; after the down projection, reduce-scattered back over it and returned (all-to-all). Backward mirrors
+// it around the same GEMMs. Exposed: Megatron-Core runs them on the compute stream.
+std::vector<TpComm> moe_plan(Pass pass, const Context& ctx) {
+  using K = KernelClass;
+  using C = CollectiveKind;
+  const Sharding& s = ctx.sharding;
+  const Bytes a2a = ctx.moe.all_to_all;
+  const Bytes gather = ctx.moe.expert_gather;
+  const bool forward = pass != Pass::Backward;
+  const K first = forward ? K::ExpertUpGemm : K::ExpertDownGemm;   // the GEMM the tokens arrive for
+  const K last = forward ? K::ExpertDownGemm : K::ExpertUpGemm;    // and the one they leave after
+  std::vector<TpComm> exchange;   // the tokens' way to their experts
+  if (s.ep > 1 && ctx.t.moe_dispatcher == MoeDispatcher::AllToAll)
+    exchange.push_back({first, true, C::AllToAll, TpStyle::Exposed, Group::Ep, a2a});
+  if (s.ep > 1 && ctx.t.moe_dispatcher == MoeDispatcher::DeepEp) {
+    if (ctx.ep_nodes.nodes > 1)
+      exchange.push_back({first, true, C::AllToAll, TpStyle::Exposed, Group::EpRail, ctx.moe.rail});
+    if (ctx.ep_nodes.per_node > 1)
+      exchange.push_back({first, true, C::AllToAll, TpStyle::Exposed, Group::EpNode, ctx.moe.node, exchange.size() == 1});
   }
+  std::vector<TpComm> plan = exchange;
+  if (s.etp > 1) {
+    plan.push_back({first, true, C::AllGather, TpStyle::Exposed, Group::ExpertTp, gather});
+    plan.push_back({last, false, C::ReduceScatter, TpStyle::Exposed, Group::ExpertTp, gather});
+  }
+  for (TpComm c : exchange) {   // and back
+    c.kernel = last;
+    c.before = false;
+    plan.push_back(c);
+  }
+  return plan;
 }
 
 }  // namespace
+
+// The collectives of a layer pass, in the order its kernels meet them: TP's, and an MoE layer's exchange.
+// Full recomputation reruns the layer's forward, collectives included; selective recomputes only the attention
+// core, which needs no communication.
+std::vector<TpComm> StageBuilder::comm_plan(int layer, Pass pass) const {
+  if (pass == Pass::Recompute && ctx_.t.recompute != Recompute::Full) return {};
+  const Pass as = pass == Pass::Recompute ? Pass::Forward : pass;
+  std::vector<TpComm> plan;
+  if (ctx_.sharding.tp > 1) plan = tp_plan(as, ctx_.t);
+  if (ctx_.w.model.moe_layer(layer)) {
+    const auto moe = moe_plan(as, ctx_);
+    plan.insert(plan.end(), moe.begin(), moe.end());
+  }
+  return plan;
+}
 
 Seconds StageBuilder::time_of(const Kernel& k) {
   const GemmShape none{};
@@ -72,7 +110,8 @@ Seconds StageBuilder::time_of(const Kernel& k) {
   const AttentionShape a = k.attention.value_or(AttentionShape{0, 0, 0, false});
   const TimeKey key{static_cast<double>(k.kind), static_cast<double>(k.pass), k.flops.value(), k.bytes.value(), g.m,
                     g.n, g.k, g.batch, wg.m, wg.n, wg.k, a.batch_heads, a.seq, a.head_dim + (a.causal ? 0.5 : 0.0),
-                    k.precision ? static_cast<double>(*k.precision) : -1.0, k.gemm ? 1.0 : 0.0};
+                    k.precision ? static_cast<double>(*k.precision) : -1.0, k.gemm ? 1.0 : 0.0,
+                    static_cast<double>(k.launches), k.load};
   auto [it, added] = times_.emplace(key, Seconds(0));
   if (added) it->second = kernel_time(k, ctx_.gpu, ctx_.t.precision);
   return it->second;
@@ -104,11 +143,17 @@ Index StageBuilder::tp_collective(CollectiveKind kind, Bytes bytes, const Pendin
   return collective(kind, Group::Tp, bytes, purpose, p.layer, p.mb, std::move(deps));
 }
 
+Index StageBuilder::exposed_collective(const TpComm& c, const Pending& p, std::vector<Index> deps) {
+  if (c.group == Group::Tp) return tp_collective(c.kind, ctx_.activation, p, std::move(deps));
+  return collective(c.kind, c.group, c.bytes, CommPurpose::ExpertParallel, p.layer, p.mb, std::move(deps));
+}
+
 std::optional<Index> StageBuilder::flush(Pending& p) {
   std::optional<Index> op;
   const auto pass = pass_index(p.pass);
-  const auto& kernels = ctx_.layer_kernels[pass];
-  const auto& times = ctx_.layer_times[pass];
+  const LayerWork& work = ctx_.work(p.layer);
+  const auto& kernels = work.kernels[pass];
+  const auto& times = work.times[pass];
   if (!p.kernels.empty() && ctx_.granularity == Granularity::Layer) {
     ComputeOp c{Scope::Layer, std::nullopt, p.pass, p.layer, p.mb, FlopCount(0), Bytes(0), Seconds(0), Seconds(0)};
     for (const std::uint32_t i : p.kernels) {
@@ -127,7 +172,18 @@ std::optional<Index> StageBuilder::flush(Pending& p) {
       p.deps.clear();
     }
   if (op) p.deps = {*op};
-  for (const CollectiveKind kind : p.comms) p.deps = {tp_collective(kind, ctx_.activation, p, std::move(p.deps))};
+  // Each collective after the one before it, or beside it (with_previous: both from the same point, the next
+  // waiting for both).
+  std::vector<Index> from = p.deps;
+  std::vector<Index> ends = p.deps;
+  for (const TpComm& c : p.comms) {
+    if (!c.with_previous) {
+      from = ends;
+      ends.clear();
+    }
+    ends.push_back(exposed_collective(c, p, from));
+  }
+  p.deps = ends;
   p.kernels.clear();
   p.comms.clear();
   return op;
@@ -191,7 +247,7 @@ void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std:
   if (module && grads_ready != nullptr) grads_ready->push_back({*module, *ready});
 }
 
-// `grads_ready`, when given (backward passes): for each linear module, the op after which its weight gradients
+// `grads_ready`, when given (backward passes): for each linear module (LayerWork::modules), the op after which its weight gradients
 // exist, in the order the backward produces them: the projection's and the MLP's right after their weight GEMMs,
 // Q K V's with the norms' and biases' at the end of the pass (after its TP collectives, which the first norm's
 // backward waits for). Gradient buckets can so fill while the layer's backward still runs.
@@ -200,33 +256,38 @@ void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std:
 // where it runs.
 std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
                                             std::vector<ModuleReady>* grads_ready) {
-  const auto& kernels = ctx_.layer_kernels[pass_index(pass)];
-  // Full recomputation reruns the layer's forward, TP collectives included; selective recomputes only the
-  // attention core, which needs no communication.
-  const bool talks = ctx_.sharding.tp > 1 && (pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full);
-  std::vector<TpComm> plan;
-  if (talks) plan = tp_plan(pass == Pass::Recompute ? Pass::Forward : pass, ctx_.t);
+  const LayerWork& work = ctx_.work(layer);
+  const auto& kernels = work.kernels[pass_index(pass)];
+  const std::vector<TpComm> plan = comm_plan(layer, pass);
   const bool fine = ctx_.granularity == Granularity::Kernel;
   Pending p{layer, mb, pass, std::move(deps), {}, {}};
   for (std::uint32_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];
-    const auto c = std::ranges::find(plan, k.kind, &TpComm::kernel);
-    const TpComm* comm = c == plan.end() ? nullptr : &*c;
-    // A module other than Q K V whose weight GEMM `k` is: its gradients are ready after `k`.
-    std::optional<std::size_t> module = module_of(k.kind);
-    if (grads_ready == nullptr || (module && *module == 0)) module.reset();
-    if (comm && comm->style != TpStyle::Exposed) {
+    std::vector<const TpComm*> before, after;
+    const TpComm* overlapping = nullptr;
+    for (const TpComm& c : plan) {
+      if (c.kernel != k.kind) continue;
+      if (c.style != TpStyle::Exposed) overlapping = &c;
+      else (c.before ? before : after).push_back(&c);
+    }
+    // A module other than the first (Q K V, norms, router) whose weight GEMM `k` is: its gradients are ready
+    // after `k`.
+    std::optional<std::size_t> module;
+    if (grads_ready != nullptr)
+      for (std::size_t m = 1; m < work.modules.size(); ++m)
+        if (work.modules[m].after == k.kind) module = m;
+    if (overlapping != nullptr) {
       flush(p);
-      overlapped(p, k, *comm, module, grads_ready);
+      overlapped(p, k, *overlapping, module, grads_ready);
       continue;
     }
-    if (comm && comm->before) {
+    if (!before.empty()) {
       if (fine) flush(p);
-      p.comms.push_back(comm->kind);
+      for (const TpComm* c : before) p.comms.push_back(*c);
       if (fine) flush(p);
     }
     p.kernels.push_back(i);
-    if (comm && !comm->before) p.comms.push_back(comm->kind);
+    for (const TpComm* c : after) p.comms.push_back(*c);
     if (!fine && !module) continue;
     const std::optional<Index> op = flush(p);
     if (module) grads_ready->push_back({*module, *op});
@@ -234,7 +295,7 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
   flush(p);
   if (grads_ready != nullptr) {
     grads_ready->push_back({0, p.deps.front()});
-    DTSIM_ASSERT(grads_ready->size() == ctx_.module_grads.size(), "a layer's backward missed a module's gradients");
+    DTSIM_ASSERT(grads_ready->size() == work.modules.size(), "a layer's backward missed a module's gradients");
   }
   return p.deps;
 }

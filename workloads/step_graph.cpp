@@ -24,30 +24,83 @@ namespace dtsim::workloads {
 namespace {
 
 using detail::Context;
+using detail::LayerWork;
+using detail::ModuleGrads;
 using detail::pass_index;
 using detail::StageBuilder;
 
 // Parameters one GPU of `stage` holds (its TP shard): its layers, the embedding on the first virtual stage, the
-// final norm and the output layer (untied; or, tied with pp > 1, Megatron's copy of the embedding) on the last.
-double stage_parameters(const Context& ctx, int stage) {
+// final norm and the output layer (untied; or, tied with pp > 1, Megatron's copy of the embedding) on the last;
+// and apart, its share of the routed experts (split over ep x etp).
+struct StageParameters {
+  double dense = 0;
+  double expert = 0;
+};
+StageParameters stage_parameters(const Context& ctx, int stage) {
   const ModelSpec& m = ctx.w.model;
   const auto& plan = ctx.w.plan;
-  double params = 0;
+  StageParameters params;
   for (int v = stage; v < ctx.virtual_stages; v += plan.pp) {
-    params += ctx.layers[static_cast<std::size_t>(v)] * layer_parameters(m);
-    if (v == 0) params += embedding_parameters(m);
+    const auto vi = static_cast<std::size_t>(v);
+    for (int l = ctx.first_layer[vi]; l < ctx.first_layer[vi] + ctx.layers[vi]; ++l) {
+      params.dense += layer_dense_parameters(m, l);
+      params.expert += layer_routed_parameters(m, l);
+    }
+    if (v == 0) params.dense += embedding_parameters(m);
     if (v == ctx.virtual_stages - 1) {
-      params += final_norm_parameters(m) + logits_parameters(m);
-      if (m.tied_embeddings && plan.pp > 1) params += static_cast<double>(m.vocab) * m.hidden;
+      params.dense += final_norm_parameters(m) + logits_parameters(m);
+      if (m.tied_embeddings && plan.pp > 1) params.dense += static_cast<double>(m.vocab) * m.hidden;
     }
   }
-  return params / plan.tp;
+  return {params.dense / plan.tp, params.expert / (plan.ep * plan.expert_tp())};
+}
+
+// A dense layer's gradients by module (layer_module_parameters: Q K V with the norms, projection, MLP up, down),
+// or an MoE layer's (attention with the norms and the router, projection, the shared experts' up and down, the
+// routed experts' up and down), on one GPU.
+std::vector<ModuleGrads> module_grads(const Workload& w, bool moe) {
+  const ModelSpec& m = w.model;
+  const double tp = w.plan.tp;
+  const double experts = w.plan.ep * w.plan.expert_tp();
+  const double g = bytes_per_element(w.training->grad_dtype);
+  using K = KernelClass;
+  if (!moe) {
+    const auto parts = layer_module_parameters(m);
+    return {{std::nullopt, Bytes(parts[0] / tp * g), false}, {K::ProjGemm, Bytes(parts[1] / tp * g), false},
+            {K::MlpUpGemm, Bytes(parts[2] / tp * g), false}, {K::MlpDownGemm, Bytes(parts[3] / tp * g), false}};
+  }
+  const MoeLayerParameters p = moe_layer_parameters(m);
+  const double proj = static_cast<double>(m.value_dim()) * m.hidden;
+  std::vector<ModuleGrads> out{{std::nullopt, Bytes((p.attention - proj + p.router) / tp * g), false},
+                               {K::ProjGemm, Bytes(proj / tp * g), false}};
+  if (p.shared_up > 0) {
+    out.push_back({K::MlpUpGemm, Bytes(p.shared_up / tp * g), false});
+    out.push_back({K::MlpDownGemm, Bytes(p.shared_down / tp * g), false});
+  }
+  out.push_back({K::ExpertUpGemm, Bytes(p.expert_up / experts * g), true});
+  out.push_back({K::ExpertDownGemm, Bytes(p.expert_down / experts * g), true});
+  return out;
+}
+
+LayerWork layer_work(const Context& ctx, bool moe) {
+  const Workload& w = ctx.w;
+  const TrainingSpec& t = *w.training;
+  LayerWork work;
+  for (const Pass p : {Pass::Forward, Pass::Backward, Pass::Recompute}) {
+    work.kernels[pass_index(p)] = layer_kernels(w.model, t, ctx.sharding, t.micro_batch, p, moe);
+    for (const Kernel& k : work.kernels[pass_index(p)])
+      work.times[pass_index(p)].push_back(kernel_time(k, ctx.gpu, t.precision));
+  }
+  work.modules = module_grads(w, moe);
+  for (const ModuleGrads& g : work.modules) (g.expert ? work.expert_grads : work.grads) += g.bytes;
+  return work;
 }
 
 Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularity granularity) {
   const TrainingSpec& t = *w.training;
-  Context ctx{w, t, gpu, granularity, Sharding{w.plan.tp, t.sequence_parallel}, stage_layers(w.plan, w.model.layers),
-              {}, w.plan.pp * w.plan.vpp, {}, {}, {}, {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}};
+  const Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp()};
+  Context ctx{w, t, gpu, granularity, sharding, stage_layers(w.plan, w.model.layers), {}, w.plan.pp * w.plan.vpp, {},
+              {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}};
   int first = 0;
   for (int n : ctx.layers) {
     ctx.first_layer.push_back(first);
@@ -56,18 +109,15 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   const ModelSpec& m = w.model;
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
   ctx.activation = Bytes(tokens * m.hidden * bytes_per_element(t.precision));
-  const double layer_params = layer_parameters(m) / w.plan.tp;
-  for (const double part : layer_module_parameters(m)) {
+  for (const double part : layer_module_parameters(m))
     ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
-    ctx.module_grads.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.grad_dtype)));
-  }
-  ctx.layer_grads = Bytes(layer_params * bytes_per_element(t.grad_dtype));
   ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(logits_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
-  for (const Pass p : {Pass::Forward, Pass::Backward, Pass::Recompute}) {
-    ctx.layer_kernels[pass_index(p)] = layer_kernels(m, t, ctx.sharding, t.micro_batch, p);
-    for (const Kernel& k : ctx.layer_kernels[pass_index(p)])
-      ctx.layer_times[pass_index(p)].push_back(kernel_time(k, gpu, t.precision));
+  ctx.layer_work[0] = layer_work(ctx, false);
+  if (m.moe()) {
+    ctx.ep_nodes = ep_nodes(w);
+    ctx.moe = moe_traffic(m, t, sharding, t.micro_batch, ctx.ep_nodes.nodes);
+    ctx.layer_work[1] = layer_work(ctx, true);
   }
   for (const Pass p : {Pass::Forward, Pass::Backward}) {
     ctx.embedding_kernels[pass_index(p)] = embedding_kernels(m, t, ctx.sharding, t.micro_batch, p);
@@ -83,7 +133,8 @@ std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
     if (step.pass == Pass::Forward) b.forward(step);
     else b.backward(step, step.micro_batch == micro_batches - 1);
   }
-  b.finish(stage_parameters(ctx, stage));
+  const StageParameters params = stage_parameters(ctx, stage);
+  b.finish(params.dense, params.expert);
   return b.take();
 }
 
@@ -120,6 +171,31 @@ std::vector<int> StepGraph::group_ranks(int rank, Group group) const {
       first.pp = 0;
       last.pp = placement.size(Axis::Pp) - 1;
       return {placement.rank(first), placement.rank(last)};
+    }
+    case Group::Ep: return placement.expert_group(rank, ExpertAxis::Ep);
+    case Group::ExpertTp: return placement.expert_group(rank, ExpertAxis::Etp);
+    case Group::ExpertDp: return placement.expert_group(rank, ExpertAxis::Edp);
+    case Group::EpNode:
+    case Group::EpRail: {
+      const int per_node = workload.gpus_per_node;
+      const auto node = [per_node](int r) { return per_node > 0 ? r / per_node : 0; };
+      const std::vector<int> ep = placement.expert_group(rank, ExpertAxis::Ep);
+      std::vector<int> here;
+      for (int r : ep)
+        if (node(r) == node(rank)) here.push_back(r);
+      if (group == Group::EpNode) return here;
+      const auto place = std::ranges::find(here, rank) - here.begin();
+      std::vector<int> rail;
+      std::vector<int> seen;
+      for (int r : ep) {
+        if (std::ranges::find(seen, node(r)) != seen.end()) continue;
+        seen.push_back(node(r));
+        std::vector<int> there;
+        for (int s : ep)
+          if (node(s) == node(r)) there.push_back(s);
+        rail.push_back(there.at(static_cast<std::size_t>(place)));
+      }
+      return rail;
     }
   }
   DTSIM_ASSERT(false, "group missing from group_ranks");

@@ -33,10 +33,15 @@ enum class Group {
   Tp,          // the TP peers of this rank's stage and replica
   Dp,          // the same TP rank and stage in every data-parallel replica
   Embedding,   // first and last stage, same TP rank and replica (tied embedding gradients)
+  Ep,          // MoE: the expert-parallel peers (Placement::expert_group, ExpertAxis::Ep)
+  ExpertTp,    // MoE: the expert tensor-parallel peers
+  ExpertDp,    // MoE: the replicas of this rank's experts (their gradients' reduction)
+  EpNode,      // MoE, DeepEP: the expert-parallel peers on this rank's node (Workload::gpus_per_node)
+  EpRail,      // MoE, DeepEP: the expert-parallel peers at this rank's place on each node the group spans
 };
 // Why the communication happens: for the breakdown and the trace.
 enum class CommPurpose { TensorParallel, SequenceParallel, PipelineGather, DataParallelGrads, ZeroParamGather,
-                         EmbeddingGrads };
+                         EmbeddingGrads, ExpertParallel, ExpertGrads };
 // What a compute op covers: a layer (or one kernel of it, when fine), the embedding, the logits, the optimizer.
 enum class Scope { Layer, Embedding, Logits, Optimizer };
 enum class Granularity { Layer, Kernel };   // Layer: one op per layer pass per micro-batch (default)

@@ -18,13 +18,22 @@ constexpr NameTable<CollectiveKind, 5> kCollectiveKinds{{{CollectiveKind::AllRed
                                                          {CollectiveKind::ReduceScatter, "reduce-scatter"},
                                                          {CollectiveKind::AllToAll, "all-to-all"},
                                                          {CollectiveKind::Broadcast, "broadcast"}}};
-constexpr NameTable<Group, 3> kGroups{{{Group::Tp, "tp"}, {Group::Dp, "dp"}, {Group::Embedding, "embedding"}}};
-constexpr NameTable<CommPurpose, 6> kPurposes{{{CommPurpose::TensorParallel, "tensor-parallel"},
+constexpr NameTable<Group, 8> kGroups{{{Group::Tp, "tp"},
+                                       {Group::Dp, "dp"},
+                                       {Group::Embedding, "embedding"},
+                                       {Group::Ep, "ep"},
+                                       {Group::ExpertTp, "etp"},
+                                       {Group::ExpertDp, "edp"},
+                                       {Group::EpNode, "ep-node"},
+                                       {Group::EpRail, "ep-rail"}}};
+constexpr NameTable<CommPurpose, 8> kPurposes{{{CommPurpose::TensorParallel, "tensor-parallel"},
                                                {CommPurpose::SequenceParallel, "sequence-parallel"},
                                                {CommPurpose::PipelineGather, "pipeline-gather"},
                                                {CommPurpose::DataParallelGrads, "data-parallel-grads"},
                                                {CommPurpose::ZeroParamGather, "zero-param-gather"},
-                                               {CommPurpose::EmbeddingGrads, "embedding-grads"}}};
+                                               {CommPurpose::EmbeddingGrads, "embedding-grads"},
+                                               {CommPurpose::ExpertParallel, "expert-parallel"},
+                                               {CommPurpose::ExpertGrads, "expert-grads"}}};
 constexpr NameTable<Scope, 4> kScopes{{{Scope::Layer, "layer"}, {Scope::Embedding, "embedding"},
                                        {Scope::Logits, "logits"}, {Scope::Optimizer, "optimizer"}}};
 

@@ -59,6 +59,15 @@ std::string_view to_string(Fp8 f);
 std::optional<Fp8> parse_fp8(std::string_view name);
 inline constexpr std::string_view kFp8Names = "none, hybrid, e4m3";
 
+// How an MoE layer's tokens reach their experts (training.moe_dispatcher): alltoall, Megatron-Core's all-to-all
+// dispatcher (NCCL all-to-all over the expert-parallel group, one copy per chosen expert); deepep, its flex
+// dispatcher on DeepSeek's DeepEP (each token sent once to each node holding one of its experts over RDMA, to the
+// GPU of the same rail, and forwarded there over NVLink, the two stages pipelined; combine the reverse).
+enum class MoeDispatcher { AllToAll, DeepEp };
+std::string_view to_string(MoeDispatcher d);
+std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
+inline constexpr std::string_view kMoeDispatcherNames = "alltoall, deepep";
+
 // Bytes of one element stored in `p` (int4: 0.5; tf32 is stored as fp32).
 double bytes_per_element(Precision p);
 
@@ -102,6 +111,7 @@ struct TrainingSpec {
   bool cross_entropy_fusion = false;     // the loss in one fused kernel over 16-bit logits (Megatron-Core's
                                          // --cross-entropy-loss-fusion) instead of Megatron's unfused fp32 one
   Fp8 fp8 = Fp8::None;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   // ZeRO-3's backward fetches the next layer's parameters when it fetches this layer's, so their gathers are
   // issued before this layer's gradients are reduce-scattered (DeepSpeed's PartitionedParameterCoordinator: the
   // pre-backward hook fetches and prefetches, the gradient hooks reduce later); false: each layer's gathers are

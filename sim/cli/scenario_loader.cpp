@@ -23,10 +23,6 @@ using topology::ClusterSpec;
 
 constexpr long long kMaxCount = 1'000'000;
 
-int read_int(const YamlMap& m, const std::string& key, int fallback, long long min, long long max) {
-  return static_cast<int>(m.integer(key, min, max).value_or(fallback));
-}
-
 int read_lanes(const YamlMap& m, const std::string& key, int fallback) {
   const int lanes = read_int(m, key, fallback, 1, 16);
   if (!topology::valid_pcie_lanes(lanes))

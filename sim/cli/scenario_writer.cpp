@@ -114,6 +114,22 @@ void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
   emit(out, "causal", m.causal);
   emit(out, "hidden_dropout", m.hidden_dropout);
   emit(out, "attention_dropout", m.attention_dropout);
+  if (m.head_size > 0) emit(out, "head_dim", m.head_size);
+  if (m.mla()) {
+    emit(out, "q_lora_rank", m.q_lora_rank);
+    emit(out, "kv_lora_rank", m.kv_lora_rank);
+    emit(out, "rope_head_dim", m.rope_head_dim);
+    emit(out, "v_head_dim", m.v_head_dim);
+  }
+  if (m.moe()) {
+    emit(out, "experts", m.experts);
+    emit(out, "experts_per_token", m.experts_per_token);
+    emit(out, "shared_experts", m.shared_experts);
+    emit(out, "expert_ffn_hidden", m.expert_width());
+    emit(out, "moe_layer_freq", m.moe_layer_freq);
+    emit(out, "dense_layers", m.dense_layers);
+    emit(out, "expert_imbalance", m.expert_imbalance);
+  }
   out << YAML::EndMap;
 }
 
@@ -136,6 +152,7 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit_name(out, "attention", to_string(t.attention));
   emit(out, "cross_entropy_fusion", t.cross_entropy_fusion);
   emit_name(out, "fp8", to_string(t.fp8));
+  emit_name(out, "moe_dispatcher", to_string(t.moe_dispatcher));
   emit(out, "tp_backward_overlap", t.tp_backward_overlap);
   emit(out, "tp_comm_overlap", t.tp_comm_overlap);
   emit(out, "distributed_optimizer", t.distributed_optimizer);
@@ -214,6 +231,10 @@ void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p) {
   emit(out, "order", workloads::order_name(p.order));
   emit(out, "zero", p.zero);
   emit(out, "scatter_gather", p.scatter_gather);
+  if (p.ep > 1 || p.etp > 0) {
+    emit(out, "ep", p.ep);
+    emit(out, "etp", p.expert_tp());
+  }
   out << YAML::EndMap;
 }
 

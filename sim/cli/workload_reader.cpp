@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 #include <initializer_list>
 
-#include "sim/cli/hf_config.hpp"
 #include "sim/cli/scenario.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
@@ -30,9 +29,6 @@ using workloads::TrainingSpec;
 constexpr long long kMaxDegree = 1'000'000;         // tp, pp, dp
 constexpr double kMaxBucketMB = 1e6;
 
-// The sizes a model without a preset must give; the rest default to a GPT-style layer (ModelSpec's defaults).
-constexpr std::array<const char*, 6> kShapeKeys = {"layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_length"};
-
 constexpr std::initializer_list<Precision> kComputePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16,
                                                                  Precision::Fp16, Precision::Fp8};
 constexpr std::initializer_list<Precision> kWeightPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
@@ -43,20 +39,6 @@ constexpr std::initializer_list<Precision> kStatePrecisions = {Precision::Fp32, 
 constexpr std::initializer_list<Precision> kServingPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
                                                                  Precision::Fp8,  Precision::Int8, Precision::Int4};
 
-// Runs `fn`; an InputError it throws without a location gets the line of `key` in `m`.
-template <class Fn>
-auto located(const YamlMap& m, const std::string& key, Fn fn) {
-  try {
-    return fn();
-  } catch (const InputError& e) {
-    if (!e.location().empty()) throw;
-    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), m.where(key));
-  }
-}
-
-int read_int(const YamlMap& m, const std::string& key, int fallback, long long min, long long max) {
-  return static_cast<int>(m.integer(key, min, max).value_or(fallback));
-}
 
 Precision read_precision(const YamlMap& m, const std::string& key, Precision fallback,
                          std::initializer_list<Precision> allowed) {
@@ -67,72 +49,6 @@ Precision read_precision(const YamlMap& m, const std::string& key, Precision fal
   std::string names;
   for (const Precision a : allowed) names += (names.empty() ? "" : ", ") + std::string(to_string(a));
   m.fail(key, *name, "unknown or unsupported precision", names);
-}
-
-// A preset or a Hugging Face config.json (`hf_config`, relative to the scenario's folder) gives every size; without
-// either every size is required and the model is named after the scenario.
-ModelSpec model_base(const YamlMap& m, const std::string& scenario_name, const std::string& file) {
-  if (m.has("preset") && m.has("hf_config"))
-    m.fail("hf_config", m.text("hf_config").value_or(""), "gives the model a second time beside model.preset:",
-           "model.preset or model.hf_config, not both");
-  if (const auto preset = m.text("preset"))
-    return located(m, "preset", [&] { return workloads::find_model(*preset, m.dotted("preset")); });
-  if (const auto hf = m.text("hf_config"))
-    return read_hf_config(resolve_path(file, *hf), *hf, m.dotted("hf_config"), m.where("hf_config"));
-  for (const char* key : kShapeKeys)
-    if (!m.has(key))
-      m.fail(key, "", "missing required key (no model.preset or model.hf_config to take it from)", "an integer >= 1");
-  ModelSpec base;
-  base.name = scenario_name;
-  base.source = "scenario";
-  return base;
-}
-
-// kv_heads follows heads for multi-head attention (no preset, or an MHA preset whose heads are overridden).
-int default_kv_heads(const ModelSpec& base, int heads) {
-  return base.kv_heads == 0 || base.kv_heads == base.heads ? heads : base.kv_heads;
-}
-
-void read_model_options(const YamlMap& m, ModelSpec& model) {
-  model.activation = read_enum(m, "activation", model.activation, workloads::parse_activation,
-                               workloads::kActivationNames);
-  model.norm = read_enum(m, "norm", model.norm, workloads::parse_norm, workloads::kNormNames);
-  model.positions = read_enum(m, "positions", model.positions, workloads::parse_positions, workloads::kPositionNames);
-  model.tied_embeddings = m.boolean("tied_embeddings").value_or(model.tied_embeddings);
-  model.bias = m.boolean("bias").value_or(model.bias);
-  model.causal = m.boolean("causal").value_or(model.causal);
-  model.hidden_dropout = m.number("hidden_dropout", 0.0, true, kMaxDropout).value_or(model.hidden_dropout);
-  model.attention_dropout = m.number("attention_dropout", 0.0, true, kMaxDropout).value_or(model.attention_dropout);
-}
-
-// workloads::validate's cross-key checks (heads divide hidden, ...), located at the offending key.
-void validate_model(const YamlMap& m, const ModelSpec& model) {
-  try {
-    workloads::validate(model, "model");
-  } catch (const InputError& e) {
-    const std::string field = e.key().substr(e.key().find('.') + 1);
-    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), m.where(field));
-  }
-}
-
-ModelSpec read_model(const YamlMap& m, const std::string& scenario_name, const std::string& file) {
-  m.allow_only({"preset", "hf_config", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "head_vocab", "seq_length", "activation",
-                "norm", "positions", "tied_embeddings", "bias", "causal", "hidden_dropout",
-                "attention_dropout"});
-  const ModelSpec base = model_base(m, scenario_name, file);
-  ModelSpec model = base;
-  model.layers = read_int(m, "layers", base.layers, 1, kMaxLayers);
-  model.hidden = read_int(m, "hidden", base.hidden, 1, kMaxWidth);
-  model.heads = read_int(m, "heads", base.heads, 1, kMaxWidth);
-  model.kv_heads = read_int(m, "kv_heads", default_kv_heads(base, model.heads), 1, kMaxWidth);
-  model.ffn_hidden = read_int(m, "ffn_hidden", base.ffn_hidden, 1, kMaxWidth);
-  model.vocab = read_int(m, "vocab", base.vocab, 1, kMaxTokens);
-  model.head_vocab = read_int(m, "head_vocab", base.head_vocab, 0, kMaxTokens);
-  if (model.head_vocab == model.vocab) model.head_vocab = 0;   // the default, however it was written
-  model.seq_length = read_int(m, "seq_length", base.seq_length, 1, kMaxTokens);
-  read_model_options(m, model);
-  validate_model(m, model);
-  return model;
 }
 
 // training.fp8 names the linear layers' GEMM precision; the rest computes in training.precision, which must be
@@ -149,7 +65,7 @@ TrainingSpec read_training(const YamlMap& m) {
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
                 "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
-                "steps"});
+                "steps", "moe_dispatcher"});
   if (m.has("tokens") && m.has("steps"))
     m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
            "training.tokens or training.steps, not both");
@@ -178,6 +94,8 @@ TrainingSpec read_training(const YamlMap& m) {
   t.cross_entropy_fusion = m.boolean("cross_entropy_fusion").value_or(t.cross_entropy_fusion);
   t.fp8 = read_enum(m, "fp8", t.fp8, workloads::parse_fp8, workloads::kFp8Names);
   check_fp8(m, t);
+  t.moe_dispatcher = read_enum(m, "moe_dispatcher", t.moe_dispatcher, workloads::parse_moe_dispatcher,
+                               workloads::kMoeDispatcherNames);
   t.tp_backward_overlap = m.boolean("tp_backward_overlap").value_or(t.tp_backward_overlap);
   t.tp_comm_overlap = m.boolean("tp_comm_overlap").value_or(t.tp_comm_overlap);
   t.distributed_optimizer = m.boolean("distributed_optimizer").value_or(t.distributed_optimizer);
@@ -359,7 +277,8 @@ int derive_dp(const YamlMap& top, const topology::ClusterSpec& cluster, const Pa
 }
 
 ParallelPlan read_plan_keys(const YamlMap& m) {
-  m.allow_only({"tp", "pp", "dp", "vpp", "schedule", "layers_per_stage", "order", "zero", "scatter_gather"});
+  m.allow_only({"tp", "pp", "dp", "vpp", "schedule", "layers_per_stage", "order", "zero", "scatter_gather", "ep",
+                "etp"});
   ParallelPlan p;
   p.tp = read_int(m, "tp", p.tp, 1, kMaxDegree);
   p.pp = read_int(m, "pp", p.pp, 1, kMaxDegree);
@@ -371,6 +290,8 @@ ParallelPlan read_plan_keys(const YamlMap& m) {
   p.order = read_enum(m, "order", p.order, workloads::parse_order, workloads::kOrderNames);
   p.zero = read_int(m, "zero", p.zero, 0, 3);
   p.scatter_gather = m.boolean("scatter_gather").value_or(p.scatter_gather);
+  p.ep = read_int(m, "ep", p.ep, 1, kMaxDegree);
+  p.etp = read_int(m, "etp", p.etp, 1, kMaxDegree);
   return p;
 }
 
@@ -461,6 +382,7 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
   check_sections(top);
   if (!top.has("model")) return std::nullopt;
   workloads::Workload w;
+  w.gpus_per_node = cluster.gpus_per_node;
   w.model = read_model(top.map("model"), scenario_name, file);
   if (top.has("training")) {
     w.training = read_training(top.map("training"));

@@ -60,6 +60,11 @@ std::string group_name(std::size_t group) {
     case Group::Tp: return "tp";
     case Group::Dp: return "dp";
     case Group::Embedding: return "embedding";
+    case Group::Ep: return "ep";
+    case Group::ExpertTp: return "etp";
+    case Group::ExpertDp: return "edp";
+    case Group::EpNode: return "ep-node";
+    case Group::EpRail: return "ep-rail";
   }
   return "?";
 }

@@ -292,7 +292,7 @@ TEST_CASE("every key is checked: unknown keys, enums, ranges, types") {
   CHECK(err("{preset: bert-base, depth: 3}", train).find("model.depth: unknown key 'depth' (allowed: preset, hf_config, layers") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, lr: 0.1}").find("training.lr: unknown key") != std::string::npos);
   CHECK(err(bert, "inference: {tokens: 3}").find("inference.tokens: unknown key") != std::string::npos);
-  CHECK(err(bert, train, "{ep: 2}").find("parallelism.ep: unknown key") != std::string::npos);
+  CHECK(err(bert, train, "{xp: 2}").find("parallelism.xp: unknown key") != std::string::npos);
   CHECK(err("{preset: gpt-5}", train).find("model.preset: unknown model preset 'gpt-5' (allowed: gpt3-175b") != std::string::npos);
   CHECK(err("{preset: bert-base, activation: relu}", train).find("model.activation: unknown value 'relu' (allowed: gelu, swiglu)") != std::string::npos);
   CHECK(err("{preset: bert-base, norm: batchnorm}", train).find("(allowed: layernorm, rmsnorm)") != std::string::npos);
@@ -322,7 +322,7 @@ TEST_CASE("every key is checked: unknown keys, enums, ranges, types") {
 
 TEST_CASE("the model's cross-key checks are located at the offending key") {
   CHECK(error_of(with_cluster("model:\n  preset: bert-base\n  heads: 7\ntraining: {global_batch: 8}")) ==
-        "test.yaml:4: model.heads: does not divide hidden 768: '7' (allowed: a divisor of hidden)");
+        "test.yaml:4: model.heads: does not divide hidden 768: '7' (allowed: a divisor of hidden, or model.head_dim given)");
   CHECK(error_of(with_cluster("model:\n  preset: llama2-70b\n  kv_heads: 48\ntraining: {global_batch: 8}"))
             .starts_with("test.yaml:4: model.kv_heads: does not divide heads 64: '48'"));
 }

@@ -383,3 +383,29 @@ TEST_CASE("scale: coarse compute ops (one per layer pass) keep the kernel-level 
     CHECK(deviation(layer, kernel) < 0.01);
   }
 }
+
+// Issue 22: a mixture of experts' all-to-alls, inside a node (8-way) and across the contended fabric (16-way,
+// order tp-pp-dp strides the group over the nodes), under every shortcut and fully expanded.
+TEST_CASE("scale: an MoE step's all-to-alls keep the fully expanded step time, inside a node and across the fabric") {
+  const auto topo = contended_fabric();
+  for (const int ep : {2, 8}) {
+    workloads::Workload w;
+    w.model = workloads::find_model("mixtral-8x7b");
+    w.model.layers = 2;
+    w.model.seq_length = 1024;
+    w.model.experts = 16;
+    w.training = workloads::training_defaults(topology::Precision::Bf16);
+    w.training->global_batch = 16;
+    w.plan.dp = 16;
+    w.plan.ep = ep;
+    w.plan.zero = 1;
+    w.plan.order = *workloads::parse_order("tp-pp-dp");
+    w.gpus_per_node = 2;
+    workloads::check_plan(w, 16);
+    const auto g = workloads::generate_step(w, topology::find_gpu("a100-sxm4-80gb"));
+    const auto full = play(g, topo, {});
+    const auto fast = play(g, topo, {true, true, true});
+    MESSAGE("ep ", ep, ": expanded ", full.step, " s, shortcuts ", fast.step, " s");
+    CHECK(deviation(fast, full) < 0.01);
+  }
+}

@@ -140,7 +140,7 @@ TEST_CASE("validate names the offending key and what is allowed") {
   CHECK_NOTHROW(validate(small_model()));
   ModelSpec m = small_model();
   m.heads = 5;
-  CHECK(error_of([&] { validate(m); }) == "model.heads: does not divide hidden 64: '5' (allowed: a divisor of hidden)");
+  CHECK(error_of([&] { validate(m); }) == "model.heads: does not divide hidden 64: '5' (allowed: a divisor of hidden, or model.head_dim given)");
   m = small_model();
   m.kv_heads = 3;
   CHECK(error_of([&] { validate(m); }).starts_with("model.kv_heads: does not divide heads 4: '3'"));

@@ -1,0 +1,69 @@
+// Mixtures of experts end to end: `run` on both engines, `graph` naming the MoE ops, the resolved scenario loading
+// back to the same step, bad plans refused.
+#include <fmt/format.h>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+json moe_run(const std::string& args) {
+  const auto r = dtsim("run " + src("tests/data/scenarios/moe-small.yaml") + " --format json " + args);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("moe run: both engines time the all-to-alls alike, and expert parallelism across nodes is slower than inside one") {
+  const json simgrid = moe_run("");
+  const json analytic = moe_run("--set simulation.engine=analytic");
+  CHECK(analytic.at("step_time_s").get<double>() ==
+        doctest::Approx(simgrid.at("step_time_s").get<double>()).epsilon(0.02));
+  CHECK(simgrid.at("memory").at("fits").get<bool>());
+  // Pipeline stages inside a node and the replicas across the two (order tp-pp-dp): the expert-parallel group
+  // spans both nodes, and its all-to-alls cross InfiniBand instead of NVLink.
+  const json across = moe_run("--set parallelism.order=tp-pp-dp");
+  CHECK(across.at("step_time_s").get<double>() > simgrid.at("step_time_s").get<double>() * 1.05);
+  // An imbalanced router slows the step; the model FLOPs stay.
+  const json skewed = moe_run("--set model.expert_imbalance=1.5");
+  CHECK(skewed.at("step_time_s").get<double>() > simgrid.at("step_time_s").get<double>() * 1.1);
+}
+
+TEST_CASE("moe graph: the all-to-alls over ep and the MoE kernels (router, permutes, grouped expert GEMMs)") {
+  const auto table = dtsim("graph " + src("tests/data/scenarios/moe-small.yaml"));
+  REQUIRE_MESSAGE(table.status == 0, table.err);
+  CHECK(table.out.find("all-to-all over ep") != std::string::npos);
+  const fs::path dot = fresh_dir("moe", "dot") / "g.dot";
+  fs::create_directories(dot.parent_path());
+  const auto r = dtsim("graph " + src("tests/data/scenarios/moe-small.yaml") + " --kernels --dot " + dot.string());
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const std::string text = slurp(dot);
+  for (const char* op : {"router", "router-topk", "token-permute", "expert-up-gemm", "expert-down-gemm",
+                         "token-unpermute", "all-to-all ep"})
+    CHECK_MESSAGE(text.find(op) != std::string::npos, op);
+}
+
+TEST_CASE("moe: the resolved scenario carries the experts and the expert grid, and loads back to the same step") {
+  const fs::path dir = fresh_dir("moe", "out");
+  const auto one = dtsim("run " + src("tests/data/scenarios/moe-small.yaml") + " --out " + dir.string());
+  REQUIRE_MESSAGE(one.status == 0, one.err);
+  const std::string resolved = slurp(dir / "scenario.resolved.yaml");
+  for (const char* key : {"experts: 8", "experts_per_token: 2", "expert_ffn_hidden: 14336", "ep: 8", "etp: 1"})
+    CHECK_MESSAGE(resolved.find(key) != std::string::npos, key);
+  const auto again = dtsim("run " + (dir / "scenario.resolved.yaml").string() + " --format json");
+  REQUIRE(again.status == 0);
+  CHECK(json::parse(again.out).at("step_time_s") == json::parse(slurp(dir / "result.json")).at("step_time_s"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("moe: an ep that does not divide the experts is refused with exit 2 and one line") {
+  const auto e = dtsim("memory " + src("tests/data/scenarios/moe-ep-not-dividing.yaml"));
+  CHECK(e.status == 2);
+  CHECK(e.err.starts_with("dtsim: error: "));
+  CHECK(e.err.ends_with("moe-ep-not-dividing.yaml:6: parallelism.ep: does not divide model.experts 8: ep '3' "
+                        "(allowed: a divisor of experts)\n"));
+  CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+}
