@@ -1,9 +1,10 @@
-// Field names are the transformers library's configuration classes' (LlamaConfig, MistralConfig, Qwen2Config,
-// GPT2Config, BertConfig); defaults are theirs where a config.json may leave a field out.
+// Field names are the transformers library's configuration classes' (LlamaConfig, MistralConfig, MixtralConfig,
+// Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GPT2Config, BertConfig); defaults
+// are theirs where a config.json may leave a field out.
 #include "sim/cli/hf_config.hpp"
 #include "sim/cli/workload_reader.hpp"
 
-#include <cctype>
+#include <array>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -22,7 +23,19 @@ using workloads::ModelSpec;
 using workloads::Norm;
 using workloads::Positions;
 
-constexpr const char* kArchitectures = "llama, mistral, qwen2, gpt2, bert";
+constexpr const char* kArchitectures = "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v3, gpt2, bert";
+
+// The model_type of an `architectures` class name (its prefix), longest prefixes first.
+constexpr std::array<std::pair<const char*, const char*>, 10> kClassTypes{{{"Qwen2Moe", "qwen2_moe"},
+                                                                          {"Qwen3Moe", "qwen3_moe"},
+                                                                          {"DeepseekV3", "deepseek_v3"},
+                                                                          {"Llama", "llama"},
+                                                                          {"Mistral", "mistral"},
+                                                                          {"Mixtral", "mixtral"},
+                                                                          {"Qwen2", "qwen2"},
+                                                                          {"Qwen3", "qwen3"},
+                                                                          {"GPT2", "gpt2"},
+                                                                          {"Bert", "bert"}}};
 
 
 class Config {
@@ -36,7 +49,7 @@ class Config {
 
   // An integer field in [1, max] (the scenario's own limit for the key it fills); `fallback` when the field may
   // be absent (or null, as transformers writes it).
-  int integer(const char* field, long long max, std::optional<long long> fallback = std::nullopt) const {
+  int integer(const char* field, long long max, std::optional<long long> fallback = std::nullopt, long long min = 1) const {
     const auto it = doc_.find(field);
     long long v = 0;
     if (it == doc_.end() || it->is_null()) {
@@ -44,12 +57,23 @@ class Config {
       v = *fallback;
     } else {
       if (!it->is_number_integer())
-        fail(fmt::format("config.json's '{}' is {}, not an integer:", field, it->dump()), fmt::format("an integer in [1, {}]", max));
+        fail(fmt::format("config.json's '{}' is {}, not an integer:", field, it->dump()),
+             fmt::format("an integer in [{}, {}]", min, max));
       v = it->get<long long>();
     }
-    if (v < 1 || v > max)
-      fail(fmt::format("config.json's '{}' is {}, out of range:", field, v), fmt::format("an integer in [1, {}]", max));
+    if (v < min || v > max)
+      fail(fmt::format("config.json's '{}' is {}, out of range:", field, v), fmt::format("an integer in [{}, {}]", min, max));
     return static_cast<int>(v);
+  }
+  bool has(const char* field) const {
+    const auto it = doc_.find(field);
+    return it != doc_.end() && !it->is_null();
+  }
+  // A list field that must be empty or absent (a feature dtsim does not describe when it is not).
+  void require_empty(const char* field, const char* allowed) const {
+    const auto it = doc_.find(field);
+    if (it != doc_.end() && !it->is_null() && !(it->is_array() && it->empty()))
+      fail(fmt::format("config.json's '{}' is {}, which dtsim does not describe:", field, it->dump()), allowed);
   }
   bool boolean(const char* field, bool fallback) const {
     const auto it = doc_.find(field);
@@ -76,12 +100,8 @@ class Config {
     const auto it = doc_.find("architectures");
     if (it != doc_.end() && it->is_array() && !it->empty() && it->front().is_string()) {
       const std::string a = it->front().get<std::string>();
-      for (const char* known : {"Llama", "Mistral", "Mixtral", "Qwen2", "GPT2", "Bert", "DeepseekV3"})
-        if (a.starts_with(known)) {
-          std::string lower = known;
-          for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-          return lower == "deepseekv3" ? "deepseek_v3" : lower;
-        }
+      for (const auto& [prefix, type] : kClassTypes)
+        if (a.starts_with(prefix)) return type;
       return a;
     }
     fail("config.json names no model_type and no architectures:", fmt::format("one of {}", kArchitectures));
@@ -92,8 +112,9 @@ class Config {
   std::string path_, key_, where_;
 };
 
-// Llama, Mistral, Qwen2: pre-norm decoders with RMSNorm, rotary positions, a SwiGLU MLP, no biases but Qwen2's
-// query/key/value biases (3 x hidden per layer, not counted: 0.002 % of Qwen2-7B).
+// Llama, Mistral, Qwen2, Qwen3: pre-norm decoders with RMSNorm, rotary positions, a SwiGLU MLP, no biases but
+// Qwen2's query/key/value biases (3 x hidden per layer, not counted: 0.002 % of Qwen2-7B) and Qwen3's QK norms
+// (2 x head_dim per layer, not counted); heads of head_dim when it is given (Qwen3: 128 whatever the hidden size).
 ModelSpec llama_family(const Config& c) {
   ModelSpec m;
   m.layers = c.integer("num_hidden_layers", kMaxLayers);
@@ -105,15 +126,82 @@ ModelSpec llama_family(const Config& c) {
   m.seq_length = c.integer("max_position_embeddings", kMaxTokens);
   if (const std::string act = c.text("hidden_act", "silu"); act != "silu")
     c.fail(fmt::format("config.json's hidden_act is '{}': dtsim's gated MLP is SwiGLU,", act), "silu");
-  if (m.hidden % m.heads == 0 && c.integer("head_dim", kMaxWidth, m.hidden / m.heads) != m.hidden / m.heads)
-    c.fail(fmt::format("config.json's head_dim {} is not hidden_size / num_attention_heads = {}: dtsim's attention "
-                       "takes", c.integer("head_dim", kMaxWidth), m.hidden / m.heads),
-           "head_dim = hidden_size / num_attention_heads");
+  if (c.has("head_dim")) {
+    const int head_dim = c.integer("head_dim", kMaxWidth);
+    if (m.hidden % m.heads != 0 || head_dim != m.hidden / m.heads) m.head_size = head_dim;
+  }
   m.activation = Activation::Swiglu;
   m.norm = Norm::RmsNorm;
   m.positions = Positions::Rotary;
   m.tied_embeddings = c.boolean("tie_word_embeddings", false);
   m.bias = c.boolean("attention_bias", false) && c.boolean("mlp_bias", false);
+  m.hidden_dropout = 0;
+  m.attention_dropout = c.probability("attention_dropout", 0);
+  return m;
+}
+
+// Mixtral: Mistral's layers with every MLP a router over num_local_experts experts of intermediate_size.
+ModelSpec mixtral(const Config& c) {
+  ModelSpec m = llama_family(c);
+  m.experts = c.integer("num_local_experts", kMaxExperts);
+  m.experts_per_token = c.integer("num_experts_per_tok", kMaxExperts);
+  m.expert_ffn_hidden = m.ffn_hidden;
+  return m;
+}
+
+// Qwen2-MoE and Qwen3-MoE: num_experts of moe_intermediate_size; Qwen2-MoE's shared expert of
+// shared_expert_intermediate_size is counted as that many experts of moe_intermediate_size (its sigmoid gate, h
+// per layer, is not counted). Every layer sparse: decoder_sparse_step 1 and no mlp_only_layers (transformers
+// makes layer i sparse when (i + 1) % step == 0, which model.moe_layer_freq does not express for other steps).
+ModelSpec qwen_moe(const Config& c) {
+  ModelSpec m = llama_family(c);
+  m.experts = c.integer("num_experts", kMaxExperts);
+  m.experts_per_token = c.integer("num_experts_per_tok", kMaxExperts);
+  m.expert_ffn_hidden = c.integer("moe_intermediate_size", kMaxWidth);
+  if (c.has("shared_expert_intermediate_size")) {
+    const int shared = c.integer("shared_expert_intermediate_size", kMaxWidth);
+    if (shared % m.expert_ffn_hidden != 0)
+      c.fail(fmt::format("config.json's shared_expert_intermediate_size {} is not a multiple of moe_intermediate_size "
+                         "{}: dtsim counts shared experts of the routed experts' width, so it needs",
+                         shared, m.expert_ffn_hidden),
+             "a multiple of moe_intermediate_size");
+    m.shared_experts = shared / m.expert_ffn_hidden;
+  }
+  if (c.integer("decoder_sparse_step", kMaxLayers, 1) != 1)
+    c.fail(fmt::format("config.json's decoder_sparse_step is {}: dtsim reads", c.integer("decoder_sparse_step", kMaxLayers)),
+           "1 (every layer sparse)");
+  c.require_empty("mlp_only_layers", "an empty list (every layer sparse)");
+  return m;
+}
+
+// DeepSeek-V3 (and V2's shape): multi-head latent attention, first_k_dense_replace dense layers of
+// intermediate_size, then MoE layers of n_routed_experts (moe_intermediate_size each) and n_shared_experts, every
+// moe_layer_freq-th layer. q_lora_rank null (V2-Lite) is a full Q projection.
+ModelSpec deepseek_v3(const Config& c) {
+  ModelSpec m;
+  m.layers = c.integer("num_hidden_layers", kMaxLayers);
+  m.hidden = c.integer("hidden_size", kMaxWidth);
+  m.heads = c.integer("num_attention_heads", kMaxWidth);
+  m.kv_heads = c.integer("num_key_value_heads", kMaxWidth, m.heads);
+  m.ffn_hidden = c.integer("intermediate_size", kMaxWidth);
+  m.vocab = c.integer("vocab_size", kMaxTokens);
+  m.seq_length = c.integer("max_position_embeddings", kMaxTokens);
+  m.head_size = c.integer("qk_nope_head_dim", kMaxWidth);
+  m.rope_head_dim = c.integer("qk_rope_head_dim", kMaxWidth);
+  m.v_head_dim = c.integer("v_head_dim", kMaxWidth);
+  m.q_lora_rank = c.integer("q_lora_rank", kMaxWidth, 0, 0);
+  m.kv_lora_rank = c.integer("kv_lora_rank", kMaxWidth);
+  m.experts = c.integer("n_routed_experts", kMaxExperts);
+  m.experts_per_token = c.integer("num_experts_per_tok", kMaxExperts);
+  m.shared_experts = c.integer("n_shared_experts", kMaxExperts, 0, 0);
+  m.expert_ffn_hidden = c.integer("moe_intermediate_size", kMaxWidth);
+  m.dense_layers = c.integer("first_k_dense_replace", kMaxLayers, 0, 0);
+  m.moe_layer_freq = c.integer("moe_layer_freq", kMaxLayers, 1);
+  m.activation = Activation::Swiglu;
+  m.norm = Norm::RmsNorm;
+  m.positions = Positions::Rotary;
+  m.tied_embeddings = c.boolean("tie_word_embeddings", false);
+  m.bias = c.boolean("attention_bias", false);
   m.hidden_dropout = 0;
   m.attention_dropout = c.probability("attention_dropout", 0);
   return m;
@@ -166,12 +254,12 @@ ModelSpec read_hf_config(const std::string& path, const std::string& written, co
   const Config c(std::move(doc), written, key, where);
   const std::string type = c.type();
   ModelSpec m;
-  if (type == "llama" || type == "mistral" || type == "qwen2") m = llama_family(c);
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") m = llama_family(c);
+  else if (type == "mixtral") m = mixtral(c);
+  else if (type == "qwen2_moe" || type == "qwen3_moe") m = qwen_moe(c);
+  else if (type == "deepseek_v3") m = deepseek_v3(c);
   else if (type == "gpt2") m = gpt2(c);
   else if (type == "bert") m = bert(c);
-  else if (type == "mixtral" || type == "deepseek_v3" || type == "qwen2_moe")
-    c.fail(fmt::format("is a mixture-of-experts model ({}), which dtsim cannot describe yet (model.experts, issue 22):", type),
-           kArchitectures);
   else
     c.fail(fmt::format("has model_type '{}', an architecture dtsim does not read:", type), kArchitectures);
   // Its name: the model's own (_name_or_path), else the file's (a bare config.json: its folder's, as a checkpoint is).

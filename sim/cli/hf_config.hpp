@@ -8,11 +8,12 @@
 
 namespace dtsim::cli {
 
-// The model `path` describes: Llama, Mistral and Qwen2 (decoders with RMSNorm, rotary positions, SwiGLU, grouped
-// KV heads), GPT-2 (LayerNorm, learned positions, GELU, biases, tied embeddings) and BERT (the same, bidirectional).
-// Errors are InputErrors on `key` (the scenario's model.hf_config) located at `where`, naming the file and the
-// field: an unreadable or non-JSON file, an architecture outside these (mixtures of experts among them), a missing
-// field or one of the wrong type. `written` is the path as the scenario gives it (the errors' value).
+// The model `path` describes: Llama, Mistral, Qwen2 and Qwen3 (decoders with RMSNorm, rotary positions, SwiGLU,
+// grouped KV heads), their mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE, DeepSeek-V3 (multi-head latent
+// attention, leading dense layers, shared experts), GPT-2 (LayerNorm, learned positions, GELU, biases, tied
+// embeddings) and BERT (the same, bidirectional). Errors are InputErrors on `key` (the scenario's model.hf_config)
+// located at `where`, naming the file and the field: an unreadable or non-JSON file, an architecture outside
+// these, a missing field or one of the wrong type, an MoE layout dtsim does not describe. `written` is the path as the scenario gives it (the errors' value).
 workloads::ModelSpec read_hf_config(const std::string& path, const std::string& written, const std::string& key,
                                     const std::string& where);
 

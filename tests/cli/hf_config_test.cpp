@@ -26,6 +26,14 @@ workloads::ModelSpec hf_model(const std::string& file) {
   return load_one(hf_scenario("hf_config: " + hf_file(file))).workload->model;
 }
 
+// A mixture of experts trains (dtsim serves dense models only): the same on a training scenario.
+workloads::ModelSpec hf_moe(const std::string& file) {
+  return load_one(fmt::format("name: hf\ncluster: {{gpu: h100-sxm5-80gb, gpus_per_node: 8}}\nmodel: {{hf_config: {}}}\n"
+                              "training: {{global_batch: 8}}\nparallelism: {{ep: 8}}\n",
+                              hf_file(file)))
+      .workload->model;
+}
+
 }  // namespace
 
 TEST_CASE("hf_config: Llama, Mistral, Qwen2, GPT-2 and BERT configs give their checkpoints' parameter counts") {
@@ -65,6 +73,27 @@ TEST_CASE("hf_config: Llama, Mistral, Qwen2, GPT-2 and BERT configs give their c
   CHECK(hf_model("mistral-7b.json").kv_heads == 8);
 }
 
+TEST_CASE("hf_config: Mixtral, Qwen2-MoE, Qwen3-MoE and DeepSeek-V3 configs give their experts and parameter counts") {
+  // Mixtral-8x7B's checkpoint: 46,702,792,704; Qwen1.5-MoE-A2.7B: "14.3B" (its shared expert's gate, 2,048 a
+  // layer, not counted); Qwen3-30B-A3B and DeepSeek-V3: the presets' (from the same sources).
+  const auto mixtral = hf_moe("mixtral-8x7b.json");
+  CHECK(workloads::parameter_count(mixtral) == 46'702'792'704.0);
+  CHECK(mixtral.experts == 8);
+  CHECK(mixtral.experts_per_token == 2);
+  CHECK(mixtral.expert_width() == 14336);
+  const auto qwen15 = hf_moe("qwen1.5-moe-a2.7b.json");
+  CHECK(qwen15.shared_experts == 4);   // 5632 = 4 x 1408
+  CHECK(workloads::parameter_count(qwen15) == doctest::Approx(14.3e9).epsilon(0.002));
+  const auto qwen3 = hf_moe("qwen3-30b-a3b.json");
+  CHECK(qwen3.head_dim() == 128);
+  CHECK(workloads::parameter_count(qwen3) == workloads::parameter_count(workloads::find_model("qwen3-30b-a3b")));
+  const auto v3 = hf_moe("deepseek-v3.json");
+  CHECK(v3.mla());
+  CHECK(v3.dense_layers == 3);
+  CHECK(v3.shared_experts == 1);
+  CHECK(workloads::parameter_count(v3) == workloads::parameter_count(workloads::find_model("deepseek-v3")));
+}
+
 TEST_CASE("hf_config: keys beside it override the config, a path is relative to the scenario") {
   const auto m = load_one(hf_scenario("hf_config: " + hf_file("llama3-8b.json") + ", seq_length: 4096")).workload->model;
   CHECK(m.seq_length == 4096);
@@ -73,7 +102,7 @@ TEST_CASE("hf_config: keys beside it override the config, a path is relative to 
   CHECK(all.front().workload->model.layers == 12);
 }
 
-TEST_CASE("hf_config: a missing file, broken JSON, a missing field, a mixture of experts or a preset beside it are one-line errors") {
+TEST_CASE("hf_config: a missing file, broken JSON, a missing field, an MoE layout dtsim does not describe or a preset beside it are one-line errors") {
   struct Bad {
     std::string model;
     std::string expect;
@@ -83,7 +112,8 @@ TEST_CASE("hf_config: a missing file, broken JSON, a missing field, a mixture of
         Bad{"hf_config: " + hf_file("not-json.json"), "model.hf_config: is not a JSON object"},
         Bad{"hf_config: " + hf_file("llama-no-heads.json"),
             "model.hf_config: config.json has no 'num_attention_heads', which a llama model needs:"},
-        Bad{"hf_config: " + hf_file("mixtral-8x7b.json"), "model.hf_config: is a mixture-of-experts model (mixtral)"},
+        Bad{"hf_config: " + hf_file("qwen2-moe-sparse-step.json"),
+            "model.hf_config: config.json's decoder_sparse_step is 2: dtsim reads"},
         Bad{"hf_config: " + hf_file("gpt2-too-deep.json"),
             "model.hf_config: config.json's 'n_layer' is 200000, out of range:"},
         Bad{"preset: llama3-8b, hf_config: " + hf_file("gpt2.json"),
