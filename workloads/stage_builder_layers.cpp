@@ -281,14 +281,20 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
       overlapped(p, k, *overlapping, module, grads_ready);
       continue;
     }
+    // An MoE layer's token exchange blocks the compute stream (Megatron-Core runs it there): the layer's op is
+    // split around it even at layer granularity, so that no other op's compute runs while the tokens travel.
+    const auto blocking = [](const std::vector<const TpComm*>& cs) {
+      return std::ranges::any_of(cs, [](const TpComm* c) { return c->group != Group::Tp; });
+    };
     if (!before.empty()) {
-      if (fine) flush(p);
+      const bool split = fine || blocking(before);
+      if (split) flush(p);
       for (const TpComm* c : before) p.comms.push_back(*c);
-      if (fine) flush(p);
+      if (split) flush(p);
     }
     p.kernels.push_back(i);
     for (const TpComm* c : after) p.comms.push_back(*c);
-    if (!fine && !module) continue;
+    if (!fine && !module && !blocking(after)) continue;
     const std::optional<Index> op = flush(p);
     if (module) grads_ready->push_back({*module, *op});
   }
