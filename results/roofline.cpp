@@ -35,7 +35,7 @@ json roofline_json(const workloads::Workload& w, const topology::GpuSpec& gpu) {
   const double peak = gpu.peak_for(t.precision).value_or(FlopsPerSecond(0)).value();
   const double bandwidth = gpu.memory_bandwidth.value();
   const double ridge = gpu.ridge_point(t.precision);
-  const workloads::Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp()};
+  const workloads::Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp(), w.plan.cp};
   json kernels = json::array();
   // A mixture of experts: its MoE layer ("moe-layer"), and its dense layers' when it has some.
   const bool moe = w.model.moe();
@@ -58,7 +58,7 @@ json roofline_json(const workloads::Workload& w, const topology::GpuSpec& gpu) {
   double dense_params = (workloads::parameter_count(w.model) - routed) / (w.plan.tp * w.plan.pp);
   double expert_params = routed / (w.plan.ep * w.plan.expert_tp() * w.plan.pp);
   if (w.plan.zero >= 1) {
-    dense_params /= w.plan.dp;
+    dense_params /= w.plan.dp_ranks();
     expert_params /= w.plan.expert_dp();
   }
   const double params = dense_params + expert_params;

@@ -57,8 +57,9 @@ constexpr NameTable<Pass, 3> kPassNames{{{Pass::Forward, "forward"},
 struct Dims {
   double b = 0;            // sequences in the micro-batch
   double s = 0;            // sequence length
+  double cp = 1;           // context-parallel size: this GPU holds s / cp of each sequence
   double h = 0;            // hidden size
-  double tokens = 0;       // b * s: the rows of every linear layer (gathered when sequence-parallel)
+  double tokens = 0;       // b * s / cp: the rows of every linear layer (gathered when sequence-parallel)
   double ew_tokens = 0;    // tokens of the norms, dropouts and residuals: tokens / t with SP, else tokens
   double heads = 0;        // attention heads on this GPU: a / t
   double kv_heads = 0;     // key and value heads on this GPU (MLA: a / t, each up-projected from the latent)
@@ -100,8 +101,9 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   Dims d;
   d.b = micro_batch;
   d.s = m.seq_length;
+  d.cp = s.cp;
   d.h = m.hidden;
-  d.tokens = d.b * d.s;
+  d.tokens = d.b * d.s / d.cp;
   d.ew_tokens = s.sequence_parallel ? d.tokens / tp : d.tokens;
   d.heads = m.heads / tp;
   d.qk_head = m.head_dim() + m.rope_head_dim;
@@ -246,6 +248,7 @@ Traffic activation_traffic(double n, double e, bool swiglu) {
 
 // The unfused attention core (Megatron's): the scores written to memory, softmax and dropout over them.
 void unfused_attention(std::vector<Step>& steps, const Dims& d) {
+  DTSIM_ASSERT(d.cp == 1, "context parallelism runs the fused attention core (check_plan)");
   const double probs = d.b * d.heads * d.s * d.s;   // attention probabilities on this GPU
   const double bh = d.b * d.heads;                  // attention GEMMs are batched over sequences x heads
   steps.push_back(gemm_step(KernelClass::AttnScores, {d.s, d.s, d.qk_head, bh}, false));
@@ -257,13 +260,16 @@ void unfused_attention(std::vector<Step>& steps, const Dims& d) {
 // The fused core (FlashAttention, cuDNN): Q K V in, the output and the softmax statistics (fp32 per row) out;
 // the backward reads them with the output's gradient and writes Q K V's, the scores recomputed on chip. It counts
 // the FLOPs of the two unfused GEMMs. With MLA's unequal head widths its shape takes their mean.
+// Under context parallelism its s / cp queries meet every one of the s keys, a block of s / cp at a time (ring
+// attention): it reads the whole sequence's K and V, computes 1 / cp of the FLOPs, each block of s / cp.
 Step fused_attention(const Dims& d) {
-  const double io = d.tokens * d.heads * (d.qk_head + d.v_head);      // Q and the output, elements on this GPU
-  const double kv = d.tokens * d.kv_heads * (d.qk_head + d.v_head);   // K and V
-  const double stats = d.b * d.heads * d.s * d.fp32;
+  const double queries = d.s / d.cp;
+  const double io = d.tokens * d.heads * (d.qk_head + d.v_head);                 // Q and the output on this GPU
+  const double kv = d.tokens * d.cp * d.kv_heads * (d.qk_head + d.v_head);      // K and V, every block
+  const double stats = d.b * d.heads * queries * d.fp32;
   Step step = elementwise_step(KernelClass::FlashAttention, {(io + kv) * d.e + stats, 2.0 * (io + kv) * d.e + 2.0 * stats});
-  step.attention = AttentionShape{d.b * d.heads, d.s, (d.qk_head + d.v_head) / 2.0, d.causal};
-  step.attention_flops = 2.0 * d.b * d.heads * d.s * d.s * (d.qk_head + d.v_head);
+  step.attention = AttentionShape{d.b * d.heads, queries, (d.qk_head + d.v_head) / 2.0, d.causal};
+  step.attention_flops = 2.0 * d.b * d.heads * queries * d.s * (d.qk_head + d.v_head);
   return step;
 }
 
@@ -433,6 +439,11 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sha
   if (pass == Pass::Recompute)
     std::erase_if(steps, [&](const Step& step) { return !recomputed(step.kind, t.recompute); });
   return materialise(steps, pass, d);
+}
+
+Bytes context_kv_bytes(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch) {
+  const Dims d = dims_of(m, t, s, micro_batch);
+  return Bytes(d.b * d.s * d.kv_heads * (d.qk_head + d.v_head) * d.e);
 }
 
 double distinct_nodes(int experts, int top_k, int nodes) {

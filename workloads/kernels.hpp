@@ -92,6 +92,8 @@ struct Sharding {
   bool sequence_parallel = false;
   int ep = 1;    // MoE layers: expert-parallel size (experts / ep on each GPU)
   int etp = 1;   // and expert tensor-parallel size (each expert's width / etp)
+  int cp = 1;    // context parallelism: each GPU holds seq_length / cp of a sequence's tokens (all its keys'
+                 // attention computed over the ring)
 };
 
 // One layer's kernels for `pass` on one GPU, for a micro-batch of `micro_batch` sequences: a dense layer, or
@@ -116,6 +118,10 @@ struct MoeTraffic {
   Bytes rail;   // DeepEP's RDMA all-to-all buffer
   Bytes node;   // its NVLink all-to-all buffer
 };
+// Context parallelism: the whole sequence's keys and values on one GPU (its TP share of the KV heads; MLA's
+// up-projected heads), the buffer ring attention circulates (as an all-gather counts it).
+Bytes context_kv_bytes(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch);
+
 MoeTraffic moe_traffic(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch, int nodes = 1);
 
 // The mean number of distinct nodes among `nodes` (each holding experts / nodes experts) that a token's top_k

@@ -181,7 +181,9 @@ StageActivations stage_activations(const Workload& w, int stage) {
   std::vector<double> chunk_bytes;
   for (int chunk = 0; chunk < p.vpp; ++chunk) {
     const auto v = static_cast<std::size_t>(chunk * p.pp + stage);
-    chunk_bytes.push_back(virtual_stage_activation_bytes(w, static_cast<int>(v), first[v], layers[v]));
+    // Context parallelism keeps 1 / cp of every sequence's tokens on a GPU: every term is per token (the fused
+    // attention it needs keeps no scores).
+    chunk_bytes.push_back(virtual_stage_activation_bytes(w, static_cast<int>(v), first[v], layers[v]) / p.cp);
   }
   const auto order = schedule_order(p, micro_batches(p, *w.training), stage);
   double live = 0.0;
@@ -195,7 +197,7 @@ StageActivations stage_activations(const Workload& w, int stage) {
   if (w.training->recompute == Recompute::Full) {
     TrainingSpec stored = *w.training;
     stored.recompute = Recompute::None;
-    peak += layer_activation_bytes(w.model, stored, p.tp, stored.micro_batch, w.model.moe(), p.expert_tp()).value();
+    peak += layer_activation_bytes(w.model, stored, p.tp, stored.micro_batch, w.model.moe(), p.expert_tp()).value() / p.cp;
   }
   return {Bytes(peak), peak_in_flight(order)};
 }
@@ -217,7 +219,7 @@ Bytes total(const MemoryParts& p) {
 // the expert data-parallel group) from ZeRO stage `zero_stage` on.
 double sharded(const GpuParameters& n, const ParallelPlan& p, int zero_stage, double per_parameter) {
   if (p.zero < zero_stage) return n.total() * per_parameter;
-  return (n.dense / p.dp + n.expert / p.expert_dp()) * per_parameter;
+  return (n.dense / p.dp_ranks() + n.expert / p.expert_dp()) * per_parameter;
 }
 
 // The largest unit ZeRO-3 holds gathered (a layer, the embedding or the output projection), per GPU. The step
@@ -231,7 +233,7 @@ double largest_gathered_unit(const ModelSpec& m, const ParallelPlan& p) {
 Bytes training_buffers(const Workload& w, bool prefetch) {
   const ParallelPlan& p = w.plan;
   const TrainingSpec& t = *w.training;
-  if (p.dp == 1) return Bytes(0.0);
+  if (p.dp_ranks() == 1) return Bytes(0.0);
   Bytes b = t.dp_bucket * kBucketsInFlight;
   // ZeRO-3: the unit being computed and, prefetched, the next layer, each whole, in the weight dtype.
   if (p.zero >= 3) {
@@ -263,9 +265,10 @@ StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
 std::string count(double n) { return n >= 1e9 ? fmt::format("{:.4g}e9", n / 1e9) : fmt::format("{:.4g}e6", n / 1e6); }
 
 std::string zero_note(const ParallelPlan& p, int zero_stage) {
-  if (p.zero < zero_stage || p.dp == 1) return "";
-  if (p.ep > 1 || p.expert_tp() != p.tp) return fmt::format(", ZeRO-{} /dp {} (experts /{})", p.zero, p.dp, p.expert_dp());
-  return fmt::format(", ZeRO-{} /dp {}", p.zero, p.dp);
+  if (p.zero < zero_stage || p.dp_ranks() == 1) return "";
+  const std::string group = p.cp > 1 ? fmt::format("dp x cp {}", p.dp_ranks()) : fmt::format("dp {}", p.dp);
+  if (p.ep > 1 || p.expert_tp() != p.tp) return fmt::format(", ZeRO-{} /{} (experts /{})", p.zero, group, p.expert_dp());
+  return fmt::format(", ZeRO-{} /{}", p.zero, group);
 }
 
 std::string gathered_note(const TrainingSpec& t, bool prefetch) {
@@ -283,9 +286,10 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
   const std::string sp = t.sequence_parallel ? " + sequence parallel" : "";
   const bool fused = t.attention == AttentionKernel::Flash;
   std::string act = fmt::format(
-      "activations: Korthikanti et al., recompute {}{}, tp {}, micro-batch {} x {} tokens, {} in flight on stage "
+      "activations: Korthikanti et al., recompute {}{}, tp {}, micro-batch {} x {} tokens{}, {} in flight on stage "
       "{}; {}; logits {} on the last stage",
-      to_string(t.recompute), sp, p.tp, t.micro_batch, w.model.seq_length, s.in_flight, stage,
+      to_string(t.recompute), sp, p.tp, t.micro_batch, w.model.seq_length,
+      p.cp > 1 ? fmt::format(" split over cp {}", p.cp) : "", s.in_flight, stage,
       fused ? "fused attention (no scores kept)" : "unfused attention (scores kept)",
       t.cross_entropy_fusion ? to_string(t.precision) : "fp32");
   if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
@@ -301,7 +305,7 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
                   to_string(t.optimizer_dtype), optimizer_state_bytes_per_param(t), zero_note(p, 1)),
       act,
       "kv_cache: none (training)",
-      p.dp == 1 ? std::string("buffers: none (dp 1: no gradient buckets)")
+      p.dp_ranks() == 1 ? std::string("buffers: none (dp 1: no gradient buckets)")
                 : fmt::format("buffers: {} DP gradient buckets of {:.4g} MB{}", kBucketsInFlight,
                               t.dp_bucket.value() / 1e6, p.zero >= 3 ? gathered_note(t, prefetch) : ""),
   };
@@ -411,7 +415,7 @@ struct PrefetchPlan {
   MemoryPlan plan;
 };
 PrefetchPlan plan_prefetch(const Workload& w, const topology::GpuSpec& gpu) {
-  const bool gathers = w.plan.zero >= 3 && w.plan.dp > 1;   // otherwise nothing is gathered: no prefetch
+  const bool gathers = w.plan.zero >= 3 && w.plan.dp_ranks() > 1;   // otherwise nothing is gathered: no prefetch
   const Zero3Prefetch mode = w.training->zero3_prefetch;
   if (gathers && mode == Zero3Prefetch::Auto) {
     MemoryPlan with = plan_training(w, gpu, true);

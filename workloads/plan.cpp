@@ -16,10 +16,33 @@ std::size_t index(Axis a) { return static_cast<std::size_t>(a); }
 }
 
 void check_degrees(const ParallelPlan& p, int gpus) {
-  if (p.tp * p.pp * p.dp != gpus)
-    fail("parallelism.dp", p.dp, fmt::format("tp {} x pp {} x dp {} = {} GPUs, but the cluster has {}; dp", p.tp, p.pp,
-                                             p.dp, p.tp * p.pp * p.dp, gpus),
+  if (p.gpus() == gpus) return;
+  if (p.cp > 1)
+    fail("parallelism.dp", p.dp, fmt::format("tp {} x pp {} x cp {} x dp {} = {} GPUs, but the cluster has {}; dp", p.tp,
+                                             p.pp, p.cp, p.dp, p.gpus(), gpus),
          fmt::format("degrees whose product is {}", gpus));
+  fail("parallelism.dp", p.dp, fmt::format("tp {} x pp {} x dp {} = {} GPUs, but the cluster has {}; dp", p.tp, p.pp,
+                                           p.dp, p.gpus(), gpus),
+       fmt::format("degrees whose product is {}", gpus));
+}
+
+// Context parallelism as Megatron-Core runs it: the sequence in 2 x cp chunks (each rank a chunk from either end,
+// so that causal attention's work is balanced), each chunk split again over tp with sequence parallelism; the
+// attention core fused (Transformer Engine's context-parallel attention); training only.
+void check_context(const Workload& w) {
+  const ParallelPlan& p = w.plan;
+  if (p.cp == 1) return;
+  if (w.inference) fail("parallelism.cp", p.cp, "splits a training sequence; serving", "1 under inference");
+  const int chunks = 2 * p.cp * (w.training->sequence_parallel ? p.tp : 1);
+  if (w.model.seq_length % chunks != 0)
+    fail("parallelism.cp", p.cp,
+         fmt::format("does not divide model.seq_length {} into {} equal chunks (2 x cp{}): cp", w.model.seq_length,
+                     chunks, w.training->sequence_parallel ? " x tp" : ""),
+         "a cp whose 2 x cp (x tp with sequence parallelism) divides seq_length");
+  if (w.training->attention != AttentionKernel::Flash)
+    throw InputError("training.attention", std::string(to_string(w.training->attention)),
+                     "cannot run context parallelism (Transformer Engine's attention is fused), so not",
+                     "flash with parallelism.cp > 1");
 }
 
 void check_model_split(const ModelSpec& m, const ParallelPlan& p) {
@@ -54,10 +77,10 @@ void check_experts(const Workload& w) {
   if (m.expert_width() % etp != 0)
     fail("parallelism.etp", etp, fmt::format("does not divide model.expert_ffn_hidden {}: etp", m.expert_width()),
          "a divisor of expert_ffn_hidden");
-  if ((p.tp * p.dp) % (etp * p.ep) != 0)
+  if ((p.tp * p.dp_ranks()) % (etp * p.ep) != 0)
     fail("parallelism.ep", p.ep,
-         fmt::format("x etp {} does not divide the tp {} x dp {} ranks of a stage: ep", etp, p.tp, p.dp),
-         "ep x etp dividing tp x dp");
+         fmt::format("x etp {} does not divide the tp {} x dp {} ranks of a stage: ep", etp, p.tp, p.dp_ranks()),
+         "ep x etp dividing tp x dp (x cp)");
   if (w.training && p.tp > 1 && !w.training->sequence_parallel)
     fail("training.sequence_parallel", 0, "must be on for a mixture of experts with tp > 1 (as Megatron-Core asserts):",
          "true");
@@ -152,17 +175,19 @@ int micro_batches(const ParallelPlan& plan, const TrainingSpec& training) {
 void check_plan(const Workload& w, int gpus) {
   const ParallelPlan& p = w.plan;
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
-  DTSIM_ASSERT(p.tp >= 1 && p.pp >= 1 && p.dp >= 1 && p.vpp >= 1, "the loader range-checks degrees");
+  DTSIM_ASSERT(p.tp >= 1 && p.pp >= 1 && p.dp >= 1 && p.vpp >= 1 && p.cp >= 1, "the loader range-checks degrees");
   check_degrees(p, gpus);
   check_model_split(w.model, p);
   check_layers_per_stage(w.model, p);
   check_experts(w);
+  check_context(w);
   check_schedule(p);
   if (w.training) check_training(w);
 }
 
 Placement::Placement(const ParallelPlan& plan)
-    : tp_(plan.tp), dp_(plan.dp), pp_(plan.pp), etp_(plan.expert_tp()), ep_(plan.ep), order_(plan.order) {
+    : tp_(plan.tp), dp_(plan.dp_ranks()), pp_(plan.pp), etp_(plan.expert_tp()), ep_(plan.ep), cp_(plan.cp),
+      order_(plan.order) {
   int stride = 1;
   for (Axis a : order_) {
     stride_[index(a)] = stride;
@@ -197,6 +222,17 @@ std::vector<int> Placement::group(int r, Axis axis) const {
     if (axis == Axis::Tp) c.tp = i;
     if (axis == Axis::Dp) c.dp = i;
     if (axis == Axis::Pp) c.pp = i;
+    out.push_back(rank(c));
+  }
+  return out;
+}
+
+std::vector<int> Placement::cp_group(int r) const {
+  RankCoord c = coord(r);
+  const int first = c.dp / cp_ * cp_;
+  std::vector<int> out;
+  for (int i = 0; i < cp_; ++i) {
+    c.dp = first + i;
     out.push_back(rank(c));
   }
   return out;

@@ -46,10 +46,16 @@ struct ParallelPlan {
   // routed experts, each split etp ways (--expert-tensor-parallel-size; 0 = tp, Megatron's default).
   int ep = 1;
   int etp = 0;
+  // Context parallelism (Megatron-Core's --context-parallel-size): each sequence split over cp ranks, which hold the
+  // same weights: they sit inside the data-parallel axis (cp consecutive coordinates of it, Megatron's tp-cp-dp
+  // order), whose dp x cp ranks reduce the gradients and shard ZeRO's states together. `dp` counts the replicas
+  // that take different sequences.
+  int cp = 1;
 
-  [[nodiscard]] int gpus() const { return tp * pp * dp; }
+  [[nodiscard]] int gpus() const { return tp * pp * dp * cp; }
+  [[nodiscard]] int dp_ranks() const { return dp * cp; }   // the gradients' and ZeRO's data-parallel group
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
-  [[nodiscard]] int expert_dp() const { return tp * dp / (expert_tp() * ep); }
+  [[nodiscard]] int expert_dp() const { return tp * dp_ranks() / (expert_tp() * ep); }
 };
 
 // Everything the generators and the memory plan need about one job.
@@ -105,10 +111,12 @@ class Placement {
   // The same on the expert grid: the stage's ranks numbered tp + tp_size x dp, read as etp + etp_size x (ep +
   // ep_size x edp).
   [[nodiscard]] std::vector<int> expert_group(int rank, ExpertAxis axis) const;
+  // The context-parallel peers of `rank`: the cp consecutive data-parallel coordinates its own is among.
+  [[nodiscard]] std::vector<int> cp_group(int rank) const;
 
  private:
   int tp_, dp_, pp_;
-  int etp_ = 1, ep_ = 1;
+  int etp_ = 1, ep_ = 1, cp_ = 1;
   std::array<Axis, 3> order_;
   std::array<int, 3> stride_{};   // indexed by Axis
 };

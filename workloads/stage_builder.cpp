@@ -52,7 +52,7 @@ std::vector<Index> StageBuilder::backward_gather(int layer, int mb, std::vector<
     deps = zero3_gather(layer, mb, std::move(deps));
   }
   const auto& plan = ctx_.w.plan;
-  if (!more || plan.zero < 3 || plan.dp == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
+  if (!more || plan.zero < 3 || plan.dp_ranks() == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
   // Two layers gathered at once, as zero3_gather's prefetch: this one and the next, once the one after this
   // (the previous in the backward) has finished.
   std::vector<Index> gate;
@@ -62,7 +62,7 @@ std::vector<Index> StageBuilder::backward_gather(int layer, int mb, std::vector<
 }
 
 std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Index> deps) {
-  if (ctx_.w.plan.zero < 3 || ctx_.w.plan.dp == 1) return deps;
+  if (ctx_.w.plan.zero < 3 || ctx_.w.plan.dp_ranks() == 1) return deps;
   // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
   // gathered at once); without, once the previous layer's compute has.
   const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
@@ -132,7 +132,7 @@ void StageBuilder::add_grads(Bytes bytes, bool expert, int layer, int mb, Index 
 // gradients go to their own buckets, reduced over the expert data-parallel group (Megatron-Core's expert buffers).
 void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
   Bucket& b = buckets_[expert ? 1 : 0];
-  const int replicas = expert ? ctx_.w.plan.expert_dp() : ctx_.w.plan.dp;
+  const int replicas = expert ? ctx_.w.plan.expert_dp() : ctx_.w.plan.dp_ranks();
   if (b.bytes.value() <= 0 || replicas == 1) {
     b.bytes = Bytes(0);
     return;
@@ -161,7 +161,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
     if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
     // With buckets reduced during the backward, each module's gradients join the bucket as the backward produces
     // them, so a bucket can be reduced while the rest of the layer computes.
-    const bool per_module = reduce && ctx_.t.dp_overlap && ctx_.w.plan.dp > 1;
+    const bool per_module = reduce && ctx_.t.dp_overlap && ctx_.w.plan.dp_ranks() > 1;
     std::vector<ModuleReady> ready;
     deps = layer_pass(l, mb, Pass::Backward, std::move(deps), per_module ? &ready : nullptr);
     gather_window_.push_back(deps.front());
@@ -199,14 +199,14 @@ void StageBuilder::finish(double stage_params, double stage_expert_params) {
   if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends)
     before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,
                                      CommPurpose::EmbeddingGrads, -1, -1, last_backward_));
-  const double shard = plan.zero >= 1 ? stage_params / plan.dp + stage_expert_params / plan.expert_dp()
+  const double shard = plan.zero >= 1 ? stage_params / plan.dp_ranks() + stage_expert_params / plan.expert_dp()
                                       : stage_params + stage_expert_params;
   std::vector<Kernel> step_kernels = step_overhead_kernels(ctx_.t, shard);
   step_kernels.insert(step_kernels.begin() + 1, optimizer_kernel(ctx_.t, shard));   // after the norm, before zeroing
   const Index step = compute(step_kernels, Scope::Optimizer, Pass::Forward, -1, -1, std::move(before_step)).front();
   if ((plan.zero != 1 && plan.zero != 2) || overlaps_param_gather(ctx_.w)) return;
   const double weight = bytes_per_element(ctx_.t.weight_dtype);
-  if (plan.dp > 1)
+  if (plan.dp_ranks() > 1)
     collective(CollectiveKind::AllGather, Group::Dp, Bytes(stage_params * weight), CommPurpose::ZeroParamGather, -1,
                -1, {step});
   if (stage_expert_params > 0 && plan.expert_dp() > 1)
@@ -237,7 +237,7 @@ void StageBuilder::start() {
     std::vector<int> members;
     double params = 0;
   };
-  std::array<Filling, 2> fill{Filling{Group::Dp, ctx_.w.plan.dp, {}, 0.0},
+  std::array<Filling, 2> fill{Filling{Group::Dp, ctx_.w.plan.dp_ranks(), {}, 0.0},
                               Filling{Group::ExpertDp, ctx_.w.plan.expert_dp(), {}, 0.0}};
   const auto gather = [&](Filling& f) {
     if (f.members.empty()) return;

@@ -60,6 +60,7 @@ struct Context {
   std::array<std::vector<Kernel>, 2> embedding_kernels;
   std::array<std::vector<Kernel>, 2> logits_kernels;
   MoeTraffic moe;                 // an MoE layer's token exchange (when the model has experts)
+  Bytes cp_kv;                    // context parallelism: the whole sequence's K and V on one GPU (its TP share)
   EpNodes ep_nodes;               // the nodes an expert-parallel group spans
 
   [[nodiscard]] const LayerWork& work(int layer) const { return layer_work[w.model.moe_layer(layer) ? 1 : 0]; }

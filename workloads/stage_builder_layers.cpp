@@ -86,19 +86,39 @@ std::vector<TpComm> moe_plan(Pass pass, const Context& ctx) {
   return plan;
 }
 
+// Context parallelism's exchange of keys and values around the attention core (training.cp_comm): ring attention
+// as a ring all-gather pipelined with the core in cp chunks (TpStyle::Ring: cp - 1 blocks computed while the next
+// arrives, the last after), backward passing the blocks' gradients with them (twice the bytes); or the whole
+// sequence's K and V gathered before the core and, backward, their gradients reduce-scattered after it.
+std::vector<TpComm> cp_plan(Pass pass, const Context& ctx) {
+  using K = KernelClass;
+  using C = CollectiveKind;
+  const Bytes kv = ctx.cp_kv;
+  const bool backward = pass == Pass::Backward;
+  if (ctx.t.cp_comm == CpComm::P2p)
+    return {{K::FlashAttention, true, C::AllGather, TpStyle::Ring, Group::Cp, backward ? kv * 2.0 : kv}};
+  std::vector<TpComm> plan{{K::FlashAttention, true, C::AllGather, TpStyle::Exposed, Group::Cp, kv}};
+  if (backward) plan.push_back({K::FlashAttention, false, C::ReduceScatter, TpStyle::Exposed, Group::Cp, kv});
+  return plan;
+}
+
 }  // namespace
 
-// The collectives of a layer pass, in the order its kernels meet them: TP's, and an MoE layer's exchange.
-// Full recomputation reruns the layer's forward, collectives included; selective recomputes only the attention
-// core, which needs no communication.
+// The collectives of a layer pass, in the order its kernels meet them: TP's, an MoE layer's exchange, context
+// parallelism's keys and values. Full recomputation reruns the layer's forward, collectives included; selective
+// recomputes only the attention core, which needs no communication but context parallelism's.
 std::vector<TpComm> StageBuilder::comm_plan(int layer, Pass pass) const {
-  if (pass == Pass::Recompute && ctx_.t.recompute != Recompute::Full) return {};
+  const bool whole = pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full;
   const Pass as = pass == Pass::Recompute ? Pass::Forward : pass;
   std::vector<TpComm> plan;
-  if (ctx_.sharding.tp > 1) plan = tp_plan(as, ctx_.t);
-  if (ctx_.w.model.moe_layer(layer)) {
+  if (whole && ctx_.sharding.tp > 1) plan = tp_plan(as, ctx_.t);
+  if (whole && ctx_.w.model.moe_layer(layer)) {
     const auto moe = moe_plan(as, ctx_);
     plan.insert(plan.end(), moe.begin(), moe.end());
+  }
+  if (ctx_.sharding.cp > 1 && (whole || ctx_.t.recompute == Recompute::Selective)) {
+    const auto cp = cp_plan(as, ctx_);
+    plan.insert(plan.end(), cp.begin(), cp.end());
   }
   return plan;
 }
@@ -145,7 +165,8 @@ Index StageBuilder::tp_collective(CollectiveKind kind, Bytes bytes, const Pendin
 
 Index StageBuilder::exposed_collective(const TpComm& c, const Pending& p, std::vector<Index> deps) {
   if (c.group == Group::Tp) return tp_collective(c.kind, ctx_.activation, p, std::move(deps));
-  return collective(c.kind, c.group, c.bytes, CommPurpose::ExpertParallel, p.layer, p.mb, std::move(deps));
+  const CommPurpose purpose = c.group == Group::Cp ? CommPurpose::ContextParallel : CommPurpose::ExpertParallel;
+  return collective(c.kind, c.group, c.bytes, purpose, p.layer, p.mb, std::move(deps));
 }
 
 std::optional<Index> StageBuilder::flush(Pending& p) {
@@ -210,12 +231,13 @@ void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std:
   const int tp = ctx_.sharding.tp;
   std::optional<Index> ready;
   switch (c.style) {
-    case TpStyle::Ring: {
-      const bool backward = k.pass == Pass::Backward;
+    case TpStyle::Ring: {   // TP's all-gather before a GEMM, or context parallelism's KV ring around attention
+      const bool backward = k.pass == Pass::Backward && k.weight_gemm.has_value();
       const auto [data, weight] = backward ? gradient_halves(k) : std::pair<Kernel, Kernel>{k, k};
-      const Kernel chunk = row_chunk(data, tp);
-      const Index gathered = tp_collective(CollectiveKind::AllGather, b, p, p.deps);
-      run(std::vector<Kernel>(static_cast<std::size_t>(tp - 1), chunk), p.deps);
+      const int parts = c.group == Group::Cp ? ctx_.sharding.cp : tp;
+      const Kernel chunk = row_chunk(data, parts);
+      const Index gathered = exposed_collective(c, p, p.deps);
+      run(std::vector<Kernel>(static_cast<std::size_t>(parts - 1), chunk), p.deps);
       p.deps = run({chunk}, {gathered});
       if (backward) p.deps = run({weight}, std::move(p.deps));
       ready = p.deps.front();

@@ -98,9 +98,9 @@ LayerWork layer_work(const Context& ctx, bool moe) {
 
 Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularity granularity) {
   const TrainingSpec& t = *w.training;
-  const Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp()};
+  const Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp(), w.plan.cp};
   Context ctx{w, t, gpu, granularity, sharding, stage_layers(w.plan, w.model.layers), {}, w.plan.pp * w.plan.vpp, {},
-              {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}};
+              {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}, {}};
   int first = 0;
   for (int n : ctx.layers) {
     ctx.first_layer.push_back(first);
@@ -108,7 +108,8 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   }
   const ModelSpec& m = w.model;
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
-  ctx.activation = Bytes(tokens * m.hidden * bytes_per_element(t.precision));
+  ctx.activation = Bytes(tokens / w.plan.cp * m.hidden * bytes_per_element(t.precision));   // this rank's share
+  ctx.cp_kv = context_kv_bytes(m, t, sharding, t.micro_batch);
   for (const double part : layer_module_parameters(m))
     ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
   ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
@@ -175,6 +176,7 @@ std::vector<int> StepGraph::group_ranks(int rank, Group group) const {
     case Group::Ep: return placement.expert_group(rank, ExpertAxis::Ep);
     case Group::ExpertTp: return placement.expert_group(rank, ExpertAxis::Etp);
     case Group::ExpertDp: return placement.expert_group(rank, ExpertAxis::Edp);
+    case Group::Cp: return placement.cp_group(rank);
     case Group::EpNode:
     case Group::EpRail: {
       const int per_node = workload.gpus_per_node;

@@ -38,10 +38,11 @@ enum class Group {
   ExpertDp,    // MoE: the replicas of this rank's experts (their gradients' reduction)
   EpNode,      // MoE, DeepEP: the expert-parallel peers on this rank's node (Workload::gpus_per_node)
   EpRail,      // MoE, DeepEP: the expert-parallel peers at this rank's place on each node the group spans
+  Cp,          // the context-parallel peers (Placement::cp_group)
 };
 // Why the communication happens: for the breakdown and the trace.
 enum class CommPurpose { TensorParallel, SequenceParallel, PipelineGather, DataParallelGrads, ZeroParamGather,
-                         EmbeddingGrads, ExpertParallel, ExpertGrads };
+                         EmbeddingGrads, ExpertParallel, ExpertGrads, ContextParallel };
 // What a compute op covers: a layer (or one kernel of it, when fine), the embedding, the logits, the optimizer.
 enum class Scope { Layer, Embedding, Logits, Optimizer };
 enum class Granularity { Layer, Kernel };   // Layer: one op per layer pass per micro-batch (default)

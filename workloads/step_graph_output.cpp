@@ -18,22 +18,24 @@ constexpr NameTable<CollectiveKind, 5> kCollectiveKinds{{{CollectiveKind::AllRed
                                                          {CollectiveKind::ReduceScatter, "reduce-scatter"},
                                                          {CollectiveKind::AllToAll, "all-to-all"},
                                                          {CollectiveKind::Broadcast, "broadcast"}}};
-constexpr NameTable<Group, 8> kGroups{{{Group::Tp, "tp"},
+constexpr NameTable<Group, 9> kGroups{{{Group::Tp, "tp"},
                                        {Group::Dp, "dp"},
                                        {Group::Embedding, "embedding"},
                                        {Group::Ep, "ep"},
                                        {Group::ExpertTp, "etp"},
                                        {Group::ExpertDp, "edp"},
                                        {Group::EpNode, "ep-node"},
-                                       {Group::EpRail, "ep-rail"}}};
-constexpr NameTable<CommPurpose, 8> kPurposes{{{CommPurpose::TensorParallel, "tensor-parallel"},
+                                       {Group::EpRail, "ep-rail"},
+                                       {Group::Cp, "cp"}}};
+constexpr NameTable<CommPurpose, 9> kPurposes{{{CommPurpose::TensorParallel, "tensor-parallel"},
                                                {CommPurpose::SequenceParallel, "sequence-parallel"},
                                                {CommPurpose::PipelineGather, "pipeline-gather"},
                                                {CommPurpose::DataParallelGrads, "data-parallel-grads"},
                                                {CommPurpose::ZeroParamGather, "zero-param-gather"},
                                                {CommPurpose::EmbeddingGrads, "embedding-grads"},
                                                {CommPurpose::ExpertParallel, "expert-parallel"},
-                                               {CommPurpose::ExpertGrads, "expert-grads"}}};
+                                               {CommPurpose::ExpertGrads, "expert-grads"},
+                                               {CommPurpose::ContextParallel, "context-parallel"}}};
 constexpr NameTable<Scope, 4> kScopes{{{Scope::Layer, "layer"}, {Scope::Embedding, "embedding"},
                                        {Scope::Logits, "logits"}, {Scope::Optimizer, "optimizer"}}};
 
@@ -98,8 +100,11 @@ FlopCount hardware_flops(const StepGraph& g) { return flops(g, true); }
 
 std::string summary(const StepGraph& g) {
   const auto& p = g.workload.plan;
-  std::string out = fmt::format("step graph: {} ranks (tp {} pp {} dp {} vpp {}), {} micro-batches per replica, {} rank classes\n",
-                                g.placement.ranks(), p.tp, p.pp, p.dp, p.vpp, g.micro_batches, g.classes.size());
+  std::string extra;
+  if (p.cp > 1) extra += fmt::format(" cp {}", p.cp);
+  if (p.ep > 1 || p.expert_tp() != p.tp) extra += fmt::format(" ep {} etp {}", p.ep, p.expert_tp());
+  std::string out = fmt::format("step graph: {} ranks (tp {} pp {} dp {}{} vpp {}), {} micro-batches per replica, {} rank classes\n",
+                                g.placement.ranks(), p.tp, p.pp, p.dp, extra, p.vpp, g.micro_batches, g.classes.size());
   for (const RankClass& c : g.classes) {
     std::size_t compute = 0, sends = 0, recvs = 0;
     Seconds busy;

@@ -26,6 +26,7 @@ constexpr NameTable<AttentionKernel, 2> kAttentionKernels{{{AttentionKernel::Unf
 constexpr NameTable<Fp8, 3> kFp8s{{{Fp8::None, "none"}, {Fp8::Hybrid, "hybrid"}, {Fp8::E4m3, "e4m3"}}};
 constexpr NameTable<MoeDispatcher, 2> kMoeDispatchers{{{MoeDispatcher::AllToAll, "alltoall"},
                                                         {MoeDispatcher::DeepEp, "deepep"}}};
+constexpr NameTable<CpComm, 2> kCpComms{{{CpComm::P2p, "p2p"}, {CpComm::AllGather, "all_gather"}}};
 constexpr NameTable<Zero3Prefetch, 3> kZero3Prefetches{{{Zero3Prefetch::Auto, "auto"},
                                                         {Zero3Prefetch::Layer, "layer"},
                                                         {Zero3Prefetch::None, "none"}}};
@@ -45,6 +46,8 @@ std::string_view to_string(AttentionKernel a) { return name_of(kAttentionKernels
 std::optional<AttentionKernel> parse_attention_kernel(std::string_view name) { return value_of(kAttentionKernels, name); }
 std::string_view to_string(Fp8 f) { return name_of(kFp8s, f); }
 std::optional<Fp8> parse_fp8(std::string_view name) { return value_of(kFp8s, name); }
+std::string_view to_string(CpComm c) { return name_of(kCpComms, c); }
+std::optional<CpComm> parse_cp_comm(std::string_view name) { return value_of(kCpComms, name); }
 std::string_view to_string(MoeDispatcher d) { return name_of(kMoeDispatchers, d); }
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) { return value_of(kMoeDispatchers, name); }
 

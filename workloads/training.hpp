@@ -68,6 +68,15 @@ std::string_view to_string(MoeDispatcher d);
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
 inline constexpr std::string_view kMoeDispatcherNames = "alltoall, deepep";
 
+// How context-parallel attention gets the other ranks' keys and values (training.cp_comm, Megatron-Core's
+// --cp-comm-type): p2p, ring attention (each of cp - 1 steps passes a KV block to the next rank while attention
+// computes on the one it has; backward passes KV and their gradients); all_gather, the whole sequence's K and V
+// gathered before attention (backward: their gradients reduce-scattered after it), exposed.
+enum class CpComm { P2p, AllGather };
+std::string_view to_string(CpComm c);
+std::optional<CpComm> parse_cp_comm(std::string_view name);
+inline constexpr std::string_view kCpCommNames = "p2p, all_gather";
+
 // Bytes of one element stored in `p` (int4: 0.5; tf32 is stored as fp32).
 double bytes_per_element(Precision p);
 
@@ -112,6 +121,7 @@ struct TrainingSpec {
                                          // --cross-entropy-loss-fusion) instead of Megatron's unfused fp32 one
   Fp8 fp8 = Fp8::None;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  CpComm cp_comm = CpComm::P2p;
   // ZeRO-3's backward fetches the next layer's parameters when it fetches this layer's, so their gathers are
   // issued before this layer's gradients are reduce-scattered (DeepSpeed's PartitionedParameterCoordinator: the
   // pre-backward hook fetches and prefetches, the gradient hooks reduce later); false: each layer's gathers are

@@ -153,6 +153,7 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit(out, "cross_entropy_fusion", t.cross_entropy_fusion);
   emit_name(out, "fp8", to_string(t.fp8));
   emit_name(out, "moe_dispatcher", to_string(t.moe_dispatcher));
+  emit_name(out, "cp_comm", to_string(t.cp_comm));
   emit(out, "tp_backward_overlap", t.tp_backward_overlap);
   emit(out, "tp_comm_overlap", t.tp_comm_overlap);
   emit(out, "distributed_optimizer", t.distributed_optimizer);
@@ -231,6 +232,7 @@ void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p) {
   emit(out, "order", workloads::order_name(p.order));
   emit(out, "zero", p.zero);
   emit(out, "scatter_gather", p.scatter_gather);
+  if (p.cp > 1) emit(out, "cp", p.cp);
   if (p.ep > 1 || p.etp > 0) {
     emit(out, "ep", p.ep);
     emit(out, "etp", p.expert_tp());

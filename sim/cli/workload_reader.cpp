@@ -65,7 +65,7 @@ TrainingSpec read_training(const YamlMap& m) {
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
                 "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
-                "steps", "moe_dispatcher"});
+                "steps", "moe_dispatcher", "cp_comm"});
   if (m.has("tokens") && m.has("steps"))
     m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
            "training.tokens or training.steps, not both");
@@ -96,6 +96,7 @@ TrainingSpec read_training(const YamlMap& m) {
   check_fp8(m, t);
   t.moe_dispatcher = read_enum(m, "moe_dispatcher", t.moe_dispatcher, workloads::parse_moe_dispatcher,
                                workloads::kMoeDispatcherNames);
+  t.cp_comm = read_enum(m, "cp_comm", t.cp_comm, workloads::parse_cp_comm, workloads::kCpCommNames);
   t.tp_backward_overlap = m.boolean("tp_backward_overlap").value_or(t.tp_backward_overlap);
   t.tp_comm_overlap = m.boolean("tp_comm_overlap").value_or(t.tp_comm_overlap);
   t.distributed_optimizer = m.boolean("distributed_optimizer").value_or(t.distributed_optimizer);
@@ -267,18 +268,20 @@ int cluster_gpus(const YamlMap& top, const topology::ClusterSpec& cluster) {
 // dp defaults to the GPUs left over by tp x pp, when they divide the cluster evenly.
 int derive_dp(const YamlMap& top, const topology::ClusterSpec& cluster, const ParallelPlan& p) {
   const int gpus = cluster_gpus(top, cluster);
-  const long long model_parallel = static_cast<long long>(p.tp) * p.pp;
+  const long long model_parallel = static_cast<long long>(p.tp) * p.pp * p.cp;
   if (gpus % model_parallel == 0 && gpus >= model_parallel) return static_cast<int>(gpus / model_parallel);
+  const bool cp = p.cp > 1;
   throw InputError("parallelism.dp", "",
-                   fmt::format("cannot be derived: the cluster's {} GPUs are not a multiple of tp x pp = {} x {} = {}",
-                               gpus, p.tp, p.pp, model_parallel),
-                   "give parallelism.dp, or tp and pp whose product divides the GPU count",
+                   fmt::format("cannot be derived: the cluster's {} GPUs are not a multiple of tp x pp{} = {} x {}{} = {}",
+                               gpus, cp ? " x cp" : "", p.tp, p.pp, cp ? fmt::format(" x {}", p.cp) : "", model_parallel),
+                   cp ? "give parallelism.dp, or tp, pp and cp whose product divides the GPU count"
+                      : "give parallelism.dp, or tp and pp whose product divides the GPU count",
                    top.has("parallelism") ? top.map("parallelism").where("dp") : top.where("model"));
 }
 
 ParallelPlan read_plan_keys(const YamlMap& m) {
   m.allow_only({"tp", "pp", "dp", "vpp", "schedule", "layers_per_stage", "order", "zero", "scatter_gather", "ep",
-                "etp"});
+                "etp", "cp"});
   ParallelPlan p;
   p.tp = read_int(m, "tp", p.tp, 1, kMaxDegree);
   p.pp = read_int(m, "pp", p.pp, 1, kMaxDegree);
@@ -292,6 +295,7 @@ ParallelPlan read_plan_keys(const YamlMap& m) {
   p.scatter_gather = m.boolean("scatter_gather").value_or(p.scatter_gather);
   p.ep = read_int(m, "ep", p.ep, 1, kMaxDegree);
   p.etp = read_int(m, "etp", p.etp, 1, kMaxDegree);
+  p.cp = read_int(m, "cp", p.cp, 1, kMaxDegree);
   return p;
 }
 
@@ -310,7 +314,7 @@ ParallelPlan read_plan(const YamlMap& top, const topology::ClusterSpec& cluster)
 Bytes default_bucket(const TrainingSpec& t, const ParallelPlan& p) {
   const double element = workloads::bytes_per_element(t.grad_dtype);
   switch (t.framework) {
-    case workloads::Framework::MegatronCore: return Bytes(std::max(4e7, 1e6 * p.dp) * element);
+    case workloads::Framework::MegatronCore: return Bytes(std::max(4e7, 1e6 * p.dp_ranks()) * element);
     case workloads::Framework::Nemo: return Bytes(128.0 * 1024 * 1024 * element);
     case workloads::Framework::DeepSpeed:
     case workloads::Framework::DeepSpeed2021: return Bytes(5e8 * element);

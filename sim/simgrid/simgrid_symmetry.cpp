@@ -65,6 +65,7 @@ std::string group_name(std::size_t group) {
     case Group::ExpertDp: return "edp";
     case Group::EpNode: return "ep-node";
     case Group::EpRail: return "ep-rail";
+    case Group::Cp: return "cp";
   }
   return "?";
 }

@@ -156,7 +156,7 @@ TEST_CASE("validate: every row of the Megatron-Core H100 table stays within the 
   check_table("scenarios/validation/megatron-core-h100-weak.yaml", 9);
 }
 TEST_CASE("validate: every row of the NeMo H100 FP8 table stays within the target, 12 % each and 5 % mean") {
-  check_table("scenarios/validation/nemo-h100-fp8.yaml", 10);
+  check_table("scenarios/validation/nemo-h100-fp8.yaml", 12);
 }
 TEST_CASE("validate: every row of the MLPerf GPT-3 H100 table stays within the target, 12 % each and 5 % mean") {
   check_table("scenarios/validation/mlperf-gpt3-h100.yaml", 2);

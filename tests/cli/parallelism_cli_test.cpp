@@ -1,5 +1,5 @@
-// Mixtures of experts end to end: `run` on both engines, `graph` naming the MoE ops, the resolved scenario loading
-// back to the same step, bad plans refused.
+// Mixtures of experts and context parallelism end to end: `run` on both engines, `graph` naming the MoE ops, the
+// resolved scenario loading back to the same step, bad plans refused.
 #include <fmt/format.h>
 
 #include "cli/cli_support.hpp"
@@ -66,4 +66,32 @@ TEST_CASE("moe: an ep that does not divide the experts is refused with exit 2 an
   CHECK(e.err.ends_with("moe-ep-not-dividing.yaml:6: parallelism.ep: does not divide model.experts 8: ep '3' "
                         "(allowed: a divisor of experts)\n"));
   CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+}
+
+TEST_CASE("cp run: a 16K-token sequence that does not fit on one GPU fits split over four, and loads back alike") {
+  const fs::path dir = fresh_dir("cp", "run");
+  fs::create_directories(dir);
+  std::ofstream(dir / "cp.yaml") << "name: cp\ncluster: {preset: dgx-h100}\nmodel: {preset: llama3-8b, seq_length: 16384}\n"
+                                    "training: {global_batch: 8}\nparallelism: {cp: 4}\n";
+  const auto one = dtsim("run " + (dir / "cp.yaml").string() + " --set parallelism.cp=1 --format json");
+  REQUIRE_MESSAGE(one.status == 0, one.err);
+  CHECK_FALSE(json::parse(one.out).at("memory").at("fits").get<bool>());
+  const auto four = dtsim("run " + (dir / "cp.yaml").string() + " --format json --out " + (dir / "out").string());
+  REQUIRE_MESSAGE(four.status == 0, four.err);
+  CHECK(json::parse(four.out).at("memory").at("fits").get<bool>());
+  const std::string resolved = slurp(dir / "out" / "scenario.resolved.yaml");
+  CHECK(resolved.find("cp: 4") != std::string::npos);
+  CHECK(resolved.find("cp_comm: p2p") != std::string::npos);
+  const auto again = dtsim("run " + (dir / "out" / "scenario.resolved.yaml").string() + " --format json");
+  REQUIRE(again.status == 0);
+  CHECK(json::parse(again.out).at("step_time_s") == json::parse(four.out).at("step_time_s"));
+  const auto graph = dtsim("graph " + (dir / "cp.yaml").string());
+  CHECK(graph.out.find("all-gather over cp") != std::string::npos);
+  CHECK(graph.out.find("dp 2 cp 4") != std::string::npos);
+  // A cp that does not divide the sequence into 2 x cp chunks: exit 2, one line.
+  const auto bad = dtsim("memory " + (dir / "cp.yaml").string() + " --set model.seq_length=16380");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("parallelism.cp: does not divide model.seq_length 16380 into 8 equal chunks") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  fs::remove_all(dir);
 }
