@@ -219,7 +219,7 @@ Bytes total(const MemoryParts& p) {
 // the expert data-parallel group) from ZeRO stage `zero_stage` on.
 double sharded(const GpuParameters& n, const ParallelPlan& p, int zero_stage, double per_parameter) {
   if (p.zero < zero_stage) return n.total() * per_parameter;
-  return (n.dense / p.dp_ranks() + n.expert / p.expert_dp()) * per_parameter;
+  return (n.dense / p.zero_ranks() + n.expert / p.expert_dp()) * per_parameter;
 }
 
 // The largest unit ZeRO-3 holds gathered (a layer, the embedding or the output projection), per GPU. The step
@@ -265,7 +265,10 @@ StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
 std::string count(double n) { return n >= 1e9 ? fmt::format("{:.4g}e9", n / 1e9) : fmt::format("{:.4g}e6", n / 1e6); }
 
 std::string zero_note(const ParallelPlan& p, int zero_stage) {
-  if (p.zero < zero_stage || p.dp_ranks() == 1) return "";
+  if (p.zero < zero_stage || p.zero_ranks() == 1) return "";
+  if (p.fsdp != Fsdp::None)
+    return p.shard_ranks > 0 ? fmt::format(", hybrid FSDP /{} (a node's data-parallel ranks)", p.shard_ranks)
+                             : fmt::format(", FSDP /{}", p.zero_ranks());
   const std::string group = p.cp > 1 ? fmt::format("dp x cp {}", p.dp_ranks()) : fmt::format("dp {}", p.dp);
   if (p.ep > 1 || p.expert_tp() != p.tp) return fmt::format(", ZeRO-{} /{} (experts /{})", p.zero, group, p.expert_dp());
   return fmt::format(", ZeRO-{} /{}", p.zero, group);
@@ -415,7 +418,7 @@ struct PrefetchPlan {
   MemoryPlan plan;
 };
 PrefetchPlan plan_prefetch(const Workload& w, const topology::GpuSpec& gpu) {
-  const bool gathers = w.plan.zero >= 3 && w.plan.dp_ranks() > 1;   // otherwise nothing is gathered: no prefetch
+  const bool gathers = w.plan.zero >= 3 && w.plan.zero_ranks() > 1;   // otherwise nothing is gathered: no prefetch
   const Zero3Prefetch mode = w.training->zero3_prefetch;
   if (gathers && mode == Zero3Prefetch::Auto) {
     MemoryPlan with = plan_training(w, gpu, true);

@@ -5,11 +5,14 @@
 #include <numeric>
 
 #include "topology/error.hpp"
+#include "topology/name_table.hpp"
 
 namespace dtsim::workloads {
 namespace {
 
 std::size_t index(Axis a) { return static_cast<std::size_t>(a); }
+
+constexpr topology::NameTable<Fsdp, 3> kFsdps{{{Fsdp::None, "none"}, {Fsdp::Full, "full"}, {Fsdp::Hybrid, "hybrid"}}};
 
 [[noreturn]] void fail(const std::string& key, long long value, const std::string& reason, const std::string& allowed) {
   throw InputError(key, std::to_string(value), reason, allowed);
@@ -146,12 +149,23 @@ void check_training(const Workload& w) {
   if (t.sequence_parallel && w.model.seq_length % p.tp != 0)
     fail("training.sequence_parallel", 1, fmt::format("needs tp {} to divide model.seq_length {}:", p.tp, w.model.seq_length),
          "false, or a tp dividing seq_length");
+  if (p.fsdp != Fsdp::None && p.pp > 1)
+    fail("parallelism.pp", p.pp, "is not modelled with FSDP (which gathers each layer's parameters every micro-batch): pp",
+         "1 with parallelism.fsdp");
   if (p.zero >= 2 && p.pp > 1)
     fail("parallelism.zero", p.zero, "(gradient/parameter sharding) cannot be combined with pp > 1 (as in DeepSpeed): zero",
          "0 or 1 with pipeline parallelism");
+  if (p.fsdp == Fsdp::Hybrid && (p.shard_ranks < 1 || p.dp_ranks() % p.shard_ranks != 0))
+    throw InputError("parallelism.fsdp", "hybrid",
+                     fmt::format("needs the data-parallel ranks of a node ({}) to divide the {} of the job, so not",
+                                 p.shard_ranks, p.dp_ranks()),
+                     "full, or a placement whose data-parallel groups fill whole nodes");
 }
 
 }  // namespace
+
+std::string_view to_string(Fsdp f) { return topology::name_of(kFsdps, f); }
+std::optional<Fsdp> parse_fsdp(std::string_view name) { return topology::value_of(kFsdps, name); }
 
 std::vector<int> stage_layers(const ParallelPlan& plan, int layers) {
   if (!plan.layers_per_stage.empty()) return plan.layers_per_stage;
@@ -222,6 +236,28 @@ std::vector<int> Placement::group(int r, Axis axis) const {
     if (axis == Axis::Tp) c.tp = i;
     if (axis == Axis::Dp) c.dp = i;
     if (axis == Axis::Pp) c.pp = i;
+    out.push_back(rank(c));
+  }
+  return out;
+}
+
+std::vector<int> Placement::shard_group(int r, int shard) const {
+  RankCoord c = coord(r);
+  const int first = c.dp / shard * shard;
+  std::vector<int> out;
+  for (int i = 0; i < shard; ++i) {
+    c.dp = first + i;
+    out.push_back(rank(c));
+  }
+  return out;
+}
+
+std::vector<int> Placement::replica_group(int r, int shard) const {
+  RankCoord c = coord(r);
+  const int place = c.dp % shard;
+  std::vector<int> out;
+  for (int block = 0; block < dp_ / shard; ++block) {
+    c.dp = block * shard + place;
     out.push_back(rank(c));
   }
   return out;

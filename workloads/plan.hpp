@@ -21,6 +21,14 @@
 namespace dtsim::workloads {
 
 enum class Schedule { OneFOneB, Gpipe };   // 1F1B becomes interleaved 1F1B when vpp > 1
+// PyTorch FSDP (FSDP2's fully_shard, parallelism.fsdp): none; full, every layer's parameters, gradients and
+// optimizer states sharded over the data-parallel group (ZeRO-3's memory), gathered a layer at a time before its
+// forward and again before its backward, its gradients reduce-scattered when its backward ends; hybrid (HSDP),
+// the same within each node's data-parallel ranks, the shards' gradients then all-reduced across the nodes.
+enum class Fsdp { None, Full, Hybrid };
+std::string_view to_string(Fsdp f);
+std::optional<Fsdp> parse_fsdp(std::string_view name);
+inline constexpr std::string_view kFsdpNames = "none, full, hybrid";
 enum class Axis { Tp, Dp, Pp };
 
 std::string_view to_string(Schedule s);
@@ -51,9 +59,12 @@ struct ParallelPlan {
   // order), whose dp x cp ranks reduce the gradients and shard ZeRO's states together. `dp` counts the replicas
   // that take different sequences.
   int cp = 1;
+  Fsdp fsdp = Fsdp::None;   // with full or hybrid, zero is 3
+  int shard_ranks = 0;      // hybrid FSDP: the data-parallel ranks of one node, which share the shards (0: all)
 
   [[nodiscard]] int gpus() const { return tp * pp * dp * cp; }
   [[nodiscard]] int dp_ranks() const { return dp * cp; }   // the gradients' and ZeRO's data-parallel group
+  [[nodiscard]] int zero_ranks() const { return shard_ranks > 0 ? shard_ranks : dp_ranks(); }   // ZeRO's shards
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] int expert_dp() const { return tp * dp_ranks() / (expert_tp() * ep); }
 };
@@ -113,6 +124,10 @@ class Placement {
   [[nodiscard]] std::vector<int> expert_group(int rank, ExpertAxis axis) const;
   // The context-parallel peers of `rank`: the cp consecutive data-parallel coordinates its own is among.
   [[nodiscard]] std::vector<int> cp_group(int rank) const;
+  // Hybrid sharding: the `shard` consecutive data-parallel coordinates `rank`'s is among (its shard group), or
+  // those at its place in every such block (its replicas).
+  [[nodiscard]] std::vector<int> shard_group(int rank, int shard) const;
+  [[nodiscard]] std::vector<int> replica_group(int rank, int shard) const;
 
  private:
   int tp_, dp_, pp_;

@@ -52,7 +52,7 @@ std::vector<Index> StageBuilder::backward_gather(int layer, int mb, std::vector<
     deps = zero3_gather(layer, mb, std::move(deps));
   }
   const auto& plan = ctx_.w.plan;
-  if (!more || plan.zero < 3 || plan.dp_ranks() == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
+  if (!more || plan.zero < 3 || plan.zero_ranks() == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
   // Two layers gathered at once, as zero3_gather's prefetch: this one and the next, once the one after this
   // (the previous in the backward) has finished.
   std::vector<Index> gate;
@@ -62,7 +62,7 @@ std::vector<Index> StageBuilder::backward_gather(int layer, int mb, std::vector<
 }
 
 std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Index> deps) {
-  if (ctx_.w.plan.zero < 3 || ctx_.w.plan.dp_ranks() == 1) return deps;
+  if (ctx_.w.plan.zero < 3 || ctx_.w.plan.zero_ranks() == 1) return deps;
   // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
   // gathered at once); without, once the previous layer's compute has.
   const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
@@ -76,9 +76,9 @@ std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Ind
 // latency over the whole data-parallel group.
 std::vector<Index> StageBuilder::gather_modules(int layer, int mb, std::vector<Index> gate) {
   std::vector<Index> out;
+  const Group group = ctx_.w.plan.shard_ranks > 0 ? Group::Shard : Group::Dp;   // hybrid FSDP: within the node
   for (const Bytes part : ctx_.layer_modules)
-    out.push_back(
-        collective(CollectiveKind::AllGather, Group::Dp, part, CommPurpose::ZeroParamGather, layer, mb, gate));
+    out.push_back(collective(CollectiveKind::AllGather, group, part, CommPurpose::ZeroParamGather, layer, mb, gate));
   return out;
 }
 
@@ -138,8 +138,18 @@ void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
     return;
   }
   const auto kind = ctx_.w.plan.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
-  dp_comms_.push_back(collective(kind, expert ? Group::ExpertDp : Group::Dp, b.bytes,
-                                 expert ? CommPurpose::ExpertGrads : CommPurpose::DataParallelGrads, layer, mb, b.deps));
+  const int shard = ctx_.w.plan.shard_ranks;
+  if (!expert && shard > 0) {
+    // Hybrid FSDP: reduce-scattered within the node, each shard then all-reduced with its replicas on the others.
+    const Index scattered = collective(kind, Group::Shard, b.bytes, CommPurpose::DataParallelGrads, layer, mb, b.deps);
+    dp_comms_.push_back(ctx_.w.plan.dp_ranks() > shard
+                            ? collective(CollectiveKind::AllReduce, Group::Replica, b.bytes / shard,
+                                         CommPurpose::DataParallelGrads, layer, mb, {scattered})
+                            : scattered);
+  } else {
+    dp_comms_.push_back(collective(kind, expert ? Group::ExpertDp : Group::Dp, b.bytes,
+                                   expert ? CommPurpose::ExpertGrads : CommPurpose::DataParallelGrads, layer, mb, b.deps));
+  }
   b.bytes = Bytes(0);
 }
 
@@ -161,7 +171,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
     if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
     // With buckets reduced during the backward, each module's gradients join the bucket as the backward produces
     // them, so a bucket can be reduced while the rest of the layer computes.
-    const bool per_module = reduce && ctx_.t.dp_overlap && ctx_.w.plan.dp_ranks() > 1;
+    const bool per_module = reduce && ctx_.t.dp_overlap && ctx_.w.plan.dp_ranks() > 1 && ctx_.w.plan.fsdp == Fsdp::None;
     std::vector<ModuleReady> ready;
     deps = layer_pass(l, mb, Pass::Backward, std::move(deps), per_module ? &ready : nullptr);
     gather_window_.push_back(deps.front());
@@ -174,6 +184,8 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
       add_grads(work.grads, false, l, mb, deps.front());
       if (work.expert_grads.value() > 0) add_grads(work.expert_grads, true, l, mb, deps.front());
     }
+    // FSDP reduce-scatters each layer's gradients when its backward ends (the unit is the bucket).
+    if (reduce && ctx_.w.plan.fsdp != Fsdp::None) flush_bucket(false, l, mb);
   }
   if (v == 0)
     deps = compute(ctx_.embedding_kernels[1],
@@ -199,7 +211,7 @@ void StageBuilder::finish(double stage_params, double stage_expert_params) {
   if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends)
     before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,
                                      CommPurpose::EmbeddingGrads, -1, -1, last_backward_));
-  const double shard = plan.zero >= 1 ? stage_params / plan.dp_ranks() + stage_expert_params / plan.expert_dp()
+  const double shard = plan.zero >= 1 ? stage_params / plan.zero_ranks() + stage_expert_params / plan.expert_dp()
                                       : stage_params + stage_expert_params;
   std::vector<Kernel> step_kernels = step_overhead_kernels(ctx_.t, shard);
   step_kernels.insert(step_kernels.begin() + 1, optimizer_kernel(ctx_.t, shard));   // after the norm, before zeroing

@@ -110,8 +110,12 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
   ctx.activation = Bytes(tokens / w.plan.cp * m.hidden * bytes_per_element(t.precision));   // this rank's share
   ctx.cp_kv = context_kv_bytes(m, t, sharding, t.micro_batch);
-  for (const double part : layer_module_parameters(m))
-    ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
+  // ZeRO-3 (DeepSpeed) gathers a layer one linear module at a time; FSDP gathers the layer, its one unit, at once.
+  if (w.plan.fsdp != Fsdp::None)
+    ctx.layer_modules.push_back(Bytes(layer_parameters(m) / w.plan.tp * bytes_per_element(t.weight_dtype)));
+  else
+    for (const double part : layer_module_parameters(m))
+      ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
   ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(logits_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.layer_work[0] = layer_work(ctx, false);
@@ -177,6 +181,8 @@ std::vector<int> StepGraph::group_ranks(int rank, Group group) const {
     case Group::ExpertTp: return placement.expert_group(rank, ExpertAxis::Etp);
     case Group::ExpertDp: return placement.expert_group(rank, ExpertAxis::Edp);
     case Group::Cp: return placement.cp_group(rank);
+    case Group::Shard: return placement.shard_group(rank, workload.plan.zero_ranks());
+    case Group::Replica: return placement.replica_group(rank, workload.plan.zero_ranks());
     case Group::EpNode:
     case Group::EpRail: {
       const int per_node = workload.gpus_per_node;

@@ -39,6 +39,8 @@ enum class Group {
   EpNode,      // MoE, DeepEP: the expert-parallel peers on this rank's node (Workload::gpus_per_node)
   EpRail,      // MoE, DeepEP: the expert-parallel peers at this rank's place on each node the group spans
   Cp,          // the context-parallel peers (Placement::cp_group)
+  Shard,       // hybrid FSDP: the data-parallel peers sharing this rank's shards (its node's)
+  Replica,     // hybrid FSDP: the ranks holding the same shard on the other nodes
 };
 // Why the communication happens: for the breakdown and the trace.
 enum class CommPurpose { TensorParallel, SequenceParallel, PipelineGather, DataParallelGrads, ZeroParamGather,

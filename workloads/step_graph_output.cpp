@@ -18,7 +18,7 @@ constexpr NameTable<CollectiveKind, 5> kCollectiveKinds{{{CollectiveKind::AllRed
                                                          {CollectiveKind::ReduceScatter, "reduce-scatter"},
                                                          {CollectiveKind::AllToAll, "all-to-all"},
                                                          {CollectiveKind::Broadcast, "broadcast"}}};
-constexpr NameTable<Group, 9> kGroups{{{Group::Tp, "tp"},
+constexpr NameTable<Group, 11> kGroups{{{Group::Tp, "tp"},
                                        {Group::Dp, "dp"},
                                        {Group::Embedding, "embedding"},
                                        {Group::Ep, "ep"},
@@ -26,7 +26,9 @@ constexpr NameTable<Group, 9> kGroups{{{Group::Tp, "tp"},
                                        {Group::ExpertDp, "edp"},
                                        {Group::EpNode, "ep-node"},
                                        {Group::EpRail, "ep-rail"},
-                                       {Group::Cp, "cp"}}};
+                                       {Group::Cp, "cp"},
+                                       {Group::Shard, "shard"},
+                                       {Group::Replica, "replica"}}};
 constexpr NameTable<CommPurpose, 9> kPurposes{{{CommPurpose::TensorParallel, "tensor-parallel"},
                                                {CommPurpose::SequenceParallel, "sequence-parallel"},
                                                {CommPurpose::PipelineGather, "pipeline-gather"},

@@ -233,6 +233,7 @@ void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p) {
   emit(out, "zero", p.zero);
   emit(out, "scatter_gather", p.scatter_gather);
   if (p.cp > 1) emit(out, "cp", p.cp);
+  if (p.fsdp != workloads::Fsdp::None) emit_name(out, "fsdp", to_string(p.fsdp));
   if (p.ep > 1 || p.etp > 0) {
     emit(out, "ep", p.ep);
     emit(out, "etp", p.expert_tp());

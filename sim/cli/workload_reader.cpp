@@ -281,7 +281,7 @@ int derive_dp(const YamlMap& top, const topology::ClusterSpec& cluster, const Pa
 
 ParallelPlan read_plan_keys(const YamlMap& m) {
   m.allow_only({"tp", "pp", "dp", "vpp", "schedule", "layers_per_stage", "order", "zero", "scatter_gather", "ep",
-                "etp", "cp"});
+                "etp", "cp", "fsdp"});
   ParallelPlan p;
   p.tp = read_int(m, "tp", p.tp, 1, kMaxDegree);
   p.pp = read_int(m, "pp", p.pp, 1, kMaxDegree);
@@ -296,6 +296,13 @@ ParallelPlan read_plan_keys(const YamlMap& m) {
   p.ep = read_int(m, "ep", p.ep, 1, kMaxDegree);
   p.etp = read_int(m, "etp", p.etp, 1, kMaxDegree);
   p.cp = read_int(m, "cp", p.cp, 1, kMaxDegree);
+  p.fsdp = read_enum(m, "fsdp", p.fsdp, workloads::parse_fsdp, workloads::kFsdpNames);
+  if (p.fsdp != workloads::Fsdp::None) {   // FSDP shards as ZeRO-3 does
+    if (m.has("zero") && p.zero != 3)
+      m.fail("zero", std::to_string(p.zero), "contradicts parallelism.fsdp, which shards parameters, gradients and states:",
+             "3, or no zero beside fsdp");
+    p.zero = 3;
+  }
   return p;
 }
 
@@ -304,6 +311,12 @@ ParallelPlan read_plan(const YamlMap& top, const topology::ClusterSpec& cluster)
   p.dp = 0;
   if (top.has("parallelism")) p = read_plan_keys(top.map("parallelism"));
   if (p.dp == 0) p.dp = derive_dp(top, cluster, p);
+  // Hybrid FSDP shards within a node: the data-parallel ranks on the first rank's node.
+  if (p.fsdp == workloads::Fsdp::Hybrid) {
+    const auto dp_group = workloads::Placement(p).group(0, workloads::Axis::Dp);
+    p.shard_ranks = static_cast<int>(
+        std::ranges::count_if(dp_group, [&](int r) { return r / cluster.gpus_per_node == 0; }));
+  }
   return p;
 }
 
@@ -328,7 +341,8 @@ Bytes default_bucket(const TrainingSpec& t, const ParallelPlan& p) {
 // scenario gives deciding the other (neither: the framework's default).
 void resolve_distributed_optimizer(const YamlMap& top, TrainingSpec& t, ParallelPlan& p) {
   const YamlMap m = top.map("training");
-  const bool zero_given = top.has("parallelism") && top.map("parallelism").has("zero");
+  const bool zero_given =
+      (top.has("parallelism") && top.map("parallelism").has("zero")) || p.fsdp != workloads::Fsdp::None;
   if (!m.has("distributed_optimizer") && zero_given) t.distributed_optimizer = p.zero == 1;
   if (!zero_given) p.zero = t.distributed_optimizer ? 1 : 0;
   if (t.distributed_optimizer == (p.zero == 1)) return;

@@ -48,7 +48,7 @@
 
 namespace dtsim::sim::flow {
 
-constexpr std::size_t kGroups = 9;   // workloads::Group's values
+constexpr std::size_t kGroups = 11;   // workloads::Group's values
 inline std::size_t index_of(workloads::Group g) { return static_cast<std::size_t>(g); }
 
 // What every rank of a class shares: dependency structure and the order of its streams.
@@ -78,7 +78,7 @@ struct RankState {
   std::array<std::size_t, kGroups> next_collective{};
   std::array<bool, kGroups> communicating{};   // reached a collective of this group that has not ended
   std::array<Seconds, kGroups> group_free{};   // when the group's previous collective ended
-  std::array<std::int32_t, kGroups> site{-1, -1, -1, -1, -1, -1, -1, -1, -1};   // per group, its GroupSite; -1 until first needed
+  std::array<std::int32_t, kGroups> site{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};   // per group, its GroupSite; -1 until first needed
 };
 
 // (sender rank, receiver rank, micro-batch, chunk, direction)

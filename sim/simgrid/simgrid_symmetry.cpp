@@ -66,6 +66,8 @@ std::string group_name(std::size_t group) {
     case Group::EpNode: return "ep-node";
     case Group::EpRail: return "ep-rail";
     case Group::Cp: return "cp";
+    case Group::Shard: return "shard";
+    case Group::Replica: return "replica";
   }
   return "?";
 }
