@@ -4,6 +4,7 @@
 
 #include "workloads/compute_model.hpp"
 #include "workloads/kernels.hpp"
+#include "workloads/layer_list.hpp"
 
 namespace dtsim::results {
 
@@ -37,6 +38,18 @@ json roofline_json(const workloads::Workload& w, const topology::GpuSpec& gpu) {
   const double ridge = gpu.ridge_point(t.precision);
   const workloads::Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp(), w.plan.cp};
   json kernels = json::array();
+  if (w.model.kind == workloads::ModelKind::Layers) {   // a layer-list model: each layer, forward and backward
+    for (const auto pass : {workloads::Pass::Forward, workloads::Pass::Backward})
+      for (const auto& l : w.model.layer_list)
+        kernels.push_back(kernel_row(workloads::layer_list_kernel(l, pass, t.micro_batch), "layer", gpu, t.precision, ridge));
+    kernels.push_back(kernel_row(workloads::optimizer_kernel(t, workloads::parameter_count(w.model)), "optimizer", gpu,
+                                 t.precision, ridge));
+    return {{"precision", std::string(to_string(t.precision))},
+            {"peak_tflops", peak / 1e12},
+            {"memory_bandwidth_GBps", bandwidth / 1e9},
+            {"ridge_flop_per_byte", ridge},
+            {"kernels", kernels}};
+  }
   // A mixture of experts: its MoE layer ("moe-layer"), and its dense layers' when it has some.
   const bool moe = w.model.moe();
   const bool dense = !moe || workloads::moe_layer_count(w.model) < w.model.layers;

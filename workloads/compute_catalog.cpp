@@ -147,6 +147,10 @@ constexpr const char* kGroupedGemmWork =
     "grouped GEMM (an MoE layer's local experts, Transformer Engine's GroupedLinear): each expert's GEMM at the "
     "architecture's gemm efficiency x its own shape, all experts' blocks filling the GPU together; one launch per "
     "expert";
+constexpr const char* kConvWork =
+    "convolution as cuDNN's implicit GEMM (m = images x output pixels, n = output channels, k = input channels x "
+    "kernel area): the architecture's gemm efficiency x that shape (no convolution-specific measurement: an "
+    "assumption)";
 constexpr const char* kStreamWork = "0 FLOPs: timed by bytes at the architecture's stream efficiency";
 constexpr const char* kAttentionStreamWork =
     "0 FLOPs over the b x heads x s x s probabilities: timed by bytes at the architecture's attention_stream "
@@ -155,7 +159,7 @@ constexpr const char* kAttentionStreamWork =
 }  // namespace
 
 std::span<const KernelWork> kernel_works() {
-  static const std::array<KernelWork, 24> table = {{
+  static const std::array<KernelWork, 29> table = {{
       {KernelClass::Embedding, Work::Stream, kStreamWork},
       {KernelClass::LayerNorm, Work::Stream, kStreamWork},
       {KernelClass::QkvGemm, Work::Gemm, kGemmWork},
@@ -179,6 +183,11 @@ std::span<const KernelWork> kernel_works() {
       {KernelClass::Fp8Cast, Work::Stream, kStreamWork},
       {KernelClass::Logits, Work::Gemm, kGemmWork},
       {KernelClass::CrossEntropy, Work::Stream, kStreamWork},
+      {KernelClass::Conv, Work::Gemm, kConvWork},
+      {KernelClass::BatchNorm, Work::Stream, kStreamWork},
+      {KernelClass::Pool, Work::Stream, kStreamWork},
+      {KernelClass::Matmul, Work::Gemm, kGemmWork},
+      {KernelClass::Elementwise, Work::Stream, kStreamWork},
       {KernelClass::OptimizerUpdate, Work::Stream, kStreamWork},
   }};
   return table;

@@ -23,7 +23,7 @@ using topology::NameTable;
 using topology::name_of;
 using topology::value_of;
 
-constexpr NameTable<KernelClass, 24> kKernelNames{{
+constexpr NameTable<KernelClass, 29> kKernelNames{{
     {KernelClass::Embedding, "embedding"},
     {KernelClass::LayerNorm, "layer-norm"},
     {KernelClass::QkvGemm, "qkv-gemm"},
@@ -47,6 +47,11 @@ constexpr NameTable<KernelClass, 24> kKernelNames{{
     {KernelClass::Fp8Cast, "fp8-cast"},
     {KernelClass::Logits, "logits"},
     {KernelClass::CrossEntropy, "cross-entropy"},
+    {KernelClass::Conv, "conv"},
+    {KernelClass::BatchNorm, "batch-norm"},
+    {KernelClass::Pool, "pool"},
+    {KernelClass::Matmul, "matmul"},
+    {KernelClass::Elementwise, "elementwise"},
     {KernelClass::OptimizerUpdate, "optimizer-update"},
 }};
 constexpr NameTable<Pass, 3> kPassNames{{{Pass::Forward, "forward"},
@@ -426,6 +431,8 @@ bool is_gemm(KernelClass k) {   // the fused attention counts FLOPs too, but is 
     case KernelClass::Router:
     case KernelClass::ExpertUpGemm:
     case KernelClass::ExpertDownGemm:
+    case KernelClass::Conv:
+    case KernelClass::Matmul:
     case KernelClass::Logits: return true;
     default: return false;
   }

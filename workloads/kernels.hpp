@@ -44,6 +44,11 @@ enum class KernelClass {
   Fp8Cast,          // fp8 training: an activation or gradient quantised (and transposed) for an fp8 GEMM
   Logits,           // output projection to the vocabulary
   CrossEntropy,     // softmax cross-entropy over the vocabulary
+  Conv,             // layer-list workloads: a convolution (an implicit GEMM)
+  BatchNorm,        // a batch normalisation
+  Pool,             // max or average pooling
+  Matmul,           // a fully connected layer
+  Elementwise,      // an activation or a residual add
   OptimizerUpdate,  // read gradients and states, write weights and states
 };
 enum class Pass { Forward, Backward, Recompute };

@@ -432,11 +432,46 @@ PrefetchPlan plan_prefetch(const Workload& w, const topology::GpuSpec& gpu) {
 }  // namespace
 
 bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu) {
-  return w.training && plan_prefetch(w, gpu).prefetch;
+  return w.training && w.model.kind == ModelKind::Transformer && plan_prefetch(w, gpu).prefetch;
 }
+
+namespace {
+
+// A layer-list model under DDP: every GPU holds the whole model, its gradients and optimizer states; the
+// activations each layer keeps for the micro-batch; two gradient buckets.
+MemoryPlan plan_layer_list(const Workload& w, const topology::GpuSpec& gpu) {
+  const TrainingSpec& t = *w.training;
+  const double n = parameter_count(w.model);
+  double kept = 0;
+  for (const LayerSpec& l : w.model.layer_list) kept += l.activation;
+  const double optimizer_bytes = (t.master_weights ? kMasterBytes : 0.0) + optimizer_state_bytes_per_param(t);
+  MemoryPlan plan;
+  plan.parts.params = Bytes(n * bytes_per_element(t.weight_dtype));
+  plan.parts.grads = Bytes(n * bytes_per_element(t.grad_dtype));
+  plan.parts.optimizer = Bytes(n * optimizer_bytes);
+  plan.parts.activations = Bytes(kept * t.micro_batch);
+  plan.parts.buffers = w.plan.dp > 1 ? t.dp_bucket * kBucketsInFlight : Bytes(0);
+  plan.in_flight_micro_batches = 1;
+  plan.notes = {
+      fmt::format("params: {} parameters (every GPU the whole model, DDP) x {} B {}", count(n),
+                  bytes_per_element(t.weight_dtype), to_string(t.weight_dtype)),
+      fmt::format("grads: same parameters x {} B {}", bytes_per_element(t.grad_dtype), to_string(t.grad_dtype)),
+      fmt::format("optimizer: {}{} {} states ({} B) per parameter", t.master_weights ? "4 B fp32 master + " : "",
+                  to_string(t.optimizer), to_string(t.optimizer_dtype), optimizer_state_bytes_per_param(t)),
+      fmt::format("activations: what each of the {} layers keeps for its backward, {:.4g} MB a sample x micro-batch {}",
+                  w.model.layer_list.size(), kept / 1e6, t.micro_batch),
+      "kv_cache: none (training)",
+      w.plan.dp > 1 ? fmt::format("buffers: {} DDP gradient buckets of {:.4g} MB", kBucketsInFlight, t.dp_bucket.value() / 1e6)
+                    : std::string("buffers: none (dp 1: no gradient buckets)"),
+  };
+  return finish(std::move(plan), gpu);
+}
+
+}  // namespace
 
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu) {
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
+  if (w.model.kind == ModelKind::Layers && w.training) return plan_layer_list(w, gpu);
   return w.training ? plan_prefetch(w, gpu).plan : plan_inference(w, gpu);
 }
 

@@ -14,6 +14,7 @@ using topology::value_of;
 
 constexpr NameTable<Activation, 2> kActivations{{{Activation::Gelu, "gelu"}, {Activation::Swiglu, "swiglu"}}};
 constexpr NameTable<Norm, 2> kNorms{{{Norm::LayerNorm, "layernorm"}, {Norm::RmsNorm, "rmsnorm"}}};
+constexpr NameTable<ModelKind, 2> kModelKinds{{{ModelKind::Transformer, "transformer"}, {ModelKind::Layers, "layers"}}};
 constexpr NameTable<Positions, 2> kPositions{{{Positions::Learned, "learned"}, {Positions::Rotary, "rotary"}}};
 
 double norm_parameters(const ModelSpec& m) {
@@ -28,6 +29,8 @@ void require_positive(int value, std::string_view prefix, const char* key) {
 
 }  // namespace
 
+std::string_view to_string(ModelKind k) { return name_of(kModelKinds, k); }
+std::optional<ModelKind> parse_model_kind(std::string_view name) { return value_of(kModelKinds, name); }
 std::string_view to_string(Activation a) { return name_of(kActivations, a); }
 std::string_view to_string(Norm n) { return name_of(kNorms, n); }
 std::string_view to_string(Positions p) { return name_of(kPositions, p); }
@@ -124,6 +127,11 @@ double logits_parameters(const ModelSpec& m) {
 double final_norm_parameters(const ModelSpec& m) { return norm_parameters(m); }
 
 double parameter_count(const ModelSpec& m) {
+  if (m.kind == ModelKind::Layers) {
+    double n = 0;
+    for (const LayerSpec& l : m.layer_list) n += l.params;
+    return n;
+  }
   const int moe = moe_layer_count(m);
   const MoeLayerParameters p = moe_layer_parameters(m);
   return (m.layers - moe) * layer_parameters(m) + moe * (p.dense() + p.routed()) + embedding_parameters(m) +
@@ -138,6 +146,11 @@ double active_parameter_count(const ModelSpec& m) {
 }
 
 void validate(const ModelSpec& m, std::string_view prefix) {
+  if (m.kind == ModelKind::Layers) {
+    if (m.layer_list.empty())
+      throw InputError(fmt::format("{}.layers_list", prefix), "", "is empty:", "at least one layer");
+    return;   // each layer's values are range-checked as they are read
+  }
   require_positive(m.layers, prefix, "layers");
   require_positive(m.hidden, prefix, "hidden");
   require_positive(m.heads, prefix, "heads");

@@ -10,10 +10,31 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtsim::workloads {
 
 enum class Activation { Gelu, Swiglu };
+// What a model is (model.kind): a transformer described by its shape, or a network given as a list of layers
+// (layer_list.hpp), trained with data parallelism.
+enum class ModelKind { Transformer, Layers };
+std::string_view to_string(ModelKind k);
+std::optional<ModelKind> parse_model_kind(std::string_view name);
+inline constexpr std::string_view kModelKindNames = "transformer, layers";
+
+// One layer of a layer-list model, per sample: forward FLOPs (2 per multiply-add), the bytes it reads and writes
+// forward, its parameters, the bytes the backward needs kept, and for a conv or matmul its GEMM per sample (m
+// output positions, n output channels, k input channels x kernel area; all 0: timed as a large GEMM).
+enum class LayerKind { Conv, BatchNorm, Pool, Matmul, Elementwise };
+struct LayerSpec {
+  std::string name;
+  LayerKind kind = LayerKind::Elementwise;
+  double flops = 0;
+  double bytes = 0;
+  double params = 0;
+  double activation = 0;
+  double gemm_m = 0, gemm_n = 0, gemm_k = 0;
+};
 enum class Norm { LayerNorm, RmsNorm };
 enum class Positions { Learned, Rotary };
 
@@ -29,6 +50,9 @@ inline constexpr std::string_view kPositionNames = "learned, rotary";
 
 struct ModelSpec {
   std::string name;            // preset name, or the scenario's own
+  ModelKind kind = ModelKind::Transformer;
+  std::vector<LayerSpec> layer_list{};   // kind Layers: the network, in forward order (the sizes below unused but
+                                       // layers = its length and seq_length = 1: a sample is one "token")
   int layers = 0;
   int hidden = 0;
   int heads = 0;

@@ -186,10 +186,34 @@ int micro_batches(const ParallelPlan& plan, const TrainingSpec& training) {
   return training.global_batch / (plan.dp * training.micro_batch);
 }
 
+// A layer-list model trains with data parallelism alone (DDP): every other degree 1, no sharding.
+void check_layer_list(const Workload& w) {
+  const ParallelPlan& p = w.plan;
+  if (w.inference) fail("model.kind", 0, "layers trains only; serving", "a transformer under inference");
+  const auto only_one = [](const char* key, int value) {
+    if (value != 1)
+      fail(key, value, "splits a transformer; a layer-list model (model.kind: layers) trains data-parallel only:",
+           "1");
+  };
+  only_one("parallelism.tp", p.tp);
+  only_one("parallelism.pp", p.pp);
+  only_one("parallelism.cp", p.cp);
+  only_one("parallelism.ep", p.ep);
+  only_one("parallelism.vpp", p.vpp);
+  if (p.zero != 0 || p.fsdp != Fsdp::None)
+    fail("parallelism.zero", p.zero, "shards over data parallelism; a layer-list model trains with DDP:", "0");
+}
+
 void check_plan(const Workload& w, int gpus) {
   const ParallelPlan& p = w.plan;
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
   DTSIM_ASSERT(p.tp >= 1 && p.pp >= 1 && p.dp >= 1 && p.vpp >= 1 && p.cp >= 1, "the loader range-checks degrees");
+  if (w.model.kind == ModelKind::Layers) {
+    check_degrees(p, gpus);
+    check_layer_list(w);
+    check_training(w);
+    return;
+  }
   check_degrees(p, gpus);
   check_model_split(w.model, p);
   check_layers_per_stage(w.model, p);

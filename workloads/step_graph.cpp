@@ -16,6 +16,7 @@
 
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
+#include "workloads/layer_list.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/schedule.hpp"
 #include "workloads/stage_builder.hpp"
@@ -147,6 +148,7 @@ std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
 
 StepGraph generate_step(const Workload& w, const topology::GpuSpec& gpu, const GenerateOptions& options) {
   DTSIM_ASSERT(w.training.has_value(), "generate_step needs a training workload");
+  if (w.model.kind == ModelKind::Layers) return generate_layer_list_step(w, gpu, options.granularity);
   const Context ctx = make_context(w, gpu, options.granularity);
   StepGraph g{w, Placement(w.plan), options.granularity, micro_batches(w.plan, *w.training), {}};
   for (int stage = 0; stage < w.plan.pp; ++stage) {

@@ -7,6 +7,7 @@
 
 #include "sim/cli/hf_config.hpp"
 #include "sim/cli/workload_reader.hpp"
+#include "workloads/layer_list.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -87,14 +88,69 @@ void validate_model(const YamlMap& m, const ModelSpec& model) {
   }
 }
 
+// A layer-list model: a preset (resnet50) or model.layers_list, each layer {name, kind, flops, bytes, params,
+// activation, gemm: [m, n, k]} per sample.
+ModelSpec read_layer_list(const YamlMap& m, const std::string& scenario_name) {
+  m.allow_only({"kind", "preset", "layers_list"});
+  if (m.has("preset") == m.has("layers_list"))
+    m.fail(m.has("preset") ? "layers_list" : "preset", "", "a layer-list model needs exactly one of", "model.preset (" +
+           std::string(workloads::kLayerListPresetNames) + ") or model.layers_list");
+  if (const auto preset = m.text("preset")) {
+    if (!workloads::is_layer_list_preset(*preset))
+      m.fail("preset", *preset, "is not a layer-list preset", std::string(workloads::kLayerListPresetNames));
+    return workloads::layer_list_preset(*preset, 2.0);   // the activations' width is set with the training section
+  }
+  ModelSpec model;
+  model.name = scenario_name;
+  model.source = "scenario";
+  model.kind = workloads::ModelKind::Layers;
+  model.seq_length = 1;
+  constexpr double kMax = 1e18;
+  int i = 0;
+  for (const YamlMap& l : m.maps("layers_list")) {
+    l.allow_only({"name", "kind", "flops", "bytes", "params", "activation", "gemm"});
+    workloads::LayerSpec spec;
+    spec.name = l.text("name").value_or(fmt::format("layer{}", i++));
+    if (!l.has("kind")) l.fail("kind", "", "missing:", std::string(workloads::kLayerKindNames));
+    spec.kind = read_enum(l, "kind", spec.kind, workloads::parse_layer_kind, workloads::kLayerKindNames);
+    spec.flops = l.number("flops", 0.0, true, kMax).value_or(0.0);
+    spec.bytes = l.number("bytes", 0.0, true, kMax).value_or(0.0);
+    spec.params = l.number("params", 0.0, true, kMax).value_or(0.0);
+    spec.activation = l.number("activation", 0.0, true, kMax).value_or(0.0);
+    if (const auto g = l.integers("gemm", 1, 1'000'000'000)) {
+      if (g->size() != 3) l.fail("gemm", std::to_string(g->size()) + " numbers", "is not a GEMM shape:", "[m, n, k]");
+      spec.gemm_m = static_cast<double>((*g)[0]);
+      spec.gemm_n = static_cast<double>((*g)[1]);
+      spec.gemm_k = static_cast<double>((*g)[2]);
+    }
+    if (spec.flops <= 0 && spec.bytes <= 0) l.fail("bytes", "0", "a layer with no FLOPs moves bytes, so not", "bytes > 0");
+    model.layer_list.push_back(spec);
+  }
+  model.layers = static_cast<int>(model.layer_list.size());
+  return model;
+}
+
 }  // namespace
 
 ModelSpec read_model(const YamlMap& m, const std::string& scenario_name, const std::string& file) {
+  const auto preset = m.text("preset");
+  const auto kind = read_enum(m, "kind",
+                              preset && workloads::is_layer_list_preset(*preset) ? workloads::ModelKind::Layers
+                                                                                  : workloads::ModelKind::Transformer,
+                              workloads::parse_model_kind, workloads::kModelKindNames);
+  if (kind == workloads::ModelKind::Layers) {
+    ModelSpec model = read_layer_list(m, scenario_name);
+    validate_model(m, model);
+    return model;
+  }
+  if (m.has("layers_list"))
+    m.fail("layers_list", "[...]", "lists a layer-list model's layers, but model.kind is transformer:",
+           "model.kind: layers beside it");
   m.allow_only({"preset", "hf_config", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "head_vocab",
                 "seq_length", "activation", "norm", "positions", "tied_embeddings", "bias", "causal",
                 "hidden_dropout", "attention_dropout", "head_dim", "q_lora_rank", "kv_lora_rank", "rope_head_dim",
                 "v_head_dim", "experts", "experts_per_token", "shared_experts", "expert_ffn_hidden",
-                "moe_layer_freq", "dense_layers", "expert_imbalance"});
+                "moe_layer_freq", "dense_layers", "expert_imbalance", "kind"});
   const ModelSpec base = model_base(m, scenario_name, file);
   ModelSpec model = base;
   model.layers = read_int(m, "layers", base.layers, 1, kMaxLayers);

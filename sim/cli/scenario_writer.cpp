@@ -2,9 +2,11 @@
 // alone reproduces the run. Hardware is written as full inline maps (what was used, not just its name); the
 // model as its full shape (plus the preset it came from, which the shape then overrides field by field).
 #include <algorithm>
+#include <cmath>
 #include <yaml-cpp/yaml.h>
 
 #include "sim/cli/scenario.hpp"
+#include "workloads/layer_list.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -95,8 +97,37 @@ bool is_preset(const std::string& name) {
   return std::ranges::find(presets, name, &workloads::ModelSpec::name) != presets.end();
 }
 
+// A layer-list model: its preset (the layers follow from it and the training precision), or every layer.
+void emit_layer_list(YAML::Emitter& out, const workloads::ModelSpec& m) {
+  emit_name(out, "kind", to_string(m.kind));
+  if (workloads::is_layer_list_preset(m.name) && m.source != "scenario") {
+    emit(out, "preset", m.name);
+    return;
+  }
+  out << YAML::Key << "layers_list" << YAML::Value << YAML::BeginSeq;
+  for (const workloads::LayerSpec& l : m.layer_list) {
+    out << YAML::Flow << YAML::BeginMap;
+    emit(out, "name", l.name);
+    emit_name(out, "kind", to_string(l.kind));
+    emit(out, "flops", l.flops);
+    emit(out, "bytes", l.bytes);
+    emit(out, "params", l.params);
+    emit(out, "activation", l.activation);
+    if (l.gemm_m > 0 && l.gemm_n > 0 && l.gemm_k > 0)
+      out << YAML::Key << "gemm" << YAML::Value << YAML::Flow
+          << std::vector<long long>{std::llround(l.gemm_m), std::llround(l.gemm_n), std::llround(l.gemm_k)};
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
 void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  if (m.kind == workloads::ModelKind::Layers) {
+    emit_layer_list(out, m);
+    out << YAML::EndMap;
+    return;
+  }
   if (is_preset(m.name)) emit(out, "preset", m.name);
   emit(out, "layers", m.layers);
   emit(out, "hidden", m.hidden);

@@ -16,6 +16,7 @@
 #include "sim/cli/scenario.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
+#include "workloads/layer_list.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -355,8 +356,19 @@ void resolve_distributed_optimizer(const YamlMap& top, TrainingSpec& t, Parallel
 
 // The framework's defaults that depend on the plan (tp_comm_overlap, sequence parallelism, the bucket), and
 // what Megatron-Core's argument checks require of the features.
-void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p) {
+// A layer-list model trains as PyTorch DDP does, whatever the framework: no distributed optimizer, DDP's 25 MB
+// buckets (bucket_cap_mb), overlapped with the backward.
+void resolve_layer_list(const YamlMap& top, TrainingSpec& t, ParallelPlan& p) {
   const YamlMap m = top.map("training");
+  if (!m.has("distributed_optimizer")) t.distributed_optimizer = false;
+  if (!(top.has("parallelism") && top.map("parallelism").has("zero"))) p.zero = 0;
+  t.overlap_param_gather = false;
+  if (!m.has("dp_bucket_MB")) t.dp_bucket = Bytes(25e6);
+}
+
+void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p, workloads::ModelKind kind) {
+  const YamlMap m = top.map("training");
+  if (kind == workloads::ModelKind::Layers) return resolve_layer_list(top, t, p);
   const bool core = workloads::megatron_core_based(t.framework);
   if (!m.has("sequence_parallel") && core) t.sequence_parallel = p.tp > 1;
   if (!m.has("tp_comm_overlap")) t.tp_comm_overlap = core && t.sequence_parallel && p.tp > 1;
@@ -405,6 +417,11 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
   if (top.has("training")) {
     w.training = read_training(top.map("training"));
     check_fp8_gpu(top.map("training"), *w.training, cluster.gpu);
+    // A layer-list preset's activations take the compute precision's width (fp8 GEMMs keep 16-bit activations).
+    if (w.model.kind == workloads::ModelKind::Layers && !top.map("model").has("layers_list")) {
+      const double element = w.training->precision == Precision::Fp8 ? 2.0 : workloads::bytes_per_element(w.training->precision);
+      w.model.layer_list = workloads::layer_list_preset(w.model.name, element).layer_list;
+    }
   } else {
     w.inference = read_inference(top.map("inference"), w.model);
   }
@@ -412,7 +429,7 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
   if (w.inference && w.plan.vpp > 1)   // serving runs each stage once per pass: there is nothing to interleave
     top.map("parallelism").fail("vpp", std::to_string(w.plan.vpp),
                                 "interleaves a training pipeline's micro-batches; a serving pass has none:", "1");
-  if (w.training) located(top, "training", [&] { resolve_with_plan(top, *w.training, w.plan); });
+  if (w.training) located(top, "training", [&] { resolve_with_plan(top, *w.training, w.plan, w.model.kind); });
   return w;
 }
 

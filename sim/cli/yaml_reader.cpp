@@ -228,6 +228,21 @@ YamlMap YamlMap::map(const std::string& key) const {
   return YamlMap(v, dotted(key), file_, origins_, overridden_);
 }
 
+std::vector<YamlMap> YamlMap::maps(const std::string& key) const {
+  YAML::Node v = node_[key];
+  if (origins_) (*origins_)[dotted(key)] = locate(dotted(key), v);
+  if (!v.IsSequence()) fail(key, v.IsScalar() ? v.Scalar() : "{...}", "expected a list of maps, got", "[{...}, ...]");
+  std::vector<YamlMap> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string item = fmt::format("{}[{}]", dotted(key), i);
+    if (!v[i].IsMap())
+      throw InputError(item, v[i].IsScalar() ? v[i].Scalar() : "[...]", "is not a map", "{key: value, ...}",
+                       locate(dotted(key), v[i]));
+    out.emplace_back(v[i], item, file_, origins_, overridden_);
+  }
+  return out;
+}
+
 std::string resolve_path(const std::string& scenario_file, const std::string& path) {
   const std::filesystem::path p(path);
   if (p.is_absolute() || scenario_file.empty() || scenario_file.front() == '<') return path;

@@ -40,6 +40,8 @@ class YamlMap {
   [[nodiscard]] bool is_list(const std::string& key) const;
   [[nodiscard]] bool is_null(const std::string& key) const;
   YamlMap map(const std::string& key) const;
+  // A list of maps (each one's dotted key "key[i]"); an error when `key` is no list or an entry no map.
+  std::vector<YamlMap> maps(const std::string& key) const;
   [[nodiscard]] std::vector<std::string> keys() const;
 
   [[nodiscard]] std::string dotted(const std::string& key) const;
