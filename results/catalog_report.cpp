@@ -107,20 +107,31 @@ json link_json(const LinkSpec& link) {
 }
 
 std::string model_header() {
-  return fmt::format("{:<12} {:>9} {:>6} {:>6} {:>5} {:>8} {:>7} {:>7} {:>6} {}\n", "model", "params_B", "layers",
-                     "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "activation");
+  return fmt::format("{:<22} {:>9} {:>9} {:>6} {:>6} {:>5} {:>8} {:>7} {:>7} {:>6} {:<10} {}\n", "model", "params_B",
+                     "active_B", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "activation",
+                     "experts");
 }
 
 std::string model_row(const ModelSpec& m) {
-  return fmt::format("{:<12} {:>9.3f} {:>6} {:>6} {:>5} {:>8} {:>7} {:>7} {:>6} {}\n", m.name,
-                     workloads::parameter_count(m) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden,
-                     m.vocab, m.seq_length, to_string(m.activation));
+  const std::string experts =
+      m.moe() ? fmt::format("{} x {}, top-{}{}", m.experts, m.expert_width(), m.experts_per_token,
+                            m.shared_experts > 0 ? fmt::format(", {} shared", m.shared_experts) : "")
+              : "-";
+  return fmt::format("{:<22} {:>9.3f} {:>9.3f} {:>6} {:>6} {:>5} {:>8} {:>7} {:>7} {:>6} {:<10} {}\n", m.name,
+                     workloads::parameter_count(m) / 1e9, workloads::active_parameter_count(m) / 1e9, m.layers,
+                     m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab, m.seq_length, to_string(m.activation),
+                     experts);
 }
 
 json model_json(const ModelSpec& m) {
   return {{"name", m.name},
           {"params", static_cast<std::int64_t>(std::llround(workloads::parameter_count(m)))},
           {"params_B", tidy(workloads::parameter_count(m) / 1e9)},
+          {"active_params_B", tidy(workloads::active_parameter_count(m) / 1e9)},
+          {"experts", m.experts},
+          {"experts_per_token", m.experts_per_token},
+          {"shared_experts", m.shared_experts},
+          {"expert_ffn_hidden", m.moe() ? m.expert_width() : 0},
           {"layers", m.layers},
           {"hidden", m.hidden},
           {"heads", m.heads},

@@ -232,15 +232,24 @@ TEST_CASE("every scenario shipped in scenarios/ loads, those under models/ bench
 TEST_CASE("the catalog lists the model presets, as a table and as JSON") {
   const std::string table = results::catalog_table();
   CHECK(table.find("model presets") != std::string::npos);
-  CHECK(table.find("params_B layers hidden heads kv_heads") != std::string::npos);
-  CHECK(table.find("llama2-70b      68.977     80   8192    64        8   28672   32000   4096 swiglu\n") !=
-        std::string::npos);
+  CHECK(table.find(" params_B  active_B layers hidden heads kv_heads") != std::string::npos);
+  CHECK(table.find("llama2-70b                68.977    68.977     80   8192    64        8   28672   32000   4096 "
+                   "swiglu     -\n") != std::string::npos);
+  CHECK(table.find("mixtral-8x7b              46.703    12.880     32   4096    32        8   14336   32000  32768 "
+                   "swiglu     8 x 14336, top-2\n") != std::string::npos);
   const auto json = results::catalog_json();
   REQUIRE(json.at("models").size() == workloads::model_presets().size());
   const auto& gpt3 = json.at("models").at(0);
   CHECK(gpt3.at("name") == "gpt3-175b");
   CHECK(gpt3.at("params_B").get<double>() == doctest::Approx(174.6).epsilon(1e-3));
   CHECK(gpt3.at("params").get<std::int64_t>() == 174'615'846'912);
+  CHECK(gpt3.at("active_params_B") == gpt3.at("params_B"));
+  for (const auto& m : json.at("models"))
+    if (m.at("name") == "deepseek-v3") {
+      CHECK(m.at("experts") == 256);
+      CHECK(m.at("shared_experts") == 1);
+      CHECK(m.at("active_params_B").get<double>() == doctest::Approx(37.5).epsilon(0.02));
+    }
   for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_length", "activation",
                           "norm", "positions", "tied_embeddings", "bias", "source"})
     CHECK(gpt3.contains(key));
