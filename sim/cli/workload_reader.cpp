@@ -369,6 +369,9 @@ void resolve_layer_list(const YamlMap& top, TrainingSpec& t, ParallelPlan& p) {
 void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p, workloads::ModelKind kind) {
   const YamlMap m = top.map("training");
   if (kind == workloads::ModelKind::Layers) return resolve_layer_list(top, t, p);
+  // FSDP2 prefetches the next layer's gathers whatever the memory (its forward's implicit prefetch, the backward's
+  // BACKWARD_PRE), where DeepSpeed's ZeRO-3 prefetches what its bucket allows.
+  if (p.fsdp != workloads::Fsdp::None && !m.has("zero3_prefetch")) t.zero3_prefetch = workloads::Zero3Prefetch::Layer;
   const bool core = workloads::megatron_core_based(t.framework);
   if (!m.has("sequence_parallel") && core) t.sequence_parallel = p.tp > 1;
   if (!m.has("tp_comm_overlap")) t.tp_comm_overlap = core && t.sequence_parallel && p.tp > 1;

@@ -95,3 +95,28 @@ TEST_CASE("cp run: a 16K-token sequence that does not fit on one GPU fits split 
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
   fs::remove_all(dir);
 }
+
+TEST_CASE("fsdp run: prefetches the next layer whatever the memory, and hybrid all-reduces shards across nodes") {
+  const auto scenario = src("scenarios/models/llama3-8b-fsdp-32xh100.yaml");
+  const fs::path dir = fresh_dir("fsdp", "run");
+  const auto full = dtsim("run " + scenario + " --format json --out " + dir.string());
+  REQUIRE_MESSAGE(full.status == 0, full.err);
+  const std::string resolved = slurp(dir / "scenario.resolved.yaml");
+  CHECK(resolved.find("fsdp: full") != std::string::npos);
+  CHECK(resolved.find("zero: 3") != std::string::npos);
+  CHECK(resolved.find("zero3_prefetch: layer") != std::string::npos);
+  const auto again = dtsim("run " + (dir / "scenario.resolved.yaml").string() + " --format json");
+  REQUIRE(again.status == 0);
+  CHECK(json::parse(again.out).at("step_time_s") == json::parse(full.out).at("step_time_s"));
+  const auto graph = dtsim("graph " + scenario + " --set parallelism.fsdp=hybrid");
+  CHECK(graph.out.find("all-reduce over replica") != std::string::npos);
+  CHECK(graph.out.find("all-gather over shard") != std::string::npos);
+  // Over one 100 GbE NIC a node, keeping the gathers inside the node pays.
+  const std::string slow = " --set cluster.inter_link=eth-100g --set cluster.nics_per_node=1 --format json";
+  const auto f = dtsim("run " + scenario + slow);
+  const auto h = dtsim("run " + scenario + slow + " --set parallelism.fsdp=hybrid");
+  REQUIRE(f.status == 0);
+  REQUIRE(h.status == 0);
+  CHECK(json::parse(h.out).at("step_time_s").get<double>() < json::parse(f.out).at("step_time_s").get<double>());
+  fs::remove_all(dir);
+}
