@@ -71,7 +71,7 @@ json roofline_json(const workloads::Workload& w, const topology::GpuSpec& gpu) {
   double dense_params = (workloads::parameter_count(w.model) - routed) / (w.plan.tp * w.plan.pp);
   double expert_params = routed / (w.plan.ep * w.plan.expert_tp() * w.plan.pp);
   if (w.plan.zero >= 1) {
-    dense_params /= w.plan.dp_ranks();
+    dense_params /= w.plan.zero_ranks();
     expert_params /= w.plan.expert_dp();
   }
   const double params = dense_params + expert_params;

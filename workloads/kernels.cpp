@@ -141,7 +141,7 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
     d.expert_ffn = static_cast<double>(m.expert_width()) / s.etp;
     d.expert_up = d.swiglu ? 2.0 * d.expert_ffn : d.expert_ffn;
     d.shared_ffn = static_cast<double>(m.shared_experts) * m.expert_width() / tp;
-    d.imbalance = m.expert_imbalance;
+    d.imbalance = s.ep > 1 ? m.expert_imbalance : 1.0;   // one expert-parallel rank has no busier peer
   }
   return d;
 }

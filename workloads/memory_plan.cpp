@@ -158,11 +158,19 @@ double head_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) 
 
 // Bytes one in-flight forward of virtual stage v (its `layers` from `first`) leaves on its GPU until its backward
 // runs.
+// The model as its MoE layers load the busiest GPU: without expert parallelism there is no busier one.
+ModelSpec as_loaded(const Workload& w) {
+  ModelSpec m = w.model;
+  if (w.plan.ep == 1) m.expert_imbalance = 1.0;
+  return m;
+}
+
 double virtual_stage_activation_bytes(const Workload& w, int v, int first, int layers) {
   const TrainingSpec& t = *w.training;
+  const ModelSpec m = as_loaded(w);
   double bytes = 0;
   for (int l = first; l < first + layers; ++l)
-    bytes += layer_activation_bytes(w.model, t, w.plan.tp, t.micro_batch, w.model.moe_layer(l), w.plan.expert_tp()).value();
+    bytes += layer_activation_bytes(m, t, w.plan.tp, t.micro_batch, m.moe_layer(l), w.plan.expert_tp()).value();
   if (v == 0) bytes += embedding_activation_bytes(w.model, t, w.plan.tp);
   if (v == last_virtual_stage(w.plan)) bytes += head_activation_bytes(w.model, t, w.plan.tp);
   return bytes;
@@ -197,7 +205,8 @@ StageActivations stage_activations(const Workload& w, int stage) {
   if (w.training->recompute == Recompute::Full) {
     TrainingSpec stored = *w.training;
     stored.recompute = Recompute::None;
-    peak += layer_activation_bytes(w.model, stored, p.tp, stored.micro_batch, w.model.moe(), p.expert_tp()).value() / p.cp;
+    peak += layer_activation_bytes(as_loaded(w), stored, p.tp, stored.micro_batch, w.model.moe(), p.expert_tp()).value() /
+            p.cp;
   }
   return {Bytes(peak), peak_in_flight(order)};
 }

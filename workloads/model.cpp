@@ -1,5 +1,6 @@
 #include "workloads/model.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "topology/error.hpp"
@@ -165,6 +166,15 @@ void validate(const ModelSpec& m, std::string_view prefix) {
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
     throw InputError(key("kv_heads"), std::to_string(m.kv_heads),
                      fmt::format("does not divide heads {}:", m.heads), "a divisor of heads (1 = MQA, heads = MHA)");
+  // Q's, the values' and K/V's widths stay ints (and within what any GPU holds).
+  constexpr long long kMostWidth = 100'000'000;
+  const long long head = static_cast<long long>(m.head_size > 0 ? m.head_size : m.hidden / m.heads);
+  for (const long long width : {static_cast<long long>(m.heads) * (head + m.rope_head_dim),
+                                static_cast<long long>(m.heads) * std::max(head, static_cast<long long>(m.v_head_dim))})
+    if (width > kMostWidth)
+      throw InputError(key("head_dim"), std::to_string(head),
+                       fmt::format("makes the attention {} wide with {} heads, more than dtsim holds:", width, m.heads),
+                       fmt::format("heads x head_dim <= {}", kMostWidth));
   if (m.mla() && (m.rope_head_dim <= 0 || m.v_head_dim <= 0))
     throw InputError(key(m.rope_head_dim <= 0 ? "rope_head_dim" : "v_head_dim"),
                      std::to_string(m.rope_head_dim <= 0 ? m.rope_head_dim : m.v_head_dim),

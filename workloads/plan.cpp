@@ -1,6 +1,7 @@
 #include "workloads/plan.hpp"
 
 #include <algorithm>
+#include <map>
 #include <fmt/format.h>
 #include <numeric>
 
@@ -93,7 +94,7 @@ void check_experts(const Workload& w) {
                         "a dense model under inference");
   if (w.training && w.training->moe_dispatcher == MoeDispatcher::DeepEp) {
     const EpNodes n = ep_nodes(w);
-    if (n.nodes * n.per_node != p.ep)
+    if (n.nodes * n.per_node != p.ep || !every_ep_group_alike(w, n))
       throw InputError("training.moe_dispatcher", "deepep",
                        fmt::format("needs each expert-parallel group to fill whole nodes or sit within one (ep {} on "
                                    "nodes of {} GPUs), so not",
@@ -296,6 +297,19 @@ std::vector<int> Placement::cp_group(int r) const {
     out.push_back(rank(c));
   }
   return out;
+}
+
+bool every_ep_group_alike(const Workload& w, EpNodes n) {
+  if (w.gpus_per_node <= 0) return true;
+  const Placement place(w.plan);
+  for (int r = 0; r < place.ranks(); ++r) {
+    std::map<int, int> on;   // node -> ranks of r's group on it
+    for (int g : place.expert_group(r, ExpertAxis::Ep)) ++on[g / w.gpus_per_node];
+    if (static_cast<int>(on.size()) != n.nodes) return false;
+    for (const auto& [node, count] : on)
+      if (count != n.per_node) return false;
+  }
+  return true;
 }
 
 EpNodes ep_nodes(const Workload& w) {

@@ -85,6 +85,8 @@ struct EpNodes {
   int per_node = 1;
 };
 EpNodes ep_nodes(const Workload& w);
+// Whether every expert-parallel group spans `n.nodes` nodes with `n.per_node` of its ranks on each, as the first.
+bool every_ep_group_alike(const Workload& w, EpNodes n);
 
 // Layers of each virtual stage (pp * vpp entries, virtual stage v = chunk * pp + stage): the plan's list, or as
 // even as possible with the remainder on the middle stages, so the first and last stages (which also hold the

@@ -334,6 +334,12 @@ PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objecti
   if (s.cluster.graph)
     throw InputError("cluster.graph", *s.cluster.graph, "is a user graph; plan searches clusters the builders make:",
                      "a cluster of gpu, nodes, intra and inter", s.file);
+  if (s.workload->model.kind == workloads::ModelKind::Layers)
+    throw InputError("model.kind", "layers", "trains data-parallel only: plan has nothing to search for it;",
+                     "a transformer model, or run", s.file);
+  if (s.workload->plan.cp > 1)
+    throw InputError("parallelism.cp", std::to_string(s.workload->plan.cp),
+                     "is not among the degrees plan searches (tp, pp, dp, vpp, zero):", "1, or run", s.file);
   PointPlans out;
   out.gpus = cluster_gpus(s);
   const Template t = make_template(s);

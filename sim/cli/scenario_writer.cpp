@@ -145,8 +145,10 @@ void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
   emit(out, "causal", m.causal);
   emit(out, "hidden_dropout", m.hidden_dropout);
   emit(out, "attention_dropout", m.attention_dropout);
-  if (m.head_size > 0) emit(out, "head_dim", m.head_size);
-  if (m.mla()) {
+  // What a preset set and the scenario cleared is written too (0), or the preset would put it back on reload.
+  const workloads::ModelSpec* base = is_preset(m.name) ? &workloads::find_model(m.name) : nullptr;
+  if (m.head_size > 0 || (base && base->head_size > 0)) emit(out, "head_dim", m.head_dim());
+  if (m.mla() || (base && base->mla())) {
     emit(out, "q_lora_rank", m.q_lora_rank);
     emit(out, "kv_lora_rank", m.kv_lora_rank);
     emit(out, "rope_head_dim", m.rope_head_dim);
@@ -160,6 +162,8 @@ void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
     emit(out, "moe_layer_freq", m.moe_layer_freq);
     emit(out, "dense_layers", m.dense_layers);
     emit(out, "expert_imbalance", m.expert_imbalance);
+  } else if (base && base->moe()) {
+    emit(out, "experts", 0);
   }
   out << YAML::EndMap;
 }
@@ -265,10 +269,8 @@ void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p) {
   emit(out, "scatter_gather", p.scatter_gather);
   if (p.cp > 1) emit(out, "cp", p.cp);
   if (p.fsdp != workloads::Fsdp::None) emit_name(out, "fsdp", to_string(p.fsdp));
-  if (p.ep > 1 || p.etp > 0) {
-    emit(out, "ep", p.ep);
-    emit(out, "etp", p.expert_tp());
-  }
+  if (p.ep > 1) emit(out, "ep", p.ep);
+  if (p.etp > 0) emit(out, "etp", p.etp);   // as given: unset follows tp
   out << YAML::EndMap;
 }
 

@@ -433,6 +433,14 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
     top.map("parallelism").fail("vpp", std::to_string(w.plan.vpp),
                                 "interleaves a training pipeline's micro-batches; a serving pass has none:", "1");
   if (w.training) located(top, "training", [&] { resolve_with_plan(top, *w.training, w.plan, w.model.kind); });
+  // Hybrid FSDP and DeepEP group ranks by node (cluster.gpus_per_node), which a user graph does not say.
+  if (cluster.graph && w.plan.fsdp == workloads::Fsdp::Hybrid)
+    top.map("parallelism").fail("fsdp", "hybrid", "shards within a node, and a user graph (cluster.graph) gives no node size:",
+                                "full on a user graph");
+  if (cluster.graph && w.training && w.training->moe_dispatcher == workloads::MoeDispatcher::DeepEp)
+    top.map("training").fail("moe_dispatcher", "deepep",
+                             "sends once per node, and a user graph (cluster.graph) gives no node size:",
+                             "alltoall on a user graph");
   return w;
 }
 

@@ -51,12 +51,37 @@ TEST_CASE("moe: the resolved scenario carries the experts and the expert grid, a
   const auto one = dtsim("run " + src("tests/data/scenarios/moe-small.yaml") + " --out " + dir.string());
   REQUIRE_MESSAGE(one.status == 0, one.err);
   const std::string resolved = slurp(dir / "scenario.resolved.yaml");
-  for (const char* key : {"experts: 8", "experts_per_token: 2", "expert_ffn_hidden: 14336", "ep: 8", "etp: 1"})
+  for (const char* key : {"experts: 8", "experts_per_token: 2", "expert_ffn_hidden: 14336", "ep: 8"})
     CHECK_MESSAGE(resolved.find(key) != std::string::npos, key);
+  CHECK(resolved.find("etp:") == std::string::npos);   // unset: it follows tp wherever the scenario goes
   const auto again = dtsim("run " + (dir / "scenario.resolved.yaml").string() + " --format json");
   REQUIRE(again.status == 0);
   CHECK(json::parse(again.out).at("step_time_s") == json::parse(slurp(dir / "result.json")).at("step_time_s"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("moe: a dense override of an MoE preset stays dense in the resolved scenario") {
+  const fs::path dir = fresh_dir("moe", "dense");
+  const auto one = dtsim("run " + src("tests/data/scenarios/moe-small.yaml") +
+                         " --set model.experts=0 --set parallelism.ep=1 --out " + dir.string());
+  REQUIRE_MESSAGE(one.status == 0, one.err);
+  const std::string resolved = slurp(dir / "scenario.resolved.yaml");
+  CHECK(resolved.find("experts: 0") != std::string::npos);
+  const auto again = dtsim("graph " + (dir / "scenario.resolved.yaml").string());
+  REQUIRE(again.status == 0);
+  CHECK(again.out.find("all-to-all") == std::string::npos);
+  CHECK(json::parse(slurp(dir / "result.json")).at("step_time_s") ==
+        json::parse(dtsim("run " + (dir / "scenario.resolved.yaml").string() + " --format json").out).at("step_time_s"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan refuses what it does not search: context parallelism and layer-list models") {
+  const auto cp = dtsim("plan " + src("scenarios/models/llama3-8b-128k-cp.yaml"));
+  CHECK(cp.status == 2);
+  CHECK(cp.err.find("parallelism.cp: is not among the degrees plan searches") != std::string::npos);
+  const auto layers = dtsim("plan " + src("scenarios/models/resnet50-dgx-a100.yaml"));
+  CHECK(layers.status == 2);
+  CHECK(layers.err.find("model.kind: trains data-parallel only") != std::string::npos);
 }
 
 TEST_CASE("moe: an ep that does not divide the experts is refused with exit 2 and one line") {

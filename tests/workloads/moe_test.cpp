@@ -134,6 +134,8 @@ TEST_CASE("all-to-all bytes per rank: every token's top-k copies, of its sequenc
   CHECK(gathered.expert_gather.value() == copies);
   m.expert_imbalance = 1.5;
   CHECK(moe_traffic(m, t, Sharding{2, true, 8, 1}, 2).all_to_all.value() == copies * 1.5 * 2 / 2);
+  // One expert-parallel rank has no busier peer: the imbalance does not apply.
+  CHECK(moe_traffic(m, t, Sharding{2, true, 1, 2}, 1).expert_gather.value() == copies);
 }
 
 TEST_CASE("an MoE layer computes top-k experts' FLOPs per token, and imbalance slows it without adding model FLOPs") {
@@ -283,6 +285,13 @@ TEST_CASE("DeepEP: each token crosses to each node holding one of its experts on
   const Collectives one = collectives(generate_step(inside, h100()).classes[0]);
   CHECK_FALSE(one.count.contains({CollectiveKind::AllToAll, Group::EpRail}));
   CHECK(one.count.at({CollectiveKind::AllToAll, Group::EpNode}) == 4 * passes);
+  // The first group even, another not: 3-rank groups on nodes of 4 (ranks 3, 4, 5 straddle two nodes 1 + 2).
+  Workload straddling = moe_job(1, 1, 12, 1);
+  straddling.model.experts = 6;
+  straddling.plan.ep = 3;
+  straddling.gpus_per_node = 4;
+  straddling.training->moe_dispatcher = MoeDispatcher::DeepEp;
+  CHECK(plan_error(straddling, 12).starts_with("training.moe_dispatcher: needs each expert-parallel group"));
   // A group split unevenly over nodes (12 of them on nodes of 8) has no rail structure.
   Workload uneven = moe_job(1, 1, 24, 8);
   uneven.model.experts = 24;
