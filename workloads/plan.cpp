@@ -288,16 +288,7 @@ std::vector<int> Placement::replica_group(int r, int shard) const {
   return out;
 }
 
-std::vector<int> Placement::cp_group(int r) const {
-  RankCoord c = coord(r);
-  const int first = c.dp / cp_ * cp_;
-  std::vector<int> out;
-  for (int i = 0; i < cp_; ++i) {
-    c.dp = first + i;
-    out.push_back(rank(c));
-  }
-  return out;
-}
+std::vector<int> Placement::cp_group(int r) const { return shard_group(r, cp_); }
 
 bool every_ep_group_alike(const Workload& w, EpNodes n) {
   if (w.gpus_per_node <= 0) return true;

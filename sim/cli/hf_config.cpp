@@ -112,11 +112,8 @@ class Config {
   std::string path_, key_, where_;
 };
 
-// Llama, Mistral, Qwen2, Qwen3: pre-norm decoders with RMSNorm, rotary positions, a SwiGLU MLP, no biases but
-// Qwen2's query/key/value biases (3 x hidden per layer, not counted: 0.002 % of Qwen2-7B) and Qwen3's QK norms
-// (2 x head_dim per layer, not counted); heads of head_dim when it is given (Qwen3: 128 whatever the hidden size).
-ModelSpec llama_family(const Config& c) {
-  ModelSpec m;
+// The sizes every decoder's config.json names alike (LlamaConfig's names, which DeepSeek's keep).
+void decoder_sizes(const Config& c, ModelSpec& m) {
   m.layers = c.integer("num_hidden_layers", kMaxLayers);
   m.hidden = c.integer("hidden_size", kMaxWidth);
   m.heads = c.integer("num_attention_heads", kMaxWidth);
@@ -124,19 +121,32 @@ ModelSpec llama_family(const Config& c) {
   m.ffn_hidden = c.integer("intermediate_size", kMaxWidth);
   m.vocab = c.integer("vocab_size", kMaxTokens);
   m.seq_length = c.integer("max_position_embeddings", kMaxTokens);
+}
+
+// LLaMA's style: a SwiGLU MLP, RMSNorm, rotary positions, untied unless said, no hidden dropout.
+void llama_style(const Config& c, ModelSpec& m) {
+  m.activation = Activation::Swiglu;
+  m.norm = Norm::RmsNorm;
+  m.positions = Positions::Rotary;
+  m.tied_embeddings = c.boolean("tie_word_embeddings", false);
+  m.hidden_dropout = 0;
+  m.attention_dropout = c.probability("attention_dropout", 0);
+}
+
+// Llama, Mistral, Qwen2, Qwen3: pre-norm decoders with RMSNorm, rotary positions, a SwiGLU MLP, no biases but
+// Qwen2's query/key/value biases (3 x hidden per layer, not counted: 0.002 % of Qwen2-7B) and Qwen3's QK norms
+// (2 x head_dim per layer, not counted); heads of head_dim when it is given (Qwen3: 128 whatever the hidden size).
+ModelSpec llama_family(const Config& c) {
+  ModelSpec m;
+  decoder_sizes(c, m);
   if (const std::string act = c.text("hidden_act", "silu"); act != "silu")
     c.fail(fmt::format("config.json's hidden_act is '{}': dtsim's gated MLP is SwiGLU,", act), "silu");
   if (c.has("head_dim")) {
     const int head_dim = c.integer("head_dim", kMaxWidth);
     if (m.hidden % m.heads != 0 || head_dim != m.hidden / m.heads) m.head_size = head_dim;
   }
-  m.activation = Activation::Swiglu;
-  m.norm = Norm::RmsNorm;
-  m.positions = Positions::Rotary;
-  m.tied_embeddings = c.boolean("tie_word_embeddings", false);
+  llama_style(c, m);
   m.bias = c.boolean("attention_bias", false) && c.boolean("mlp_bias", false);
-  m.hidden_dropout = 0;
-  m.attention_dropout = c.probability("attention_dropout", 0);
   return m;
 }
 
@@ -179,13 +189,7 @@ ModelSpec qwen_moe(const Config& c) {
 // moe_layer_freq-th layer. q_lora_rank null (V2-Lite) is a full Q projection.
 ModelSpec deepseek_v3(const Config& c) {
   ModelSpec m;
-  m.layers = c.integer("num_hidden_layers", kMaxLayers);
-  m.hidden = c.integer("hidden_size", kMaxWidth);
-  m.heads = c.integer("num_attention_heads", kMaxWidth);
-  m.kv_heads = c.integer("num_key_value_heads", kMaxWidth, m.heads);
-  m.ffn_hidden = c.integer("intermediate_size", kMaxWidth);
-  m.vocab = c.integer("vocab_size", kMaxTokens);
-  m.seq_length = c.integer("max_position_embeddings", kMaxTokens);
+  decoder_sizes(c, m);
   m.head_size = c.integer("qk_nope_head_dim", kMaxWidth);
   m.rope_head_dim = c.integer("qk_rope_head_dim", kMaxWidth);
   m.v_head_dim = c.integer("v_head_dim", kMaxWidth);
@@ -197,13 +201,8 @@ ModelSpec deepseek_v3(const Config& c) {
   m.expert_ffn_hidden = c.integer("moe_intermediate_size", kMaxWidth);
   m.dense_layers = c.integer("first_k_dense_replace", kMaxLayers, 0, 0);
   m.moe_layer_freq = c.integer("moe_layer_freq", kMaxLayers, 1);
-  m.activation = Activation::Swiglu;
-  m.norm = Norm::RmsNorm;
-  m.positions = Positions::Rotary;
-  m.tied_embeddings = c.boolean("tie_word_embeddings", false);
+  llama_style(c, m);
   m.bias = c.boolean("attention_bias", false);
-  m.hidden_dropout = 0;
-  m.attention_dropout = c.probability("attention_dropout", 0);
   return m;
 }
 

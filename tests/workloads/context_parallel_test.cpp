@@ -10,10 +10,12 @@
 #include "topology/error.hpp"
 #include "workloads/kernels.hpp"
 #include "workloads/memory_plan.hpp"
+#include "workloads/collective_tally.hpp"
 #include "workloads/step_graph.hpp"
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::tally_collectives;
 
 namespace {
 
@@ -43,16 +45,6 @@ std::string cp_plan_error(const Workload& w, int gpus) {
     return e.what();
   }
   return "no error";
-}
-
-std::map<std::pair<CollectiveKind, Group>, std::pair<int, double>> cp_collectives(const RankClass& c) {
-  std::map<std::pair<CollectiveKind, Group>, std::pair<int, double>> n;
-  for (const Op& op : c.ops)
-    if (const auto* k = std::get_if<CollectiveOp>(&op.body)) {
-      ++n[{k->kind, k->group}].first;
-      n[{k->kind, k->group}].second += k->bytes.value();
-    }
-  return n;
 }
 
 }  // namespace
@@ -99,11 +91,11 @@ TEST_CASE("context parallelism: a rank computes 1 / cp of the layer, attention i
 TEST_CASE("ring attention: one KV all-gather over cp a layer each way, the attention core in cp chunks around it") {
   const Workload w = cp_job(1, 4, 2);
   const StepGraph g = generate_step(w, h100_gpu(), GenerateOptions{Granularity::Kernel});
-  const auto n = cp_collectives(g.classes[0]);
+  const auto n = tally_collectives(g.classes[0]);
   const int passes = 4 * 2;   // 4 layers x 2 micro-batches
   const double kv = context_kv_bytes(w.model, *w.training, Sharding{1, false, 1, 1, 4}, 1).value();
-  CHECK(n.at({CollectiveKind::AllGather, Group::Cp}).first == 2 * passes);
-  CHECK(n.at({CollectiveKind::AllGather, Group::Cp}).second == doctest::Approx(passes * kv * 3));   // KV, then KV and dKV
+  CHECK(n.at({CollectiveKind::AllGather, Group::Cp}).count == 2 * passes);
+  CHECK(n.at({CollectiveKind::AllGather, Group::Cp}).bytes == doctest::Approx(passes * kv * 3));   // KV, then KV and dKV
   CHECK_FALSE(n.contains({CollectiveKind::ReduceScatter, Group::Cp}));
   // In each forward layer pass: cp attention chunks, cp - 1 of them before the ring's gather ends (beside it), the
   // last one after it.
@@ -122,13 +114,13 @@ TEST_CASE("ring attention: one KV all-gather over cp a layer each way, the atten
   // The all-gather variant: exposed, and backward a reduce-scatter of the gradients after the core.
   Workload gathered = w;
   gathered.training->cp_comm = CpComm::AllGather;
-  const auto a = cp_collectives(generate_step(gathered, h100_gpu()).classes[0]);
-  CHECK(a.at({CollectiveKind::AllGather, Group::Cp}).first == 2 * passes);
-  CHECK(a.at({CollectiveKind::ReduceScatter, Group::Cp}).first == passes);
+  const auto a = tally_collectives(generate_step(gathered, h100_gpu()).classes[0]);
+  CHECK(a.at({CollectiveKind::AllGather, Group::Cp}).count == 2 * passes);
+  CHECK(a.at({CollectiveKind::ReduceScatter, Group::Cp}).count == passes);
   // Selective recomputation reruns the attention core, and with it the ring.
   Workload selective = w;
   selective.training->recompute = Recompute::Selective;
-  CHECK(cp_collectives(generate_step(selective, h100_gpu()).classes[0]).at({CollectiveKind::AllGather, Group::Cp}).first ==
+  CHECK(tally_collectives(generate_step(selective, h100_gpu()).classes[0]).at({CollectiveKind::AllGather, Group::Cp}).count ==
         3 * passes);
 }
 

@@ -10,10 +10,12 @@
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 #include "workloads/memory_plan.hpp"
+#include "workloads/collective_tally.hpp"
 #include "workloads/step_graph.hpp"
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::tally_collectives;
 
 namespace {
 
@@ -33,36 +35,26 @@ Workload fsdp_job(Fsdp fsdp, int dp, int shard = 0) {
   return w;
 }
 
-std::map<std::pair<CollectiveKind, Group>, std::pair<int, double>> fsdp_collectives(const StepGraph& g) {
-  std::map<std::pair<CollectiveKind, Group>, std::pair<int, double>> n;
-  for (const Op& op : g.classes[0].ops)
-    if (const auto* k = std::get_if<CollectiveOp>(&op.body)) {
-      ++n[{k->kind, k->group}].first;
-      n[{k->kind, k->group}].second += k->bytes.value();
-    }
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("fsdp full: a layer gathered whole before its forward and its backward, reduce-scattered after it") {
   const Workload w = fsdp_job(Fsdp::Full, 16);
-  const auto n = fsdp_collectives(generate_step(w, topology::find_gpu("h100-sxm5-80gb")));
+  const auto n = tally_collectives(generate_step(w, topology::find_gpu("h100-sxm5-80gb")).classes[0]);
   const int passes = 4 * 2;   // 4 layers x 2 micro-batches
   const double layer = layer_parameters(w.model);
-  CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).first == 2 * passes);
-  CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).second == doctest::Approx(2 * passes * layer * 2));   // bf16
+  CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).count == 2 * passes);
+  CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).bytes == doctest::Approx(2 * passes * layer * 2));   // bf16
   // One reduce-scatter per layer pass (fp32 gradients), and the embedding's and the head's with the next layer's
   // or the micro-batch's last: at most two more per micro-batch.
-  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).first >= passes);
-  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).first <= passes + 2 * 2);
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count >= passes);
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count <= passes + 2 * 2);
   // DeepSpeed's ZeRO-3 gathers the same layer as four modules.
   Workload zero3 = w;
   zero3.plan.fsdp = Fsdp::None;
-  const auto z = fsdp_collectives(generate_step(zero3, topology::find_gpu("h100-sxm5-80gb")));
-  CHECK(z.at({CollectiveKind::AllGather, Group::Dp}).first == 4 * 2 * passes);
-  CHECK(z.at({CollectiveKind::AllGather, Group::Dp}).second ==
-        doctest::Approx(n.at({CollectiveKind::AllGather, Group::Dp}).second));
+  const auto z = tally_collectives(generate_step(zero3, topology::find_gpu("h100-sxm5-80gb")).classes[0]);
+  CHECK(z.at({CollectiveKind::AllGather, Group::Dp}).count == 4 * 2 * passes);
+  CHECK(z.at({CollectiveKind::AllGather, Group::Dp}).bytes ==
+        doctest::Approx(n.at({CollectiveKind::AllGather, Group::Dp}).bytes));
 }
 
 TEST_CASE("fsdp hybrid: gathers and reduce-scatters within the node, each shard all-reduced with its replicas") {
@@ -70,13 +62,13 @@ TEST_CASE("fsdp hybrid: gathers and reduce-scatters within the node, each shard 
   const StepGraph g = generate_step(w, topology::find_gpu("h100-sxm5-80gb"));
   CHECK(g.group_ranks(9, Group::Shard) == std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15});
   CHECK(g.group_ranks(9, Group::Replica) == std::vector<int>{1, 9, 17, 25});
-  const auto n = fsdp_collectives(g);
+  const auto n = tally_collectives(g.classes[0]);
   CHECK_FALSE(n.contains({CollectiveKind::AllGather, Group::Dp}));
-  CHECK(n.at({CollectiveKind::AllGather, Group::Shard}).first == 2 * 4 * 2);
+  CHECK(n.at({CollectiveKind::AllGather, Group::Shard}).count == 2 * 4 * 2);
   const auto& rs = n.at({CollectiveKind::ReduceScatter, Group::Shard});
   const auto& ar = n.at({CollectiveKind::AllReduce, Group::Replica});
-  CHECK(ar.first == rs.first);
-  CHECK(ar.second == doctest::Approx(rs.second / 8));
+  CHECK(ar.count == rs.count);
+  CHECK(ar.bytes == doctest::Approx(rs.bytes / 8));
   // Memory: sharded over the node's 8 ranks, not all 32.
   const auto& gpu = topology::find_gpu("h100-sxm5-80gb");
   const MemoryPlan hybrid = plan_memory(w, gpu);

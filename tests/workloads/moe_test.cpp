@@ -13,10 +13,12 @@
 #include "workloads/compute_model.hpp"
 #include "workloads/kernels.hpp"
 #include "workloads/memory_plan.hpp"
+#include "workloads/collective_tally.hpp"
 #include "workloads/step_graph.hpp"
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::tally_collectives;
 
 namespace {
 
@@ -48,21 +50,6 @@ std::string plan_error(const Workload& w, int gpus) {
     return e.what();
   }
   return "no error";
-}
-
-struct Collectives {
-  std::map<std::pair<CollectiveKind, Group>, int> count;
-  std::map<std::pair<CollectiveKind, Group>, double> bytes;
-};
-
-Collectives collectives(const RankClass& c) {
-  Collectives n;
-  for (const Op& op : c.ops)
-    if (const auto* k = std::get_if<CollectiveOp>(&op.body)) {
-      ++n.count[{k->kind, k->group}];
-      n.bytes[{k->kind, k->group}] += k->bytes.value();
-    }
-  return n;
 }
 
 }  // namespace
@@ -169,26 +156,26 @@ TEST_CASE("an MoE layer computes top-k experts' FLOPs per token, and imbalance s
 TEST_CASE("the step graph: four all-to-alls a layer per micro-batch over ep, expert gradients over the expert dp group") {
   const Workload w = moe_job(1, 1, 16, 8);
   const StepGraph g = generate_step(w, h100());
-  const Collectives n = collectives(g.classes[0]);
+  const auto n = tally_collectives(g.classes[0]);
   const int passes = 4 * 4;   // 4 layers x 4 micro-batches
-  CHECK(n.count.at({CollectiveKind::AllToAll, Group::Ep}) == 4 * passes);
-  CHECK(n.bytes.at({CollectiveKind::AllToAll, Group::Ep}) ==
+  CHECK(n.at({CollectiveKind::AllToAll, Group::Ep}).count == 4 * passes);
+  CHECK(n.at({CollectiveKind::AllToAll, Group::Ep}).bytes ==
         4 * passes * moe_traffic(w.model, *w.training, Sharding{1, false, 8, 1}, 1).all_to_all.value());
   // The distributed optimizer reduce-scatters the experts' gradients over their two replicas, the rest over dp.
   const double grad = bytes_per_element(w.training->grad_dtype);
   const MoeLayerParameters p = moe_layer_parameters(w.model);
-  CHECK(n.bytes.at({CollectiveKind::ReduceScatter, Group::ExpertDp}) == doctest::Approx(4 * p.routed() / 8 * grad));
-  CHECK(n.count.contains({CollectiveKind::ReduceScatter, Group::Dp}));
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::ExpertDp}).bytes == doctest::Approx(4 * p.routed() / 8 * grad));
+  CHECK(n.contains({CollectiveKind::ReduceScatter, Group::Dp}));
   CHECK(g.group_ranks(3, Group::Ep) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   CHECK(g.group_ranks(3, Group::ExpertDp) == std::vector<int>{3, 11});
   // Without expert parallelism the tokens stay on their GPU: no all-to-all.
   const StepGraph local = generate_step(moe_job(1, 1, 2, 1), h100());
-  CHECK_FALSE(collectives(local.classes[0]).count.contains({CollectiveKind::AllToAll, Group::Ep}));
+  CHECK_FALSE(tally_collectives(local.classes[0]).contains({CollectiveKind::AllToAll, Group::Ep}));
   // Expert TP: an all-gather and a reduce-scatter over it around the experts, each way.
   const StepGraph etp = generate_step(moe_job(2, 1, 8, 4, 2), h100());
-  const Collectives e = collectives(etp.classes[0]);
-  CHECK(e.count.at({CollectiveKind::AllGather, Group::ExpertTp}) == 2 * passes);
-  CHECK(e.count.at({CollectiveKind::AllToAll, Group::Ep}) == 4 * passes);
+  const auto e = tally_collectives(etp.classes[0]);
+  CHECK(e.at({CollectiveKind::AllGather, Group::ExpertTp}).count == 2 * passes);
+  CHECK(e.at({CollectiveKind::AllToAll, Group::Ep}).count == 4 * passes);
 }
 
 TEST_CASE("memory: routed experts split over ep x etp, their optimizer states sharded over the expert dp group") {
@@ -268,23 +255,23 @@ TEST_CASE("DeepEP: each token crosses to each node holding one of its experts on
   const StepGraph g = generate_step(w, h100());
   CHECK(g.group_ranks(9, Group::EpRail) == std::vector<int>{1, 9, 17, 25});
   CHECK(g.group_ranks(9, Group::EpNode) == std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15});
-  const Collectives n = collectives(g.classes[0]);
+  const auto n = tally_collectives(g.classes[0]);
   const int passes = 4 * 4;
-  CHECK(n.count.at({CollectiveKind::AllToAll, Group::EpRail}) == 4 * passes);
-  CHECK(n.count.at({CollectiveKind::AllToAll, Group::EpNode}) == 4 * passes);
-  CHECK_FALSE(n.count.contains({CollectiveKind::AllToAll, Group::Ep}));
+  CHECK(n.at({CollectiveKind::AllToAll, Group::EpRail}).count == 4 * passes);
+  CHECK(n.at({CollectiveKind::AllToAll, Group::EpNode}).count == 4 * passes);
+  CHECK_FALSE(n.contains({CollectiveKind::AllToAll, Group::Ep}));
   const double token = 4096.0 * 4096 * 2;   // a micro-batch's tokens, hidden 4096, bf16
-  CHECK(n.bytes.at({CollectiveKind::AllToAll, Group::EpRail}) ==
+  CHECK(n.at({CollectiveKind::AllToAll, Group::EpRail}).bytes ==
         doctest::Approx(4 * passes * token * distinct_nodes(32, 2, 4)));
-  CHECK(n.bytes.at({CollectiveKind::AllToAll, Group::EpNode}) == doctest::Approx(4 * passes * token * 2));
+  CHECK(n.at({CollectiveKind::AllToAll, Group::EpNode}).bytes == doctest::Approx(4 * passes * token * 2));
   // The RDMA and NVLink stages run side by side: the NVLink all-to-all waits for nothing the RDMA one waits for.
   // Inside one node there is no RDMA stage.
   Workload inside = moe_job(1, 1, 8, 8);
   inside.gpus_per_node = 8;
   inside.training->moe_dispatcher = MoeDispatcher::DeepEp;
-  const Collectives one = collectives(generate_step(inside, h100()).classes[0]);
-  CHECK_FALSE(one.count.contains({CollectiveKind::AllToAll, Group::EpRail}));
-  CHECK(one.count.at({CollectiveKind::AllToAll, Group::EpNode}) == 4 * passes);
+  const auto one = tally_collectives(generate_step(inside, h100()).classes[0]);
+  CHECK_FALSE(one.contains({CollectiveKind::AllToAll, Group::EpRail}));
+  CHECK(one.at({CollectiveKind::AllToAll, Group::EpNode}).count == 4 * passes);
   // The first group even, another not: 3-rank groups on nodes of 4 (ranks 3, 4, 5 straddle two nodes 1 + 2).
   Workload straddling = moe_job(1, 1, 12, 1);
   straddling.model.experts = 6;
