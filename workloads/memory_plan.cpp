@@ -63,17 +63,6 @@ double head_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p) {
 
 int last_virtual_stage(const ParallelPlan& p) { return p.pp * p.vpp - 1; }
 
-// The first layer of each virtual stage.
-std::vector<int> first_layers(const std::vector<int>& layers) {
-  std::vector<int> first;
-  int next = 0;
-  for (int n : layers) {
-    first.push_back(next);
-    next += n;
-  }
-  return first;
-}
-
 GpuParameters stage_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p, int stage) {
   const auto layers = stage_layers(p, m.layers);
   const auto first = first_layers(layers);

@@ -183,6 +183,16 @@ std::vector<int> stage_layers(const ParallelPlan& plan, int layers) {
   return out;
 }
 
+std::vector<int> first_layers(const std::vector<int>& layers) {
+  std::vector<int> first;
+  int next = 0;
+  for (int n : layers) {
+    first.push_back(next);
+    next += n;
+  }
+  return first;
+}
+
 int micro_batches(const ParallelPlan& plan, const TrainingSpec& training) {
   return training.global_batch / (plan.dp * training.micro_batch);
 }

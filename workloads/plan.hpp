@@ -93,6 +93,9 @@ bool every_ep_group_alike(const Workload& w, EpNodes n);
 // embedding and the logits) get the fewer layers.
 std::vector<int> stage_layers(const ParallelPlan& plan, int layers);
 
+// The first layer of each virtual stage, given each one's layers (stage_layers).
+std::vector<int> first_layers(const std::vector<int>& layers);
+
 // Micro-batches per data-parallel replica per step: global_batch / (dp * micro_batch).
 int micro_batches(const ParallelPlan& plan, const TrainingSpec& training);
 

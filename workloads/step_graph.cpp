@@ -102,11 +102,7 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
   const Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp(), w.plan.cp};
   Context ctx{w, t, gpu, granularity, sharding, stage_layers(w.plan, w.model.layers), {}, w.plan.pp * w.plan.vpp, {},
               {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}, {}};
-  int first = 0;
-  for (int n : ctx.layers) {
-    ctx.first_layer.push_back(first);
-    first += n;
-  }
+  ctx.first_layer = first_layers(ctx.layers);
   const ModelSpec& m = w.model;
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
   ctx.activation = Bytes(tokens / w.plan.cp * m.hidden * bytes_per_element(t.precision));   // this rank's share
