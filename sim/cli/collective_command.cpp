@@ -1,5 +1,6 @@
 // `dtsim collective`: one collective over every GPU of a cluster described by flags, timed by the SimGrid
 // engine at sizes from --min to --max, printed as nccl-tests prints it.
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <iostream>
@@ -35,11 +36,14 @@ std::vector<Seconds> deserialize(const std::string& text) {
 
 std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& cluster, CollectiveKind kind,
                                                sim::Algorithm algorithm, const std::vector<Bytes>& points,
-                                               int max_channels) {
+                                               int max_channels, int root) {
   const auto built = topology::build_cluster(cluster);
   const bool nvls = cluster.intra == topology::IntraKind::NvSwitch && cluster.intra_link.switch_reduction;
   std::vector<int> ranks(static_cast<std::size_t>(cluster.gpus()));
   for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
+  // A broadcast chains (or trees) out of its group's first rank: the group listed from the root.
+  if (kind == CollectiveKind::Broadcast && root > 0 && root < static_cast<int>(ranks.size()))
+    std::rotate(ranks.begin(), ranks.begin() + root, ranks.end());
   const auto layout = sim::group_layout(ranks, built.topology, nvls);
   const sim::CollectiveTuning tuning = sim::collective_tuning(max_channels);
   std::vector<CollectiveTiming> out;
@@ -62,7 +66,7 @@ int collective_command(const CollectiveArgs& a) {
   const auto& points = request.sizes;
   const auto timings = [&] {
     try {
-      return collective_times(cluster, kind, algorithm, points, a.max_channels);
+      return collective_times(cluster, kind, algorithm, points, a.max_channels, std::max(request.root, 0));
     } catch (const InputError& e) {   // the library names the scenario key; here the user gave a flag
       if (e.key() != "simulation.collective_algo") throw;
       throw InputError("--algo", e.value(), e.reason(), e.allowed());
@@ -71,12 +75,27 @@ int collective_command(const CollectiveArgs& a) {
   std::vector<results::CollectiveRow> rows;
   for (std::size_t i = 0; i < points.size(); ++i)
     rows.push_back({points[i], timings[i].time, sim::bus_factor(kind, a.gpus), timings[i].algorithm, timings[i].protocol});
+  const bool per_rank = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter ||
+                        kind == CollectiveKind::AllToAll;
+  const results::CollectiveRun run{
+      .title = fmt::format("{} over {} x {}, {}; SimGrid flow model", a.op, a.gpus, cluster.gpu.name,
+                           results::cluster_layout(cluster)),
+      .gpu = cluster.gpu.name,
+      .gpus = a.gpus,
+      .gpus_per_node = cluster.gpus_per_node,
+      .min_bytes = parse_size(a.min, "--min"),   // as given, as nccl-tests prints -b and -e
+      .max_bytes = parse_size(a.max, "--max"),
+      .step_factor = a.step_factor,
+      .type = request.type,
+      .type_bytes = request.type_bytes,
+      .redop = request.redop,
+      .root = request.root,
+      .count_ranks = per_rank ? a.gpus : 1};
   if (a.format == Format::Json) {
-    std::cout << results::collective_json(rows).dump(2) << "\n";
+    std::cout << results::collective_json(run, rows).dump(2) << "\n";
     return 0;
   }
-  std::cout << results::collective_table(fmt::format("{} over {} x {}, {}; SimGrid flow model", a.op, a.gpus,
-                                                     cluster.gpu.name, results::cluster_layout(cluster)), rows);
+  std::cout << results::collective_table(run, rows);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // `dtsim collective`'s options on the command line, and their values checked (collective_options.hpp).
 #include "sim/cli/collective_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -46,6 +47,15 @@ topology::ClusterSpec cluster_of(const CollectiveArgs& a) {
     c.routing = parse_named<topology::Routing>("--routing", a.routing, topology::parse_routing, topology::kRoutingNames);
   return c;
 }
+
+// nccl-tests' datatype names (its -d flag) and their sizes in bytes.
+constexpr std::pair<std::string_view, int> kDatatypes[] = {
+    {"int8", 1}, {"uint8", 1}, {"int32", 4}, {"uint32", 4}, {"int64", 8}, {"uint64", 8}, {"half", 2},
+    {"float", 4}, {"double", 8}, {"bfloat16", 2}, {"f8e4m3", 1}, {"f8e5m2", 1}};
+constexpr std::string_view kDatatypeNames =
+    "int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2";
+constexpr std::string_view kRedops[] = {"sum", "prod", "max", "min", "avg"};
+constexpr std::string_view kRedopNames = "sum, prod, max, min, avg";
 
 constexpr double kMostCollectiveBytes = 1125899906842624.0;   // 2^50
 constexpr std::size_t kMostRows = 200;
@@ -94,7 +104,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& coll) {
   static const std::map<std::string, Format> formats = {{"table", Format::Table}, {"json", Format::Json}};
   auto* collective = app.add_subcommand("collective", "nccl-tests-style table of one collective on a cluster");
   collective->add_option("--gpu", coll.gpu, "GPU catalog name")->required();
-  collective->add_option("--gpus", coll.gpus, "total GPUs (--nodes x GPUs per node)");
+  collective->add_option("-g,--gpus", coll.gpus, "total GPUs (--nodes x GPUs per node)");
   collective->add_option("--intra", coll.intra, "nvswitch | full-mesh | ring | star | pcie");
   collective->add_option("--intra-link", coll.intra_link, "link catalog name (default: the GPU's own link)");
   collective->add_option("--nodes", coll.nodes, "nodes (servers)");
@@ -108,16 +118,33 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& coll) {
                          "rings across machines, as simulation.max_channels (default 0: one per GPU of a node)");
   collective->add_option("--op", coll.op, "allreduce | allgather | reducescatter | alltoall | broadcast");
   collective->add_option("--algo", coll.algo, "auto | ring | tree | direct | halving-doubling | nvls | hierarchical");
-  collective->add_option("--min", coll.min, "smallest size: bytes with an optional K, M or G suffix");
-  collective->add_option("--max", coll.max, "largest size");
-  collective->add_option("--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
+  // nccl-tests' own flags are aliases, so its command lines run unchanged: -b -e -f -g -d -o -r.
+  collective->add_option("-b,--min", coll.min, "smallest size: bytes with an optional K, M or G suffix");
+  collective->add_option("-e,--max", coll.max, "largest size");
+  collective->add_option("-f,--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
+  collective->add_option("-d,--datatype", coll.datatype, fmt::format("element type, as nccl-tests names it: {}", kDatatypeNames));
+  collective->add_option("-o,--redop", coll.redop, fmt::format("reduction: {}", kRedopNames));
+  collective->add_option("-r,--root", coll.root, "broadcast's root rank (default 0)");
   collective->add_option("--format", coll.format, "output format")->transform(CLI::CheckedTransformer(formats));
   return collective;
 }
 
 CollectiveRequest check_collective(const CollectiveArgs& a) {
   CollectiveRequest r{parse_op(a.op), parse_named<sim::Algorithm>("--algo", a.algo, sim::parse_algorithm, sim::kAlgorithmNames),
-                      cluster_of(a), sizes(a)};
+                      cluster_of(a), sizes(a), a.datatype, 0, a.redop, -1};
+  for (const auto& [name, bytes] : kDatatypes)
+    if (name == a.datatype) r.type_bytes = bytes;
+  if (r.type_bytes == 0) throw InputError("--datatype", a.datatype, "unknown datatype", std::string(kDatatypeNames));
+  if (std::find(std::begin(kRedops), std::end(kRedops), a.redop) == std::end(kRedops))
+    throw InputError("--redop", a.redop, "unknown reduction", std::string(kRedopNames));
+  const bool reduces = r.kind == CollectiveKind::AllReduce || r.kind == CollectiveKind::ReduceScatter;
+  if (!reduces) r.redop = "none";   // as nccl-tests prints the collectives that do not reduce
+  if (r.kind == CollectiveKind::Broadcast) {
+    if (a.root < 0 || a.root >= a.gpus)
+      throw InputError("--root", std::to_string(a.root), "is not a rank of the collective:",
+                       fmt::format("a rank in [0, {}]", a.gpus - 1));
+    r.root = a.root;
+  }
   if (a.max_channels < 0 || a.max_channels > sim::kMaxChannels)
     throw InputError("--max-channels", std::to_string(a.max_channels), "out of range",
                      fmt::format("an integer in [0, {}] (0: one ring per GPU of a node)", sim::kMaxChannels));

@@ -20,6 +20,10 @@ struct CollectiveRequest {
   sim::Algorithm algorithm;
   topology::ClusterSpec cluster;
   std::vector<Bytes> sizes;
+  std::string type;   // nccl-tests' datatype name, and its size
+  int type_bytes = 0;
+  std::string redop;  // "none" for the collectives that do not reduce
+  int root = -1;      // broadcast's root; -1 otherwise
 };
 CollectiveRequest check_collective(const CollectiveArgs& args);
 

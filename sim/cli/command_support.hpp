@@ -42,7 +42,8 @@ int cluster_gpus(const Scenario& s);
 sim::CommCosts scenario_costs(const Scenario& s, const topology::Topology& topo);
 
 // One collective over every GPU of `cluster`, timed by the SimGrid engine (in a child process) at each size,
-// with the algorithm and protocol the lowering chose for it; `max_channels` as simulation.max_channels.
+// with the algorithm and protocol the lowering chose for it; `max_channels` as simulation.max_channels; a
+// broadcast starts from rank `root`.
 struct CollectiveTiming {
   Seconds time;
   std::string algorithm;
@@ -50,7 +51,7 @@ struct CollectiveTiming {
 };
 std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& cluster, workloads::CollectiveKind kind,
                                                sim::Algorithm algorithm, const std::vector<Bytes>& sizes,
-                                               int max_channels = 0);
+                                               int max_channels = 0, int root = 0);
 
 // Creates `dir` and its parents (an --out directory).
 void make_directory(const std::string& dir);

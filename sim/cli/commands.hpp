@@ -53,6 +53,9 @@ struct CollectiveArgs {
   std::string min = "8";
   std::string max = "8G";
   double step_factor = 2.0;
+  std::string datatype = "float";    // nccl-tests' -d: the element type of the count column
+  std::string redop = "sum";         // nccl-tests' -o
+  int root = 0;                      // nccl-tests' -r: broadcast's root rank
   Format format = Format::Table;
 };
 
