@@ -1,5 +1,7 @@
 #include "topology/error.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 
 namespace dtsim {
@@ -23,11 +25,54 @@ std::string printable(const std::string& value) {
   return out;
 }
 
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+// The single-word names of an allowed list ("a, b, c"); prose ("a divisor of heads") gives none.
+std::vector<std::string> allowed_names(const std::string& allowed) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= allowed.size()) {
+    std::size_t end = allowed.find(',', start);
+    if (end == std::string::npos) end = allowed.size();
+    std::string word = allowed.substr(start, end - start);
+    word.erase(0, word.find_first_not_of(' '));
+    word.erase(word.find_last_not_of(' ') + 1);
+    if (!word.empty() && word.find(' ') != std::string::npos) return {};
+    if (!word.empty()) out.push_back(word);
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string compose(const std::string& key, const std::string& value, const std::string& reason,
                     const std::string& allowed, const std::string& location) {
   std::string msg = location.empty() ? std::string() : location + ": ";
   msg += value.empty() ? fmt::format("{}: {}", key, reason) : fmt::format("{}: {} '{}'", key, reason, printable(value));
+  // A value too long to be a misspelt name is not compared (the distance costs its length squared).
+  constexpr std::size_t kLongestName = 100;
+  const std::string hint = reason.starts_with("unknown") && !value.empty() && value.size() <= kLongestName
+                               ? did_you_mean(value, allowed_names(allowed))
+                               : std::string();
   if (!allowed.empty()) msg += fmt::format(" (allowed: {})", allowed);
+  if (!hint.empty()) msg += fmt::format("; {}", hint);
   return msg;
 }
 }  // namespace
@@ -40,6 +85,30 @@ InputError::InputError(std::string key, std::string value, std::string reason, s
       reason_(std::move(reason)),
       allowed_(std::move(allowed)),
       location_(std::move(location)) {}
+
+std::string did_you_mean(std::string_view value, const std::vector<std::string>& candidates) {
+  constexpr std::size_t kMost = 3;
+  const std::string v = lower(value);
+  if (v.empty()) return {};
+  std::vector<std::string> near;
+  std::size_t best = std::max<std::size_t>(1, v.size() / 3);
+  for (const auto& c : candidates) {
+    const std::string lc = lower(c);
+    if (c == value || std::max(lc.size(), v.size()) - std::min(lc.size(), v.size()) > best) continue;
+    const std::size_t d = edit_distance(v, lc);
+    if (d < best) near.clear(), best = d;
+    if (d == best && near.size() < kMost) near.push_back(c);
+  }
+  if (near.empty() && v.size() >= 2)
+    for (const auto& c : candidates)
+      if (c != value && lower(c).starts_with(v)) near.push_back(c);
+  if (near.empty()) return {};
+  std::string list;
+  for (std::size_t i = 0; i < near.size() && i < kMost; ++i)
+    list += fmt::format("{}'{}'", i == 0 ? "" : (i + 1 == std::min(near.size(), kMost) ? " or " : ", "), near[i]);
+  if (near.size() > kMost) list += " or another";
+  return fmt::format("did you mean {}?", list);
+}
 
 void assertion_failed(const char* expr, const char* file, int line, const std::string& what) {
   throw std::logic_error(fmt::format("internal error: {} ({}) at {}:{}", what, expr, file, line));

@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace dtsim {
 
@@ -29,6 +31,11 @@ class InputError : public std::runtime_error {
   std::string allowed_;
   std::string location_;
 };
+
+// "did you mean 'x'?" for a misspelt name: the candidates nearest `value` by edit distance (a swap of two
+// neighbours counts one; case ignored) when within a third of its length, else those that begin with it; at most
+// three. Empty when none is near. InputError adds it to every "unknown ..." error from the allowed names.
+std::string did_you_mean(std::string_view value, const std::vector<std::string>& candidates);
 
 [[noreturn]] void assertion_failed(const char* expr, const char* file, int line, const std::string& what);
 

@@ -49,18 +49,6 @@ void check_context(const Workload& w) {
                      "flash with parallelism.cp > 1");
 }
 
-void check_model_split(const ModelSpec& m, const ParallelPlan& p) {
-  if (m.heads % p.tp != 0)
-    fail("parallelism.tp", p.tp, fmt::format("does not divide model.heads {}: tp", m.heads), "a divisor of heads");
-  if (m.kv_heads % p.tp != 0)
-    fail("parallelism.tp", p.tp, fmt::format("does not divide model.kv_heads {}: tp", m.kv_heads), "a divisor of kv_heads");
-  if (m.ffn_hidden % p.tp != 0)
-    fail("parallelism.tp", p.tp, fmt::format("does not divide model.ffn_hidden {}: tp", m.ffn_hidden), "a divisor of ffn_hidden");
-  const int stages = p.pp * p.vpp;
-  if (stages > m.layers)
-    fail("parallelism.pp", p.pp, fmt::format("x vpp {} = {} stages, more than model.layers {}; pp", p.vpp, stages, m.layers),
-         fmt::format("pp x vpp <= {}", m.layers));
-}
 
 // MoE's expert grid: ep divides the experts, etp divides tp and the expert width, etp x ep divides the stage's
 // tp x dp ranks; sequence parallelism under TP (Megatron-Core asserts it for MoE with tp > 1); no ZeRO-3, which
@@ -164,6 +152,19 @@ void check_training(const Workload& w) {
 }
 
 }  // namespace
+
+void check_model_split(const ModelSpec& m, const ParallelPlan& p) {
+  if (m.heads % p.tp != 0)
+    fail("parallelism.tp", p.tp, fmt::format("does not divide model.heads {}: tp", m.heads), "a divisor of heads");
+  if (m.kv_heads % p.tp != 0)
+    fail("parallelism.tp", p.tp, fmt::format("does not divide model.kv_heads {}: tp", m.kv_heads), "a divisor of kv_heads");
+  if (m.ffn_hidden % p.tp != 0)
+    fail("parallelism.tp", p.tp, fmt::format("does not divide model.ffn_hidden {}: tp", m.ffn_hidden), "a divisor of ffn_hidden");
+  const int stages = p.pp * p.vpp;
+  if (stages > m.layers)
+    fail("parallelism.pp", p.pp, fmt::format("x vpp {} = {} stages, more than model.layers {}; pp", p.vpp, stages, m.layers),
+         fmt::format("pp x vpp <= {}", m.layers));
+}
 
 std::string_view to_string(Fsdp f) { return topology::name_of(kFsdps, f); }
 std::optional<Fsdp> parse_fsdp(std::string_view name) { return topology::value_of(kFsdps, name); }

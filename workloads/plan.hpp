@@ -99,6 +99,9 @@ std::vector<int> first_layers(const std::vector<int>& layers);
 // Micro-batches per data-parallel replica per step: global_batch / (dp * micro_batch).
 int micro_batches(const ParallelPlan& plan, const TrainingSpec& training);
 
+// tp against the model's widths: it divides heads, kv_heads and ffn_hidden, and pp x vpp stages hold its layers.
+void check_model_split(const ModelSpec& m, const ParallelPlan& p);
+
 // Every check of a plan against its model, training and cluster: tp divides heads and kv_heads, the degrees'
 // product equals `gpus`, pp * vpp <= layers, micro_batch divides global_batch / dp, ...
 // Throws InputError naming the scenario key ("parallelism.tp") and what is allowed.

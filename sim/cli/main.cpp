@@ -1,6 +1,9 @@
 // The dtsim program: arguments in, one subcommand out. The only place in dtsim that exits.
 //   status 0: success; 2: bad input (one line on stderr); 3: internal error (a broken invariant).
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,6 +32,35 @@ void add_scenario_options(CLI::App* cmd, dtsim::cli::ScenarioArgs& args, bool fi
   if (file_required) file->required();
   cmd->add_option("--set", args.sets, "override a scenario key: key=value (repeatable)");
   cmd->add_option("--format", args.format, "output format")->transform(CLI::CheckedTransformer(formats));
+}
+
+// CLI11's message, with "did you mean" for a misspelt command or option: the commands' names, or the options of
+// the command that was given.
+std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  std::vector<std::string> commands;
+  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
+  const std::string first = argc > 1 ? argv[1] : "";
+  if (!first.empty() && first[0] != '-' && std::ranges::find(commands, first) == commands.end()) {
+    const std::string hint = dtsim::did_you_mean(first, commands);
+    return fmt::format("unknown command '{}' (allowed: {}){}", first, fmt::join(commands, ", "),
+                       hint.empty() ? "" : "; " + hint);
+  }
+  std::string text = e.what();
+  std::vector<std::string> options, extras = app.remaining();
+  for (const auto* sub : app.get_subcommands()) {
+    for (const auto* o : sub->get_options()) {
+      for (const auto& n : o->get_lnames()) options.push_back("--" + n);
+      for (const auto& n : o->get_snames()) options.push_back("-" + n);
+    }
+    for (const auto& extra : sub->remaining()) extras.push_back(extra);
+  }
+  std::ranges::sort(extras);
+  extras.erase(std::unique(extras.begin(), extras.end()), extras.end());
+  for (const auto& extra : extras)
+    if (extra.starts_with("--"))
+      if (const auto hint = dtsim::did_you_mean(extra, options); !hint.empty())
+        text += extras.size() == 1 ? fmt::format("; {}", hint) : fmt::format("; {} {}", extra, hint);
+  return text;
 }
 
 int dispatch(int argc, char** argv) {
@@ -117,7 +149,7 @@ int dispatch(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "dtsim: error: " << e.what() << " (see dtsim --help)\n";
+    std::cerr << "dtsim: error: " << parse_error_text(app, e, argc, argv) << " (see dtsim --help)\n";
     return kBadInput;
   }
   if (*run) return dtsim::cli::run_command(run_args, run_outputs);

@@ -266,15 +266,23 @@ int cluster_gpus(const YamlMap& top, const topology::ClusterSpec& cluster) {
   return located(c, "graph", [&] { return static_cast<int>(topology::read_user_graph(*cluster.graph).gpus().size()); });
 }
 
-// dp defaults to the GPUs left over by tp x pp, when they divide the cluster evenly.
-int derive_dp(const YamlMap& top, const topology::ClusterSpec& cluster, const ParallelPlan& p) {
+// dp defaults to the GPUs left over by tp x pp, when they divide the cluster evenly. When they do not, a tp the
+// model cannot split by (heads, kv_heads, ffn_hidden) is the constraint to name first: fixing the GPU count alone
+// would not make the plan run.
+int derive_dp(const YamlMap& top, const topology::ClusterSpec& cluster, const ParallelPlan& p,
+              const workloads::ModelSpec& model) {
   const int gpus = cluster_gpus(top, cluster);
   const long long model_parallel = static_cast<long long>(p.tp) * p.pp * p.cp;
   if (gpus % model_parallel == 0 && gpus >= model_parallel) return static_cast<int>(gpus / model_parallel);
+  if (model.kind == workloads::ModelKind::Transformer && top.has("parallelism"))
+    located(top, "parallelism", [&] { workloads::check_model_split(model, p); });
   const bool cp = p.cp > 1;
+  const std::string product = fmt::format("tp x pp{} = {} x {}{} = {}", cp ? " x cp" : "", p.tp, p.pp,
+                                          cp ? fmt::format(" x {}", p.cp) : "", model_parallel);
   throw InputError("parallelism.dp", "",
-                   fmt::format("cannot be derived: the cluster's {} GPUs are not a multiple of tp x pp{} = {} x {}{} = {}",
-                               gpus, cp ? " x cp" : "", p.tp, p.pp, cp ? fmt::format(" x {}", p.cp) : "", model_parallel),
+                   gpus < model_parallel
+                       ? fmt::format("cannot be derived: {} is more than the cluster's {} GPUs", product, gpus)
+                       : fmt::format("cannot be derived: the cluster's {} GPUs are not a multiple of {}", gpus, product),
                    cp ? "give parallelism.dp, or tp, pp and cp whose product divides the GPU count"
                       : "give parallelism.dp, or tp and pp whose product divides the GPU count",
                    top.has("parallelism") ? top.map("parallelism").where("dp") : top.where("model"));
@@ -307,11 +315,11 @@ ParallelPlan read_plan_keys(const YamlMap& m) {
   return p;
 }
 
-ParallelPlan read_plan(const YamlMap& top, const topology::ClusterSpec& cluster) {
+ParallelPlan read_plan(const YamlMap& top, const topology::ClusterSpec& cluster, const workloads::ModelSpec& model) {
   ParallelPlan p;
   p.dp = 0;
   if (top.has("parallelism")) p = read_plan_keys(top.map("parallelism"));
-  if (p.dp == 0) p.dp = derive_dp(top, cluster, p);
+  if (p.dp == 0) p.dp = derive_dp(top, cluster, p, model);
   // Hybrid FSDP shards within a node: the data-parallel ranks on the first rank's node.
   if (p.fsdp == workloads::Fsdp::Hybrid) {
     const auto dp_group = workloads::Placement(p).group(0, workloads::Axis::Dp);
@@ -428,7 +436,7 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
   } else {
     w.inference = read_inference(top.map("inference"), w.model);
   }
-  w.plan = read_plan(top, cluster);
+  w.plan = read_plan(top, cluster, w.model);
   if (w.inference && w.plan.vpp > 1)   // serving runs each stage once per pass: there is nothing to interleave
     top.map("parallelism").fail("vpp", std::to_string(w.plan.vpp),
                                 "interleaves a training pipeline's micro-batches; a serving pass has none:", "1");

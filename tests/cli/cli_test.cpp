@@ -262,3 +262,26 @@ TEST_CASE("writes: a failed write of a small file is an error naming errno, a fi
   CHECK(std::count(filled.err.begin(), filled.err.end(), '\n') == 1);
   for (const auto& e : fs::directory_iterator(out)) CHECK(e.path().extension() != ".tmp");
 }
+
+TEST_CASE("errors that help: did you mean for commands, options, keys and catalog names, tp against heads named first") {
+  const std::string scenario = src("scenarios/models/gpt-22b-tp8.yaml");
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"rn", "unknown command 'rn' (allowed: run, sweep"},
+           {"rn", "; did you mean 'run'?"},
+           {"run --formt json", "not expected: --formt; did you mean '--format'?"},
+           {"run " + scenario + " --set model.hiden=4", "model.hiden: unknown key 'hiden' (allowed: "},
+           {"run " + scenario + " --set model.hiden=4", "; did you mean 'hidden'?"},
+           {"run " + scenario + " --set cluster.gpu=h100-sxm-80gb", "; did you mean 'h100-sxm5-80gb'?"},
+           {"run " + scenario + " --set cluster.intra=nvswich", "; did you mean 'nvswitch'?"},
+           {"run " + scenario + " --set model.preset=llama3-7b", "; did you mean 'llama-7b', 'llama2-7b' or 'llama3-8b'?"},
+           {"collective --gpu a100-sxm4-80gb --op allreduc", "; did you mean 'allreduce'?"},
+           // tp 5 fits no GPU count either, but the model's 64 heads are what tp must divide.
+           {"run " + scenario + " --set parallelism.tp=5", "parallelism.tp: does not divide model.heads 64: tp '5'"},
+           {"run " + scenario + " --set parallelism.tp=16", "tp x pp = 16 x 1 = 16 is more than the cluster's 8 GPUs"}}) {
+    CAPTURE(args);
+    const auto e = dtsim(args);
+    CHECK(e.status == 2);
+    CHECK(e.err.find(expect) != std::string::npos);
+    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  }
+}

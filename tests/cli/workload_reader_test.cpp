@@ -264,8 +264,11 @@ TEST_CASE("dp that cannot be derived is an error naming the GPUs and tp x pp") {
   CHECK(error_of(with_cluster("model: {preset: bert-base}\ntraining: {global_batch: 8}\nparallelism: {tp: 3}")) ==
         "test.yaml:4: parallelism.dp: cannot be derived: the cluster's 8 GPUs are not a multiple of tp x pp = 3 x 1 = "
         "3 (allowed: give parallelism.dp, or tp and pp whose product divides the GPU count)");
-  CHECK(error_of(with_cluster("model: {preset: bert-base}\ntraining: {global_batch: 8}\nparallelism: {tp: 8, pp: 2}"))
-            .find("parallelism.dp: cannot be derived: the cluster's 8 GPUs") != std::string::npos);
+  CHECK(error_of(with_cluster("model: {preset: bert-base}\ntraining: {global_batch: 8}\nparallelism: {tp: 4, pp: 4}"))
+            .find("parallelism.dp: cannot be derived: tp x pp = 4 x 4 = 16 is more than the cluster's 8 GPUs") != std::string::npos);
+  // A tp that fits no GPU count and does not divide the model's heads: the heads are the constraint to name.
+  CHECK(error_of(with_cluster("model: {preset: bert-base}\ntraining: {global_batch: 8}\nparallelism: {tp: 5}")) ==
+        "test.yaml:4: parallelism.tp: does not divide model.heads 12: tp '5' (allowed: a divisor of heads)");
 }
 
 TEST_CASE("sections: a model needs exactly one of training and inference, the others need a model") {

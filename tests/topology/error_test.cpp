@@ -1,0 +1,33 @@
+// InputError's one line and its "did you mean": near names by edit distance, prefixes, nothing for prose.
+#include <doctest/doctest.h>
+
+#include "topology/error.hpp"
+
+using dtsim::did_you_mean;
+using dtsim::InputError;
+
+TEST_CASE("did you mean: one edit, a swap of neighbours, case, prefixes, nothing far or from prose") {
+  const std::vector<std::string> gpus{"a100-sxm4-80gb", "h100-sxm5-80gb", "h100-pcie-80gb", "h100-nvl-94gb", "l4"};
+  CHECK(did_you_mean("h100-sxm-80gb", gpus) == "did you mean 'h100-sxm5-80gb'?");      // a character left out
+  CHECK(did_you_mean("H100-SXM5-80GB", gpus) == "did you mean 'h100-sxm5-80gb'?");     // case
+  CHECK(did_you_mean("h100-smx5-80gb", gpus) == "did you mean 'h100-sxm5-80gb'?");     // neighbours swapped
+  CHECK(did_you_mean("h100", gpus) == "did you mean 'h100-sxm5-80gb', 'h100-pcie-80gb' or 'h100-nvl-94gb'?");
+  CHECK(did_you_mean("l5", gpus) == "did you mean 'l4'?");
+  CHECK(did_you_mean("mi250x", gpus).empty());
+  CHECK(did_you_mean("", gpus).empty());
+  CHECK(did_you_mean("l4", gpus).empty());   // the name itself is no suggestion
+  const std::vector<std::string> keys{"hidden", "heads", "kv_heads", "layers"};
+  CHECK(did_you_mean("hiden", keys) == "did you mean 'hidden'?");
+  CHECK(did_you_mean("head", keys) == "did you mean 'heads'?");
+}
+
+TEST_CASE("InputError adds the suggestion to unknown names from their allowed list, not to other errors") {
+  CHECK(std::string(InputError("cluster.intra", "nvswich", "unknown value", "nvswitch, full-mesh, ring").what()) ==
+        "cluster.intra: unknown value 'nvswich' (allowed: nvswitch, full-mesh, ring); did you mean 'nvswitch'?");
+  // Not an unknown name: no guess.
+  CHECK(std::string(InputError("parallelism.tp", "5", "does not divide model.heads 64: tp", "a divisor of heads").what()) ==
+        "parallelism.tp: does not divide model.heads 64: tp '5' (allowed: a divisor of heads)");
+  // An allowed list in prose gives no names to guess from.
+  CHECK(std::string(InputError("--min", "8X", "unknown size suffix", "bytes with a K, M or G suffix, e.g. 8X1").what())
+            .find("did you mean") == std::string::npos);
+}
