@@ -41,7 +41,7 @@ workloads::MemoryPlan ClaimContext::memory(const std::string& file, const std::s
 const json& ClaimContext::run(const std::string& file, const std::string& name) {
   const std::string key = file + "#" + name;
   auto it = runs_.find(key);
-  if (it == runs_.end()) it = runs_.emplace(key, run_point(doc(file, name), "")).first;
+  if (it == runs_.end()) it = runs_.emplace(key, run_point(doc(file, name))).first;
   else read_.insert(file);
   return it->second;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "results/trace.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/collectives/collective.hpp"
@@ -30,9 +31,15 @@ auto located(const Scenario& s, Fn fn) {
 // A sweep point as rows carry it: {"index": i, "values": {dotted key: value}}.
 nlohmann::json point_json(const SweepPoint& point);
 
+// A trace to write beside a run: its file (none when empty) and what it shows.
+struct TraceRequest {
+  std::string path;
+  results::TraceOptions options;
+};
+
 // One scenario point simulated in its own process: its result object (run_json), with `point` and the resolved
-// `scenario`; writes its Perfetto trace to `trace_path` unless empty.
-nlohmann::json run_point(const Scenario& s, const std::string& trace_path);
+// `scenario`; writes its Perfetto trace as `trace` asks.
+nlohmann::json run_point(const Scenario& s, const TraceRequest& trace = {});
 
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
 int cluster_gpus(const Scenario& s);

@@ -22,6 +22,8 @@ struct ScenarioArgs {
 struct RunOutputs {
   std::string trace;
   std::string dir;
+  std::string trace_ranks = "stages";   // --trace-ranks: stages | all | a list such as 0,8,16-23
+  bool trace_links = false;             // --trace-links: per-link utilisation counters
 };
 
 // Simulates one step of each scenario point (DESIGN.md's result fields), as a table, JSON or CSV.

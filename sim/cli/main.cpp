@@ -77,6 +77,9 @@ int dispatch(int argc, char** argv) {
   dtsim::cli::RunOutputs run_outputs;
   run->add_option("--trace", run_outputs.trace, "write a Perfetto/Chrome trace of the step to FILE");
   run->add_option("--out", run_outputs.dir, "write result.json, result.csv and scenario.resolved.yaml to DIR");
+  run->add_option("--trace-ranks", run_outputs.trace_ranks,
+                  "ranks the trace shows: stages (default: one per pipeline stage), all, or a list such as 0,8,16-23");
+  run->add_flag("--trace-links", run_outputs.trace_links, "add a utilisation counter per link direction to the trace");
   dtsim::cli::ScenarioArgs sweep_args;
   dtsim::cli::SweepArgs sweep_opts;
   std::string shard_text, merge_dir, report_dir;

@@ -371,7 +371,7 @@ PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objecti
     Seconds step = row.candidate.analytic_step;
     Joules energy = row.candidate.gpu_energy;
     if (i < static_cast<std::size_t>(confirm)) {
-      row.run = run_point(candidate(t, row.candidate.choice, out.gpus, true), "");
+      row.run = run_point(candidate(t, row.candidate.choice, out.gpus, true));
       step = Seconds(row.run->at("step_time_s").get<double>());
       energy = Joules(row.run->at("energy").at("gpu_step_J").get<double>());
     }

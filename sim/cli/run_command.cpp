@@ -47,6 +47,7 @@ json yaml_to_json(const YAML::Node& n) {
   return s;
 }
 
+// `trace`: the engine records every network transfer (the trace's link counters need them).
 sim::Timeline play_engine(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
   if (s.simulation.engine == EngineKind::Analytic) {
     auto t = sim::play_analytic(g, scenario_costs(s, topo));
@@ -71,17 +72,19 @@ sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topol
 }
 
 // One point, start to finish: runs in a child process.
-json simulate(const Scenario& s, const std::string& trace_path) {
+json simulate(const Scenario& s, const TraceRequest& trace) {
   const auto& w = *s.workload;
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto bom = scenario_bom(s, built.topology);
   scenario_prices(s, bom);   // a bill ownership cannot price is an error before the simulation, not after
   const auto graph = located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); });
   const auto memory = workloads::plan_memory(w, s.cluster.gpu);
-  const auto timeline = play(s, graph, built.topology, !trace_path.empty());
+  const auto timeline = play(s, graph, built.topology, !trace.path.empty() && trace.options.links);
   const auto metrics = results::step_metrics(graph, timeline, s.cluster.gpu, results::single_gpu_compute(w, s.cluster.gpu));
-  if (!trace_path.empty())
-    write_file(trace_path, results::trace_json(graph, timeline, built.topology, s.cluster.effective_routing()), "--trace");
+  if (!trace.path.empty())
+    write_file(trace.path,
+               results::trace_json(graph, timeline, built.topology, s.cluster.effective_routing(), trace.options),
+               "--trace");
   results::RunInfo info{s.name,
                         s.cluster.graph ? *s.cluster.graph : results::cluster_layout(s.cluster),
                         s.simulation.engine == EngineKind::Simgrid ? "simgrid" : "analytic",
@@ -123,25 +126,26 @@ json point_json(const SweepPoint& point) {
   return {{"index", point.index}, {"values", values}};
 }
 
-json run_point(const Scenario& s, const std::string& trace_path) {
+json run_point(const Scenario& s, const TraceRequest& trace) {
   if (!s.workload)
     throw InputError("model", "", "missing section: run simulates a training step or a serving batch",
                      "a scenario with model and training or inference sections; for the topology alone, dtsim topo",
                      s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+  if (!trace.path.empty()) results::check_trace_ranks(trace.options.ranks, cluster_gpus(s));
   json row;
   if (s.workload->inference) {
     // Each pass in its own process (one SimGrid engine each); serving passes have no communication beside
     // compute, so no interference to add.
     row = simulate_serving(
         s,
-        [&](const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+        [&](const workloads::StepGraph& g, const topology::Topology& topo, bool traced) {
           const json t = json::parse(sim::run_isolated([&] {
-            const sim::Timeline timeline = play_engine(s, g, topo, trace);
+            const sim::Timeline timeline = play_engine(s, g, topo, traced && trace.options.links);
             json busy = json::array();
             for (const auto& c : timeline.classes) busy.push_back(c.compute_busy.value());
             const std::string events =
-                trace ? results::trace_json(g, timeline, topo, s.cluster.effective_routing()) : std::string();
+                traced ? results::trace_json(g, timeline, topo, s.cluster.effective_routing(), trace.options) : std::string();
             return json{{"time", timeline.step_time.value()}, {"busy", busy}, {"network", timeline.network_model},
                         {"trace", events}}
                 .dump();
@@ -149,9 +153,9 @@ json run_point(const Scenario& s, const std::string& trace_path) {
           return PassTiming{t.at("time").get<double>(), t.at("busy").get<std::vector<double>>(),
                             t.at("network").get<std::string>(), t.at("trace").get<std::string>()};
         },
-        trace_path);
+        trace.path);
   } else {
-    row = json::parse(sim::run_isolated([&] { return simulate(s, trace_path).dump(); }));
+    row = json::parse(sim::run_isolated([&] { return simulate(s, trace).dump(); }));
   }
   if (s.point.index >= 0) row["point"] = point_json(s.point);
   row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
@@ -160,8 +164,8 @@ json run_point(const Scenario& s, const std::string& trace_path) {
 
 int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
   const auto scenarios = load(args);
-  std::string trace = outputs.trace;
-  if (trace.empty() && !outputs.dir.empty() && scenarios.size() == 1) trace = outputs.dir + "/trace.json";
+  TraceRequest trace{outputs.trace, {results::parse_trace_ranks(outputs.trace_ranks), outputs.trace_links}};
+  if (trace.path.empty() && !outputs.dir.empty() && scenarios.size() == 1) trace.path = outputs.dir + "/trace.json";
   if (!outputs.trace.empty() && scenarios.size() != 1)
     throw InputError("--trace", outputs.trace, fmt::format("the scenario has {} points; --trace takes", scenarios.size()),
                      "a scenario without sweep axes (one point's resolved scenario is in --out DIR)");

@@ -124,9 +124,12 @@ std::string merged_trace(const Phase& prefill, const Phase* decode) {
   if (decode) {
     const double shift_us = prefill.timing.time_s * 1e6;
     json step = json::parse(decode->timing.trace);
+    // The decode step's metadata names the same processes again (and any lane the prefill did not have); its
+    // flow ids follow the prefill's.
+    constexpr long long kDecodeFlowIds = 1'000'000'000;
     for (auto& e : step.at("traceEvents")) {
-      if (e.value("ph", "") == "M") continue;   // the prefill named the processes and tracks
       if (e.contains("ts")) e["ts"] = e["ts"].get<double>() + shift_us;
+      if (e.contains("id")) e["id"] = e["id"].get<long long>() + kDecodeFlowIds;
       label(e, "decode");
       events.push_back(std::move(e));
     }

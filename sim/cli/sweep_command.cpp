@@ -118,7 +118,7 @@ Dispositions install_stop_handlers() {
   ::sigaction(SIGTERM, &restore.terminate, nullptr);
   std::string text;
   try {
-    text = run_point(s, "").dump();
+    text = run_point(s).dump();
   } catch (const std::exception& e) {
     if (died(e.what())) sim::exit_child(1);
     text = error_row(s, e.what()).dump();

@@ -59,7 +59,7 @@ int validate_command(const std::vector<std::string>& files, const std::vector<st
       if (s.reference.values.empty() && !baselines.contains(s.name))
         throw InputError("reference", "", "missing: validate compares a scenario's published figures with dtsim's",
                          "a reference section with at least one figure (see docs/validation.md)", s.file);
-      runs[s.name] = run_point(s, "");
+      runs[s.name] = run_point(s);
     }
     for (const Scenario& s : scenarios) {
       if (!selected(s) || s.reference.values.empty()) continue;   // a baseline only

@@ -105,7 +105,8 @@ TEST_CASE("--out writes the result, its CSV, the resolved scenario and the trace
 
 TEST_CASE("the Perfetto trace: a process per GPU with compute and communication tracks, link counters") {
   const fs::path file = fs::temp_directory_path() / ("dtsim_trace_" + std::to_string(::getpid()) + ".json");
-  const auto r = dtsim("run " + src("scenarios/models/gpt-22b-tp8.yaml") + " --trace " + file.string());
+  const auto r = dtsim("run " + src("scenarios/models/gpt-22b-tp8.yaml") + " --trace " + file.string() +
+                       " --trace-ranks all --trace-links");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   const auto trace = json::parse(slurp(file));
   fs::remove(file);
@@ -118,7 +119,7 @@ TEST_CASE("the Perfetto trace: a process per GPU with compute and communication 
     if (ph == "X") {
       CHECK(e.at("ts").get<double>() >= 0);
       CHECK(e.at("dur").get<double>() >= 0);
-      (e.at("tid") == 0 ? compute_pids : comm_pids).insert(e.at("pid").get<int>());
+      (e.at("tid") == 0 ? compute_pids : comm_pids).insert(e.at("pid").get<int>());   // compute: thread 0
     }
     if (ph == "C") {
       ++counters;

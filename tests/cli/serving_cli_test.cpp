@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_support.hpp"
+#include "cli/trace_format.hpp"
 
 using namespace cli_support;
 using nlohmann::json;
@@ -117,8 +118,9 @@ inference: {batch: 64, prompt_tokens: 384, output_tokens: 0}
 TEST_CASE("serving trace: the prefill's slices, then one decode step's after them on the same GPUs") {
   const fs::path f = scenario("trace", kLlama70b);
   const fs::path dir = f.parent_path() / "out";
-  const json r = run_json(f, "--out " + dir.string());   // --out writes the trace beside the results
+  const json r = run_json(f, "--out " + dir.string() + " --trace-ranks all");   // --out writes the trace beside the results
   const json trace = json::parse(slurp(dir / "trace.json"));
+  for (const auto& problem : trace_format::errors(trace)) FAIL_CHECK(problem);
   double prefill_end = 0, decode_start = 1e300, decode_end = 0;
   std::set<int> prefill_gpus, decode_gpus;
   for (const auto& e : trace.at("traceEvents")) {
