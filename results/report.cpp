@@ -11,6 +11,7 @@
 #include "results/report_support.hpp"
 #include "results/run_report.hpp"
 #include "results/serving_report.hpp"
+#include "results/sweep_charts.hpp"
 
 namespace dtsim::results {
 namespace {
@@ -34,13 +35,15 @@ bool simulated(const json& row) { return !row.contains("error") && row.contains(
 
 // One line per simulated row: what the bar charts read. Each line starts with the row's position, so a name
 // starting with '#' is not read as a comment.
-std::string rows_data(const std::vector<const json*>& ok) {
+std::string rows_data(const std::vector<const json*>& ok, const std::map<const json*, std::string>& labels) {
   std::string out = "# row\tname\tgpus\tstep_time_s\ttokens_per_s\tmfu_pct\thfu_pct\tscaling_pct\tcompute_s\t"
                     "exposed_comm_s\tpipeline_bubble_s\tother_s\n";
   for (std::size_t i = 0; i < ok.size(); ++i) {
     const json* r = ok[i];
     const json& b = r->at("breakdown_s");
-    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i + 1, name_of(*r), cell(number(*r, "gpus")),
+    const auto label = labels.find(r);
+    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i + 1,
+                       label != labels.end() ? label->second : name_of(*r), cell(number(*r, "gpus")),
                        cell(number(*r, "step_time_s")), cell(number(*r, "tokens_per_s")),
                        cell(100 * number(*r, "mfu")), cell(100 * number(*r, "hfu")),
                        cell(100 * number(*r, "scaling_efficiency")), cell(number(b, "compute")),
@@ -59,14 +62,15 @@ std::string bars_common(std::size_t rows) {
 std::string step_time_script(std::size_t rows) {
   return header("step_time", "Step time per configuration") + bars_common(rows) +
          "set style data histograms\nset style histogram clustered gap 1\nset ylabel \"step time (s)\"\n"
-         "plot \"rows.dat\" using 4:xtic(2) title \"step time\" lc rgb \"#4e79a7\"\n";
+         "plot \"rows.dat\" using 4:xtic(2) title \"step time\" lc rgb \"#4e79a7\"\n" + footer();
 }
 
 std::string efficiency_script(std::size_t rows) {
   return header("efficiency", "MFU, HFU and scaling efficiency per configuration") + bars_common(rows) +
          "set style data histograms\nset style histogram clustered gap 1\nset ylabel \"%\"\nset yrange [0:100]\n"
          "plot \"rows.dat\" using 6:xtic(2) title \"MFU\" lc rgb \"#4e79a7\", "
-         "\"\" using 7 title \"HFU\" lc rgb \"#a0cbe8\", \"\" using 8 title \"scaling efficiency\" lc rgb \"#f28e2b\"\n";
+         "\"\" using 7 title \"HFU\" lc rgb \"#a0cbe8\", \"\" using 8 title \"scaling efficiency\" lc rgb \"#f28e2b\"\n" +
+         footer();
 }
 
 std::string breakdown_script(std::size_t rows) {
@@ -74,17 +78,19 @@ std::string breakdown_script(std::size_t rows) {
          "set style data histograms\nset style histogram rowstacked\nset ylabel \"seconds per step\"\n"
          "plot \"rows.dat\" using 9:xtic(2) title \"compute\" lc rgb \"#4e79a7\", "
          "\"\" using 10 title \"exposed communication\" lc rgb \"#e15759\", "
-         "\"\" using 11 title \"pipeline bubble\" lc rgb \"#f28e2b\", \"\" using 12 title \"other\" lc rgb \"#bab0ac\"\n";
+         "\"\" using 11 title \"pipeline bubble\" lc rgb \"#f28e2b\", \"\" using 12 title \"other\" lc rgb \"#bab0ac\"\n" +
+         footer();
 }
 
 // The axes a curve of the scaling chart keeps fixed: every sweep value except those that set the GPU count or
-// the plan over it, the global batch (weak scaling grows it) and references.
-std::string setting_of(const json& row) {
+// the plan over it (a whole `cluster` map that sets the GPU count among them), the global batch (weak scaling grows
+// it) and references.
+std::string setting_of(const json& row, const std::set<std::string>& gpu_axes) {
   if (!row.contains("point") || !row["point"].contains("values")) return "";
   std::string key;
   for (const auto& [k, v] : row["point"]["values"].items()) {
     if (k == "name" || k == "cluster.nodes" || k == "cluster.gpus_per_node" || k == "training.global_batch" ||
-        k.starts_with("parallelism.") || k.starts_with("reference."))
+        k.starts_with("parallelism.") || k.starts_with("reference.") || gpu_axes.contains(k))
       continue;
     key += fmt::format("{}{}={}", key.empty() ? "" : ", ", k, v.is_string() ? v.get<std::string>() : v.dump());
   }
@@ -98,10 +104,11 @@ struct Curves {
 
 // Curves with two GPU counts or more; when no setting has two, one curve through every row.
 Curves scaling_curves(const std::vector<const json*>& ok) {
+  const std::set<std::string> gpu_axes = gpu_count_axes(ok);
   std::map<std::string, std::vector<const json*>> by_setting;
   std::vector<std::string> order;
   for (const json* r : ok) {
-    const std::string s = setting_of(*r);
+    const std::string s = setting_of(*r, gpu_axes);
     if (!by_setting.contains(s)) order.push_back(s);
     by_setting[s].push_back(r);
   }
@@ -144,17 +151,27 @@ std::string scaling_script(const Curves& c, bool strong, bool weak) {
   out += "unset title\nset multiplot layout 1,2 title \"Scaling with GPU count\"\nset logscale x 2\n"
          "set xlabel \"GPUs\"\nset key bottom right font \",8\"\n";
   std::string tput, eff;
+  // One colour per curve in both panels; its strong and weak efficiencies dashed and dotted in the same colour.
+  static const char* colours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+                                  "#ff9da7", "#9c755f", "#bab0ac"};
   for (std::size_t i = 0; i < c.titles.size(); ++i) {
     const std::string title = plain(c.titles[i]);
     const std::string sep = i ? ", " : "";
-    tput += fmt::format("{}\"scaling.dat\" index {} using 1:2 with linespoints lw 2 title \"{}\"", sep, i, title);
-    eff += fmt::format("{}\"scaling.dat\" index {} using 1:3 with linespoints lw 2 title \"scaling efficiency: {}\"", sep, i, title);
-    if (strong) eff += fmt::format(", \"scaling.dat\" index {} using 1:4 with linespoints dt 2 title \"strong: {}\"", i, title);
-    if (weak) eff += fmt::format(", \"scaling.dat\" index {} using 1:5 with linespoints dt 3 title \"weak: {}\"", i, title);
+    const char* colour = colours[i % std::size(colours)];
+    tput += fmt::format("{}\"scaling.dat\" index {} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{}\" title \"{}\"", sep, i,
+                        colour, title);
+    eff += fmt::format("{}\"scaling.dat\" index {} using 1:3 with linespoints lw 2 pt 7 lc rgb \"{}\" title \"scaling efficiency: {}\"",
+                       sep, i, colour, title);
+    if (strong)
+      eff += fmt::format(", \"scaling.dat\" index {} using 1:4 with linespoints dt 2 pt 6 lc rgb \"{}\" title \"strong: {}\"", i,
+                         colour, title);
+    if (weak)
+      eff += fmt::format(", \"scaling.dat\" index {} using 1:5 with linespoints dt 3 pt 4 lc rgb \"{}\" title \"weak: {}\"", i,
+                         colour, title);
   }
   out += "set title \"throughput\"\nset logscale y\nset ylabel \"tokens/s\"\nplot " + tput + "\n";
   out += "set title \"efficiency\"\nunset logscale y\nset ylabel \"%\"\nset yrange [0:*]\nplot " + eff + "\n";
-  return out + "unset multiplot\n";
+  return out + "unset multiplot\n" + footer();
 }
 
 // Kernels with matrix FLOPs, placed on the roofline; element-wise ones (0 FLOPs) are summarised in the text.
@@ -214,7 +231,7 @@ RooflinePlot roofline_plot(const json& row, const std::string& stem) {
     p.script += fmt::format(", \\\n  \"{}.dat\" using (stringcolumn(3) eq \"{}\" ? $1 : NaN):2 with points pt {} "
                             "ps 1.5 lc rgb \"{}\" title \"{}\"",
                             stem, kinds[i], shapes[i % std::size(shapes)], colours[i % std::size(colours)], kinds[i]);
-  p.script += "\n";
+  p.script += "\n" + footer();
   return p;
 }
 
@@ -228,28 +245,40 @@ std::string memory_cell(const json& row) {
 
 std::string pct(double v) { return std::isnan(v) ? "" : fmt::format("{:.1f} %", 100 * v); }
 
+// The plan a row ran: tp, pp and dp from its resolved scenario (empty cells when it has none).
+std::string plan_cells(const json& row) {
+  const json* p = row.contains("scenario") && row["scenario"].is_object() && row["scenario"].contains("parallelism")
+                      ? &row["scenario"]["parallelism"] : nullptr;
+  const auto degree = [&](const char* key) {
+    return p != nullptr && p->is_object() && p->contains(key) && (*p)[key].is_number() ? cell(number(*p, key)) : "";
+  };
+  return fmt::format(" {} | {} | {} |", degree("tp"), degree("pp"), degree("dp"));
+}
+
 std::string summary(const std::vector<json>& rows, const std::vector<const json*>& ok, const std::string& title,
-                    const std::string& source, bool scaling, const std::vector<RooflinePlot>& rooflines) {
+                    const std::string& source, bool scaling, const std::vector<RooflinePlot>& rooflines,
+                    const SweepCharts* sweep) {
   const bool strong = std::any_of(ok.begin(), ok.end(), [](const json* r) { return r->contains("strong_scaling_efficiency"); });
   const bool weak = std::any_of(ok.begin(), ok.end(), [](const json* r) { return r->contains("weak_scaling_efficiency"); });
   std::string out = fmt::format("# {}\n\nFrom `{}`: {} rows, {} simulated.\n\n", title, source, rows.size(), ok.size());
-  out += "| configuration | GPUs | step (s) | tokens/s | MFU | scaling efficiency |";
+  out += "| configuration | GPUs | tp | pp | dp | step (s) | tokens/s | MFU | scaling efficiency |";
   if (strong) out += " strong scaling |";
   if (weak) out += " weak scaling |";
-  out += " exposed comm | bubble | memory |\n|---|---:|---:|---:|---:|---:|";
+  out += " exposed comm | bubble | memory |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|";
   if (strong) out += "---:|";
   if (weak) out += "---:|";
   out += "---:|---:|---|\n";
   for (const json& r : rows) {
     if (!simulated(r)) {
-      out += fmt::format("| {} | | | | | |{}{} | | not simulated: {} |\n", md_cell(name_of(r)), strong ? " |" : "",
+      out += fmt::format("| {} | | | | | | | | |{}{} | | not simulated: {} |\n", md_cell(name_of(r)), strong ? " |" : "",
                          weak ? " |" : "", md_cell(r.value("error", std::string("no result"))));
       continue;
     }
     const json& b = r.at("breakdown_s");
     const double step = number(r, "step_time_s");
-    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {} | {} |", md_cell(name_of(r)), cell(number(r, "gpus")), step,
-                       number(r, "tokens_per_s"), pct(number(r, "mfu")), pct(number(r, "scaling_efficiency")));
+    out += fmt::format("| {} | {} |{} {:.4g} | {:.4g} | {} | {} |", md_cell(name_of(r)), cell(number(r, "gpus")),
+                       plan_cells(r), step, number(r, "tokens_per_s"), pct(number(r, "mfu")),
+                       pct(number(r, "scaling_efficiency")));
     if (strong) out += fmt::format(" {} |", pct(number(r, "strong_scaling_efficiency")));
     if (weak) out += fmt::format(" {} |", pct(number(r, "weak_scaling_efficiency")));
     out += fmt::format(" {} | {} | {} |\n", pct(number(b, "exposed_comm") / step), pct(number(b, "pipeline_bubble") / step),
@@ -271,8 +300,13 @@ std::string summary(const std::vector<json>& rows, const std::vector<const json*
     out += "\n## Published figures beside dtsim's\n\n| configuration | figure | published | dtsim | difference |\n"
            "|---|---|---:|---:|---:|\n" + refs;
   out += "\n## Charts\n\n";
-  out += "![step time per configuration](plots/step_time.png)\n\n";
-  out += "![MFU, HFU and scaling efficiency](plots/efficiency.png)\n\n";
+  if (sweep) {
+    out += fmt::format("Along the sweep: {}. A red cross marks a point that does not fit in memory.\n\n", sweep->choice);
+    for (const auto& [stem, alt] : sweep->charts) out += fmt::format("![{}](plots/{}.png)\n\n", alt, stem);
+  } else {
+    out += "![step time per configuration](plots/step_time.png)\n\n";
+    out += "![MFU, HFU and scaling efficiency](plots/efficiency.png)\n\n";
+  }
   out += "![where the step goes](plots/breakdown.png)\n\n";
   if (scaling) out += "![scaling with GPU count](plots/scaling.png)\n\n";
   else out += "No scaling chart: every simulated row has the same GPU count.\n\n";
@@ -283,7 +317,8 @@ std::string summary(const std::vector<json>& rows, const std::vector<const json*
                        "so they are not on the chart; they take {3:.1f} % of a layer's kernel time.\n\n",
                        md_cell(p.label), i + 1, p.ridge, 100 * p.elementwise_share);
   }
-  out += "Each chart is drawn by gnuplot from the `.gp` script and `.dat` data beside it in `plots/`.\n";
+  out += "Each chart is drawn by gnuplot from the `.gp` script and `.dat` data beside it in `plots/`, as PNG, SVG and "
+         "PDF.\n";
   return out;
 }
 
@@ -337,7 +372,8 @@ std::string row_problem(const json& row) {
   return "";
 }
 
-Report build_report(const std::vector<json>& rows, const std::string& title, const std::string& source) {
+Report build_report(const std::vector<json>& rows, const std::string& title, const std::string& source,
+                    const ChartChoice& choice) {
   std::vector<const json*> ok;
   for (const json& r : rows)
     if (simulated(r)) ok.push_back(&r);
@@ -347,9 +383,15 @@ Report build_report(const std::vector<json>& rows, const std::string& title, con
     if (script) rep.scripts.push_back(path);
     rep.files.push_back({std::move(path), std::move(text)});
   };
-  add("plots/rows.dat", rows_data(ok), false);
-  add("plots/step_time.gp", step_time_script(ok.size()), true);
-  add("plots/efficiency.gp", efficiency_script(ok.size()), true);
+  const auto sweep = sweep_charts(ok, choice);
+  add("plots/rows.dat", rows_data(ok, sweep ? sweep->labels : std::map<const json*, std::string>{}), false);
+  if (sweep) {   // a sweep: its figures against an axis, lines and panels; the breakdown stays a bar per row
+    for (const auto& f : sweep->files)
+      add(f.path, f.text, std::find(sweep->scripts.begin(), sweep->scripts.end(), f.path) != sweep->scripts.end());
+  } else {
+    add("plots/step_time.gp", step_time_script(ok.size()), true);
+    add("plots/efficiency.gp", efficiency_script(ok.size()), true);
+  }
   add("plots/breakdown.gp", breakdown_script(ok.size()), true);
   const Curves curves = scaling_curves(ok);
   if (!curves.titles.empty()) {
@@ -370,7 +412,7 @@ Report build_report(const std::vector<json>& rows, const std::string& title, con
     add("plots/" + stem + ".dat", rooflines.back().data, false);
     add("plots/" + stem + ".gp", rooflines.back().script, true);
   }
-  add("report.md", summary(rows, ok, title, source, !curves.titles.empty(), rooflines), false);
+  add("report.md", summary(rows, ok, title, source, !curves.titles.empty(), rooflines, sweep ? &*sweep : nullptr), false);
   return rep;
 }
 
@@ -442,7 +484,7 @@ Report build_compare_report(const json& doc, const std::string& title) {
                        "title \"on the front\", "
                        "\"points.dat\" using 3:($5 == 0 ? $4 : 1/0) with points pt 6 ps 1.6 lc rgb \"#4e79a7\" "
                        "title \"dominated\", "
-                       "\"points.dat\" using 3:4:2 with labels offset char 1,1 left font \",9\" notitle\n";
+                       "\"points.dat\" using 3:4:2 with labels offset char 1,1 left font \",9\" notitle\n" + footer();
   Report rep;
   rep.files.push_back({"plots/points.dat", points});
   rep.files.push_back({"plots/front.dat", front});

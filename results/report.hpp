@@ -1,13 +1,16 @@
 // `dtsim report`: result rows (a sweep's results.jsonl, a run's result.json) turned into gnuplot scripts with
 // their data, and a markdown summary that links the charts:
-//   step_time      step time per configuration
-//   efficiency     MFU, HFU and scaling efficiency per configuration
+//   step_time      step time per configuration (a sweep: against its x axis, results/sweep_charts.hpp)
+//   throughput     (a sweep) tokens/s per GPU against its x axis
+//   mfu            (a sweep) MFU against its x axis
+//   efficiency     (not a sweep) MFU, HFU and scaling efficiency per configuration
 //   breakdown      where the critical GPU's step went (compute, exposed communication, pipeline bubble, other)
 //   scaling        throughput and scaling efficiency against GPU count, one curve per setting of the other
 //                  axes (only when the rows span two GPU counts or more)
 //   roofline-N     the step's kernels against the GPU's roofline and ridge point, one chart per GPU type
 //   time_cost      (from `dtsim compare`) each cluster's time against cost to train, the Pareto front joined
-// This layer only writes text; the command runs gnuplot on the scripts (each writes `<stem>.png` beside itself).
+// This layer only writes text; the command runs gnuplot on the scripts (each writes `<stem>.png`, `.svg` and `.pdf`
+// beside itself).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,6 +22,12 @@ namespace dtsim::results {
 struct ReportFile {
   std::string path;   // relative to the report directory: "report.md", "plots/step_time.gp", ...
   std::string text;
+};
+
+// `dtsim report --x KEY --series KEY --facet KEY`: which swept axis goes along x, which leads the lines' labels,
+// which splits the chart into panels (empty: the defaults, results/sweep_charts.hpp).
+struct ChartChoice {
+  std::string x, series, facet;
 };
 
 struct Report {
@@ -35,7 +44,8 @@ std::string row_problem(const nlohmann::json& row);
 // `rows`: result objects (run_json, plus `roofline`, `point` and scaling columns where present) and sweep error
 // rows ({"name", "point", "error"}), in the order to draw them. `title` heads the summary; `source` names the
 // file the rows came from. Throws std::invalid_argument when no row is a simulated result.
-Report build_report(const std::vector<nlohmann::json>& rows, const std::string& title, const std::string& source);
+Report build_report(const std::vector<nlohmann::json>& rows, const std::string& title, const std::string& source,
+                    const ChartChoice& choice = {});
 
 // `dtsim compare --out DIR`'s compare.json (a doc with `axes` and `clusters`, each with its best `plan`) as a
 // chart of time against cost with the Pareto front drawn through the rows marked `pareto`, and a summary that

@@ -9,7 +9,11 @@
 
 namespace dtsim::results::report_support {
 
-inline constexpr const char* kTerminal = "set terminal pngcairo size 1100,560 font \"sans,10\" noenhanced";
+// The three outputs of every chart: PNG for the page, SVG and PDF for a paper (gnuplot's cairo and svg terminals).
+inline constexpr const char* kTerminals =
+    "  if (ext eq \"png\") { set terminal pngcairo size 1100,560 font \"sans,10\" noenhanced }\n"
+    "  if (ext eq \"svg\") { set terminal svg size 1100,560 dynamic font \"sans,10\" noenhanced background \"white\" }\n"
+    "  if (ext eq \"pdf\") { set terminal pdfcairo size 11in,5.6in font \"sans,10\" noenhanced }\n";
 
 // Text that goes into gnuplot data and quoted titles: no tabs, newlines, quotes or backslashes (gnuplot would
 // split, end or escape on them).
@@ -33,12 +37,18 @@ inline std::string name_of(const nlohmann::json& row) {
 // Data files are tab-separated so names may hold spaces; a missing figure is gnuplot's "NaN".
 inline std::string cell(double v) { return std::isnan(v) ? "NaN" : fmt::format("{:.9g}", v); }
 
-// A chart script's first lines: the PNG terminal, its output and title, tab-separated data, a light grid.
+// A chart script's first lines: a loop over the three formats, each drawing `<stem>.png`, `.svg` and `.pdf` from
+// the same commands (reset first, so nothing one pass set carries into the next), tab-separated data, the title
+// and a light grid. The script ends with `footer()`.
 inline std::string header(const std::string& stem, const std::string& title) {
-  return fmt::format("# {0}.png: {1}. Run from this directory: gnuplot {0}.gp\n{2}\nset output \"{0}.png\"\n"
+  return fmt::format("# {0}.png, {0}.svg and {0}.pdf: {1}. Run from this directory: gnuplot {0}.gp\n"
+                     "do for [ext in \"png svg pdf\"] {{\n{2}  set output \"{0}.\".ext\n  reset\n"
                      "set datafile separator \"\\t\"\nset title \"{1}\"\nset grid ytics lc rgb \"#dddddd\"\n",
-                     stem, title, kTerminal);
+                     stem, title, kTerminals);
 }
+
+// Closes `header()`'s loop over the formats.
+inline std::string footer() { return "unset output\n}\n"; }
 
 // A Markdown table cell: '|' escaped.
 inline std::string md_cell(const std::string& s) {

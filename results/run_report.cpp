@@ -213,6 +213,11 @@ std::string run_csv(const std::vector<json>& rows) {
   for (const auto& r : rows) {
     std::vector<std::pair<std::string, std::string>> flat;
     flatten(r, "", flat);
+    // The plan the row ran, from its resolved scenario (which the flattening leaves out): tp, pp and dp always.
+    if (r.contains("scenario") && r["scenario"].is_object() && r["scenario"].contains("parallelism"))
+      for (const char* key : {"tp", "pp", "dp", "cp", "ep"})
+        if (const json& p = r["scenario"]["parallelism"]; p.is_object() && p.contains(key) && p[key].is_number())
+          flat.emplace_back(key, p[key].dump());
     std::map<std::string, std::string> row;
     for (auto& [k, v] : flat) {
       if (std::find(columns.begin(), columns.end(), k) == columns.end()) columns.push_back(k);
@@ -221,7 +226,7 @@ std::string run_csv(const std::vector<json>& rows) {
     cells.push_back(std::move(row));
   }
   // The identifying and headline columns first, the rest as the JSON has them (alphabetical).
-  const std::vector<std::string> first = {"name", "point.index", "gpus", "layout", "step_time_s", "tokens_per_s",
+  const std::vector<std::string> first = {"name", "point.index", "gpus", "layout", "tp", "pp", "dp", "step_time_s", "tokens_per_s",
                                           "tflops_per_gpu", "hw_tflops_per_gpu", "mfu", "hfu", "scaling_efficiency"};
   std::stable_sort(columns.begin(), columns.end(), [&](const std::string& a, const std::string& b) {
     const auto rank = [&](const std::string& c) { return std::find(first.begin(), first.end(), c) - first.begin(); };

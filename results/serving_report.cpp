@@ -100,7 +100,7 @@ std::string latency_script(const StreamCurves& c) {
     }
     out += "\n";
   }
-  return out + "unset multiplot\n";
+  return out + "unset multiplot\n" + footer();
 }
 
 std::string serving_summary(const std::vector<json>& rows, std::size_t served, bool chart, const std::string& title,

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "results/report.hpp"
 #include "sim/cli/scenario.hpp"
 
 namespace dtsim::cli {
@@ -104,8 +105,9 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep);
 int merge_command(const std::string& dir);
 // `dtsim report DIR`: DIR/results.jsonl (or a run's DIR/result.json) drawn by gnuplot into DIR/plots/*.png, with
 // DIR/report.md linking them. write_report returns the charts drawn.
-int report_command(const std::string& dir);
-std::vector<std::string> write_report(const std::string& dir);
+// `choice`: --x, --series and --facet for a sweep's line charts (empty: the defaults).
+int report_command(const std::string& dir, const results::ChartChoice& choice = {});
+std::vector<std::string> write_report(const std::string& dir, const results::ChartChoice& choice = {});
 
 // `dtsim claims`: the founding article's claims (DIR/claims.yaml, default the source tree's scenarios/claims)
 // evaluated from their scenarios: the article's figures beside dtsim's and a verdict, as markdown (the page

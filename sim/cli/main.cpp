@@ -97,6 +97,10 @@ int dispatch(int argc, char** argv) {
   auto* report = app.add_subcommand("report", "draw a sweep's or a run's results with gnuplot: DIR/report.md and "
                                               "DIR/plots/*.png");
   report->add_option("dir", report_dir, "a dtsim sweep or dtsim run --out directory")->required();
+  dtsim::results::ChartChoice chart_choice;
+  report->add_option("--x", chart_choice.x, "the swept axis along x (default: the first numeric one, else gpus)");
+  report->add_option("--series", chart_choice.series, "the swept axis that leads the lines' labels (default: all that vary)");
+  report->add_option("--facet", chart_choice.facet, "a swept axis to split each chart into panels by");
   auto* topo = app.add_subcommand("topo", "describe a scenario's topology: devices, links, diameter, bisection");
   add_scenario_options(topo, topo_args, true);
   topo->add_option("--dot", dot_file, "write the topology as Graphviz DOT to FILE");
@@ -164,7 +168,7 @@ int dispatch(int argc, char** argv) {
     return dtsim::cli::sweep_command(sweep_args, sweep_opts);
   }
   if (*merge) return dtsim::cli::merge_command(merge_dir);
-  if (*report) return dtsim::cli::report_command(report_dir);
+  if (*report) return dtsim::cli::report_command(report_dir, chart_choice);
   if (*topo) return dtsim::cli::topo_command(topo_args, dot_file);
   if (*memory) return dtsim::cli::memory_command(memory_args);
   if (*graph) return dtsim::cli::graph_command(graph_args, graph_dot, graph_kernels);

@@ -106,7 +106,7 @@ std::string run_gnuplot(const std::string& gnuplot, const std::string& dir, cons
 
 }  // namespace
 
-std::vector<std::string> write_report(const std::string& dir) {
+std::vector<std::string> write_report(const std::string& dir, const results::ChartChoice& choice) {
   namespace fs = std::filesystem;
   std::vector<json> rows;
   std::string source;
@@ -138,8 +138,14 @@ std::vector<std::string> write_report(const std::string& dir) {
     const bool serving = std::ranges::any_of(rows, results::is_serving_row);
     report = !compare.is_null() ? results::build_compare_report(compare, fmt::format("dtsim compare: {}", title))
              : serving          ? results::build_serving_report(rows, fmt::format("dtsim report: {}", title), source)
-                                : results::build_report(rows, fmt::format("dtsim report: {}", title), source);
+                                : results::build_report(rows, fmt::format("dtsim report: {}", title), source, choice);
   } catch (const std::invalid_argument& e) {
+    // A chart option the rows cannot draw: "option\tvalue\treason\tallowed" (results/sweep_charts.hpp).
+    const std::string what = e.what();
+    if (std::ranges::count(what, '\t') == 3) {
+      const auto a = what.find('\t'), b = what.find('\t', a + 1), c = what.find('\t', b + 1);
+      throw InputError(what.substr(0, a), what.substr(a + 1, b - a - 1), what.substr(b + 1, c - b - 1), what.substr(c + 1));
+    }
     throw InputError("report", dir + "/" + source, e.what(),
                      compare.is_null() ? "at least one simulated row" : "a compare.json in which a cluster fits");
   }
@@ -161,8 +167,10 @@ std::vector<std::string> write_report(const std::string& dir) {
   return charts;
 }
 
-int report_command(const std::string& dir) {
-  const auto charts = write_report(dir);
+int report_command(const std::string& dir, const results::ChartChoice& choice) {
+  if (!choice.series.empty() && choice.series == choice.facet)
+    throw InputError("--facet", choice.facet, "is the --series axis too:", "another axis");
+  const auto charts = write_report(dir, choice);
   std::printf("report: %s/report.md with %zu charts in %s/plots\n", dir.c_str(), charts.size(), dir.c_str());
   return 0;
 }

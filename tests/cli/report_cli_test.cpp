@@ -75,6 +75,9 @@ void check_charts(const fs::path& dir, std::size_t want) {
     CAPTURE(image);
     CHECK(is_png(dir / image));
     CHECK(fs::exists((dir / image).replace_extension(".gp")));   // the script that drew it, kept beside it
+    // The same chart for a paper: SVG and PDF beside the PNG.
+    CHECK(slurp((dir / image).replace_extension(".svg")).find("<svg") != std::string::npos);
+    CHECK(slurp((dir / image).replace_extension(".pdf")).starts_with("%PDF"));
   }
 }
 
@@ -84,9 +87,9 @@ TEST_CASE("report: a scaling sweep gets every chart with the rows' figures behin
   const fs::path dir = fresh_report("scaling");
   const Result r = dtsim("sweep " + src("tests/data/scenarios/sweep-scaling.yaml") + " --out " + dir.string());
   REQUIRE(r.status == 0);
-  CHECK(r.err.find("report in " + dir.string() + "/report.md (5 charts)") != std::string::npos);
-  // step time, efficiency, breakdown, scaling, one roofline (one GPU type)
-  check_charts(dir, 5);
+  CHECK(r.err.find("report in " + dir.string() + "/report.md (6 charts)") != std::string::npos);
+  // step time, throughput and MFU against the swept axis, breakdown, scaling, one roofline (one GPU type)
+  check_charts(dir, 6);
   check_table(dir);
   const auto rows = jsonl(dir / "results.jsonl");
   REQUIRE(rows.size() == 3);
@@ -94,7 +97,8 @@ TEST_CASE("report: a scaling sweep gets every chart with the rows' figures behin
   REQUIRE(bars.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) {
     CHECK(bars[i][0] == std::to_string(i + 1));
-    CHECK(bars[i][1] == rows[i]["name"].get<std::string>());
+    // A bar's label: the values that vary, not the whole point name.
+    CHECK(bars[i][1] == "gpus_per_node=" + rows[i]["point"]["values"]["cluster.gpus_per_node"].dump());
     CHECK(std::stod(bars[i][3]) == doctest::Approx(rows[i]["step_time_s"].get<double>()).epsilon(1e-8));
     CHECK(std::stod(bars[i][7]) == doctest::Approx(100 * rows[i]["scaling_efficiency"].get<double>()).epsilon(1e-8));
   }
@@ -138,7 +142,7 @@ TEST_CASE("report: the roofline places the step's kernels against the GPU's ridg
 TEST_CASE("report: two GPU types get two rooflines, one GPU count no scaling chart, a run directory its report") {
   const fs::path dir = fresh_report("default");
   REQUIRE(dtsim("sweep " + src("scenarios/default.yaml") + " --jobs 2 --out " + dir.string()).status == 0);
-  check_charts(dir, 5);   // step time, efficiency, breakdown, roofline of the SXM4 and of the PCIe card
+  check_charts(dir, 6);   // step time, throughput, MFU, breakdown, roofline of the SXM4 and of the PCIe card
   const std::string md = slurp(dir / "report.md");
   CHECK(md.find("No scaling chart: every simulated row has the same GPU count.") != std::string::npos);
   CHECK(md.find("(a100-sxm4-80gb, bf16): ridge point 153 FLOP/byte") != std::string::npos);
@@ -148,7 +152,7 @@ TEST_CASE("report: two GPU types get two rooflines, one GPU count no scaling cha
   REQUIRE(dtsim("run " + src("tests/data/scenarios/small-tp4.yaml") + " --out " + run.string()).status == 0);
   const Result r = dtsim("report " + run.string());
   CHECK(r.status == 0);
-  check_charts(run, 4);   // three points on 4 GPUs each: no scaling chart
+  check_charts(run, 5);   // three points on 4 GPUs each: the three line charts, breakdown, roofline; no scaling
   fs::remove_all(dir);
   fs::remove_all(run);
 }
@@ -247,4 +251,58 @@ TEST_CASE("report: --no-report, and what cannot be drawn, are said in one line")
   CHECK(empty.status == 2);
   CHECK(empty.err.find("neither compare.json, results.jsonl nor result.json") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("report: a sweep's line charts: x, a line per series, a panel per facet, infeasible points marked") {
+  const fs::path dir = fresh_report("lines");
+  REQUIRE(dtsim("sweep " + src("tests/data/scenarios/sweep-lines.yaml") + " --jobs 2 --no-report --out " + dir.string()).status == 0);
+  // The defaults: x the first numeric axis, a line per value of every other axis.
+  const Result plain_report = dtsim("report " + dir.string());
+  REQUIRE_MESSAGE(plain_report.status == 0, plain_report.err);
+  CHECK(slurp(dir / "report.md").find("Along the sweep: x: `parallelism.tp`; lines: `cluster.gpu`, `training.micro_batch`; "
+                                      "panels: none.") != std::string::npos);
+  const Result r = dtsim("report " + dir.string() + " --x parallelism.tp --series training.micro_batch --facet cluster.gpu");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  check_charts(dir, 6);
+  const std::string md = slurp(dir / "report.md");
+  CHECK(md.find("Along the sweep: x: `parallelism.tp`; lines: `training.micro_batch`; panels: `cluster.gpu`.") != std::string::npos);
+  const std::string gp = slurp(dir / "plots/step_time.gp");
+  CHECK(gp.find("set multiplot layout 1,2") != std::string::npos);             // two GPUs, two panels
+  CHECK(gp.find("set title \"gpu=a100-sxm4-40gb\"") != std::string::npos);
+  CHECK(gp.find("set xlabel \"tensor-parallel size (tp)\"") != std::string::npos);
+  CHECK(gp.find("set ylabel \"step time (s)\"") != std::string::npos);
+  CHECK(gp.find("title \"micro_batch\"") != std::string::npos);               // the key names the series
+  CHECK(gp.find("title \"does not fit in memory\"") != std::string::npos);
+  // sweep.dat: 2 panels x 3 micro-batches, the error rows (micro-batch 4 at tp 1) left out, 3 points where all ran.
+  const auto points = data_lines(dir / "plots/sweep.dat");
+  CHECK(points.size() == 16);
+  int infeasible = 0;
+  for (const auto& p : points) infeasible += p[4] == "0";
+  CHECK(infeasible == 3);   // the 40 GB card: tp 1 at micro-batch 1 and 2, tp 2 at micro-batch 4
+  const Result bad = dtsim("report " + dir.string() + " --x training.global_batch");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--x: is not an axis that varies in these rows: 'training.global_batch' (allowed: cluster.gpu, "
+                     "parallelism.tp, training.micro_batch)") != std::string::npos);
+  CHECK(dtsim("report " + dir.string() + " --x parallelism.tp --facet parallelism.tp").status == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("report: a sweep over whole clusters scales per series: one curve per fabric, not one through every row") {
+  const fs::path dir = fresh_report("clusters");
+  const std::string yaml = dir.string() + ".yaml";
+  std::ofstream(yaml) << "name: clusters\ncluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree}\n"
+                         "model: {layers: 8, hidden: 4096, heads: 32, ffn_hidden: 16384, vocab: 51200, seq_length: 2048}\n"
+                         "training: {global_batch: 64, micro_batch: 1}\nparallelism: {tp: 8}\nsimulation: {engine: analytic}\n"
+                         "sweep:\n  cluster:\n"
+                         "    - {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, nodes: 1}\n"
+                         "    - {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, nodes: 4}\n"
+                         "  cluster.inter_link: [ib-hdr, eth-100g]\n";
+  REQUIRE(dtsim("sweep " + yaml + " --out " + dir.string()).status == 0);
+  const std::string scaling = slurp(dir / "plots/scaling.dat");
+  CHECK(scaling.find("# curve 0: cluster.inter_link=ib-hdr") != std::string::npos);
+  CHECK(scaling.find("# curve 1: cluster.inter_link=eth-100g") != std::string::npos);
+  CHECK(data_lines(dir / "plots/scaling.dat").size() == 4);
+  CHECK(slurp(dir / "report.md").find("x: `gpus`") != std::string::npos);   // no numeric axis: along the GPU count
+  fs::remove_all(dir);
+  fs::remove(yaml);
 }

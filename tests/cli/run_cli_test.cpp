@@ -93,7 +93,7 @@ TEST_CASE("--out writes the result, its CSV, the resolved scenario and the trace
   const auto result = json::parse(slurp(dir / "result.json"));
   CHECK(result.is_object());
   const std::string csv = slurp(dir / "result.csv");
-  CHECK(csv.starts_with("name,"));
+  CHECK(csv.starts_with("name,gpus,layout,tp,pp,dp,step_time_s,"));   // the plan beside each row
   CHECK(csv.find("breakdown_s.compute") != std::string::npos);
   CHECK(csv.find("memory.parts_bytes.params") != std::string::npos);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
