@@ -147,6 +147,7 @@ int catalog_command(Format format) {
 std::vector<Scenario> load(const ScenarioArgs& args, bool keep_invalid_points) {
   std::vector<Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(parse_set(s));
+  if (args.text) return load_scenarios(*args.text, "<dict>", overrides, keep_invalid_points);
   if (args.file.empty())
     return load_scenarios(default_scenario_text(), "<default scenario>", overrides, keep_invalid_points);
   return load_scenario_file(args.file, overrides, keep_invalid_points);

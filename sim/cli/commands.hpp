@@ -2,6 +2,7 @@
 // InputError and are turned into one line and status 2 by main().
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,10 @@ namespace dtsim::cli {
 enum class Format { Table, Json, Csv };
 
 struct ScenarioArgs {
-  std::string file;                 // empty = the embedded default scenario
+  std::string file;                 // empty = the embedded default scenario (or `text`)
   std::vector<std::string> sets;    // "key=value"
   Format format = Format::Table;
+  std::optional<std::string> text;  // the scenario itself (the Python module's dicts, as JSON), named "<dict>"
 };
 
 // Where `run` writes besides stdout: a Perfetto trace, and a directory with result.json, result.csv and

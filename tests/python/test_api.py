@@ -1,0 +1,139 @@
+"""The Python module against the program: the same JSON fields and values, the same one-line errors.
+
+Run by ctest (tests/CMakeLists.txt) with PYTHONPATH at build/python, DTSIM_BINARY the program and DTSIM_SOURCE_DIR
+the repository."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import dtsim
+
+BINARY = os.environ["DTSIM_BINARY"]
+SOURCE = os.environ["DTSIM_SOURCE_DIR"]
+SMALL = os.path.join(SOURCE, "tests/data/scenarios/small-tp4.yaml")
+TP8 = os.path.join(SOURCE, "scenarios/models/gpt-22b-tp8.yaml")
+
+
+def program(*args):
+    """The program's exit status, stdout and stderr."""
+    p = subprocess.run([BINARY, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Run(unittest.TestCase):
+    def test_a_path_gives_the_programs_json(self):
+        status, out, _ = program("run", TP8, "--format", "json")
+        self.assertEqual(status, 0)
+        self.assertEqual(dtsim.run(TP8), json.loads(out))
+
+    def test_a_dict_and_overrides_give_what_the_file_and_set_give(self):
+        scenario = {"name": "dict", "cluster": {"gpu": "a100-sxm4-80gb", "gpus_per_node": 4},
+                    "model": {"preset": "gpt-1.7b"}, "training": {"global_batch": 8, "micro_batch": 1},
+                    "parallelism": {"tp": 4}}
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            json.dump(scenario, f)   # JSON is YAML
+        try:
+            status, out, _ = program("run", f.name, "--set", "training.micro_batch=2", "--set", "parallelism.zero=1",
+                                     "--format", "json")
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(status, 0)
+        want = json.loads(out)
+        row = dtsim.run(scenario, set={"training.micro_batch": 2, "parallelism.zero": 1})
+        self.assertEqual(row["step_time_s"], want["step_time_s"])
+        self.assertEqual(row["memory"], want["memory"])
+        self.assertEqual(set(row), set(want))
+        self.assertEqual(row["scenario"]["training"]["micro_batch"], 2)
+
+    def test_a_sweep_is_a_list_of_plain_rows(self):
+        rows = dtsim.run(SMALL)
+        self.assertIsInstance(rows, list)
+        self.assertEqual(len(rows), 3)
+        for r in rows:
+            self.assertIsInstance(r["step_time_s"], float)
+            self.assertGreater(r["step_time_s"], 0)
+            self.assertIn("breakdown_s", r)
+
+    def test_sweep_keeps_the_points_that_cannot_run_as_error_rows(self):
+        rows = dtsim.sweep(os.path.join(SOURCE, "tests/data/scenarios/sweep-invalid.yaml"), jobs=2)
+        self.assertEqual(len(rows), 4)
+        self.assertGreater(rows[0]["step_time_s"], 0)
+        self.assertIn("parallelism.dp", rows[1]["error"])
+        with tempfile.TemporaryDirectory() as out:
+            again = dtsim.sweep(os.path.join(SOURCE, "tests/data/scenarios/sweep-invalid.yaml"), out=out)
+            self.assertTrue(os.path.exists(os.path.join(out, "results.csv")))
+        self.assertEqual([r["name"] for r in again], [r["name"] for r in rows])
+
+    def test_the_default_scenario(self):
+        rows = dtsim.run()
+        self.assertEqual([r["name"] for r in rows][:2], ["8xa100-nvswitch", "8xa100-full-mesh"])
+
+
+class Commands(unittest.TestCase):
+    def test_memory_plan_collective_catalog_match_the_program(self):
+        for args, got in [
+            (("memory", TP8), dtsim.memory(TP8)),
+            (("plan", TP8, "--top", "2", "--confirm", "0"), dtsim.plan(TP8, top=2, confirm=0)),
+            (("collective", "--gpu", "h100-sxm5-80gb", "-g", "8", "-b", "1M", "-e", "4M", "-d", "bfloat16"),
+             dtsim.collective("h100-sxm5-80gb", gpus=8, min="1M", max=4 * 1024 * 1024, datatype="bfloat16")),
+            (("catalog",), dtsim.catalog()),
+        ]:
+            with self.subTest(command=args[0]):
+                status, out, _ = program(*args, "--format", "json")
+                self.assertEqual(status, 0)
+                self.assertEqual(got, json.loads(out))
+
+    def test_plan_rows_carry_the_plan(self):
+        plans = dtsim.plan(TP8, top=3, confirm=0)["plans"]
+        self.assertLessEqual(len(plans), 3)
+        self.assertIn("tp", plans[0]["parallelism"])
+
+
+class Errors(unittest.TestCase):
+    def test_bad_input_raises_input_error_with_the_programs_line(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write("cluster: {gpu: h100-sxm-80gb}\nmodel: {preset: llama3-8b}\ntraining: {global_batch: 8}\n")
+        try:
+            status, _, err = program("run", f.name)
+            self.assertEqual(status, 2)
+            with self.assertRaises(dtsim.InputError) as caught:
+                dtsim.run(f.name)
+            self.assertEqual("dtsim: error: " + str(caught.exception) + "\n", err)
+            self.assertIn("did you mean 'h100-sxm5-80gb'?", str(caught.exception))
+        finally:
+            os.unlink(f.name)
+
+    def test_a_dict_is_named_in_the_message_and_input_error_is_a_value_error(self):
+        with self.assertRaises(ValueError) as caught:
+            dtsim.run({"cluster": {"gpu": "h100-sxm5-80gb"}, "model": {"preset": "llama3-8b", "hiden": 4},
+                       "training": {"global_batch": 8}})
+        self.assertTrue(str(caught.exception).startswith("<dict>:1: model.hiden: unknown key 'hiden'"))
+        with self.assertRaises(dtsim.InputError):
+            dtsim.collective("a100-sxm4-80gb", gpus=8, op="allreduc")
+        with self.assertRaises(TypeError):
+            dtsim.run(42)
+
+
+class ReadmeExample(unittest.TestCase):
+    def test_the_pandas_example_runs_where_pandas_and_matplotlib_are_installed(self):
+        try:
+            import matplotlib  # noqa: F401
+            import pandas  # noqa: F401
+        except ImportError:
+            self.skipTest("python3-pandas or python3-matplotlib not installed (./dtsim python installs them)")
+        with tempfile.TemporaryDirectory() as out:
+            chart = os.path.join(out, "step_time.png")
+            p = subprocess.run([sys.executable, os.path.join(SOURCE, "docs/examples/sweep_pandas.py"), chart],
+                               cwd=SOURCE, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("a100-sxm4-40gb", p.stdout)
+            with open(chart, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
