@@ -1,4 +1,4 @@
-// The compiled half of the Python module `dtsim` (python/dtsim/__init__.py is the other): each function runs one
+// The compiled half of the Python module `dtsim` (sim/python/dtsim/__init__.py is the other): each function runs one
 // of the program's commands with --format json on arguments from Python and returns the JSON it printed, as text,
 // so Python gets exactly the fields the program writes. Bad input raises dtsim.InputError (a ValueError) with the
 // program's one-line message.
