@@ -100,9 +100,17 @@ struct SweepArgs {
   bool resume = false;
   std::string out;   // empty: out/<scenario name>
   bool report = true;   // draw DIR/report.md and its charts when the sweep completes (not for a shard)
+  int slurm = 0;              // --slurm N: submit the sweep as a Slurm array of N shards instead (sbatch)
+  std::string partition;      // --partition, --time, --cpus: the array's Slurm resources
+  std::string time;
+  int cpus = 2;
 };
 Shard parse_shard(const std::string& text);   // "I/N"
 int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep);
+// `dtsim sweep --slurm N`: writes OUT/sweep.sbatch (scripts/slurm/sweep.sbatch, `slurm_sweep_script()`) and submits
+// it as an array of N tasks, each `--shard I/N --resume`; prints the job and the merge command.
+int submit_sweep_array(const ScenarioArgs& args, const SweepArgs& sweep);
+const std::string& slurm_sweep_script();
 // `dtsim merge DIR`: a complete set of shard files into DIR/results.{jsonl,csv}, in sweep order.
 int merge_command(const std::string& dir);
 // `dtsim report DIR`: DIR/results.jsonl (or a run's DIR/result.json) drawn by gnuplot into DIR/plots/*.png, with

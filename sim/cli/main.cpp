@@ -92,6 +92,10 @@ int dispatch(int argc, char** argv) {
   sweep->add_flag("--resume", sweep_opts.resume, "keep the rows already written, run the rest");
   sweep->add_option("--out", sweep_opts.out, "output directory (default out/<scenario name>)");
   sweep->add_flag("!--no-report", sweep_opts.report, "do not draw the report when the sweep completes");
+  sweep->add_option("--slurm", sweep_opts.slurm, "submit the sweep to Slurm as a job array of N shards (sbatch)");
+  sweep->add_option("--partition", sweep_opts.partition, "--slurm: the partition");
+  sweep->add_option("--time", sweep_opts.time, "--slurm: each task's time limit (Slurm's format, e.g. 02:00:00)");
+  sweep->add_option("--cpus", sweep_opts.cpus, "--slurm: CPUs per task, its --jobs (default 2)");
   auto* merge = app.add_subcommand("merge", "combine a sweep's shard files into DIR/results.{jsonl,csv}");
   merge->add_option("dir", merge_dir, "the sweep's --out directory")->required();
   auto* report = app.add_subcommand("report", "draw a sweep's or a run's results with gnuplot: DIR/report.md and "
@@ -165,6 +169,10 @@ int dispatch(int argc, char** argv) {
   if (*collective) return dtsim::cli::collective_command(coll);
   if (*sweep) {
     if (!shard_text.empty()) sweep_opts.shard = dtsim::cli::parse_shard(shard_text);
+    if (sweep->count("--slurm") > 0) return dtsim::cli::submit_sweep_array(sweep_args, sweep_opts);
+    for (const char* slurm_only : {"--partition", "--time", "--cpus"})
+      if (sweep->count(slurm_only) > 0)
+        throw dtsim::InputError(slurm_only, "", "sets the Slurm array's resources, so it needs", "--slurm N");
     return dtsim::cli::sweep_command(sweep_args, sweep_opts);
   }
   if (*merge) return dtsim::cli::merge_command(merge_dir);
