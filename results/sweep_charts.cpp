@@ -152,15 +152,26 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
   check_choice("--series", choice.series, axes);
   check_choice("--facet", choice.facet, axes);
   if (axes.empty()) return std::nullopt;
-  // x: as chosen, else the first numeric swept axis, else the GPU count, else the first axis that varies.
+  // Each axis's values, read once (a large sweep has thousands of rows).
+  std::map<std::string, std::vector<json>> values;
+  for (const auto& a : axes) values[a] = distinct_values(ok, a);
+  // x: as chosen, else the first numeric swept axis, else the GPU count, else the first axis that varies; never
+  // the axis chosen for the panels or to lead the lines.
+  std::vector<std::string> free_axes;
+  for (const auto& a : axes)
+    if (a != choice.facet && a != choice.series) free_axes.push_back(a);
   std::string x = choice.x;
   if (x.empty())
-    for (const auto& a : axes)
-      if (a != kGpus && numeric(distinct_values(ok, a))) {
+    for (const auto& a : free_axes)
+      if (a != kGpus && numeric(values[a])) {
         x = a;
         break;
       }
-  if (x.empty()) x = std::find(axes.begin(), axes.end(), kGpus) != axes.end() ? kGpus : axes.front();
+  if (x.empty() && std::find(free_axes.begin(), free_axes.end(), kGpus) != free_axes.end()) x = kGpus;
+  if (x.empty() && !free_axes.empty()) x = free_axes.front();
+  if (x.empty())
+    throw std::invalid_argument(fmt::format("--series\t{}\tleaves no axis to draw along x:\tanother axis for "
+                                            "--series or --facet", choice.series));
   const std::string facet = choice.facet;
   if (facet == x) throw std::invalid_argument(fmt::format("--facet\t{}\tis the x axis already:\tanother axis", facet));
   // The lines: every other axis that does not advance with x or the panels; --series leads the label.
@@ -171,7 +182,7 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
     if (determines(ok, x, a) || (!facet.empty() && determines(ok, facet, a))) continue;
     line_axes.push_back(a);
   }
-  const auto x_values = distinct_values(ok, x);
+  const auto& x_values = values[x];
   const bool numeric_x = numeric(x_values);
   // A categorical x is labelled by the sweep's names where they go one to one with it.
   const bool named = std::any_of(ok.begin(), ok.end(), [](const json* r) {
@@ -190,7 +201,7 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
   const auto line_label = [&](const json& row) {
     std::string out;
     for (const auto& a : line_axes) {
-      const std::string v = label_of(value_of(row, a), distinct_values(ok, a));
+      const std::string v = label_of(value_of(row, a), values[a]);
       out += line_axes.size() == 1 ? v : fmt::format("{}{}={}", out.empty() ? "" : ", ", short_name(a), v);
     }
     return out;
@@ -201,16 +212,20 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
     std::string label = named ? label_of(value_of(*r, "name"), {}) : "";
     if (!named)
       for (const auto& a : axes)
-        if (a != kGpus) label += fmt::format("{}{}={}", label.empty() ? "" : ", ", short_name(a), label_of(value_of(*r, a), distinct_values(ok, a)));
+        if (a != kGpus) label += fmt::format("{}{}={}", label.empty() ? "" : ", ", short_name(a), label_of(value_of(*r, a), values[a]));
     c.labels[r] = label.empty() ? name_of(*r) : label;
   }
-  // Blocks of sweep.dat: per panel, per line, the points in x order.
+  // Blocks of sweep.dat: per panel, per line, the points in x order. Each row's panel and line, found once.
   std::vector<std::string> panels, lines;
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<const json*>> grouped;
   for (const json* r : ok) {
-    const std::string p = facet.empty() ? "" : label_of(value_of(*r, facet), distinct_values(ok, facet));
-    if (std::find(panels.begin(), panels.end(), p) == panels.end()) panels.push_back(p);
+    const std::string p = facet.empty() ? "" : label_of(value_of(*r, facet), values[facet]);
     const std::string l = line_label(*r);
-    if (std::find(lines.begin(), lines.end(), l) == lines.end()) lines.push_back(l);
+    auto pi = std::find(panels.begin(), panels.end(), p);
+    if (pi == panels.end()) pi = panels.insert(panels.end(), p);
+    auto li = std::find(lines.begin(), lines.end(), l);
+    if (li == lines.end()) li = lines.insert(lines.end(), l);
+    grouped[{static_cast<std::size_t>(pi - panels.begin()), static_cast<std::size_t>(li - lines.begin())}].push_back(r);
   }
   struct Block {
     std::size_t panel, line;
@@ -218,19 +233,14 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
     bool infeasible = false;
   };
   std::vector<Block> blocks;
-  for (std::size_t p = 0; p < panels.size(); ++p)
-    for (std::size_t l = 0; l < lines.size(); ++l) {
-      Block b{p, l, {}, false};
-      for (const json* r : ok)
-        if ((facet.empty() || label_of(value_of(*r, facet), distinct_values(ok, facet)) == panels[p]) && line_label(*r) == lines[l])
-          b.rows.push_back(r);
-      if (b.rows.empty()) continue;
-      std::stable_sort(b.rows.begin(), b.rows.end(), [&](const json* a, const json* z) { return x_position(*a) < x_position(*z); });
-      b.infeasible = std::any_of(b.rows.begin(), b.rows.end(), [](const json* r) {
-        return r->contains("memory") && !(*r)["memory"].value("fits", true);
-      });
-      blocks.push_back(std::move(b));
-    }
+  for (auto& [at, members] : grouped) {   // in (panel, line) order
+    Block b{at.first, at.second, std::move(members), false};
+    std::stable_sort(b.rows.begin(), b.rows.end(), [&](const json* a, const json* z) { return x_position(*a) < x_position(*z); });
+    b.infeasible = std::any_of(b.rows.begin(), b.rows.end(), [](const json* r) {
+      return r->contains("memory") && !(*r)["memory"].value("fits", true);
+    });
+    blocks.push_back(std::move(b));
+  }
   std::string data;
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const Block& b = blocks[i];

@@ -77,7 +77,7 @@ std::vector<Bytes> sizes(const CollectiveArgs& a) {
 }  // namespace
 
 double parse_size(const std::string& text, const std::string& key) {
-  const std::string allowed = "bytes with an optional K, M or G suffix (powers of 1024), e.g. 8, 64K, 128M, 8G";
+  const std::string allowed = "bytes with an optional K, M or G suffix (powers of 1024, either case), e.g. 8, 64K, 128M, 8G";
   std::size_t used = 0;
   double v = 0;
   try {
@@ -87,9 +87,9 @@ double parse_size(const std::string& text, const std::string& key) {
   }
   const std::string suffix = text.substr(used);
   double scale = 1;
-  if (suffix == "K") scale = 1024.0;
-  else if (suffix == "M") scale = 1024.0 * 1024;
-  else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
+  if (suffix == "K" || suffix == "k") scale = 1024.0;   // either case, as nccl-tests reads them
+  else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
   else if (!suffix.empty()) throw InputError(key, text, "unknown size suffix", allowed);
   if (!(v > 0) || !std::isfinite(v)) throw InputError(key, text, "must be positive", allowed);
   // Whole bytes, and no more than the engine times faithfully: past 2^50 bytes (1 PiB) a SimGrid flow's remaining
@@ -118,7 +118,8 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& coll) {
                          "rings across machines, as simulation.max_channels (default 0: one per GPU of a node)");
   collective->add_option("--op", coll.op, "allreduce | allgather | reducescatter | alltoall | broadcast");
   collective->add_option("--algo", coll.algo, "auto | ring | tree | direct | halving-doubling | nvls | hierarchical");
-  // nccl-tests' own flags are aliases, so its command lines run unchanged: -b -e -f -g -d -o -r.
+  // nccl-tests' size, type and reduction flags are aliases: -b -e -f -g -d -o -r (not its -n, -w or -c: a
+  // simulation has no iterations, warm-up or data to check).
   collective->add_option("-b,--min", coll.min, "smallest size: bytes with an optional K, M or G suffix");
   collective->add_option("-e,--max", coll.max, "largest size");
   collective->add_option("-f,--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
@@ -137,6 +138,17 @@ CollectiveRequest check_collective(const CollectiveArgs& a) {
   if (r.type_bytes == 0) throw InputError("--datatype", a.datatype, "unknown datatype", std::string(kDatatypeNames));
   if (std::find(std::begin(kRedops), std::end(kRedops), a.redop) == std::end(kRedops))
     throw InputError("--redop", a.redop, "unknown reduction", std::string(kRedopNames));
+  // Sizes as nccl-tests runs them: whole elements, and for the collectives that split the buffer over the ranks a
+  // whole number of elements per rank; at least one.
+  const bool per_rank = r.kind == CollectiveKind::AllGather || r.kind == CollectiveKind::ReduceScatter ||
+                        r.kind == CollectiveKind::AllToAll;
+  const double unit = static_cast<double>(r.type_bytes) * (per_rank ? a.gpus : 1);
+  std::vector<Bytes> whole;
+  for (const Bytes& s : r.sizes) {
+    const Bytes rounded(std::max(unit, std::floor(s.value() / unit) * unit));
+    if (whole.empty() || whole.back().value() != rounded.value()) whole.push_back(rounded);
+  }
+  r.sizes = std::move(whole);
   const bool reduces = r.kind == CollectiveKind::AllReduce || r.kind == CollectiveKind::ReduceScatter;
   if (!reduces) r.redop = "none";   // as nccl-tests prints the collectives that do not reduce
   if (r.kind == CollectiveKind::Broadcast) {

@@ -41,6 +41,9 @@ struct TraceRequest {
 // `scenario`; writes its Perfetto trace as `trace` asks.
 nlohmann::json run_point(const Scenario& s, const TraceRequest& trace = {});
 
+// A sweep's default output directory: `out/<scenario name>/`, the name without the point's suffix.
+std::string default_out(const Scenario& s);
+
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
 int cluster_gpus(const Scenario& s);
 

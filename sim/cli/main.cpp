@@ -40,11 +40,8 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int 
   std::vector<std::string> commands;
   for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
   const std::string first = argc > 1 ? argv[1] : "";
-  if (!first.empty() && first[0] != '-' && std::ranges::find(commands, first) == commands.end()) {
-    const std::string hint = dtsim::did_you_mean(first, commands);
-    return fmt::format("unknown command '{}' (allowed: {}){}", first, fmt::join(commands, ", "),
-                       hint.empty() ? "" : "; " + hint);
-  }
+  if (!first.empty() && first[0] != '-' && std::ranges::find(commands, first) == commands.end())
+    return dtsim::InputError("command", first, "unknown command", fmt::format("{}", fmt::join(commands, ", "))).what();
   std::string text = e.what();
   std::vector<std::string> options, extras = app.remaining();
   for (const auto* sub : app.get_subcommands()) {
@@ -160,7 +157,9 @@ int dispatch(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "dtsim: error: " << parse_error_text(app, e, argc, argv) << " (see dtsim --help)\n";
+    const std::string text = parse_error_text(app, e, argc, argv);
+    // CLI11's own messages point at the help; ours already say what is allowed.
+    std::cerr << "dtsim: error: " << text << (text.starts_with("command: ") ? "" : " (see dtsim --help)") << "\n";
     return kBadInput;
   }
   if (*run) return dtsim::cli::run_command(run_args, run_outputs);

@@ -136,6 +136,10 @@ std::vector<std::string> write_report(const std::string& dir, const results::Cha
     const fs::path where = fs::path(dir).lexically_normal();
     const std::string title = (where.has_filename() ? where : where.parent_path()).filename().string();
     const bool serving = std::ranges::any_of(rows, results::is_serving_row);
+    if ((serving || !compare.is_null()) && !(choice.x.empty() && choice.series.empty() && choice.facet.empty()))
+      throw InputError(!choice.x.empty() ? "--x" : !choice.series.empty() ? "--series" : "--facet", "",
+                       "lays out a training sweep's line charts, not a serving sweep's or a compare's:",
+                       "no --x, --series or --facet for this directory");
     report = !compare.is_null() ? results::build_compare_report(compare, fmt::format("dtsim compare: {}", title))
              : serving          ? results::build_serving_report(rows, fmt::format("dtsim report: {}", title), source)
                                 : results::build_report(rows, fmt::format("dtsim report: {}", title), source, choice);

@@ -165,6 +165,14 @@ json run_point(const Scenario& s, const TraceRequest& trace) {
 int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
   const auto scenarios = load(args);
   TraceRequest trace{outputs.trace, {results::parse_trace_ranks(outputs.trace_ranks), outputs.trace_links}};
+  if (outputs.trace.empty() && outputs.dir.empty() && (outputs.trace_links || outputs.trace_ranks != "stages"))
+    throw InputError(outputs.trace_links ? "--trace-links" : "--trace-ranks", outputs.trace_links ? "" : outputs.trace_ranks,
+                     "shapes a trace, and none is written without", "--trace FILE or --out DIR");
+  if (outputs.trace_links)
+    for (const auto& s : scenarios)
+      if (s.simulation.engine == EngineKind::Analytic)
+        throw InputError("--trace-links", "", "counts the transfers the SimGrid engine plays; the analytic engine plays none, so",
+                         "simulation.engine: simgrid", s.file);
   if (trace.path.empty() && !outputs.dir.empty() && scenarios.size() == 1) trace.path = outputs.dir + "/trace.json";
   if (!outputs.trace.empty() && scenarios.size() != 1)
     throw InputError("--trace", outputs.trace, fmt::format("the scenario has {} points; --trace takes", scenarios.size()),

@@ -23,12 +23,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr int kNotStarted = -1;
+constexpr int kKilled = -2;
+
 struct Ran {
-  int status = -1;
+  int status = kNotStarted;
   std::string out, err;
 };
 
-// Runs `argv` (found on PATH), its stdout and stderr collected; status -1 when it could not be started.
+// Runs `argv` (found on PATH), its stdout and stderr collected; its exit status, kNotStarted when it could not be
+// started, kKilled when a signal ended it.
 Ran run_program(const std::vector<std::string>& argv) {
   int out_pipe[2], err_pipe[2];
   if (::pipe(out_pipe) != 0) return {};
@@ -66,7 +70,7 @@ Ran run_program(const std::vector<std::string>& argv) {
   if (spawned != 0) return {};
   int raw = 0;
   while (::waitpid(pid, &raw, 0) < 0 && errno == EINTR) {}
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : kKilled;
   return r;
 }
 
@@ -106,7 +110,7 @@ int submit_sweep_array(const ScenarioArgs& args, const SweepArgs& sweep) {
   const auto scenarios = load(args, true);
   if (scenarios.front().point.index < 0)
     throw InputError("sweep", "", "the scenario has no sweep axes; to simulate one point", "dtsim run", args.file);
-  const std::string dir = fs::absolute(sweep.out.empty() ? "out/" + scenarios.front().name : sweep.out).lexically_normal().string();
+  const std::string dir = fs::absolute(sweep.out.empty() ? default_out(scenarios.front()) : sweep.out).lexically_normal().string();
   make_directory(dir);
   const std::string script = dir + "/sweep.sbatch";
   write_file(script, slurm_sweep_script(), "--out");
@@ -125,8 +129,10 @@ int submit_sweep_array(const ScenarioArgs& args, const SweepArgs& sweep) {
     argv.push_back(s);
   }
   const Ran r = run_program(argv);
-  if (r.status < 0)
+  if (r.status == kNotStarted)
     throw InputError("--slurm", "sbatch", "cannot run (not on PATH):", "Slurm's client on this machine (Debian's slurm-client)");
+  if (r.status == kKilled)
+    throw InputError("--slurm", "sbatch", "was killed by a signal before it answered:", "an sbatch that runs to its end");
   if (r.status != 0)
     throw InputError("--slurm", std::to_string(sweep.slurm),
                      fmt::format("sbatch refused the array ({})", first_line(r.err.empty() ? r.out : r.err)),

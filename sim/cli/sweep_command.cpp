@@ -257,13 +257,12 @@ std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo
   return lost;
 }
 
-// `out/<scenario name>/`, the name without the point's suffix.
+}  // namespace
+
 std::string default_out(const Scenario& s) {
   const std::string name = s.name.substr(0, s.name.find('['));
   return "out/" + (name.empty() ? std::string("sweep") : name);
 }
-
-}  // namespace
 
 Shard parse_shard(const std::string& text) {
   static const std::regex form(R"(([0-9]{1,6})/([0-9]{1,6}))");
@@ -276,6 +275,7 @@ Shard parse_shard(const std::string& text) {
 }
 
 int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
+  g_stop = 0;   // a process that sweeps again (the Python module) starts unstopped
   if (sweep.jobs < 1)
     throw InputError("--jobs", std::to_string(sweep.jobs), "out of range", "an integer >= 1");
   const auto scenarios = load(args, true);

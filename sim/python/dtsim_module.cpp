@@ -5,7 +5,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <csignal>
+#include <fmt/format.h>
 #include <iostream>
+#include <stdexcept>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -107,13 +110,25 @@ PYBIND11_MODULE(_dtsim, m) {
   m.def(
       "sweep",
       [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets,
-         int jobs, const std::string& out) {
+         int jobs, const std::string& out, bool resume) {
         dtsim::cli::SweepArgs sweep;
         sweep.jobs = jobs;
+        sweep.resume = resume;
         sweep.out = out;
         sweep.report = false;
-        captured([&] { dtsim::cli::sweep_command(scenario_args(path, text, sets), sweep); });
+        int status = 0;
+        captured([&] { status = dtsim::cli::sweep_command(scenario_args(path, text, sets), sweep); });
+        // Stopped by a signal (Ctrl-C reaches the sweep's own handler, not Python's): raised as Python would.
+        if (status == 128 + SIGINT) {
+          PyErr_SetNone(PyExc_KeyboardInterrupt);
+          throw py::error_already_set();
+        }
+        if (status != 0)
+          throw std::runtime_error(status > 128 ? fmt::format("sweep: stopped by signal {}; the same call with out= and "
+                                                              "resume=True finishes it", status - 128)
+                                                : "sweep: some points did not finish (their processes died); the same "
+                                                  "call with out= and resume=True runs them");
       },
-      py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("jobs"), py::arg("out"));
+      py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("jobs"), py::arg("out"), py::arg("resume"));
   m.def("catalog", [] { return captured([] { dtsim::cli::catalog_command(Format::Json); }); });
 }

@@ -266,7 +266,7 @@ TEST_CASE("writes: a failed write of a small file is an error naming errno, a fi
 TEST_CASE("errors that help: did you mean for commands, options, keys and catalog names, tp against heads named first") {
   const std::string scenario = src("scenarios/models/gpt-22b-tp8.yaml");
   for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
-           {"rn", "unknown command 'rn' (allowed: run, sweep"},
+           {"rn", "dtsim: error: command: unknown command 'rn' (allowed: run, sweep"},
            {"rn", "; did you mean 'run'?"},
            {"run --formt json", "not expected: --formt; did you mean '--format'?"},
            {"run " + scenario + " --set model.hiden=4", "model.hiden: unknown key 'hiden' (allowed: "},

@@ -90,6 +90,14 @@ TEST_CASE("collective: nccl-tests' own flags run unchanged (-b -e -f -g -d -o -r
   REQUIRE(g.rows.size() == 1);
   CHECK(g.rows[0].count == 8 * 1048576 / 4 / 8);
   CHECK(g.rows[0].redop == "none");
+  // nccl-tests' rounding: whole elements per rank (8 ranks of doubles: 64 bytes at the least), lower-case suffixes.
+  const auto odd = parse_nccl_tests(dtsim("collective --gpu a100-sxm4-80gb -g 8 -b 8 -e 1k -f 4 --op allgather -d double").out);
+  REQUIRE(odd.rows.size() == 3);
+  CHECK(odd.rows[0].size == 64);     // 8 and 32 bytes asked: one double a rank, one row
+  CHECK(odd.rows[0].count == 1);
+  CHECK(odd.rows[1].size == 128);
+  CHECK(odd.rows[2].size == 512);
+  CHECK(odd.rows.back().count == 8);
   // broadcast_perf prints its root; the chain starts there.
   const auto b = parse_nccl_tests(dtsim("collective --gpu a100-pcie-80gb --intra pcie -g 8 -b 64M -e 64M --op broadcast -r 5").out);
   REQUIRE(b.rows.size() == 1);

@@ -19,7 +19,8 @@ TEST_CASE("sweep --slurm: the README's script written beside the rows and submit
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(r.out.find("sweep: submitted Slurm job 4242, 4 array tasks of 12 points") == 0);
   CHECK(r.out.find("when every task has finished: dtsim merge " + (dir / "out").string()) != std::string::npos);
-  CHECK(slurp(dir / "out/sweep.sbatch") == slurp(src("scripts/slurm/sweep.sbatch")));   // the README's script
+  CHECK(slurp(dir / "out/sweep.sbatch") == slurp(src("scripts/slurm/sweep.sbatch")));
+  CHECK(slurp(src("README.md")).find(slurp(src("scripts/slurm/sweep.sbatch"))) != std::string::npos);   // shown whole
   std::vector<std::string> args;
   std::istringstream in(slurp(dir / "args.txt"));
   for (std::string a; std::getline(in, a);) args.push_back(a);

@@ -65,7 +65,11 @@ CONF
 }
 
 cluster_stop() {
-  local pid
+  local pid i
+  # Jobs still running (a check that failed half-way) are cancelled first, so none outlives the daemons.
+  if [ ${#cluster_pids[@]} -gt 0 ] && scancel --user=root 2>/dev/null; then
+    for i in $(seq 100); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
+  fi
   for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${cluster_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   cluster_pids=()

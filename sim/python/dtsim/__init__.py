@@ -50,14 +50,15 @@ def run(scenario=None, set=None):
     return json.loads(_dtsim.run(path, text, _sets(set)))
 
 
-def sweep(scenario, set=None, jobs=1, out=None):
+def sweep(scenario, set=None, jobs=1, out=None, resume=False):
     """Every point of a scenario with sweep axes, as `./dtsim sweep` runs them (`jobs` worker processes): a list of
     dicts in sweep order, a point that cannot run an error row ({"name", "point", "error"}) rather than an exception.
-    The rows are also left in `out`/results.jsonl and results.csv when `out` is given."""
+    The rows are also left in `out`/results.jsonl and results.csv when `out` is given; `resume` keeps the rows
+    already there and runs the rest. Ctrl-C stops the workers and raises KeyboardInterrupt."""
     path, text = _scenario(scenario)
     with tempfile.TemporaryDirectory(prefix="dtsim-sweep-") as scratch:
         where = os.fspath(out) if out is not None else scratch
-        _dtsim.sweep(path, text, _sets(set), jobs, where)
+        _dtsim.sweep(path, text, _sets(set), jobs, where, bool(resume))
         with open(os.path.join(where, "results.jsonl")) as rows:
             return [json.loads(line) for line in rows if line.strip()]
 
