@@ -284,6 +284,10 @@ TEST_CASE("report: a sweep's line charts: x, a line per series, a panel per face
   CHECK(bad.err.find("--x: is not an axis that varies in these rows: 'training.global_batch' (allowed: cluster.gpu, "
                      "parallelism.tp, training.micro_batch)") != std::string::npos);
   CHECK(dtsim("report " + dir.string() + " --x parallelism.tp --facet parallelism.tp").status == 2);
+  // Panels by tp and no --x: x is the next numeric axis, not the one the panels take.
+  REQUIRE(dtsim("report " + dir.string() + " --facet parallelism.tp").status == 0);
+  CHECK(slurp(dir / "report.md").find("x: `training.micro_batch`; lines: `cluster.gpu`; panels: `parallelism.tp`") !=
+        std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -85,4 +85,18 @@ TEST_CASE("trace: bad --trace-ranks gets one line and exit 2, before the simulat
     CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
   }
   CHECK(!fs::exists("/tmp/dtsim_never.json"));
+  // Trace options without a trace to shape, and link counters from an engine that plays no transfers.
+  const std::string scenario = src("scenarios/models/gpt-22b-tp8.yaml");
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"run " + scenario + " --trace-links", "--trace-links: shapes a trace, and none is written without"},
+           {"run " + scenario + " --trace-ranks all", "--trace-ranks: shapes a trace, and none is written without 'all'"},
+           {"run " + scenario + " --set simulation.engine=analytic --trace /tmp/dtsim_never.json --trace-links",
+            "--trace-links: counts the transfers the SimGrid engine plays"}}) {
+    CAPTURE(args);
+    const auto e = dtsim(args);
+    CHECK(e.status == 2);
+    CHECK(e.err.find(expect) != std::string::npos);
+    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  }
+  CHECK(!fs::exists("/tmp/dtsim_never.json"));
 }
