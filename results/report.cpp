@@ -152,22 +152,20 @@ std::string scaling_script(const Curves& c, bool strong, bool weak) {
          "set xlabel \"GPUs\"\nset key bottom right font \",8\"\n";
   std::string tput, eff;
   // One colour per curve in both panels; its strong and weak efficiencies dashed and dotted in the same colour.
-  static const char* colours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-                                  "#ff9da7", "#9c755f", "#bab0ac"};
   for (std::size_t i = 0; i < c.titles.size(); ++i) {
     const std::string title = plain(c.titles[i]);
     const std::string sep = i ? ", " : "";
-    const char* colour = colours[i % std::size(colours)];
+    const char* line_colour = colour(i);
     tput += fmt::format("{}\"scaling.dat\" index {} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{}\" title \"{}\"", sep, i,
-                        colour, title);
+                        line_colour, title);
     eff += fmt::format("{}\"scaling.dat\" index {} using 1:3 with linespoints lw 2 pt 7 lc rgb \"{}\" title \"scaling efficiency: {}\"",
-                       sep, i, colour, title);
+                       sep, i, line_colour, title);
     if (strong)
       eff += fmt::format(", \"scaling.dat\" index {} using 1:4 with linespoints dt 2 pt 6 lc rgb \"{}\" title \"strong: {}\"", i,
-                         colour, title);
+                         line_colour, title);
     if (weak)
       eff += fmt::format(", \"scaling.dat\" index {} using 1:5 with linespoints dt 3 pt 4 lc rgb \"{}\" title \"weak: {}\"", i,
-                         colour, title);
+                         line_colour, title);
   }
   out += "set title \"throughput\"\nset logscale y\nset ylabel \"tokens/s\"\nplot " + tput + "\n";
   out += "set title \"efficiency\"\nunset logscale y\nset ylabel \"%\"\nset yrange [0:*]\nplot " + eff + "\n";
@@ -224,13 +222,11 @@ RooflinePlot roofline_plot(const json& row, const std::string& stem) {
       "plot roof(x) with lines lw 3 lc rgb \"#333333\" title sprintf(\"roofline %.0f TFLOP/s, %.0f GB/s\", peak, bw)",
       cell(xmin), cell(xmax), cell(std::min(peak / 100, lowest / 2)), cell(peak * 2), cell(peak), cell(bw), p.ridge);
   // One colour and shape per kernel; its passes (forward, backward, recompute) share them.
-  static const char* colours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-                                  "#ff9da7", "#9c755f", "#bab0ac"};
   static const int shapes[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10};
   for (std::size_t i = 0; i < kinds.size(); ++i)
     p.script += fmt::format(", \\\n  \"{}.dat\" using (stringcolumn(3) eq \"{}\" ? $1 : NaN):2 with points pt {} "
                             "ps 1.5 lc rgb \"{}\" title \"{}\"",
-                            stem, kinds[i], shapes[i % std::size(shapes)], colours[i % std::size(colours)], kinds[i]);
+                            stem, kinds[i], shapes[i % std::size(shapes)], colour(i), kinds[i]);
   p.script += "\n" + footer();
   return p;
 }

@@ -15,6 +15,11 @@ inline constexpr const char* kTerminals =
     "  if (ext eq \"svg\") { set terminal svg size 1100,560 dynamic font \"sans,10\" noenhanced background \"white\" }\n"
     "  if (ext eq \"pdf\") { set terminal pdfcairo size 11in,5.6in font \"sans,10\" noenhanced }\n";
 
+// One colour per curve, kernel or line, the same in every chart (Tableau 10); `colour(i)` wraps around.
+inline constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+inline const char* colour(std::size_t i) { return kPalette[i % std::size(kPalette)]; }
+
 // Text that goes into gnuplot data and quoted titles: no tabs, newlines, quotes or backslashes (gnuplot would
 // split, end or escape on them).
 inline std::string plain(std::string s) {

@@ -285,8 +285,6 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
     for (const auto& a : line_axes) t += (t.empty() ? "" : ", ") + short_name(a);
     return t;
   }();
-  static const char* colours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-                                  "#ff9da7", "#9c755f", "#bab0ac"};
   static const int shapes[] = {7, 5, 9, 11, 13, 15};
   const std::size_t cols = std::min<std::size_t>(panels.size(), 3);
   const std::size_t rows_of_panels = (panels.size() + cols - 1) / cols;
@@ -306,7 +304,7 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
         const std::size_t l = blocks[i].line;
         plot += fmt::format("{}\"sweep.dat\" index {} using 1:{} with {} lw 2 pt {} ps 1.4 lc rgb \"{}\" title \"{}\"",
                             plot.empty() ? "" : ", \\\n  ", i, m.column, numeric_x ? "linespoints" : "points",
-                            shapes[l % std::size(shapes)], colours[l % std::size(colours)],
+                            shapes[l % std::size(shapes)], colour(l),
                             lines[l].empty() ? m.title : lines[l]);
         if (blocks[i].infeasible) {
           plot += fmt::format(", \\\n  \"sweep.dat\" index {} using 1:($5 == 0 ? ${} : NaN) with points pt 2 ps 2.6 lw 2 "
