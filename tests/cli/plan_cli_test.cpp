@@ -205,7 +205,8 @@ TEST_CASE("compare: one row per cluster with its best plan, the Pareto front, a 
 // Issue 19's "must not miss good plans", on SC'21 table 1's first row (bench/sc21-planner runs every row): the
 // planner's best plan for the same model, GPUs, global batch and software is at least as fast in dtsim as the
 // published plan.
-TEST_CASE("plan: on SC'21 table 1's 1.7B row, the best plan found is at least as fast as the published plan") {
+TEST_CASE("plan: on SC'21 table 1's 1.7B row, the best plan found is at least as fast as the published plan"
+          * doctest::test_suite("figures")) {
   const fs::path dir = fresh_dir("plan", "sc21");
   fs::create_directories(dir);
   const std::string row = "name: 1.7b-32\n"

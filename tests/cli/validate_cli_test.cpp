@@ -146,19 +146,24 @@ TEST_CASE("validate: with no file it runs the eleven shipped tables, in order") 
                                           "scenarios/validation/moe-h100.yaml"});
 }
 
-TEST_CASE("validate: every row of SC'21 table 1 stays within the target, 12 % each and 5 % mean") {
+TEST_CASE("validate: every row of SC'21 table 1 stays within the target, 12 % each and 5 % mean"
+          * doctest::test_suite("figures")) {
   check_table("scenarios/validation/megatron-sc21-table1.yaml", 10);
 }
-TEST_CASE("validate: every row of SC'21 table 2 stays within the target, 12 % each and 5 % mean") {
+TEST_CASE("validate: every row of SC'21 table 2 stays within the target, 12 % each and 5 % mean"
+          * doctest::test_suite("figures")) {
   check_table("scenarios/validation/megatron-sc21-table2.yaml", 12);
 }
-TEST_CASE("validate: every row of the Megatron-Core H100 table stays within the target, 12 % each and 5 % mean") {
+TEST_CASE("validate: every row of the Megatron-Core H100 table stays within the target, 12 % each and 5 % mean"
+          * doctest::test_suite("figures")) {
   check_table("scenarios/validation/megatron-core-h100-weak.yaml", 9);
 }
-TEST_CASE("validate: every row of the NeMo H100 FP8 table stays within the target, 12 % each and 5 % mean") {
+TEST_CASE("validate: every row of the NeMo H100 FP8 table stays within the target, 12 % each and 5 % mean"
+          * doctest::test_suite("figures")) {
   check_table("scenarios/validation/nemo-h100-fp8.yaml", 12);
 }
-TEST_CASE("validate: every row of the MLPerf GPT-3 H100 table stays within the target, 12 % each and 5 % mean") {
+TEST_CASE("validate: every row of the MLPerf GPT-3 H100 table stays within the target, 12 % each and 5 % mean"
+          * doctest::test_suite("figures")) {
   check_table("scenarios/validation/mlperf-gpt3-h100.yaml", 2);
 }
 TEST_CASE("validate: every cross-fabric pair stays within 5 %") {
@@ -205,7 +210,8 @@ TEST_CASE("validate: TensorRT-LLM's online serving below saturation, 12 figures,
 
 // Issue 22's MoE table: the rows dtsim meets, 17 % each and 6 % mean; the two it misses (many small local experts,
 // docs/validation.md) are run but not held.
-TEST_CASE("validate: Megatron-Core's MoE runs on H100, 5 of 7 rows, 17 % each and 6 % mean") {
+TEST_CASE("validate: Megatron-Core's MoE runs on H100, 5 of 7 rows, 17 % each and 6 % mean"
+          * doctest::test_suite("figures")) {
   check_figures("scenarios/validation/moe-h100.yaml", 7, 0.17, 0.06, {"qwen3-235b-tp4pp8ep8-256", "qwen3-30b-16"});
 }
 
