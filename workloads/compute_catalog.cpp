@@ -159,10 +159,11 @@ constexpr const char* kAttentionStreamWork =
 }  // namespace
 
 std::span<const KernelWork> kernel_works() {
-  static const std::array<KernelWork, 29> table = {{
+  static const std::array<KernelWork, 30> table = {{
       {KernelClass::Embedding, Work::Stream, kStreamWork},
       {KernelClass::LayerNorm, Work::Stream, kStreamWork},
       {KernelClass::QkvGemm, Work::Gemm, kGemmWork},
+      {KernelClass::MlaUpGemm, Work::Gemm, kGemmWork},
       {KernelClass::AttnScores, Work::AttentionGemm, kAttentionGemmWork},
       {KernelClass::Softmax, Work::AttentionStream, kAttentionStreamWork},
       {KernelClass::AttnDropout, Work::AttentionStream, kAttentionStreamWork},

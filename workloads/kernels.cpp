@@ -23,10 +23,11 @@ using topology::NameTable;
 using topology::name_of;
 using topology::value_of;
 
-constexpr NameTable<KernelClass, 29> kKernelNames{{
+constexpr NameTable<KernelClass, 30> kKernelNames{{
     {KernelClass::Embedding, "embedding"},
     {KernelClass::LayerNorm, "layer-norm"},
     {KernelClass::QkvGemm, "qkv-gemm"},
+    {KernelClass::MlaUpGemm, "mla-up-gemm"},
     {KernelClass::AttnScores, "attn-scores"},
     {KernelClass::Softmax, "softmax"},
     {KernelClass::AttnDropout, "attn-dropout"},
@@ -72,6 +73,11 @@ struct Dims {
   double v_head = 0;       // a head's width in probabilities x V
   double qkv_out = 0;      // Q, K and V columns on this GPU: (heads x head_dim + 2 kv_dim) / t; MLA: its
                            // projections' parameters over h, / t (one GEMM of their FLOPs)
+  bool mla = false;        // MLA: its up projections, which mla_up_proj recomputes: Q's from its rank q_lora
+  double q_lora = 0;       // latent (0: none) to q_up columns / t, and K's and V's from the kv_lora latent to
+  double q_up = 0;         // kv_up / t
+  double kv_lora = 0;
+  double kv_up = 0;
   double ffn = 0;          // ffn_hidden / t
   double up_out = 0;       // ffn (gelu) or 2 ffn (swiglu: gate and up)
   double vocab = 0;        // vocab / t (vocab-parallel embedding and logits)
@@ -117,6 +123,13 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   const double projection = static_cast<double>(m.value_dim()) * m.hidden + (m.bias ? m.hidden : 0.0);
   d.qkv_out = m.mla() ? (attention_parameters(m) - projection) / m.hidden / tp
                       : (static_cast<double>(m.q_dim()) + 2.0 * m.kv_dim()) / tp;
+  d.mla = m.mla();
+  if (d.mla) {
+    d.q_lora = m.q_lora_rank;
+    d.q_up = m.q_lora_rank > 0 ? m.q_dim() / tp : 0.0;
+    d.kv_lora = m.kv_lora_rank;
+    d.kv_up = static_cast<double>(m.heads) * (m.head_dim() + m.v_head_dim) / tp;
+  }
   d.ffn = m.ffn_hidden / tp;
   d.swiglu = m.activation == Activation::Swiglu;
   d.up_out = d.swiglu ? 2.0 * d.ffn : d.ffn;
@@ -164,6 +177,7 @@ struct Step {
   bool fp8 = false;       // a GEMM in fp8
   int launches = 1;
   double load = 1;        // Kernel::load
+  unsigned modules = 0;   // the training.recompute_modules that recompute it (RecomputeModule bits)
 };
 
 Step gemm_step(KernelClass kind, GemmShape g, bool weighted = true) { return {kind, g, weighted, {}, {}, 0, false, 1, 1}; }
@@ -328,6 +342,7 @@ void moe_block(std::vector<Step>& steps, const Dims& d) {
   const double per_expert = d.expert_rows / d.local_experts;
   Step up = gemm_step(KernelClass::ExpertUpGemm, {per_expert, d.expert_up, d.h, d.local_experts});
   Step act = elementwise_step(KernelClass::Activation, activation_traffic(d.expert_rows * d.expert_ffn, d.e, d.swiglu));
+  act.modules = bit(RecomputeModule::MoeAct);
   Step down = gemm_step(KernelClass::ExpertDownGemm, {per_expert, d.h, d.expert_ffn, d.local_experts});
   up.fp8 = down.fp8 = d.fp8;
   up.launches = down.launches = static_cast<int>(d.local_experts);
@@ -347,34 +362,60 @@ void moe_block(std::vector<Step>& steps, const Dims& d) {
   const double x = d.routed * d.h;
   steps.push_back(elementwise_step(KernelClass::TokenUnpermute, {(2.0 * rows + copies + x) * d.e + scores * d.fp32,
                                                                  (2.0 * rows + 2.0 * copies + x) * d.e}));
+  const std::size_t shared = steps.size();
   if (d.shared_ffn > 0) mlp(steps, d.shared_ffn, d);
+  for (std::size_t i = shared; i < steps.size(); ++i) steps[i].modules |= bit(RecomputeModule::SharedExperts);
 }
 
-std::vector<Step> layer_steps(const Dims& d, bool moe) {
+// A layer's steps in forward order, each tagged with the recompute modules that recompute it. `mla_up`: with
+// MLA's up projections after the QKV GEMM, as mla_up_proj recomputes them (the recompute pass only: elsewhere the
+// QKV GEMM counts their FLOPs).
+std::vector<Step> layer_steps(const Dims& d, bool moe, bool mla_up) {
   const double x = d.ew_tokens * d.h;               // residual-stream elements on this GPU
   std::vector<Step> steps;
+  // Tags the steps added since `from` with the recompute modules that recompute them.
+  const auto tag = [&](std::size_t from, unsigned modules) {
+    for (std::size_t i = from; i < steps.size(); ++i) steps[i].modules |= modules;
+  };
+  using M = RecomputeModule;
   steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
+  tag(0, bit(M::Layernorm));
   linear(steps, KernelClass::QkvGemm, {d.tokens, d.qkv_out, d.h, 1}, d);
+  if (mla_up) {   // what mla_up_proj recomputes of the QKV GEMM above: the up projections from the latents
+    const std::size_t from = steps.size();
+    if (d.q_up > 0) linear(steps, KernelClass::MlaUpGemm, {d.tokens, d.q_up, d.q_lora, 1}, d);
+    linear(steps, KernelClass::MlaUpGemm, {d.tokens, d.kv_up, d.kv_lora, 1}, d);
+    tag(from, bit(M::MlaUpProj));
+  }
+  std::size_t from = steps.size();
   if (d.flash) steps.push_back(fused_attention(d));
   else unfused_attention(steps, d);
+  tag(from, bit(M::CoreAttn));
   linear(steps, KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.v_head, 1}, d);
   add_dropout_residual(steps, x, d);
+  from = steps.size();
   steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
-  if (moe) moe_block(steps, d);
-  else mlp(steps, d.ffn, d);
+  tag(from, bit(M::Layernorm));
+  from = steps.size();
+  if (moe) {
+    moe_block(steps, d);   // tags its shared experts and its activation itself
+    tag(from, bit(M::Moe));
+  } else {
+    mlp(steps, d.ffn, d);
+    tag(from, bit(M::Mlp));
+  }
   add_dropout_residual(steps, x, d);
   return steps;
 }
 
-// What the recompute pass repeats: everything (full), or the attention core whose activations are large and
-// cheap to recompute (selective, Korthikanti et al. section 5; with a fused core, that kernel).
-bool recomputed(KernelClass k, Recompute r) {
-  switch (r) {
+// What the recompute pass repeats: everything (full), or the modules training.recompute_modules names
+// (selective; by default the attention core, whose activations are large and cheap to recompute: Korthikanti et
+// al. section 5, with a fused core that kernel).
+bool recomputed(const Step& step, const TrainingSpec& t) {
+  switch (t.recompute) {
     case Recompute::None: return false;
     case Recompute::Full: return true;
-    case Recompute::Selective:
-      return k == KernelClass::AttnScores || k == KernelClass::Softmax || k == KernelClass::AttnDropout ||
-             k == KernelClass::AttnContext || k == KernelClass::FlashAttention;
+    case Recompute::Selective: return (step.modules & t.recompute_modules) != 0;
   }
   DTSIM_ASSERT(false, "recompute granularity missing from recomputed()");
 }
@@ -423,6 +464,7 @@ std::optional<KernelClass> parse_kernel_class(std::string_view name) { return va
 bool is_gemm(KernelClass k) {   // the fused attention counts FLOPs too, but is not one GEMM
   switch (k) {
     case KernelClass::QkvGemm:
+    case KernelClass::MlaUpGemm:
     case KernelClass::AttnScores:
     case KernelClass::AttnContext:
     case KernelClass::ProjGemm:
@@ -442,9 +484,10 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sha
                                   Pass pass, bool moe) {
   DTSIM_ASSERT(!moe || m.moe(), "an MoE layer of a model with experts");
   const Dims d = dims_of(m, t, s, micro_batch);
-  std::vector<Step> steps = layer_steps(d, moe);
-  if (pass == Pass::Recompute)
-    std::erase_if(steps, [&](const Step& step) { return !recomputed(step.kind, t.recompute); });
+  const bool mla_up = pass == Pass::Recompute && d.mla && t.recompute == Recompute::Selective &&
+                      (t.recompute_modules & bit(RecomputeModule::MlaUpProj)) != 0;
+  std::vector<Step> steps = layer_steps(d, moe, mla_up);
+  if (pass == Pass::Recompute) std::erase_if(steps, [&](const Step& step) { return !recomputed(step, t); });
   return materialise(steps, pass, d);
 }
 

@@ -23,6 +23,7 @@ enum class KernelClass {
   Embedding,        // token (+ position) lookup: memory-bound gather
   LayerNorm,        // layer norm or RMS norm
   QkvGemm,          // fused Q, K, V projection (column-parallel)
+  MlaUpGemm,        // MLA's up projections from the latents, as recompute_modules' mla_up_proj reruns them
   AttnScores,       // Q K^T, batched over heads
   Softmax,          // scale, mask, softmax over the scores
   AttnDropout,      // dropout over the attention probabilities

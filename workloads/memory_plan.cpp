@@ -98,7 +98,16 @@ double activation_element_bytes(Precision p) { return p == Precision::Fp8 ? 2.0 
 struct LayerTerms {
   double replicated;   // bytes, not split by TP unless sequence parallel
   double split;        // bytes, split by TP
-  double scores;       // bytes, split by TP, dropped by selective recompute
+  double scores;       // bytes, split by TP, dropped by selective recompute of core_attn
+  // What each of training.recompute_modules drops, counted in the terms above (replicated: norms, moe, moe_act,
+  // latent; split: qkv, mlp):
+  double norms = 0;     // layernorm: the two norms' outputs (the QKV and MLP inputs), 2e sbh
+  double qkv = 0;       // mla_up_proj: Q, K and V as MLA's up projections write them ...
+  double latent = 0;    // ... which keeps the latents they are recomputed from instead (replicated, as the down
+                        // projections' outputs are)
+  double mlp = 0;       // mlp (dense layer) or shared_experts (MoE layer): the MLP's tensors, its input kept
+  double moe = 0;       // moe: the routed tokens' tensors and the router's probabilities, the layer input kept
+  double moe_act = 0;   // moe_act: the experts' activation outputs (the down projections' input)
 };
 
 // An MoE layer keeps, in the MLP's place: the shared experts' tensors (split over TP as a dense MLP's), and on
@@ -120,12 +129,42 @@ LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batc
                                                               : sb * m.seq_length * m.heads * (e + dropped);
   const double masks = m.hidden_dropout > 0.0 ? 2.0 * kMaskBytes : 0.0;
   double replicated = sb * h * (4.0 * e + masks);
+  LayerTerms l{0, sb * e * split_width, scores};
+  l.norms = 2.0 * e * sb * h;
+  l.qkv = sb * e * (m.q_dim() + 2.0 * m.kv_dim());
+  l.latent = m.mla() ? sb * e * (static_cast<double>(m.q_lora_rank) + m.kv_lora_rank + m.rope_head_dim) : 0.0;
+  l.mlp = sb * e * mlp_tensors * mlp_width;
   if (moe) {
     const double copies = sb * m.experts_per_token * etp * m.expert_imbalance;
-    replicated += copies * e * (2.0 * h + mlp_tensors * m.expert_width() / etp) +
-                  sb * m.experts * bytes_per_element(Precision::Fp32);
+    l.moe = copies * e * (2.0 * h + mlp_tensors * m.expert_width() / etp) +
+            sb * m.experts * bytes_per_element(Precision::Fp32);
+    l.moe_act = copies * e * m.expert_width() / etp;
+    replicated += l.moe;
   }
-  return {replicated, sb * e * split_width, scores};
+  l.replicated = replicated;
+  return l;
+}
+
+// Selective recomputation's activations: the terms less what each recomputed module drops.
+double selective_activation_bytes(const LayerTerms& l, unsigned modules, bool moe, bool mla, double sp, double tp) {
+  const auto has = [&](RecomputeModule m) { return (modules & bit(m)) != 0; };
+  double replicated = l.replicated, split = l.split;
+  if (!has(RecomputeModule::CoreAttn)) split += l.scores;
+  if (has(RecomputeModule::Layernorm)) replicated -= l.norms;
+  if (mla && has(RecomputeModule::MlaUpProj)) {
+    split -= l.qkv;
+    replicated += l.latent;
+  }
+  if (moe && has(RecomputeModule::Moe)) {
+    replicated -= l.moe;
+    split -= l.mlp;
+  } else if (moe) {
+    if (has(RecomputeModule::MoeAct)) replicated -= l.moe_act;
+    if (has(RecomputeModule::SharedExperts)) split -= l.mlp;
+  } else if (has(RecomputeModule::Mlp)) {
+    split -= l.mlp;
+  }
+  return replicated / sp + split / tp;
 }
 
 // Embedding output dropout mask (first virtual stage): sbh bytes, /t with SP (Korthikanti section 4.3).
@@ -280,6 +319,12 @@ std::string gathered_note(const TrainingSpec& t, bool prefetch) {
                          : "training.zero3_prefetch: auto, and the prefetched layer does not fit");
 }
 
+// "none", "full", or "selective [core_attn, moe_act]".
+std::string recompute_text(const TrainingSpec& t) {
+  if (t.recompute != Recompute::Selective) return std::string(to_string(t.recompute));
+  return fmt::format("selective [{}]", fmt::join(recompute_module_names(t.recompute_modules), ", "));
+}
+
 std::vector<std::string> training_notes(const Workload& w, const StageMemory& s, int stage, bool prefetch) {
   const TrainingSpec& t = *w.training;
   const ParallelPlan& p = w.plan;
@@ -289,7 +334,7 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
   std::string act = fmt::format(
       "activations: Korthikanti et al., recompute {}{}, tp {}, micro-batch {} x {} tokens{}, {} in flight on stage "
       "{}; {}; logits {} on the last stage",
-      to_string(t.recompute), sp, p.tp, t.micro_batch, w.model.seq_length,
+      recompute_text(t), sp, p.tp, t.micro_batch, w.model.seq_length,
       p.cp > 1 ? fmt::format(" split over cp {}", p.cp) : "", s.in_flight, stage,
       fused ? "fused attention (no scores kept)" : "unfused attention (scores kept)",
       t.cross_entropy_fusion ? to_string(t.precision) : "fp32");
@@ -385,7 +430,7 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, 
   const double sp = t.sequence_parallel ? tp : 1.0;   // divides what TP alone leaves replicated
   switch (t.recompute) {
     case Recompute::None: return Bytes(l.replicated / sp + (l.split + l.scores) / tp);
-    case Recompute::Selective: return Bytes(l.replicated / sp + l.split / tp);
+    case Recompute::Selective: return Bytes(selective_activation_bytes(l, t.recompute_modules, moe, m.mla(), sp, tp));
     case Recompute::Full: {
       const double sbh = static_cast<double>(m.seq_length) * micro_batch * m.hidden;
       return Bytes(activation_element_bytes(t.precision) * sbh / sp);   // the layer input only

@@ -105,18 +105,20 @@ std::vector<TpComm> cp_plan(Pass pass, const Context& ctx) {
 }  // namespace
 
 // The collectives of a layer pass, in the order its kernels meet them: TP's, an MoE layer's exchange, context
-// parallelism's keys and values. Full recomputation reruns the layer's forward, collectives included; selective
-// recomputes only the attention core, which needs no communication but context parallelism's.
+// parallelism's keys and values. Each is bound to a kernel class (TpComm::kernel) and runs where the pass has that
+// kernel, so recomputation reruns the collectives of what it recomputes: full, the layer's forward with all of
+// them; selective, those of its modules (the MLP's or the shared experts' TP collectives, the MoE layer's
+// exchange, context parallelism's around the attention core) and none for the norms, the experts' activation or
+// MLA's up projections.
 std::vector<TpComm> StageBuilder::comm_plan(int layer, Pass pass) const {
-  const bool whole = pass != Pass::Recompute || ctx_.t.recompute == Recompute::Full;
   const Pass as = pass == Pass::Recompute ? Pass::Forward : pass;
   std::vector<TpComm> plan;
-  if (whole && ctx_.sharding.tp > 1) plan = tp_plan(as, ctx_.t);
-  if (whole && ctx_.w.model.moe_layer(layer)) {
+  if (ctx_.sharding.tp > 1) plan = tp_plan(as, ctx_.t);
+  if (ctx_.w.model.moe_layer(layer)) {
     const auto moe = moe_plan(as, ctx_);
     plan.insert(plan.end(), moe.begin(), moe.end());
   }
-  if (ctx_.sharding.cp > 1 && (whole || ctx_.t.recompute == Recompute::Selective)) {
+  if (ctx_.sharding.cp > 1) {
     const auto cp = cp_plan(as, ctx_);
     plan.insert(plan.end(), cp.begin(), cp.end());
   }

@@ -15,6 +15,13 @@ constexpr NameTable<Optimizer, 3> kOptimizers{{{Optimizer::AdamW, "adamw"},
 constexpr NameTable<Recompute, 3> kRecomputes{{{Recompute::None, "none"},
                                                {Recompute::Selective, "selective"},
                                                {Recompute::Full, "full"}}};
+constexpr NameTable<RecomputeModule, 7> kRecomputeModules{{{RecomputeModule::CoreAttn, "core_attn"},
+                                                            {RecomputeModule::MoeAct, "moe_act"},
+                                                            {RecomputeModule::Layernorm, "layernorm"},
+                                                            {RecomputeModule::MlaUpProj, "mla_up_proj"},
+                                                            {RecomputeModule::Mlp, "mlp"},
+                                                            {RecomputeModule::Moe, "moe"},
+                                                            {RecomputeModule::SharedExperts, "shared_experts"}}};
 constexpr NameTable<Framework, 6> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
                                                {Framework::Nemo, "nemo"},
                                                {Framework::Megatron2021, "megatron-2021"},
@@ -37,6 +44,14 @@ std::string_view to_string(Optimizer o) { return name_of(kOptimizers, o); }
 std::string_view to_string(Recompute r) { return name_of(kRecomputes, r); }
 std::optional<Optimizer> parse_optimizer(std::string_view name) { return value_of(kOptimizers, name); }
 std::optional<Recompute> parse_recompute(std::string_view name) { return value_of(kRecomputes, name); }
+std::string_view to_string(RecomputeModule m) { return name_of(kRecomputeModules, m); }
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name) { return value_of(kRecomputeModules, name); }
+std::vector<std::string_view> recompute_module_names(unsigned modules) {
+  std::vector<std::string_view> names;
+  for (const auto& [module, name] : kRecomputeModules)
+    if ((modules & bit(module)) != 0) names.push_back(name);
+  return names;
+}
 std::string_view to_string(Zero3Prefetch p) { return name_of(kZero3Prefetches, p); }
 std::optional<Zero3Prefetch> parse_zero3_prefetch(std::string_view name) { return value_of(kZero3Prefetches, name); }
 

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "topology/catalog.hpp"
 #include "topology/units.hpp"
@@ -23,6 +24,26 @@ std::optional<Optimizer> parse_optimizer(std::string_view name);
 std::optional<Recompute> parse_recompute(std::string_view name);
 inline constexpr std::string_view kOptimizerNames = "adamw, adafactor, sgd";
 inline constexpr std::string_view kRecomputeNames = "none, selective, full";
+
+// What selective recomputation recomputes (training.recompute_modules), Megatron-Core's --recompute-modules, as
+// its TransformerConfig documents them: core_attn (the attention core, the default), moe_act (the experts'
+// activation), layernorm (both norms), mla_up_proj (MLA's up projections), mlp (a dense layer's MLP), moe (the
+// whole MoE layer: router, exchange, experts, shared experts), shared_experts. A bit set of RecomputeModule.
+enum class RecomputeModule : unsigned {
+  CoreAttn = 1U << 0,
+  MoeAct = 1U << 1,
+  Layernorm = 1U << 2,
+  MlaUpProj = 1U << 3,
+  Mlp = 1U << 4,
+  Moe = 1U << 5,
+  SharedExperts = 1U << 6,
+};
+inline constexpr unsigned bit(RecomputeModule m) { return static_cast<unsigned>(m); }
+std::string_view to_string(RecomputeModule m);
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name);
+std::vector<std::string_view> recompute_module_names(unsigned modules);   // in kRecomputeModuleNames' order
+inline constexpr std::string_view kRecomputeModuleNames =
+    "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts";
 
 // How far ZeRO-3 gathers parameters ahead of the compute that needs them. Layer: the next layer's gathers run
 // while this layer computes, so two layers are gathered at once. None: each layer's gathers wait for the previous
@@ -90,6 +111,7 @@ struct TrainingSpec {
   Optimizer optimizer = Optimizer::AdamW;
   Precision optimizer_dtype = Precision::Fp32;
   Recompute recompute = Recompute::None;
+  unsigned recompute_modules = bit(RecomputeModule::CoreAttn);   // RecomputeModule bits, with Selective
   bool sequence_parallel = false;
   Bytes dp_bucket = Bytes(25e6);         // data-parallel gradient bucket (dp_bucket_MB, decimal MB)
   // Gradient reduction overlaps the backward pass, one collective per filled bucket (PyTorch DDP; Megatron-LM's

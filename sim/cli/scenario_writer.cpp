@@ -180,6 +180,11 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit_name(out, "optimizer", to_string(t.optimizer));
   emit_name(out, "optimizer_dtype", to_string(t.optimizer_dtype));
   emit_name(out, "recompute", to_string(t.recompute));
+  if (t.recompute == workloads::Recompute::Selective) {
+    out << YAML::Key << "recompute_modules" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string_view name : workloads::recompute_module_names(t.recompute_modules)) out << std::string(name);
+    out << YAML::EndSeq;
+  }
   emit(out, "sequence_parallel", t.sequence_parallel);
   emit(out, "dp_bucket_MB", t.dp_bucket.value() / 1e6);
   emit(out, "overlap_grad_reduce", t.dp_overlap);

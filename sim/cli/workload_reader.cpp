@@ -61,12 +61,34 @@ void check_fp8(const YamlMap& m, const TrainingSpec& t) {
          "training.precision bf16 or fp16 with fp8, or fp8: none");
 }
 
+// training.recompute_modules: what selective recomputation recomputes (Megatron-Core's --recompute-modules,
+// default [core_attn]); with recompute none or full it can only be absent or empty.
+void read_recompute_modules(const YamlMap& m, TrainingSpec& t) {
+  const auto names = m.names(
+      "recompute_modules", [](std::string_view n) { return workloads::parse_recompute_module(n).has_value(); },
+      workloads::kRecomputeModuleNames);
+  if (!names) return;
+  const std::string shown = names->empty() ? "[]" : fmt::format("[{}]", fmt::join(*names, ", "));
+  if (t.recompute != workloads::Recompute::Selective) {
+    if (names->empty()) return;
+    m.fail("recompute_modules", shown,
+           fmt::format("chooses what selective recomputation recomputes, but training.recompute is {}:",
+                       to_string(t.recompute)),
+           "training.recompute: selective with it, or recompute_modules: [] or absent");
+  }
+  if (names->empty())
+    m.fail("recompute_modules", shown, "selects nothing for training.recompute: selective to recompute:",
+           fmt::format("at least one of {}, or training.recompute: none", workloads::kRecomputeModuleNames));
+  t.recompute_modules = 0;
+  for (const std::string& n : *names) t.recompute_modules |= bit(*workloads::parse_recompute_module(n));
+}
+
 TrainingSpec read_training(const YamlMap& m) {
   m.allow_only({"framework", "global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype",
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
                 "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
-                "steps", "moe_dispatcher", "cp_comm"});
+                "steps", "moe_dispatcher", "cp_comm", "recompute_modules"});
   if (m.has("tokens") && m.has("steps"))
     m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
            "training.tokens or training.steps, not both");
@@ -86,6 +108,7 @@ TrainingSpec read_training(const YamlMap& m) {
   t.optimizer = read_enum(m, "optimizer", t.optimizer, workloads::parse_optimizer, workloads::kOptimizerNames);
   t.optimizer_dtype = read_precision(m, "optimizer_dtype", t.optimizer_dtype, kStatePrecisions);
   t.recompute = read_enum(m, "recompute", t.recompute, workloads::parse_recompute, workloads::kRecomputeNames);
+  read_recompute_modules(m, t);
   t.sequence_parallel = m.boolean("sequence_parallel").value_or(t.sequence_parallel);
   if (const auto mb = m.number("dp_bucket_MB", 0.0, false, kMaxBucketMB)) t.dp_bucket = Bytes(*mb * 1e6);
   t.dp_overlap = m.boolean("dp_overlap").value_or(m.boolean("overlap_grad_reduce").value_or(t.dp_overlap));

@@ -218,6 +218,26 @@ std::optional<std::vector<long long>> YamlMap::integers(const std::string& key, 
   return out;
 }
 
+std::optional<std::vector<std::string>> YamlMap::names(const std::string& key, bool (*known)(std::string_view),
+                                                       std::string_view allowed) const {
+  YAML::Node v = node_[key];
+  if (!v.IsDefined()) return std::nullopt;
+  if (origins_) (*origins_)[dotted(key)] = locate(dotted(key), v);
+  const std::string list = fmt::format("a list of: {}", allowed);
+  if (v.IsNull()) return std::vector<std::string>{};
+  if (!v.IsSequence()) fail(key, v.IsScalar() ? v.Scalar() : "{...}", "expected a list, got", list);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const YAML::Node item = v[i];
+    const std::string item_key = fmt::format("{}[{}]", dotted(key), i);
+    if (!item.IsScalar()) throw InputError(item_key, "...", "not a name", std::string(allowed), locate(dotted(key), item));
+    if (!known(item.Scalar()))
+      throw InputError(item_key, item.Scalar(), "unknown name", std::string(allowed), locate(dotted(key), item));
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
 bool YamlMap::is_map(const std::string& key) const { return node_[key].IsMap(); }
 bool YamlMap::is_list(const std::string& key) const { return node_[key].IsSequence(); }
 bool YamlMap::is_null(const std::string& key) const { return node_[key].IsDefined() && node_[key].IsNull(); }

@@ -36,6 +36,10 @@ class YamlMap {
   std::optional<bool> boolean(const std::string& key) const;
   // A list of integers, each in [min, max]; `null` or `[]` gives an empty list.
   std::optional<std::vector<long long>> integers(const std::string& key, long long min, long long max) const;
+  // A list of names, each one `known` accepts (`allowed` lists them); `null` or `[]` gives an empty list. An
+  // unknown name is an error naming its item ("key[i]").
+  std::optional<std::vector<std::string>> names(const std::string& key, bool (*known)(std::string_view),
+                                                std::string_view allowed) const;
   [[nodiscard]] bool is_map(const std::string& key) const;
   [[nodiscard]] bool is_list(const std::string& key) const;
   [[nodiscard]] bool is_null(const std::string& key) const;

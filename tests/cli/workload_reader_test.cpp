@@ -115,6 +115,35 @@ training:
         workloads::Zero3Prefetch::Auto);
 }
 
+TEST_CASE("training.recompute_modules: Megatron-Core's names with selective recomputation, errors otherwise") {
+  const auto load = [](const std::string& keys) {
+    return load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: mixtral-8x7b}\ntraining: {global_batch: 8" +
+                    keys + "}\n");
+  };
+  using M = workloads::RecomputeModule;
+  CHECK(load(", recompute: selective").workload->training->recompute_modules == bit(M::CoreAttn));   // the default
+  const Scenario s = load(", recompute: selective, recompute_modules: [layernorm, moe_act, mla_up_proj]");
+  CHECK(s.workload->training->recompute_modules == (bit(M::Layernorm) | bit(M::MoeAct) | bit(M::MlaUpProj)));
+  // The resolved scenario lists them, in Megatron's order, and loads back to them.
+  const std::string yaml = to_yaml(s);
+  CHECK(yaml.find("recompute_modules: [moe_act, layernorm, mla_up_proj]") != std::string::npos);
+  CHECK(load_one(yaml).workload->training->recompute_modules == s.workload->training->recompute_modules);
+  CHECK(load(", recompute: none, recompute_modules: []").workload->training->recompute == workloads::Recompute::None);
+  const auto error = [](const std::string& keys) {
+    return error_of("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: mixtral-8x7b}\ntraining: {global_batch: 8" +
+                    keys + "}\n");
+  };
+  CHECK(error(", recompute: selective, recompute_modules: [layernorm, moe_akt]") ==
+        "test.yaml:3: training.recompute_modules[1]: unknown name 'moe_akt' (allowed: core_attn, moe_act, layernorm, "
+        "mla_up_proj, mlp, moe, shared_experts); did you mean 'moe_act'?");
+  CHECK(error(", recompute: full, recompute_modules: [moe]") ==
+        "test.yaml:3: training.recompute_modules: chooses what selective recomputation recomputes, but "
+        "training.recompute is full: '[moe]' (allowed: training.recompute: selective with it, or recompute_modules: [] "
+        "or absent)");
+  CHECK(error(", recompute: selective, recompute_modules: []").find("selects nothing") != std::string::npos);
+  CHECK(error(", recompute: selective, recompute_modules: moe").find("expected a list") != std::string::npos);
+}
+
 TEST_CASE("training.framework: megatron-core by default, each framework's features, explicit keys win") {
   const auto training = [](const std::string& keys) {
     return *load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\ntraining: {global_batch: 8" + keys +
