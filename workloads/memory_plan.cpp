@@ -221,7 +221,7 @@ StageActivations stage_activations(const Workload& w, int stage) {
     // attention it needs keeps no scores).
     chunk_bytes.push_back(virtual_stage_activation_bytes(w, static_cast<int>(v), first[v], layers[v]) / p.cp);
   }
-  const auto order = schedule_order(p, micro_batches(p, *w.training), stage);
+  const auto order = schedule_order(w, micro_batches(p, *w.training), stage);
   double live = 0.0;
   double peak = 0.0;
   for (const PipeStep& step : order) {

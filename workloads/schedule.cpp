@@ -15,8 +15,8 @@ std::vector<PipeStep> gpipe(int m) {
 }
 
 // 1F1B (PipeDream-flush, Megatron-LM's default): warm-up forwards, then one forward one backward, then drain.
-std::vector<PipeStep> one_f_one_b(int m, int pp, int stage) {
-  const int warmup = std::min(pp - stage - 1, m);
+std::vector<PipeStep> one_f_one_b(int m, int pp, int stage, int extra) {
+  const int warmup = std::min(pp - stage - 1 + extra, m);
   std::vector<PipeStep> out;
   for (int i = 0; i < warmup; ++i) out.push_back({Pass::Forward, i, 0});
   for (int i = 0; i < m - warmup; ++i) {
@@ -36,9 +36,9 @@ PipeStep virtual_step(int k, int pp, int vpp, Pass pass) {
   return {pass, (k / (pp * vpp)) * pp + k % pp, chunk};
 }
 
-std::vector<PipeStep> interleaved(int m, int pp, int vpp, int stage) {
+std::vector<PipeStep> interleaved(int m, int pp, int vpp, int stage, int extra) {
   const int total = m * vpp;
-  const int warmup = m == pp ? total : std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, total);
+  const int warmup = m == pp ? total : std::min((pp - stage - 1) * 2 + (vpp - 1) * pp + extra, total);
   std::vector<PipeStep> out;
   for (int k = 0; k < warmup; ++k) out.push_back(virtual_step(k, pp, vpp, Pass::Forward));
   for (int k = 0; k < total - warmup; ++k) {
@@ -51,15 +51,24 @@ std::vector<PipeStep> interleaved(int m, int pp, int vpp, int stage) {
 
 }  // namespace
 
-std::vector<PipeStep> schedule_order(const ParallelPlan& plan, int micro_batches, int stage) {
+std::vector<PipeStep> schedule_order(const ParallelPlan& plan, int micro_batches, int stage, int extra_warmup) {
   DTSIM_ASSERT(micro_batches >= 1 && stage >= 0 && stage < plan.pp, "schedule of a stage outside the plan");
+  DTSIM_ASSERT(extra_warmup >= 0, "a warm-up is never shorter than 1F1B's");
   if (plan.schedule == Schedule::Gpipe) {
     DTSIM_ASSERT(plan.vpp == 1, "GPipe has no virtual stages");
     return gpipe(micro_batches);
   }
-  if (plan.vpp == 1) return one_f_one_b(micro_batches, plan.pp, stage);
+  if (plan.vpp == 1) return one_f_one_b(micro_batches, plan.pp, stage, extra_warmup);
   DTSIM_ASSERT(micro_batches % plan.pp == 0, "interleaved 1F1B needs micro-batches divisible by pp");
-  return interleaved(micro_batches, plan.pp, plan.vpp, stage);
+  return interleaved(micro_batches, plan.pp, plan.vpp, stage, extra_warmup);
+}
+
+bool combined_steps(const Workload& w) {
+  return w.training && w.training->overlap_moe_expert_parallel_comm && w.model.moe() && w.plan.ep > 1;
+}
+
+std::vector<PipeStep> schedule_order(const Workload& w, int micro_batches, int stage) {
+  return schedule_order(w.plan, micro_batches, stage, combined_steps(w) ? 1 : 0);
 }
 
 int peak_in_flight(const std::vector<PipeStep>& order) {

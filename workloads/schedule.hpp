@@ -22,8 +22,17 @@ struct PipeStep {
   friend bool operator==(const PipeStep&, const PipeStep&) = default;
 };
 
-// The steps of pipeline rank `stage` for `micro_batches` micro-batches, in execution order.
-std::vector<PipeStep> schedule_order(const ParallelPlan& plan, int micro_batches, int stage);
+// The steps of pipeline rank `stage` for `micro_batches` micro-batches, in execution order; 1F1B's warm-up takes
+// `extra_warmup` more forwards (see combined_steps).
+std::vector<PipeStep> schedule_order(const ParallelPlan& plan, int micro_batches, int stage, int extra_warmup = 0);
+
+// Whether the step pairs forwards and backwards of different micro-batches (Megatron-Core's combined 1F1B, with
+// training.overlap_moe_expert_parallel_comm on an MoE model with ep > 1). Megatron then schedules one more
+// warm-up forward "to ensure the forward and backward computations are independent in all 1f1b steps"
+// (megatron/core/pipeline_parallel/schedules.py).
+bool combined_steps(const Workload& w);
+// schedule_order for `w`'s plan, training and stage.
+std::vector<PipeStep> schedule_order(const Workload& w, int micro_batches, int stage);
 
 // The most micro-batch activations (forwards whose backward has not run yet, counted per chunk) a rank holds.
 int peak_in_flight(const std::vector<PipeStep>& order);

@@ -4,8 +4,12 @@
 // (overlap_param_gather), and the end of the step (tied embeddings, the optimizer, ZeRO-1/2's all-gather).
 #include "workloads/stage_builder.hpp"
 
+#include <algorithm>
 #include <utility>
+#include <variant>
 #include <vector>
+
+#include "topology/error.hpp"
 
 namespace dtsim::workloads::detail {
 namespace {
@@ -197,6 +201,97 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   }
   if (v > 0) send(step, v - 1, deps);
   last_backward_ = deps;
+}
+
+void StageBuilder::step(const PipeStep& s, int micro_batches) {
+  if (s.pass == Pass::Forward) forward(s);
+  else backward(s, s.micro_batch == micro_batches - 1);
+}
+
+void StageBuilder::combined(const PipeStep& first, const PipeStep& second, int micro_batches) {
+  DTSIM_ASSERT(first.pass != second.pass && first.micro_batch != second.micro_batch,
+               "a combined step pairs a forward and a backward of different micro-batches");
+  const std::size_t from = ops_.size();
+  step(first, micro_batches);
+  const std::size_t mid = ops_.size();
+  step(second, micro_batches);
+  interleave(from, mid);
+}
+
+namespace {
+
+bool token_exchange(const Op& op) {
+  const auto* c = std::get_if<CollectiveOp>(&op.body);
+  return c != nullptr && c->purpose == CommPurpose::ExpertParallel;
+}
+
+// The ops [from, to) cut into pieces, each ending after a run of token-exchange collectives (or at `to`).
+std::vector<std::pair<std::size_t, std::size_t>> pieces(const std::vector<Op>& ops, std::size_t from, std::size_t to) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  std::size_t start = from;
+  for (std::size_t i = from; i < to; ++i)
+    if (token_exchange(ops[i]) && (i + 1 == to || !token_exchange(ops[i + 1]))) {
+      out.emplace_back(start, i + 1);
+      start = i + 1;
+    }
+  if (start < to) out.emplace_back(start, to);
+  return out;
+}
+
+}  // namespace
+
+// Reorders ops_[from, end): the pieces of [from, second) and of [second, end) in turn, each list keeping its own
+// order. A piece of the second list that waits on an op of the first not yet placed goes after the first list's
+// pieces up to that op (state shared between the steps, a ZeRO-3 gate or a gradient bucket, can link them), so
+// the order stays one the ops can run in. Every index into the moved ops, in the ops and in the builder's state,
+// follows them.
+void StageBuilder::interleave(std::size_t from, std::size_t second) {
+  const std::size_t end = ops_.size();
+  const auto a = pieces(ops_, from, second), b = pieces(ops_, second, end);
+  std::vector<Index> position(end - from);
+  std::vector<Op> moved;
+  moved.reserve(end - from);
+  const auto place = [&](std::pair<std::size_t, std::size_t> piece) {
+    for (std::size_t i = piece.first; i < piece.second; ++i) {
+      position[i - from] = static_cast<Index>(from + moved.size());
+      moved.push_back(std::move(ops_[i]));
+    }
+  };
+  std::size_t ia = 0, ib = 0, placed_a = from;   // placed_a: the first op of the first list not yet placed
+  bool turn_a = true;
+  while (ia < a.size() || ib < b.size()) {
+    bool take_a = ia < a.size() && (turn_a || ib == b.size());
+    if (!take_a) {   // the second list's next piece, unless it waits on the first's unplaced ops
+      for (std::size_t i = b[ib].first; i < b[ib].second && !take_a; ++i)
+        for (const Index d : ops_[i].deps)
+          if (d >= placed_a && d < second) take_a = true;
+    }
+    if (take_a) {
+      place(a[ia]);
+      placed_a = a[ia].second;
+      ++ia;
+    } else {
+      place(b[ib]);
+      ++ib;
+    }
+    turn_a = !take_a;
+  }
+  const auto remap = [&](Index& i) {
+    if (i >= from) i = position[i - from];
+  };
+  for (std::size_t k = 0; k < moved.size(); ++k) {
+    for (Index& d : moved[k].deps) {
+      remap(d);
+      DTSIM_ASSERT(d < from + k, "an interleaved op waits on one placed before it");
+    }
+    ops_[from + k] = std::move(moved[k]);
+  }
+  for (Bucket& bucket : buckets_) std::ranges::for_each(bucket.deps, remap);
+  std::ranges::for_each(dp_comms_, remap);
+  std::ranges::for_each(last_backward_, remap);
+  std::ranges::for_each(gather_window_, remap);
+  for (auto& [unit, gates] : prefetched_) std::ranges::for_each(gates, remap);
+  for (auto& [unit, gates] : param_gates_) std::ranges::for_each(gates, remap);
 }
 
 // The end of the step: the last gradient bucket, the tied-embedding reduction between the first and last

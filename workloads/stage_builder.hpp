@@ -100,6 +100,10 @@ class StageBuilder {
   void start();
   void forward(const PipeStep& step);
   void backward(const PipeStep& step, bool last_micro_batch);
+  // Two schedule steps of different micro-batches, a forward and a backward in either order, played as one with
+  // their MoE token exchanges overlapped (training.overlap_moe_expert_parallel_comm): each step's ops cut after
+  // every exchange, the two steps' pieces taken in turn.
+  void combined(const PipeStep& first, const PipeStep& second, int micro_batches);
   void finish(double stage_params, double stage_expert_params);
   std::vector<Op> take() { return std::move(ops_); }
 
@@ -141,6 +145,8 @@ class StageBuilder {
   std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
   std::vector<Index> backward_gather(int layer, int mb, std::vector<Index> deps, bool more);
   std::vector<Index> gather_modules(int layer, int mb, std::vector<Index> gate);
+  void step(const PipeStep& s, int micro_batches);
+  void interleave(std::size_t from, std::size_t second);
   void add_grads(Bytes bytes, bool expert, int layer, int mb, Index after);
   void flush_bucket(bool expert, int layer, int mb);
 

@@ -131,7 +131,18 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularit
 std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
   StageBuilder b(ctx, stage);
   b.start();
-  for (const PipeStep& step : schedule_order(ctx.w.plan, micro_batches, stage)) {
+  const std::vector<PipeStep> order = schedule_order(ctx.w, micro_batches, stage);
+  // overlap_moe_expert_parallel_comm: each forward or backward followed by the other pass of another micro-batch
+  // runs combined with it (Megatron-Core's combined 1F1B steps, after its warm-up of one forward more).
+  const bool combine = combined_steps(ctx.w);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const PipeStep& step = order[i];
+    if (combine && i + 1 < order.size() && order[i + 1].pass != step.pass &&
+        order[i + 1].micro_batch != step.micro_batch) {
+      b.combined(step, order[i + 1], micro_batches);
+      ++i;
+      continue;
+    }
     if (step.pass == Pass::Forward) b.forward(step);
     else b.backward(step, step.micro_batch == micro_batches - 1);
   }

@@ -143,6 +143,11 @@ struct TrainingSpec {
                                          // --cross-entropy-loss-fusion) instead of Megatron's unfused fp32 one
   Fp8 fp8 = Fp8::None;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  // Megatron-Core's overlap_moe_expert_parallel_comm (off by default there and here): in the pipeline schedule,
+  // a forward and a backward of different micro-batches that follow each other run as one, taking turns at each
+  // MoE token exchange, so one pass's exchange travels while the other computes (its combined 1F1B, the DualPipe
+  // pairing of DeepSeek-V3's report, section 3.2.1).
+  bool overlap_moe_expert_parallel_comm = false;
   CpComm cp_comm = CpComm::P2p;
   // ZeRO-3's backward fetches the next layer's parameters when it fetches this layer's, so their gathers are
   // issued before this layer's gradients are reduce-scattered (DeepSpeed's PartitionedParameterCoordinator: the

@@ -194,6 +194,7 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
   emit_name(out, "fp8", to_string(t.fp8));
   emit_name(out, "moe_dispatcher", to_string(t.moe_dispatcher));
   emit_name(out, "cp_comm", to_string(t.cp_comm));
+  emit(out, "overlap_moe_expert_parallel_comm", t.overlap_moe_expert_parallel_comm);
   emit(out, "tp_backward_overlap", t.tp_backward_overlap);
   emit(out, "tp_comm_overlap", t.tp_comm_overlap);
   emit(out, "distributed_optimizer", t.distributed_optimizer);

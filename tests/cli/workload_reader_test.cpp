@@ -115,7 +115,7 @@ training:
         workloads::Zero3Prefetch::Auto);
 }
 
-TEST_CASE("training.recompute_modules: Megatron-Core's names with selective recomputation, errors otherwise") {
+TEST_CASE("training.recompute_modules and overlap_moe_expert_parallel_comm: Megatron-Core's names, errors otherwise") {
   const auto load = [](const std::string& keys) {
     return load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: mixtral-8x7b}\ntraining: {global_batch: 8" +
                     keys + "}\n");
@@ -142,6 +142,13 @@ TEST_CASE("training.recompute_modules: Megatron-Core's names with selective reco
         "or absent)");
   CHECK(error(", recompute: selective, recompute_modules: []").find("selects nothing") != std::string::npos);
   CHECK(error(", recompute: selective, recompute_modules: moe").find("expected a list") != std::string::npos);
+  // Megatron-Core's EP overlap: off by default, read and written back.
+  CHECK_FALSE(load("").workload->training->overlap_moe_expert_parallel_comm);
+  const Scenario overlap = load(", overlap_moe_expert_parallel_comm: true");
+  CHECK(overlap.workload->training->overlap_moe_expert_parallel_comm);
+  CHECK(load_one(to_yaml(overlap)).workload->training->overlap_moe_expert_parallel_comm);
+  CHECK(error(", overlap_moe_expert_parallel_comm: 2").find("training.overlap_moe_expert_parallel_comm") !=
+        std::string::npos);
 }
 
 TEST_CASE("training.framework: megatron-core by default, each framework's features, explicit keys win") {

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "sim/analytic/analytic_engine.hpp"
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/kernels.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/collective_tally.hpp"
+#include "workloads/schedule.hpp"
 #include "workloads/step_graph.hpp"
 
 using namespace dtsim;
@@ -287,4 +289,77 @@ TEST_CASE("DeepEP: each token crosses to each node holding one of its experts on
   uneven.training->moe_dispatcher = MoeDispatcher::DeepEp;
   CHECK(plan_error(uneven, 24).starts_with("training.moe_dispatcher: needs each expert-parallel group to fill whole "
                                            "nodes or sit within one (ep 12 on nodes of 8 GPUs)"));
+}
+
+TEST_CASE("overlap_moe_expert_parallel_comm: one more warm-up forward, then each forward and backward pair combined") {
+  // 1F1B on 4 stages: stage 0 warms up with pp - 1 = 3 forwards, 4 with the overlap (Megatron's schedules.py).
+  ParallelPlan p;
+  p.pp = 4;
+  const auto warmup = [](const std::vector<PipeStep>& order) {
+    int n = 0;
+    while (n < static_cast<int>(order.size()) && order[static_cast<std::size_t>(n)].pass == Pass::Forward) ++n;
+    return n;
+  };
+  for (const int vpp : {1, 2}) {
+    p.vpp = vpp;
+    for (int stage = 0; stage < 4; ++stage) {
+      CAPTURE(stage);
+      const auto plain = schedule_order(p, 8, stage), early = schedule_order(p, 8, stage, 1);
+      CHECK(warmup(early) == warmup(plain) + 1);
+      CHECK(early.size() == plain.size());
+      CHECK(peak_in_flight(early) == peak_in_flight(plain) + 1);
+    }
+  }
+  // The memory plan holds the extra micro-batch: one more in flight.
+  Workload w = moe_job(1, 4, 4, 4);
+  w.training->global_batch = 32;   // 8 micro-batches a replica: more than the warm-up
+  const int plain = plan_memory(w, h100()).in_flight_micro_batches;
+  w.training->overlap_moe_expert_parallel_comm = true;
+  CHECK(plan_memory(w, h100()).in_flight_micro_batches == plain + 1);
+  CHECK(combined_steps(w));
+  w.plan.ep = 1;   // nothing to overlap without expert parallelism
+  CHECK_FALSE(combined_steps(w));
+}
+
+TEST_CASE("overlap_moe_expert_parallel_comm: one pass's token exchange travels while the other pass computes") {
+  // One stage, so every backward pairs with the next micro-batch's forward; exchanges that take as long as a
+  // layer's compute, everything else free.
+  Workload w = moe_job(1, 1, 16, 8);
+  const auto exchange_costs = [](Seconds each) {
+    sim::CommCosts c = sim::free_communication();
+    c.collective = [each](const CollectiveOp& op, const std::vector<int>&) {
+      return op.purpose == CommPurpose::ExpertParallel ? each : Seconds(0);
+    };
+    return c;
+  };
+  const StepGraph plain = generate_step(w, h100());
+  w.training->overlap_moe_expert_parallel_comm = true;
+  const StepGraph combined = generate_step(w, h100());
+  const auto& ops = combined.classes[0].ops;
+  REQUIRE(ops.size() == plain.classes[0].ops.size());   // the same ops, reordered
+  // Every op still waits only on ops before it, and after a forward's exchange the next compute op in the list is
+  // a backward's (of another micro-batch) at least once.
+  bool interleaved = false;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    for (const auto d : ops[i].deps) CHECK(d < i);
+    const auto* c = std::get_if<CollectiveOp>(&ops[i].body);
+    if (c == nullptr || c->purpose != CommPurpose::ExpertParallel) continue;
+    for (std::size_t j = i + 1; j < ops.size(); ++j)
+      if (const auto* next = std::get_if<ComputeOp>(&ops[j].body)) {
+        if (next->micro_batch != c->micro_batch) interleaved = true;
+        break;
+      }
+  }
+  CHECK(interleaved);
+  // Free exchanges: the same step; costly ones: hidden in part under the other pass's compute.
+  const Seconds zero = sim::play_analytic(plain, exchange_costs(Seconds(0))).step_time;
+  CHECK(sim::play_analytic(combined, exchange_costs(Seconds(0))).step_time.value() == doctest::Approx(zero.value()));
+  const Seconds each(0.5e-3);
+  const double exposed = sim::play_analytic(plain, exchange_costs(each)).step_time.value();
+  const double hidden = sim::play_analytic(combined, exchange_costs(each)).step_time.value();
+  // 4 layers x 4 micro-batches x 4 exchanges, all exposed.
+  CHECK(exposed == doctest::Approx(zero.value() + 64 * each.value()));
+  // Combined: the first forward and the last backward run alone (their 2 x 4 layers x 2 exchanges exposed); every
+  // other exchange travels under the paired pass's compute, which takes longer than it.
+  CHECK(hidden == doctest::Approx(zero.value() + 16 * each.value()));
 }
