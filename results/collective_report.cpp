@@ -53,9 +53,10 @@ nlohmann::json collective_json(const CollectiveRun& run, const std::vector<Colle
 
 std::string collective_table(const CollectiveRun& run, const std::vector<CollectiveRow>& rows) {
   std::string out = fmt::format(
-      "# nThread 1 nGpus {} minBytes {:.0f} maxBytes {:.0f} step: {:g}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
+      "# nThread 1 nGpus {} minBytes {:.0f} maxBytes {:.0f} step: {:g}(factor) warmup iters: {} iters: {} agg iters: 1 "
       "validation: 0 graph: 0\n#\n# dtsim: {}\n# dtsim: {}\n#\n# Using devices\n",
-      run.gpus, run.min_bytes, run.max_bytes, run.step_factor, run.title, algorithm_runs(rows));
+      run.gpus, run.min_bytes, run.max_bytes, run.step_factor, run.warmup_iters, run.iters, run.title,
+      algorithm_runs(rows));
   const int per_node = run.gpus_per_node > 0 ? run.gpus_per_node : run.gpus;
   for (int rank = 0; rank < run.gpus; ++rank)
     out += fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on {:>10} device {:2d} [simulated] {}\n", rank, rank,

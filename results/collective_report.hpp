@@ -30,6 +30,7 @@ struct CollectiveRun {
   std::string redop = "sum";   // "none" for collectives that do not reduce
   int root = -1;               // -1 for collectives without a root
   int count_ranks = 1;         // nccl-tests counts elements per rank for all-gather, reduce-scatter and all-to-all
+  int iters = 1, warmup_iters = 0;   // nccl-tests' -n and -w, as its header prints them
 };
 
 // JSON: [{size_bytes, count, type, redop, root, time_us, algbw_GBps, busbw_GBps, algorithm, protocol}, ...]

@@ -90,7 +90,9 @@ int collective_command(const CollectiveArgs& a) {
       .type_bytes = request.type_bytes,
       .redop = request.redop,
       .root = request.root,
-      .count_ranks = per_rank ? a.gpus : 1};
+      .count_ranks = per_rank ? a.gpus : 1,
+      .iters = a.iters,
+      .warmup_iters = a.warmup_iters};
   if (a.format == Format::Json) {
     std::cout << results::collective_json(run, rows).dump(2) << "\n";
     return 0;

@@ -100,6 +100,9 @@ double parse_size(const std::string& text, const std::string& key) {
   return bytes;
 }
 
+// nccl-tests' -n and -w: printed, never run; bounded as an int a script might pass.
+constexpr int kMostIters = 1'000'000;
+
 CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& coll) {
   static const std::map<std::string, Format> formats = {{"table", Format::Table}, {"json", Format::Json}};
   auto* collective = app.add_subcommand("collective", "nccl-tests-style table of one collective on a cluster");
@@ -118,14 +121,17 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& coll) {
                          "rings across machines, as simulation.max_channels (default 0: one per GPU of a node)");
   collective->add_option("--op", coll.op, "allreduce | allgather | reducescatter | alltoall | broadcast");
   collective->add_option("--algo", coll.algo, "auto | ring | tree | direct | halving-doubling | nvls | hierarchical");
-  // nccl-tests' size, type and reduction flags are aliases: -b -e -f -g -d -o -r (not its -n, -w or -c: a
-  // simulation has no iterations, warm-up or data to check).
+  // nccl-tests' flags are aliases: -b -e -f -g -d -o -r, and -n -w -c, which a script passes and the header
+  // prints (a simulated iteration is every iteration; -c 1 is refused: there is no data to check).
   collective->add_option("-b,--min", coll.min, "smallest size: bytes with an optional K, M or G suffix");
   collective->add_option("-e,--max", coll.max, "largest size");
   collective->add_option("-f,--step-factor", coll.step_factor, "size multiplier between rows (default 2)");
   collective->add_option("-d,--datatype", coll.datatype, fmt::format("element type, as nccl-tests names it: {}", kDatatypeNames));
   collective->add_option("-o,--redop", coll.redop, fmt::format("reduction: {}", kRedopNames));
   collective->add_option("-r,--root", coll.root, "broadcast's root rank (default 0)");
+  collective->add_option("-n,--iters", coll.iters, "iterations, as nccl-tests' header prints them (default 1)");
+  collective->add_option("-w,--warmup-iters", coll.warmup_iters, "warm-up iterations, printed likewise (default 0)");
+  collective->add_option("-c,--check", coll.check, "0: no check of the results, the only choice (no data moves)");
   collective->add_option("--format", coll.format, "output format")->transform(CLI::CheckedTransformer(formats));
   return collective;
 }
@@ -157,6 +163,14 @@ CollectiveRequest check_collective(const CollectiveArgs& a) {
                        fmt::format("a rank in [0, {}]", a.gpus - 1));
     r.root = a.root;
   }
+  if (a.iters < 1 || a.iters > kMostIters)
+    throw InputError("--iters", std::to_string(a.iters), "out of range", fmt::format("an integer in [1, {}]", kMostIters));
+  if (a.warmup_iters < 0 || a.warmup_iters > kMostIters)
+    throw InputError("--warmup-iters", std::to_string(a.warmup_iters), "out of range",
+                     fmt::format("an integer in [0, {}]", kMostIters));
+  if (a.check != 0)
+    throw InputError("--check", std::to_string(a.check), "asks to check the results, but dtsim moves no data:",
+                     "0 (#wrong is N/A, as nccl-tests prints it with -c 0)");
   if (a.max_channels < 0 || a.max_channels > sim::kMaxChannels)
     throw InputError("--max-channels", std::to_string(a.max_channels), "out of range",
                      fmt::format("an integer in [0, {}] (0: one ring per GPU of a node)", sim::kMaxChannels));

@@ -61,6 +61,9 @@ struct CollectiveArgs {
   std::string datatype = "float";    // nccl-tests' -d: the element type of the count column
   std::string redop = "sum";         // nccl-tests' -o
   int root = 0;                      // nccl-tests' -r: broadcast's root rank
+  int iters = 1;                     // nccl-tests' -n and -w, printed in its header: every iteration of a
+  int warmup_iters = 0;              // simulation takes the same time, so the mean is one iteration's
+  int check = 0;                     // nccl-tests' -c: 0 only (dtsim moves no data to check)
   Format format = Format::Table;
 };
 

@@ -76,7 +76,7 @@ TEST_CASE("collective: nccl-tests' header, thirteen columns and the average bus 
   CHECK(p.rows.back().busbw > 100 * p.rows.front().busbw);
 }
 
-TEST_CASE("collective: nccl-tests' own flags run unchanged (-b -e -f -g -d -o -r), counts per rank as nccl-tests counts them") {
+TEST_CASE("collective: nccl-tests' own flags run unchanged (-b -e -f -g -d -o -r -n -w -c), counts per rank as nccl-tests counts them") {
   const auto r = dtsim("collective --gpu a100-sxm4-80gb -g 8 -b 1M -e 4M -f 2 -d bfloat16 -o max");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   const auto p = parse_nccl_tests(r.out);
@@ -108,13 +108,22 @@ TEST_CASE("collective: nccl-tests' own flags run unchanged (-b -e -f -g -d -o -r
   CHECK(j[0]["type"] == "half");
   CHECK(j[0]["redop"] == "sum");
   CHECK(j[0]["root"] == -1);
+  // -n, -w and -c 0, as nccl-tests scripts pass them: the header says so, the times are one iteration's.
+  const auto n = dtsim("collective --gpu a100-sxm4-80gb -g 8 -b 1M -e 4M -f 2 -d bfloat16 -o max -n 20 -w 5 -c 0");
+  REQUIRE_MESSAGE(n.status == 0, n.err);
+  CHECK(n.out.find("warmup iters: 5 iters: 20 agg iters: 1 validation: 0") != std::string::npos);
+  CHECK(parse_nccl_tests(n.out).rows.size() == 3);
+  CHECK(n.out.substr(n.out.find("#       size")) == r.out.substr(r.out.find("#       size")));
 }
 
-TEST_CASE("collective: an unknown datatype or reduction and a root outside the group get one line and exit 2") {
+TEST_CASE("collective: an unknown datatype or reduction, a root outside the group, -c 1 and bad iterations get one line and exit 2") {
   for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
            {"-d float32", "--datatype: unknown datatype 'float32' (allowed: int8, uint8"},
            {"-o mean", "--redop: unknown reduction 'mean' (allowed: sum, prod, max, min, avg)"},
-           {"--op broadcast -r 8", "--root: is not a rank of the collective: '8' (allowed: a rank in [0, 7])"}}) {
+           {"--op broadcast -r 8", "--root: is not a rank of the collective: '8' (allowed: a rank in [0, 7])"},
+           {"-c 1", "--check: asks to check the results, but dtsim moves no data: '1' (allowed: 0"},
+           {"-n 0", "--iters: out of range '0' (allowed: an integer in [1, 1000000])"},
+           {"-w -1", "--warmup-iters: out of range '-1' (allowed: an integer in [0, 1000000])"}}) {
     CAPTURE(args);
     const auto e = dtsim("collective --gpu a100-sxm4-80gb -g 8 -b 1M -e 1M " + args);
     CHECK(e.status == 2);
