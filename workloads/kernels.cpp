@@ -74,8 +74,8 @@ struct Dims {
   double qkv_out = 0;      // Q, K and V columns on this GPU: (heads x head_dim + 2 kv_dim) / t; MLA: its
                            // projections' parameters over h, / t (one GEMM of their FLOPs)
   bool mla = false;        // MLA: its up projections, which mla_up_proj recomputes: Q's from its rank q_lora
-  double q_lora = 0;       // latent (0: none) to q_up columns / t, and K's and V's from the kv_lora latent to
-  double q_up = 0;         // kv_up / t
+  double q_lora = 0;       // latent (0: none, from the hidden state) to q_up columns / t, and K's and V's from
+  double q_up = 0;         // the kv_lora latent to kv_up / t
   double kv_lora = 0;
   double kv_up = 0;
   double ffn = 0;          // ffn_hidden / t
@@ -126,7 +126,7 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.mla = m.mla();
   if (d.mla) {
     d.q_lora = m.q_lora_rank;
-    d.q_up = m.q_lora_rank > 0 ? m.q_dim() / tp : 0.0;
+    d.q_up = m.q_dim() / tp;
     d.kv_lora = m.kv_lora_rank;
     d.kv_up = static_cast<double>(m.heads) * (m.head_dim() + m.v_head_dim) / tp;
   }
@@ -378,12 +378,15 @@ std::vector<Step> layer_steps(const Dims& d, bool moe, bool mla_up) {
     for (std::size_t i = from; i < steps.size(); ++i) steps[i].modules |= modules;
   };
   using M = RecomputeModule;
+  // layernorm recomputes the norms that are modules of their own in Megatron-Core's Transformer Engine layers:
+  // the input norm of MLA (elsewhere fused into the QKV projection) and an MoE layer's pre-MLP norm (a dense
+  // layer's is fused into its first MLP projection).
   steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
-  tag(0, bit(M::Layernorm));
+  if (d.mla) tag(0, bit(M::Layernorm));
   linear(steps, KernelClass::QkvGemm, {d.tokens, d.qkv_out, d.h, 1}, d);
-  if (mla_up) {   // what mla_up_proj recomputes of the QKV GEMM above: the up projections from the latents
-    const std::size_t from = steps.size();
-    if (d.q_up > 0) linear(steps, KernelClass::MlaUpGemm, {d.tokens, d.q_up, d.q_lora, 1}, d);
+  if (mla_up) {   // what mla_up_proj recomputes of the QKV GEMM above: the up projections (Q's from the hidden
+    const std::size_t from = steps.size();   // state when it has no latent), K's and V's from their latent
+    linear(steps, KernelClass::MlaUpGemm, {d.tokens, d.q_up, d.q_lora > 0 ? d.q_lora : d.h, 1}, d);
     linear(steps, KernelClass::MlaUpGemm, {d.tokens, d.kv_up, d.kv_lora, 1}, d);
     tag(from, bit(M::MlaUpProj));
   }
@@ -395,7 +398,7 @@ std::vector<Step> layer_steps(const Dims& d, bool moe, bool mla_up) {
   add_dropout_residual(steps, x, d);
   from = steps.size();
   steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
-  tag(from, bit(M::Layernorm));
+  if (moe) tag(from, bit(M::Layernorm));
   from = steps.size();
   if (moe) {
     moe_block(steps, d);   // tags its shared experts and its activation itself

@@ -99,12 +99,12 @@ struct LayerTerms {
   double replicated;   // bytes, not split by TP unless sequence parallel
   double split;        // bytes, split by TP
   double scores;       // bytes, split by TP, dropped by selective recompute of core_attn
-  // What each of training.recompute_modules drops, counted in the terms above (replicated: norms, moe, moe_act,
-  // latent; split: qkv, mlp):
-  double norms = 0;     // layernorm: the two norms' outputs (the QKV and MLP inputs), 2e sbh
-  double qkv = 0;       // mla_up_proj: Q, K and V as MLA's up projections write them ...
-  double latent = 0;    // ... which keeps the latents they are recomputed from instead (replicated, as the down
-                        // projections' outputs are)
+  // What each of training.recompute_modules drops, counted in the terms above (replicated: norms, moe, moe_act;
+  // split: qkv, mlp):
+  double norms = 0;     // layernorm: the outputs of the norms that are modules of their own (MLA's input norm,
+                        // an MoE layer's pre-MLP norm), e sbh each
+  double qkv = 0;       // mla_up_proj: Q, K and V as MLA's up projections write them (their inputs, the latents,
+                        // are kept either way, under `replicated`)
   double mlp = 0;       // mlp (dense layer) or shared_experts (MoE layer): the MLP's tensors, its input kept
   double moe = 0;       // moe: the routed tokens' tensors and the router's probabilities, the layer input kept
   double moe_act = 0;   // moe_act: the experts' activation outputs (the down projections' input)
@@ -130,9 +130,10 @@ LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batc
   const double masks = m.hidden_dropout > 0.0 ? 2.0 * kMaskBytes : 0.0;
   double replicated = sb * h * (4.0 * e + masks);
   LayerTerms l{0, sb * e * split_width, scores};
-  l.norms = 2.0 * e * sb * h;
+  l.norms = ((m.mla() ? 1.0 : 0.0) + (moe ? 1.0 : 0.0)) * e * sb * h;
   l.qkv = sb * e * (m.q_dim() + 2.0 * m.kv_dim());
-  l.latent = m.mla() ? sb * e * (static_cast<double>(m.q_lora_rank) + m.kv_lora_rank + m.rope_head_dim) : 0.0;
+  // MLA keeps its latents, the up projections' inputs (replicated, as the down projections' outputs are).
+  if (m.mla()) replicated += sb * e * (static_cast<double>(m.q_lora_rank) + m.kv_lora_rank + m.rope_head_dim);
   l.mlp = sb * e * mlp_tensors * mlp_width;
   if (moe) {
     const double copies = sb * m.experts_per_token * etp * m.expert_imbalance;
@@ -151,10 +152,7 @@ double selective_activation_bytes(const LayerTerms& l, unsigned modules, bool mo
   double replicated = l.replicated, split = l.split;
   if (!has(RecomputeModule::CoreAttn)) split += l.scores;
   if (has(RecomputeModule::Layernorm)) replicated -= l.norms;
-  if (mla && has(RecomputeModule::MlaUpProj)) {
-    split -= l.qkv;
-    replicated += l.latent;
-  }
+  if (mla && has(RecomputeModule::MlaUpProj)) split -= l.qkv;
   if (moe && has(RecomputeModule::Moe)) {
     replicated -= l.moe;
     split -= l.mlp;
@@ -229,12 +227,23 @@ StageActivations stage_activations(const Workload& w, int stage) {
     live += step.pass == Pass::Forward ? bytes : -bytes;
     peak = std::max(peak, live);
   }
-  // Full recompute: the backward re-runs one layer's forward and holds its full activations meanwhile.
-  if (w.training->recompute == Recompute::Full) {
+  // Full recompute: the backward re-runs one layer's forward and holds its full activations meanwhile; selective,
+  // what the modules beyond core_attn dropped of one layer (the larger of a dense and an MoE layer's). The
+  // attention core's own scores, recomputed for one layer, are not counted (as Korthikanti et al. count them).
+  if (w.training->recompute != Recompute::None) {
     TrainingSpec stored = *w.training;
-    stored.recompute = Recompute::None;
-    peak += layer_activation_bytes(as_loaded(w), stored, p.tp, stored.micro_batch, w.model.moe(), p.expert_tp()).value() /
-            p.cp;
+    stored.recompute = w.training->recompute == Recompute::Full ? Recompute::None : Recompute::Selective;
+    stored.recompute_modules = bit(RecomputeModule::CoreAttn);
+    const ModelSpec m = as_loaded(w);
+    double transient = 0;
+    for (const bool moe : {false, true}) {
+      if (moe && !m.moe()) continue;
+      double held = layer_activation_bytes(m, stored, p.tp, stored.micro_batch, moe, p.expert_tp()).value();
+      if (w.training->recompute == Recompute::Selective)
+        held -= layer_activation_bytes(m, *w.training, p.tp, stored.micro_batch, moe, p.expert_tp()).value();
+      transient = std::max(transient, held);
+    }
+    peak += transient / p.cp;
   }
   return {Bytes(peak), peak_in_flight(order)};
 }

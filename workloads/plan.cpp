@@ -112,9 +112,52 @@ void check_schedule(const ParallelPlan& p) {
   if (p.pp == 1) fail("parallelism.vpp", p.vpp, "needs pipeline parallelism (pp > 1); with pp 1 vpp", "1");
 }
 
+// training.overlap_moe_expert_parallel_comm where Megatron-Core runs it: expert parallelism in an MoE model, and
+// its combined 1F1B steps, which exist without a pipeline or in the interleaved schedule (with pp > 1 Megatron-Core
+// requires virtual stages), and not with full recomputation.
+void check_ep_overlap(const Workload& w) {
+  const TrainingSpec& t = *w.training;
+  const ParallelPlan& p = w.plan;
+  if (!t.overlap_moe_expert_parallel_comm) return;
+  const std::string key = "training.overlap_moe_expert_parallel_comm";
+  const auto refuse = [&](const std::string& reason, const std::string& allowed) {
+    throw InputError(key, "true", reason, allowed);
+  };
+  if (!w.model.moe()) refuse("overlaps an MoE layer's token exchange, and the model has no experts:", "false");
+  if (p.ep == 1) refuse("overlaps the token exchange of expert parallelism, and parallelism.ep is 1:", "false, or ep > 1");
+  if (p.pp > 1 && p.vpp == 1)
+    refuse(fmt::format("runs Megatron-Core's combined 1F1B, which with pp {} needs virtual stages (vpp 1):", p.pp),
+           "false, or parallelism.vpp > 1");
+  if (t.recompute == Recompute::Full)
+    refuse("cannot run with training.recompute: full (Megatron-Core refuses it):", "false, or recompute none or selective");
+}
+
+// Every module of training.recompute_modules recomputes something of the model (Megatron-Core refuses
+// mla_up_proj without MLA).
+void check_recompute_modules(const Workload& w) {
+  const TrainingSpec& t = *w.training;
+  if (t.recompute != Recompute::Selective) return;
+  const ModelSpec& m = w.model;
+  bool dense_layer = false;
+  for (int l = 0; l < m.layers && !dense_layer; ++l) dense_layer = !m.moe_layer(l);
+  const auto needs = [&](RecomputeModule module, bool present, const char* what) {
+    if ((t.recompute_modules & bit(module)) != 0 && !present)
+      throw InputError("training.recompute_modules", std::string(to_string(module)),
+                       fmt::format("recomputes nothing on this model ({}):", what),
+                       "the modules the model has, or remove it");
+  };
+  needs(RecomputeModule::MlaUpProj, m.mla(), "no multi-head latent attention");
+  needs(RecomputeModule::Moe, m.moe(), "no experts");
+  needs(RecomputeModule::MoeAct, m.moe(), "no experts");
+  needs(RecomputeModule::SharedExperts, m.moe() && m.shared_experts > 0, "no shared experts");
+  needs(RecomputeModule::Mlp, dense_layer, "no dense layer: every MLP is an MoE layer");
+}
+
 void check_training(const Workload& w) {
   const TrainingSpec& t = *w.training;
   const ParallelPlan& p = w.plan;
+  check_ep_overlap(w);
+  check_recompute_modules(w);
   if (t.global_batch % (p.dp * t.micro_batch) != 0)
     fail("training.micro_batch", t.micro_batch,
          fmt::format("x dp {} does not divide training.global_batch {}: micro_batch", p.dp, t.global_batch),

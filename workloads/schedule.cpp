@@ -14,9 +14,15 @@ std::vector<PipeStep> gpipe(int m) {
   return out;
 }
 
+int one_f_one_b_warmup(int m, int pp, int stage, int extra) { return std::min(pp - stage - 1 + extra, m); }
+int interleaved_warmup(int m, int pp, int vpp, int stage, int extra) {
+  const int total = m * vpp;
+  return m == pp ? total : std::min((pp - stage - 1) * 2 + (vpp - 1) * pp + extra, total);
+}
+
 // 1F1B (PipeDream-flush, Megatron-LM's default): warm-up forwards, then one forward one backward, then drain.
 std::vector<PipeStep> one_f_one_b(int m, int pp, int stage, int extra) {
-  const int warmup = std::min(pp - stage - 1 + extra, m);
+  const int warmup = one_f_one_b_warmup(m, pp, stage, extra);
   std::vector<PipeStep> out;
   for (int i = 0; i < warmup; ++i) out.push_back({Pass::Forward, i, 0});
   for (int i = 0; i < m - warmup; ++i) {
@@ -38,7 +44,7 @@ PipeStep virtual_step(int k, int pp, int vpp, Pass pass) {
 
 std::vector<PipeStep> interleaved(int m, int pp, int vpp, int stage, int extra) {
   const int total = m * vpp;
-  const int warmup = m == pp ? total : std::min((pp - stage - 1) * 2 + (vpp - 1) * pp + extra, total);
+  const int warmup = interleaved_warmup(m, pp, vpp, stage, extra);
   std::vector<PipeStep> out;
   for (int k = 0; k < warmup; ++k) out.push_back(virtual_step(k, pp, vpp, Pass::Forward));
   for (int k = 0; k < total - warmup; ++k) {
@@ -69,6 +75,14 @@ bool combined_steps(const Workload& w) {
 
 std::vector<PipeStep> schedule_order(const Workload& w, int micro_batches, int stage) {
   return schedule_order(w.plan, micro_batches, stage, combined_steps(w) ? 1 : 0);
+}
+
+int warmup_forwards(const Workload& w, int micro_batches, int stage) {
+  const ParallelPlan& p = w.plan;
+  const int extra = combined_steps(w) ? 1 : 0;
+  if (p.schedule == Schedule::Gpipe) return micro_batches;
+  if (p.vpp == 1) return one_f_one_b_warmup(micro_batches, p.pp, stage, extra);
+  return interleaved_warmup(micro_batches, p.pp, p.vpp, stage, extra);
 }
 
 int peak_in_flight(const std::vector<PipeStep>& order) {

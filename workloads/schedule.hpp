@@ -33,6 +33,9 @@ std::vector<PipeStep> schedule_order(const ParallelPlan& plan, int micro_batches
 bool combined_steps(const Workload& w);
 // schedule_order for `w`'s plan, training and stage.
 std::vector<PipeStep> schedule_order(const Workload& w, int micro_batches, int stage);
+// The forwards before 1F1B's steady state in schedule_order(w, ...): the steady state's forward-backward pairs
+// follow them (each forward then a backward, micro_batches * vpp - warm-up pairs; none with GPipe).
+int warmup_forwards(const Workload& w, int micro_batches, int stage);
 
 // The most micro-batch activations (forwards whose backward has not run yet, counted per chunk) a rank holds.
 int peak_in_flight(const std::vector<PipeStep>& order);

@@ -6,6 +6,8 @@
 //     backward:                           [recv grad (+gather)] [logits'] { [gather] [recompute] layer' TP-comm
 //                                         [DP bucket] }* (reverse) [embedding'] [send grad]
 //   then: tied-embedding all-reduce (first and last stage), optimizer step, ZeRO-1/2 parameter all-gather.
+//   With training.overlap_moe_expert_parallel_comm the steady state's forward-backward pairs are built as one
+//   step, their ops interleaved at each MoE token exchange (StageBuilder::combined).
 //
 // Each stage's ops come from a StageBuilder (stage_builder.hpp); here the context every stage shares is built
 // and the stages gathered into a StepGraph.
@@ -132,13 +134,18 @@ std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
   StageBuilder b(ctx, stage);
   b.start();
   const std::vector<PipeStep> order = schedule_order(ctx.w, micro_batches, stage);
-  // overlap_moe_expert_parallel_comm: each forward or backward followed by the other pass of another micro-batch
-  // runs combined with it (Megatron-Core's combined 1F1B steps, after its warm-up of one forward more).
-  const bool combine = combined_steps(ctx.w);
+  // overlap_moe_expert_parallel_comm: each forward-backward pair of the steady state runs combined (Megatron-Core's
+  // combined 1F1B steps, after its warm-up of one forward more). Only there: a pair across the warm-up's end or
+  // into the drain would hold a forward's send behind a backward's receive that waits on it.
+  const auto warmup = static_cast<std::size_t>(warmup_forwards(ctx.w, micro_batches, stage));
+  const bool combine = combined_steps(ctx.w) && ctx.w.plan.schedule != Schedule::Gpipe;
+  const std::size_t steady_end = order.size() - warmup;   // warm-up forwards, pairs, then as many backwards
   for (std::size_t i = 0; i < order.size(); ++i) {
     const PipeStep& step = order[i];
-    if (combine && i + 1 < order.size() && order[i + 1].pass != step.pass &&
-        order[i + 1].micro_batch != step.micro_batch) {
+    if (combine && i >= warmup && i + 1 < steady_end && (i - warmup) % 2 == 0) {
+      DTSIM_ASSERT(step.pass == Pass::Forward && order[i + 1].pass == Pass::Backward &&
+                       step.micro_batch != order[i + 1].micro_batch,
+                   "1F1B's steady state pairs a forward with another micro-batch's backward");
       b.combined(step, order[i + 1], micro_batches);
       ++i;
       continue;

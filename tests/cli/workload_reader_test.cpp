@@ -122,11 +122,11 @@ TEST_CASE("training.recompute_modules and overlap_moe_expert_parallel_comm: Mega
   };
   using M = workloads::RecomputeModule;
   CHECK(load(", recompute: selective").workload->training->recompute_modules == bit(M::CoreAttn));   // the default
-  const Scenario s = load(", recompute: selective, recompute_modules: [layernorm, moe_act, mla_up_proj]");
-  CHECK(s.workload->training->recompute_modules == (bit(M::Layernorm) | bit(M::MoeAct) | bit(M::MlaUpProj)));
+  const Scenario s = load(", recompute: selective, recompute_modules: [layernorm, moe, moe_act]");
+  CHECK(s.workload->training->recompute_modules == (bit(M::Layernorm) | bit(M::MoeAct) | bit(M::Moe)));
   // The resolved scenario lists them, in Megatron's order, and loads back to them.
   const std::string yaml = to_yaml(s);
-  CHECK(yaml.find("recompute_modules: [moe_act, layernorm, mla_up_proj]") != std::string::npos);
+  CHECK(yaml.find("recompute_modules: [moe_act, layernorm, moe]") != std::string::npos);
   CHECK(load_one(yaml).workload->training->recompute_modules == s.workload->training->recompute_modules);
   CHECK(load(", recompute: none, recompute_modules: []").workload->training->recompute == workloads::Recompute::None);
   const auto error = [](const std::string& keys) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -311,14 +312,53 @@ TEST_CASE("overlap_moe_expert_parallel_comm: one more warm-up forward, then each
     }
   }
   // The memory plan holds the extra micro-batch: one more in flight.
-  Workload w = moe_job(1, 4, 4, 4);
+  Workload w = moe_job(1, 4, 4, 4, 0, 8);
+  w.plan.vpp = 2;
   w.training->global_batch = 32;   // 8 micro-batches a replica: more than the warm-up
   const int plain = plan_memory(w, h100()).in_flight_micro_batches;
   w.training->overlap_moe_expert_parallel_comm = true;
   CHECK(plan_memory(w, h100()).in_flight_micro_batches == plain + 1);
   CHECK(combined_steps(w));
-  w.plan.ep = 1;   // nothing to overlap without expert parallelism
-  CHECK_FALSE(combined_steps(w));
+}
+
+TEST_CASE("overlap_moe_expert_parallel_comm: refused where Megatron-Core does not run it, one line naming the key") {
+  const auto refused = [](Workload w, const std::string& part) {
+    w.training->overlap_moe_expert_parallel_comm = true;
+    const std::string e = plan_error(w, w.plan.gpus());
+    CAPTURE(e);
+    CHECK(e.rfind("training.overlap_moe_expert_parallel_comm: ", 0) == 0);
+    CHECK(e.find(part) != std::string::npos);
+  };
+  refused(moe_job(1, 1, 16, 1), "parallelism.ep is 1");
+  refused(moe_job(1, 4, 4, 4), "needs virtual stages");   // pp 4 without vpp
+  Workload full = moe_job(1, 1, 16, 8);
+  full.training->recompute = Recompute::Full;
+  refused(full, "recompute: full");
+  Workload dense = moe_job(1, 1, 16, 8);
+  dense.model = find_model("llama2-7b");
+  dense.plan.ep = 1;
+  refused(dense, "has no experts");
+}
+
+TEST_CASE("overlap_moe_expert_parallel_comm: every pipeline shape plays without a deadlock, combined only in the steady state") {
+  // Interleaved 1F1B with as many micro-batches as stages (all forwards, then all backwards: nothing to combine),
+  // and with more; one stage. Each step graph is played to its end.
+  for (const auto& [pp, vpp, batch] : std::vector<std::array<int, 3>>{{4, 2, 16}, {4, 2, 32}, {2, 4, 16}, {1, 1, 16}}) {
+    CAPTURE(pp);
+    CAPTURE(batch);
+    Workload w = moe_job(1, pp, 16 / pp, 4, 0, 8);
+    w.plan.vpp = vpp;
+    w.training->global_batch = batch;
+    w.training->overlap_moe_expert_parallel_comm = true;
+    check_plan(w, 16);
+    const StepGraph g = generate_step(w, h100());
+    sim::CommCosts c = sim::free_communication();
+    c.collective = [](const CollectiveOp& op, const std::vector<int>&) {
+      return op.purpose == CommPurpose::ExpertParallel ? Seconds(1e-3) : Seconds(0);
+    };
+    c.transfer = [](const SendOp&, int, int) { return Seconds(1e-4); };
+    CHECK(sim::play_analytic(g, c).step_time.value() > 0);
+  }
 }
 
 TEST_CASE("overlap_moe_expert_parallel_comm: one pass's token exchange travels while the other pass computes") {
