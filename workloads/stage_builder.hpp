@@ -100,6 +100,8 @@ class StageBuilder {
   void start();
   void forward(const PipeStep& step);
   void backward(const PipeStep& step, bool last_micro_batch);
+  // One schedule step: its forward, or its backward (the last micro-batch's closing the gradient buckets).
+  void step(const PipeStep& s, int micro_batches);
   // Two schedule steps of different micro-batches, a forward and a backward in either order, played as one with
   // their MoE token exchanges overlapped (training.overlap_moe_expert_parallel_comm): each step's ops cut after
   // every exchange, the two steps' pieces taken in turn.
@@ -145,7 +147,6 @@ class StageBuilder {
   std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
   std::vector<Index> backward_gather(int layer, int mb, std::vector<Index> deps, bool more);
   std::vector<Index> gather_modules(int layer, int mb, std::vector<Index> gate);
-  void step(const PipeStep& s, int micro_batches);
   void interleave(std::size_t from, std::size_t second);
   void add_grads(Bytes bytes, bool expert, int layer, int mb, Index after);
   void flush_bucket(bool expert, int layer, int mb);

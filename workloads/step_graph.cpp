@@ -138,7 +138,7 @@ std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
   // combined 1F1B steps, after its warm-up of one forward more). Only there: a pair across the warm-up's end or
   // into the drain would hold a forward's send behind a backward's receive that waits on it.
   const auto warmup = static_cast<std::size_t>(warmup_forwards(ctx.w, micro_batches, stage));
-  const bool combine = combined_steps(ctx.w) && ctx.w.plan.schedule != Schedule::Gpipe;
+  const bool combine = combined_steps(ctx.w);   // GPipe's warm-up is every forward: no pair
   const std::size_t steady_end = order.size() - warmup;   // warm-up forwards, pairs, then as many backwards
   for (std::size_t i = 0; i < order.size(); ++i) {
     const PipeStep& step = order[i];
@@ -150,8 +150,7 @@ std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
       ++i;
       continue;
     }
-    if (step.pass == Pass::Forward) b.forward(step);
-    else b.backward(step, step.micro_batch == micro_batches - 1);
+    b.step(step, micro_batches);
   }
   const StageParameters params = stage_parameters(ctx, stage);
   b.finish(params.dense, params.expert);
