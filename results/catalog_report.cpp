@@ -161,13 +161,16 @@ std::string_view work_name(workloads::Work w) {
 
 std::string kernel_rows() {
   const auto& c = workloads::compute_constants();
-  std::string out = fmt::format("{:<10} {:>5} {:>5} {:>6} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7}\n", "arch",
-                                "gemm", "fp8", "attn", "half_mn", "half_k", "stream", "attn_s", "fa_fwd", "fa_bwd",
-                                "fa_seq", "fa_head");
+  std::string out = fmt::format(
+      "{:<10} {:>5} {:>5} {:>6} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7}\n", "arch",
+      "gemm", "fp8", "attn", "half_mn", "half_k", "stream", "attn_s", "fa_fwd", "fa_bwd", "fa_seq", "fa_head",
+      "fa2_fw", "fa2_bw", "fa2_seq", "fa2_hd");
   for (const auto& a : workloads::architectures())
-    out += fmt::format("{:<10} {:>5.3f} {:>5.3f} {:>6.3f} {:>7g} {:>7g} {:>6.2f} {:>6.2f} {:>6.3f} {:>6.3f} {:>7g} {:>7g}\n",
+    out += fmt::format("{:<10} {:>5.3f} {:>5.3f} {:>6.3f} {:>7g} {:>7g} {:>6.2f} {:>6.2f} {:>6.3f} {:>6.3f} {:>7g} {:>7g} "
+                       "{:>6.3f} {:>6.3f} {:>7g} {:>7g}\n",
                        a.name, a.gemm, a.gemm_fp8, a.attention_gemm, a.gemm_half_mn, a.gemm_half_k, a.stream,
-                       a.attention_stream, a.flash_forward, a.flash_backward, a.flash_half_seq, a.flash_half_head);
+                       a.attention_stream, a.flash.forward, a.flash.backward, a.flash.half_seq, a.flash.half_head,
+                       a.flash2.forward, a.flash2.backward, a.flash2.half_seq, a.flash2.half_head);
   out += fmt::format("{:<17} {}\n", "kernel", "work");
   for (const auto& k : workloads::kernel_works()) out += fmt::format("{:<17} {}\n", to_string(k.kind), work_name(k.work));
   return out + fmt::format("GEMM shape: m and n each scale efficiency by d / (d + half_mn), k by k / (k + half_k); "
@@ -191,10 +194,14 @@ json kernels_json() {
                      {"gemm_half_k", a.gemm_half_k},
                      {"stream", a.stream},
                      {"attention_stream", a.attention_stream},
-                     {"flash_forward", a.flash_forward},
-                     {"flash_backward", a.flash_backward},
-                     {"flash_half_seq", a.flash_half_seq},
-                     {"flash_half_head", a.flash_half_head},
+                     {"flash_forward", a.flash.forward},
+                     {"flash_backward", a.flash.backward},
+                     {"flash_half_seq", a.flash.half_seq},
+                     {"flash_half_head", a.flash.half_head},
+                     {"flash2_forward", a.flash2.forward},
+                     {"flash2_backward", a.flash2.backward},
+                     {"flash2_half_seq", a.flash2.half_seq},
+                     {"flash2_half_head", a.flash2.half_head},
                      {"source", a.source}});
   return {{"kernels", works},
           {"architectures", archs},

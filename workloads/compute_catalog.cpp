@@ -66,7 +66,8 @@ constexpr const char* kAmpereSource =
     "on the 22B sequence-parallel row; attention_stream 0.65 fitted on the 22B selective recompute's cost (1.3 ms); "
     "fused attention: FlashAttention-2 forward+backward on A100 80GB SXM4, causal, head_dim 128: 99, 133, 155, 173, "
     "182, 189 TFLOP/s at seq 512..16k (Dao-AILab/flash-attention assets/flash2_a100_fwd_bwd_benchmark.png at "
-    "0251105a): 0.64 of 312 with d_half_seq 520; head_dim 64 at 16k 171 of 189 gives d_half_head 15";
+    "0251105a): 0.64 of 312 with d_half_seq 520; head_dim 64 at 16k 171 of 189 gives d_half_head 15 (flash and "
+    "flash2 alike: the same kernel)";
 constexpr const char* kHopperSource =
     "gemm: best measured 0.803 (ml-engineering MAMF, H100 SXM bf16 794.5 TFLOP/s) without its shape factor, x the "
     "sustained share 0.787 carried from Ampere x 0.86 (power-limited: fitted on the H100 tables of validate)"
@@ -77,13 +78,17 @@ constexpr const char* kHopperSource =
     "attention: cuDNN (Transformer Engine's fused attention) on H100 SXM, causal, head_dim 128, forward 315, 410, "
     "484, 518, 529, 539 TFLOP/s at seq 512..16k (flash-attention assets/flash3_fp16_fwd.png): 0.566 of 989 with "
     "d_half_seq 400; backward 305..518 (FlashAttention-3 paper, figure transcription): 0.546; head_dim 64 causal at "
-    "16k 388 of 539 gives d_half_head 81; fused attention x 0.86 as the GEMMs";
+    "16k 388 of 539 gives d_half_head 81; fused attention x 0.86 as the GEMMs; flash2: FlashAttention-2 on H100 "
+    "SXM5, forward + backward, causal, head_dim 128: 163..328 TFLOP/s at seq 512..16k "
+    "(flash-attention assets/flash2_h100_fwd_bwd_benchmark.png): 0.337 of 989 with d_half_seq 532, head_dim 64 "
+    "0.873 of 128's (d_half_head 22), x 0.86";
 constexpr const char* kBlackwellSource =
     "gemm: best measured 0.776 (ml-engineering MAMF, B200 bf16 1745 TFLOP/s) without its shape factor, x the "
     "sustained share carried from Ampere x Hopper's 0.86 power limit (assumed); gemm_fp8 from 3432.5 (0.763); "
     "d_half, stream: Hopper's (no Blackwell "
     "measurement found: an assumption); fused attention: FlashAttention-4 on B200 1.88-1.95x FlashAttention-3 on "
-    "H200 (ml-engineering insights/when-to-upgrade-gpus) over a 2.275x peak: Hopper's fractions x 0.835";
+    "H200 (ml-engineering insights/when-to-upgrade-gpus) over a 2.275x peak: Hopper's fractions x 0.835; flash2: "
+    "Hopper's FlashAttention-2 fractions (no Blackwell measurement found: an assumption)";
 constexpr const char* kAssumedAmpereSource =
     "no kernel measurements of this architecture found: Ampere's constants, an assumption";
 constexpr const char* kVoltaSource =
@@ -96,11 +101,25 @@ constexpr const char* kCdna3Source =
     "factor, x the sustained share carried from Ampere; everything else Ampere's (no measurement found: an "
     "assumption)";
 
+// FlashAttention-2 on an A100 (Ampere's fused kernel, flash and flash2 alike; kAmpereSource).
+constexpr FusedAttentionRates kFlash2Ampere{.forward = 0.64, .backward = 0.64, .half_seq = 520, .half_head = 15};
+// FlashAttention-2 on an H100 SXM5, forward + backward, causal, head_dim 128: 163, 221, 265, 294, 308, 328 TFLOP/s
+// at seq 512..16k (Dao-AILab/flash-attention assets/flash2_h100_fwd_bwd_benchmark.png at 0251105a): least squares
+// gives 333.5 TFLOP/s (0.337 of 989) with d_half_seq 532 (fits within 2 %); head_dim 64 runs 0.873 of 128's on
+// average over the six lengths, d_half_head 22. The figure times forward and backward together: each is given
+// their rate (no separate measurement). Before the power limit (x 0.86, as Hopper's other compute-bound rates).
+constexpr FusedAttentionRates kFlash2Hopper{.forward = 0.337, .backward = 0.337, .half_seq = 532, .half_head = 22};
+
+FusedAttentionRates scaled(FusedAttentionRates r, double factor) {
+  r.forward *= factor;
+  r.backward *= factor;
+  return r;
+}
+
 ArchitectureConstants ampere_like(std::string_view name, const char* source) {
   return {.name = name, .gemm = 0.74, .gemm_fp8 = 0.74, .attention_gemm = 0.74, .gemm_half_mn = 64,
-          .gemm_half_k = 64, .stream = 0.80, .attention_stream = 0.65, .flash_forward = 0.64,
-          .flash_backward = 0.64, .flash_half_seq = 520, .flash_half_head = 15, .source = source,
-          .reference_gpu = {}, .reference_watts_per_tflops = 0};
+          .gemm_half_k = 64, .stream = 0.80, .attention_stream = 0.65, .flash = kFlash2Ampere,
+          .flash2 = kFlash2Ampere, .source = source, .reference_gpu = {}, .reference_watts_per_tflops = 0};
 }
 
 ArchitectureConstants hopper_like(std::string_view name, double best, double best_fp8, double flash_scale,
@@ -109,8 +128,9 @@ ArchitectureConstants hopper_like(std::string_view name, double best, double bes
   flash_scale *= kPowerLimited;
   return {.name = name, .gemm = best * gemm, .gemm_fp8 = best_fp8 * gemm,
           .attention_gemm = best * gemm, .gemm_half_mn = 64, .gemm_half_k = 250, .stream = 0.85,
-          .attention_stream = 0.69, .flash_forward = 0.566 * flash_scale, .flash_backward = 0.546 * flash_scale,
-          .flash_half_seq = 400, .flash_half_head = 81, .power_limited = kPowerLimited, .source = source,
+          .attention_stream = 0.69,
+          .flash = {.forward = 0.566 * flash_scale, .backward = 0.546 * flash_scale, .half_seq = 400, .half_head = 81},
+          .flash2 = scaled(kFlash2Hopper, kPowerLimited), .power_limited = kPowerLimited, .source = source,
           .reference_gpu = {}, .reference_watts_per_tflops = 0};
 }
 

@@ -48,8 +48,8 @@ double compute_efficiency(const Kernel& k, const ArchitectureConstants& arch, Pr
     }
     case Work::AttentionGemm: return arch.attention_gemm * gemm_shape_factor(*k.gemm, arch);
     case Work::FusedAttention: {
-      const double large = k.pass == Pass::Backward ? arch.flash_backward : arch.flash_forward;
-      return large * attention_shape_factor(*k.attention, arch);
+      const FusedAttentionRates& r = k.attention->flash2 ? arch.flash2 : arch.flash;
+      return (k.pass == Pass::Backward ? r.backward : r.forward) * attention_shape_factor(*k.attention, arch);
     }
     case Work::Stream:
     case Work::AttentionStream: return 1.0;   // no FLOPs: never used
@@ -80,8 +80,9 @@ double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch) 
 // nothing (cuDNN's causal forward on an H100 runs head_dim 256 no faster than 128).
 double attention_shape_factor(const AttentionShape& a, const ArchitectureConstants& arch) {
   constexpr double kMeasuredHead = 128;
-  const double head = std::min(1.0, fill(a.head_dim, arch.flash_half_head) / fill(kMeasuredHead, arch.flash_half_head));
-  return fill(a.seq, arch.flash_half_seq) * head;
+  const FusedAttentionRates& r = a.flash2 ? arch.flash2 : arch.flash;
+  const double head = std::min(1.0, fill(a.head_dim, r.half_head) / fill(kMeasuredHead, r.half_head));
+  return fill(a.seq, r.half_seq) * head;
 }
 
 FlopCount executed_flops(const Kernel& k) {

@@ -33,6 +33,14 @@ struct KernelWork {
 };
 
 // One GPU architecture's constants.
+// A fused attention kernel's rates (FlashAttention class).
+struct FusedAttentionRates {
+  double forward = 0;     // forward at long sequences and head_dim 128: executed FLOPs over the 16-bit peak
+  double backward = 0;    // its backward likewise
+  double half_seq = 0;    // sequence length at which the kernel runs at half that
+  double half_head = 0;   // head dimension likewise (relative to 128, never above it)
+};
+
 struct ArchitectureConstants {
   std::string_view name;        // the catalog's GpuSpec::architecture
   double gemm = 0;              // large 16-bit (and tf32/fp32) GEMMs: fraction of the precision's dense peak
@@ -42,13 +50,10 @@ struct ArchitectureConstants {
   double gemm_half_k = 0;       // d_half of its k
   double stream = 0;            // element-wise kernels: fraction of memory bandwidth
   double attention_stream = 0;  // unfused attention's softmax and dropout over the probabilities
-  double flash_forward = 0;     // fused attention forward at long sequences and head_dim 128: executed FLOPs over
-                                // the 16-bit peak
-  double flash_backward = 0;    // its backward likewise
-  double flash_half_seq = 0;    // sequence length at which the fused kernel runs at half that
-  double flash_half_head = 0;   // head dimension likewise (relative to 128, never above it)
+  FusedAttentionRates flash;    // the architecture's best fused attention kernel (training.attention: flash)
+  FusedAttentionRates flash2;   // FlashAttention-2 (flash2)
   double power_limited = 1;     // share of its benchmarked compute-bound rates a training step keeps (in gemm,
-                                // gemm_fp8, attention_gemm and flash_* already; here to say so)
+                                // gemm_fp8, attention_gemm, flash and flash2 already; here to say so)
   std::string source;
   // The SKU the constants were measured on (empty: none, no power scaling); the power it has per unit of dense
   // 16-bit peak (its TDP over that peak, W per TFLOP/s) is where the clocks hold (sustained_clock).

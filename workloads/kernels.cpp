@@ -88,6 +88,7 @@ struct Dims {
   bool swiglu = false;
   bool learned_positions = false;
   bool flash = false;      // the attention core as one fused kernel
+  bool flash2 = false;     // that kernel FlashAttention-2
   bool causal = true;
   bool fp8 = false;        // the linear layers' GEMMs in fp8 (Transformer Engine)
   bool fused_loss = false;
@@ -139,7 +140,8 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.ge = bytes_per_element(t.grad_dtype);
   d.fp32 = bytes_per_element(Precision::Fp32);
   d.learned_positions = m.positions == Positions::Learned;
-  d.flash = t.attention == AttentionKernel::Flash;
+  d.flash = fused(t.attention);
+  d.flash2 = t.attention == AttentionKernel::Flash2;
   d.causal = m.causal;
   d.fp8 = t.fp8 != Fp8::None;
   d.fused_loss = t.cross_entropy_fusion;
@@ -287,7 +289,7 @@ Step fused_attention(const Dims& d) {
   const double kv = d.tokens * d.cp * d.kv_heads * (d.qk_head + d.v_head);      // K and V, every block
   const double stats = d.b * d.heads * queries * d.fp32;
   Step step = elementwise_step(KernelClass::FlashAttention, {(io + kv) * d.e + stats, 2.0 * (io + kv) * d.e + 2.0 * stats});
-  step.attention = AttentionShape{d.b * d.heads, queries, (d.qk_head + d.v_head) / 2.0, d.causal};
+  step.attention = AttentionShape{d.b * d.heads, queries, (d.qk_head + d.v_head) / 2.0, d.causal, d.flash2};
   step.attention_flops = 2.0 * d.b * d.heads * queries * d.s * (d.qk_head + d.v_head);
   return step;
 }
@@ -411,6 +413,27 @@ std::vector<Step> layer_steps(const Dims& d, bool moe, bool mla_up) {
   return steps;
 }
 
+// What torchtitan's per-op checkpointing (recompute: op) reruns of a dense layer. Its policy keeps the output of
+// every matmul, SDPA and collective but of every second matmul (torchtitan/models/llama/parallelize_llama.py,
+// _apply_ac_to_transformer_block at 9dec370a: "Saves output of all compute ops, except every second mm"), counted
+// per block in a Llama block's order: wq, wk, wv, wo, w1, w3, w2. The backward reruns what it needs of the rest,
+// in forward order (torch.utils.checkpoint's early stop): the attention norm and K's projection (SDPA's backward
+// reads K), the output projection and the residual add (the MLP norm's backward reads its input), the MLP norm,
+// and with a gated MLP the up projection's second half (w3: its output enters the gate's product) and the
+// activation; with a plain MLP, the activation (the down projection's input), w2 being the one not needed.
+std::vector<Step> op_recompute_steps(const Dims& d) {
+  const double x = d.ew_tokens * d.h;
+  std::vector<Step> steps;
+  steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
+  linear(steps, KernelClass::QkvGemm, {d.tokens, d.kv_heads * d.qk_head, d.h, 1}, d);
+  linear(steps, KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.v_head, 1}, d);
+  add_dropout_residual(steps, x, d);
+  steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
+  if (d.swiglu) linear(steps, KernelClass::MlpUpGemm, {d.tokens, d.ffn, d.h, 1}, d);
+  steps.push_back(elementwise_step(KernelClass::Activation, activation_traffic(d.tokens * d.ffn, d.e, d.swiglu)));
+  return steps;
+}
+
 // What the recompute pass repeats: everything (full), or the modules training.recompute_modules names
 // (selective; by default the attention core, whose activations are large and cheap to recompute: Korthikanti et
 // al. section 5, with a fused core that kernel).
@@ -419,6 +442,7 @@ bool recomputed(const Step& step, const TrainingSpec& t) {
     case Recompute::None: return false;
     case Recompute::Full: return true;
     case Recompute::Selective: return (step.modules & t.recompute_modules) != 0;
+    case Recompute::Op: break;   // op_recompute_steps builds its own
   }
   DTSIM_ASSERT(false, "recompute granularity missing from recomputed()");
 }
@@ -489,6 +513,10 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sha
   const Dims d = dims_of(m, t, s, micro_batch);
   const bool mla_up = pass == Pass::Recompute && d.mla && t.recompute == Recompute::Selective &&
                       (t.recompute_modules & bit(RecomputeModule::MlaUpProj)) != 0;
+  if (pass == Pass::Recompute && t.recompute == Recompute::Op) {
+    DTSIM_ASSERT(!moe && !d.mla, "per-op checkpointing of a dense layer without MLA (check_plan)");
+    return materialise(op_recompute_steps(d), pass, d);
+  }
   std::vector<Step> steps = layer_steps(d, moe, mla_up);
   if (pass == Pass::Recompute) std::erase_if(steps, [&](const Step& step) { return !recomputed(step, t); });
   return materialise(steps, pass, d);

@@ -73,6 +73,7 @@ struct AttentionShape {
   double seq = 0;
   double head_dim = 0;
   bool causal = true;   // a causal mask: the kernel skips the masked half of the scores
+  bool flash2 = false;  // FlashAttention-2 (training.attention: flash2), not the architecture's best fused kernel
 };
 
 struct Kernel {

@@ -108,6 +108,12 @@ struct LayerTerms {
   double mlp = 0;       // mlp (dense layer) or shared_experts (MoE layer): the MLP's tensors, its input kept
   double moe = 0;       // moe: the routed tokens' tensors and the router's probabilities, the layer input kept
   double moe_act = 0;   // moe_act: the experts' activation outputs (the down projections' input)
+  // recompute: op (torchtitan's per-op checkpointing, dense layers): what it keeps. The layer input (the
+  // checkpoint's) and, with a gated MLP, the down projection's output (the seventh matmul, an odd one) replicated;
+  // the outputs of Q's and V's projections, of the attention core (with its statistics: `scores`) and of the
+  // MLP's first matmul (w1, the gate; a plain MLP's up projection) split by TP.
+  double op_replicated = 0;
+  double op_split = 0;
 };
 
 // An MoE layer keeps, in the MLP's place: the shared experts' tensors (split over TP as a dense MLP's), and on
@@ -125,8 +131,8 @@ LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batc
   const double split_width = m.q_dim() + m.value_dim() + 2.0 * m.kv_dim() + mlp_tensors * mlp_width;
   // A fused attention core keeps no scores, only the softmax statistics (fp32 per row) for its backward.
   const double dropped = m.attention_dropout > 0.0 ? e + kMaskBytes : 0.0;   // the mask and dropout output
-  const double scores = t.attention == AttentionKernel::Flash ? sb * m.heads * bytes_per_element(Precision::Fp32)
-                                                              : sb * m.seq_length * m.heads * (e + dropped);
+  const double scores = fused(t.attention) ? sb * m.heads * bytes_per_element(Precision::Fp32)
+                                           : sb * m.seq_length * m.heads * (e + dropped);
   const double masks = m.hidden_dropout > 0.0 ? 2.0 * kMaskBytes : 0.0;
   double replicated = sb * h * (4.0 * e + masks);
   LayerTerms l{0, sb * e * split_width, scores};
@@ -135,6 +141,8 @@ LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batc
   // MLA keeps its latents, the up projections' inputs (replicated, as the down projections' outputs are).
   if (m.mla()) replicated += sb * e * (static_cast<double>(m.q_lora_rank) + m.kv_lora_rank + m.rope_head_dim);
   l.mlp = sb * e * mlp_tensors * mlp_width;
+  l.op_replicated = sb * e * h * (m.activation == Activation::Swiglu ? 2.0 : 1.0);
+  l.op_split = sb * e * (static_cast<double>(m.q_dim()) + m.kv_dim() + m.value_dim() + mlp_width);
   if (moe) {
     const double copies = sb * m.experts_per_token * etp * m.expert_imbalance;
     l.moe = copies * e * (2.0 * h + mlp_tensors * m.expert_width() / etp) +
@@ -228,18 +236,20 @@ StageActivations stage_activations(const Workload& w, int stage) {
     peak = std::max(peak, live);
   }
   // Full recompute: the backward re-runs one layer's forward and holds its full activations meanwhile; selective,
-  // what the modules beyond core_attn dropped of one layer (the larger of a dense and an MoE layer's). The
-  // attention core's own scores, recomputed for one layer, are not counted (as Korthikanti et al. count them).
+  // what the modules beyond core_attn dropped of one layer (the larger of a dense and an MoE layer's); op, what
+  // per-op checkpointing dropped of one layer. The attention core's own scores, recomputed for one layer, are not
+  // counted (as Korthikanti et al. count them).
   if (w.training->recompute != Recompute::None) {
     TrainingSpec stored = *w.training;
-    stored.recompute = w.training->recompute == Recompute::Full ? Recompute::None : Recompute::Selective;
+    const Recompute r = w.training->recompute;
+    stored.recompute = r == Recompute::Full || r == Recompute::Op ? Recompute::None : Recompute::Selective;
     stored.recompute_modules = bit(RecomputeModule::CoreAttn);
     const ModelSpec m = as_loaded(w);
     double transient = 0;
     for (const bool moe : {false, true}) {
       if (moe && !m.moe()) continue;
       double held = layer_activation_bytes(m, stored, p.tp, stored.micro_batch, moe, p.expert_tp()).value();
-      if (w.training->recompute == Recompute::Selective)
+      if (r == Recompute::Selective || r == Recompute::Op)
         held -= layer_activation_bytes(m, *w.training, p.tp, stored.micro_batch, moe, p.expert_tp()).value();
       transient = std::max(transient, held);
     }
@@ -339,15 +349,18 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
   const ParallelPlan& p = w.plan;
   const std::string master = t.master_weights ? "4 B fp32 master + " : "";
   const std::string sp = t.sequence_parallel ? " + sequence parallel" : "";
-  const bool fused = t.attention == AttentionKernel::Flash;
+  const bool fused_core = fused(t.attention);
   std::string act = fmt::format(
       "activations: Korthikanti et al., recompute {}{}, tp {}, micro-batch {} x {} tokens{}, {} in flight on stage "
       "{}; {}; logits {} on the last stage",
       recompute_text(t), sp, p.tp, t.micro_batch, w.model.seq_length,
       p.cp > 1 ? fmt::format(" split over cp {}", p.cp) : "", s.in_flight, stage,
-      fused ? "fused attention (no scores kept)" : "unfused attention (scores kept)",
+      fused_core ? "fused attention (no scores kept)" : "unfused attention (scores kept)",
       t.cross_entropy_fusion ? to_string(t.precision) : "fp32");
   if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
+  if (t.recompute == Recompute::Op)
+    act += "; per-op checkpointing keeps the input, Q, V, the attention output, w1's (and w2's) outputs; plus one "
+           "layer's recomputed tensors during backward";
   return {
       fmt::format("params: {} parameters per GPU (stage {}, split over tp {}; norms and row biases "
                   "replicated{}) x {} B {}{}",
@@ -440,6 +453,7 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, 
   switch (t.recompute) {
     case Recompute::None: return Bytes(l.replicated / sp + (l.split + l.scores) / tp);
     case Recompute::Selective: return Bytes(selective_activation_bytes(l, t.recompute_modules, moe, m.mla(), sp, tp));
+    case Recompute::Op: return Bytes(l.op_replicated / sp + (l.op_split + l.scores) / tp);
     case Recompute::Full: {
       const double sbh = static_cast<double>(m.seq_length) * micro_batch * m.hidden;
       return Bytes(activation_element_bytes(t.precision) * sbh / sp);   // the layer input only

@@ -43,10 +43,10 @@ void check_context(const Workload& w) {
          fmt::format("does not divide model.seq_length {} into {} equal chunks (2 x cp{}): cp", w.model.seq_length,
                      chunks, w.training->sequence_parallel ? " x tp" : ""),
          "a cp whose 2 x cp (x tp with sequence parallelism) divides seq_length");
-  if (w.training->attention != AttentionKernel::Flash)
+  if (!fused(w.training->attention))
     throw InputError("training.attention", std::string(to_string(w.training->attention)),
-                     "cannot run context parallelism (Transformer Engine's attention is fused), so not",
-                     "flash with parallelism.cp > 1");
+                     "cannot run context parallelism (its attention core is a fused kernel), so not",
+                     "flash or flash2 with parallelism.cp > 1");
 }
 
 
@@ -132,6 +132,18 @@ void check_ep_overlap(const Workload& w) {
     refuse("cannot run with training.recompute: full (Megatron-Core refuses it):", "false, or recompute none or selective");
 }
 
+// torchtitan's per-op checkpointing counts a dense Llama block's matmuls: dtsim models it on dense layers of
+// standard attention (no experts, no MLA).
+void check_recompute_op(const Workload& w) {
+  if (w.training->recompute != Recompute::Op) return;
+  if (w.model.moe() || w.model.mla())
+    throw InputError("training.recompute", "op",
+                     fmt::format("is torchtitan's per-op checkpointing of a dense block's matmuls, and the model has {}, "
+                                 "so not",
+                                 w.model.moe() ? "experts" : "multi-head latent attention"),
+                     "none, selective or full on this model");
+}
+
 // Every module of training.recompute_modules recomputes something of the model (Megatron-Core refuses
 // mla_up_proj without MLA).
 void check_recompute_modules(const Workload& w) {
@@ -157,6 +169,7 @@ void check_training(const Workload& w) {
   const TrainingSpec& t = *w.training;
   const ParallelPlan& p = w.plan;
   check_ep_overlap(w);
+  check_recompute_op(w);
   check_recompute_modules(w);
   if (t.global_batch % (p.dp * t.micro_batch) != 0)
     fail("training.micro_batch", t.micro_batch,

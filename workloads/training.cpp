@@ -12,9 +12,10 @@ using topology::value_of;
 constexpr NameTable<Optimizer, 3> kOptimizers{{{Optimizer::AdamW, "adamw"},
                                                {Optimizer::Adafactor, "adafactor"},
                                                {Optimizer::Sgd, "sgd"}}};
-constexpr NameTable<Recompute, 3> kRecomputes{{{Recompute::None, "none"},
+constexpr NameTable<Recompute, 4> kRecomputes{{{Recompute::None, "none"},
                                                {Recompute::Selective, "selective"},
-                                               {Recompute::Full, "full"}}};
+                                               {Recompute::Full, "full"},
+                                               {Recompute::Op, "op"}}};
 constexpr NameTable<RecomputeModule, 7> kRecomputeModules{{{RecomputeModule::CoreAttn, "core_attn"},
                                                             {RecomputeModule::MoeAct, "moe_act"},
                                                             {RecomputeModule::Layernorm, "layernorm"},
@@ -22,14 +23,16 @@ constexpr NameTable<RecomputeModule, 7> kRecomputeModules{{{RecomputeModule::Cor
                                                             {RecomputeModule::Mlp, "mlp"},
                                                             {RecomputeModule::Moe, "moe"},
                                                             {RecomputeModule::SharedExperts, "shared_experts"}}};
-constexpr NameTable<Framework, 6> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
+constexpr NameTable<Framework, 7> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
                                                {Framework::Nemo, "nemo"},
                                                {Framework::Megatron2021, "megatron-2021"},
                                                {Framework::Megatron2022, "megatron-2022"},
                                                {Framework::DeepSpeed, "deepspeed"},
-                                               {Framework::DeepSpeed2021, "deepspeed-2021"}}};
-constexpr NameTable<AttentionKernel, 2> kAttentionKernels{{{AttentionKernel::Unfused, "unfused"},
-                                                           {AttentionKernel::Flash, "flash"}}};
+                                               {Framework::DeepSpeed2021, "deepspeed-2021"},
+                                               {Framework::Torchtitan, "torchtitan"}}};
+constexpr NameTable<AttentionKernel, 3> kAttentionKernels{{{AttentionKernel::Unfused, "unfused"},
+                                                           {AttentionKernel::Flash, "flash"},
+                                                           {AttentionKernel::Flash2, "flash2"}}};
 constexpr NameTable<Fp8, 3> kFp8s{{{Fp8::None, "none"}, {Fp8::Hybrid, "hybrid"}, {Fp8::E4m3, "e4m3"}}};
 constexpr NameTable<MoeDispatcher, 2> kMoeDispatchers{{{MoeDispatcher::AllToAll, "alltoall"},
                                                         {MoeDispatcher::DeepEp, "deepep"}}};
@@ -71,7 +74,8 @@ bool megatron_core_based(Framework f) { return f == Framework::MegatronCore || f
 void apply_framework(TrainingSpec& t, Framework f) {
   t.framework = f;
   const bool core = megatron_core_based(f);
-  t.attention = core ? AttentionKernel::Flash : AttentionKernel::Unfused;
+  t.attention = core ? AttentionKernel::Flash
+                     : f == Framework::Torchtitan ? AttentionKernel::Flash2 : AttentionKernel::Unfused;
   t.cross_entropy_fusion = f == Framework::Nemo;
   t.tp_backward_overlap = core || f == Framework::Megatron2022;
   t.distributed_optimizer = core;
@@ -79,6 +83,7 @@ void apply_framework(TrainingSpec& t, Framework f) {
   t.zero3_prefetch_ahead = f != Framework::DeepSpeed2021;
   const bool sixteen = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
   if (f == Framework::Nemo && sixteen) t.grad_dtype = t.precision;
+  t.cp_comm = f == Framework::Torchtitan ? CpComm::AllGather : CpComm::P2p;
 }
 
 double bytes_per_element(Precision p) {

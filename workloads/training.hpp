@@ -16,14 +16,17 @@ namespace dtsim::workloads {
 using topology::Precision;
 
 enum class Optimizer { AdamW, Adafactor, Sgd };
-enum class Recompute { None, Selective, Full };
+// Op: torchtitan's per-op selective checkpointing (selective_ac_option "op"): every compute op's output kept but
+// every second matmul's, so the backward reruns those matmuls (a Llama block's K, output and MLP-up-gate
+// projections) with the element-wise ops between.
+enum class Recompute { None, Selective, Full, Op };
 
 std::string_view to_string(Optimizer o);
 std::string_view to_string(Recompute r);
 std::optional<Optimizer> parse_optimizer(std::string_view name);
 std::optional<Recompute> parse_recompute(std::string_view name);
 inline constexpr std::string_view kOptimizerNames = "adamw, adafactor, sgd";
-inline constexpr std::string_view kRecomputeNames = "none, selective, full";
+inline constexpr std::string_view kRecomputeNames = "none, selective, full, op";
 
 // What selective recomputation recomputes (training.recompute_modules), Megatron-Core's --recompute-modules, as
 // its TransformerConfig documents them: core_attn (the attention core, the default), moe_act (the experts'
@@ -58,20 +61,23 @@ inline constexpr std::string_view kZero3PrefetchNames = "auto, layer, none";
 // overlaps NVIDIA's published Megatron-LM runs turn on (today's, the default), NeMo's performance recipes on top of
 // it, Megatron-LM as the SC'21 runs were (2021) and as Korthikanti et al.'s (2022), DeepSpeed as it runs today and
 // its ZeRO-3 as it ran in 2021. apply_framework says what each sets.
-enum class Framework { MegatronCore, Nemo, Megatron2021, Megatron2022, DeepSpeed, DeepSpeed2021 };
+enum class Framework { MegatronCore, Nemo, Megatron2021, Megatron2022, DeepSpeed, DeepSpeed2021, Torchtitan };
 std::string_view to_string(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
 inline constexpr std::string_view kFrameworkNames =
-    "megatron-core, nemo, megatron-2021, megatron-2022, deepspeed, deepspeed-2021";
+    "megatron-core, nemo, megatron-2021, megatron-2022, deepspeed, deepspeed-2021, torchtitan";
 // Megatron-Core and what is built on it (NeMo): the plan-dependent defaults of apply_framework_plan apply.
 [[nodiscard]] bool megatron_core_based(Framework f);
 
 // The attention core (training.attention): unfused kernels that write the b x heads x s x s scores to memory, or
-// one fused kernel (FlashAttention, cuDNN's fused attention) that keeps them on chip.
-enum class AttentionKernel { Unfused, Flash };
+// one fused kernel that keeps them on chip: flash, the architecture's best (Transformer Engine's cuDNN fused
+// attention on Hopper, FlashAttention-2 on Ampere), or flash2, FlashAttention-2 itself (PyTorch SDPA's first
+// backend on Ampere and Hopper, which on Hopper runs no Hopper-specific instructions).
+enum class AttentionKernel { Unfused, Flash, Flash2 };
 std::string_view to_string(AttentionKernel a);
 std::optional<AttentionKernel> parse_attention_kernel(std::string_view name);
-inline constexpr std::string_view kAttentionKernelNames = "unfused, flash";
+inline constexpr std::string_view kAttentionKernelNames = "unfused, flash, flash2";
+[[nodiscard]] constexpr bool fused(AttentionKernel a) { return a != AttentionKernel::Unfused; }
 
 // Transformer Engine's fp8 training (training.fp8): the linear layers' GEMMs in fp8 (hybrid: E4M3 forward, E5M2
 // gradients; e4m3: E4M3 throughout), everything else in the 16-bit precision.
@@ -177,7 +183,13 @@ inline constexpr int kTpSplits = 4;
 //     size) resolved with the plan (the scenario reader);
 //   nemo: megatron-core's, with what NeMo's performance recipes add (scripts/performance, helpers.py): the fused
 //     loss (cross_entropy_fusion_impl te), gradients reduced in bf16 (grad_reduce_in_fp32 False), 128 Mi-parameter
-//     buckets (MegatronCommOverlapCallback).
+//     buckets (MegatronCommOverlapCallback);
+//   torchtitan: PyTorch as torchtitan runs it (FSDP2, DTensor TP, torch.compile), pytorch/torchtitan 9dec370a with
+//     torch of 2024-12: attention by SDPA, whose first backend on Ampere and Hopper is FlashAttention-2 (flash2;
+//     aten/src/ATen/native/transformers/cuda/sdp_utils.cpp priority_order: flash, efficient, math, cuDNN last);
+//     the loss unfused; context parallelism rotating the keys and values by all-gather (its
+//     context_parallel_rotate_method default, "allgather"); no distributed optimizer (FSDP shards instead);
+//     every TP collective exposed unless async TP is asked for (tp_comm_overlap).
 void apply_framework(TrainingSpec& t, Framework f);
 
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).

@@ -357,7 +357,7 @@ ParallelPlan read_plan(const YamlMap& top, const topology::ClusterSpec& cluster,
 // Megatron-Core's bucket: max(40M, 1M x dp) parameters (megatron/core/distributed/distributed_data_parallel.py,
 // "to ensure that chunks used in NCCL ring-reduce implementations are large enough to remain bandwidth-bound");
 // DeepSpeed's reduce_bucket_size, 5e8 elements (deepspeed/runtime/zero/constants.py); Megatron-LM 2021's 25 MB
-// (PyTorch DDP's default bucket_cap_mb).
+// (PyTorch DDP's default bucket_cap_mb, also torchtitan's under DDP).
 Bytes default_bucket(const TrainingSpec& t, const ParallelPlan& p) {
   const double element = workloads::bytes_per_element(t.grad_dtype);
   switch (t.framework) {
@@ -366,7 +366,8 @@ Bytes default_bucket(const TrainingSpec& t, const ParallelPlan& p) {
     case workloads::Framework::DeepSpeed:
     case workloads::Framework::DeepSpeed2021: return Bytes(5e8 * element);
     case workloads::Framework::Megatron2021:
-    case workloads::Framework::Megatron2022: return Bytes(25e6);
+    case workloads::Framework::Megatron2022:
+    case workloads::Framework::Torchtitan: return Bytes(25e6);   // FSDP reduce-scatters per unit instead
   }
   return Bytes(25e6);
 }
@@ -406,7 +407,9 @@ void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p, wor
   // BACKWARD_PRE), where DeepSpeed's ZeRO-3 prefetches what its bucket allows.
   if (p.fsdp != workloads::Fsdp::None && !m.has("zero3_prefetch")) t.zero3_prefetch = workloads::Zero3Prefetch::Layer;
   const bool core = workloads::megatron_core_based(t.framework);
-  if (!m.has("sequence_parallel") && core) t.sequence_parallel = p.tp > 1;
+  // torchtitan's TP plan shards the norms over the sequence (SequenceParallel on attention_norm and ffn_norm).
+  const bool torchtitan = t.framework == workloads::Framework::Torchtitan;
+  if (!m.has("sequence_parallel") && (core || torchtitan)) t.sequence_parallel = p.tp > 1;
   if (!m.has("tp_comm_overlap")) t.tp_comm_overlap = core && t.sequence_parallel && p.tp > 1;
   if (t.tp_comm_overlap && !t.sequence_parallel)
     m.fail("tp_comm_overlap", "true", "needs training.sequence_parallel (Megatron-Core refuses it without), so not",

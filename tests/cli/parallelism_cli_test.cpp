@@ -93,6 +93,16 @@ TEST_CASE("moe: an ep that does not divide the experts is refused with exit 2 an
   CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
 }
 
+TEST_CASE("recompute op: torchtitan's per-op checkpointing on an MoE model is refused with exit 2 and one line") {
+  const auto e = dtsim("memory " + src("tests/data/scenarios/recompute-op-moe.yaml"));
+  CHECK(e.status == 2);
+  CHECK(e.err.starts_with("dtsim: error: "));
+  CHECK(e.err.ends_with("recompute-op-moe.yaml:7: training.recompute: is torchtitan's per-op checkpointing of a dense "
+                        "block's matmuls, and the model has experts, so not 'op' (allowed: none, selective or full on "
+                        "this model)\n"));
+  CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+}
+
 TEST_CASE("cp run: a 16K-token sequence that does not fit on one GPU fits split over four, and loads back alike") {
   const fs::path dir = fresh_dir("cp", "run");
   fs::create_directories(dir);

@@ -180,6 +180,25 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
     // ZeRO-3's backward prefetch ahead: DeepSpeed today; not its 2021 ZeRO-3, whose all-gathers blocked.
     CHECK(t.zero3_prefetch_ahead == (std::string(old) != "deepspeed-2021"));
   }
+  // torchtitan: SDPA's FlashAttention-2, CP by all-gather, DDP's 25 MB buckets; under TP the norms
+  // sequence-parallel and async TP off until asked for.
+  const auto titan = [](const std::string& extra) {
+    return *load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\ntraining: {global_batch: 8, "
+                     "framework: torchtitan" + extra + "}\nparallelism: {tp: 8}\n")
+                .workload->training;
+  };
+  const workloads::TrainingSpec torchtitan = titan("");
+  CHECK(torchtitan.attention == workloads::AttentionKernel::Flash2);
+  CHECK(torchtitan.cp_comm == workloads::CpComm::AllGather);
+  CHECK(torchtitan.sequence_parallel);
+  CHECK_FALSE(torchtitan.tp_comm_overlap);
+  CHECK_FALSE(torchtitan.distributed_optimizer);
+  CHECK(torchtitan.dp_bucket == Bytes(25e6));
+  CHECK(titan(", tp_comm_overlap: true, recompute: op").tp_comm_overlap);
+  CHECK(titan(", recompute: op").recompute == workloads::Recompute::Op);
+  CHECK(to_yaml(load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\ntraining: {global_batch: 8, "
+                         "framework: torchtitan, recompute: op}\n"))
+            .find("attention: flash2") != std::string::npos);
   const workloads::TrainingSpec mixed = training(", framework: megatron-2021, attention: flash, fp8: hybrid");
   CHECK(mixed.attention == workloads::AttentionKernel::Flash);
   CHECK_FALSE(mixed.cross_entropy_fusion);
@@ -337,7 +356,7 @@ TEST_CASE("every key is checked: unknown keys, enums, ranges, types") {
   CHECK(err("{preset: bert-base, norm: batchnorm}", train).find("(allowed: layernorm, rmsnorm)") != std::string::npos);
   CHECK(err("{preset: bert-base, positions: alibi}", train).find("(allowed: learned, rotary)") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, optimizer: lamb}").find("training.optimizer: unknown value 'lamb' (allowed: adamw, adafactor, sgd)") != std::string::npos);
-  CHECK(err(bert, "training: {global_batch: 8, recompute: some}").find("(allowed: none, selective, full)") != std::string::npos);
+  CHECK(err(bert, "training: {global_batch: 8, recompute: some}").find("(allowed: none, selective, full, op)") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, zero3_prefetch: always}")
             .find("training.zero3_prefetch: unknown value 'always' (allowed: auto, layer, none)") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, precision: int8}").find("training.precision: unknown or unsupported precision 'int8' (allowed: fp32, tf32, bf16, fp16, fp8)") != std::string::npos);

@@ -118,12 +118,12 @@ TEST_CASE("compute model: one work per kernel class, one row per architecture, e
   for (const ArchitectureConstants& a : architectures()) {
     CAPTURE(a.name);
     names.insert(std::string(a.name));
-    for (double e : {a.gemm, a.gemm_fp8, a.attention_gemm, a.stream, a.attention_stream, a.flash_forward,
-                     a.flash_backward}) {
+    for (double e : {a.gemm, a.gemm_fp8, a.attention_gemm, a.stream, a.attention_stream, a.flash.forward,
+                     a.flash.backward, a.flash2.forward, a.flash2.backward}) {
       CHECK(e > 0.0);
       CHECK(e <= 1.0);
     }
-    for (double h : {a.gemm_half_mn, a.gemm_half_k, a.flash_half_seq, a.flash_half_head}) CHECK(h > 0.0);
+    for (double h : {a.gemm_half_mn, a.gemm_half_k, a.flash.half_seq, a.flash.half_head, a.flash2.half_seq, a.flash2.half_head}) CHECK(h > 0.0);
     CHECK_FALSE(a.source.empty());
   }
   CHECK(names.size() == architectures().size());
@@ -192,9 +192,9 @@ TEST_CASE("compute model: fused attention executes half the scores under a causa
   k.flops = FlopCount(4.0 * 32 * 4096.0 * 4096 * 128);
   const auto& h100 = find_gpu("h100-sxm5-80gb");
   const Seconds launch = compute_constants().launch_overhead;
-  const double factor = fill(4096, hopper().flash_half_seq);   // head_dim 128: the measured one
+  const double factor = fill(4096, hopper().flash.half_seq);   // head_dim 128: the measured one
   CHECK(attention_shape_factor(*k.attention, hopper()) == doctest::Approx(factor).epsilon(1e-15));
-  const double forward = 0.5 * k.flops.value() / (989e12 * hopper().flash_forward * factor);
+  const double forward = 0.5 * k.flops.value() / (989e12 * hopper().flash.forward * factor);
   CHECK((kernel_time(k, h100, Precision::Bf16) - launch).value() == doctest::Approx(forward).epsilon(1e-12));
   // cuDNN's measured causal forward at seq 4096, head_dim 128: 518 TFLOP/s (FA convention: executed FLOPs), of
   // which a training step keeps Hopper's power-limited share.
@@ -204,7 +204,7 @@ TEST_CASE("compute model: fused attention executes half the scores under a causa
   back.pass = Pass::Backward;
   back.flops = k.flops * 2.0;
   CHECK(executed_flops(back).value() == doctest::Approx(2.5 * 0.5 * k.flops.value()));
-  const double backward = executed_flops(back).value() / (989e12 * hopper().flash_backward * factor);
+  const double backward = executed_flops(back).value() / (989e12 * hopper().flash.backward * factor);
   CHECK((kernel_time(back, h100, Precision::Bf16) - launch).value() == doctest::Approx(backward).epsilon(1e-12));
   k.attention->causal = false;   // bidirectional: every score computed
   CHECK(executed_flops(k) == k.flops);
