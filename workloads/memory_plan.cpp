@@ -22,14 +22,16 @@ constexpr int kBucketsInFlight = 2;       // DP overlap: one bucket reducing whi
 // ---------------------------------------------------------------------------------------------------------
 // Parameters per GPU. Megatron-LM splits every linear weight, the column-parallel biases (QKV, MLP up/gate)
 // and the word embedding / output projection over tp; norms, row-parallel biases (attention output, MLP
-// down) and learned position embeddings are replicated on every TP rank. Counts are exact, not /tp.
+// down), learned position embeddings and an MoE layer's router (Megatron-Core's TopKRouter weight, a plain
+// parameter of experts x hidden) are replicated on every TP rank. Counts are exact, not /tp.
 
-double replicated_layer_parameters(const ModelSpec& m) {
-  return 2.0 * final_norm_parameters(m) + (m.bias ? 2.0 * m.hidden : 0.0);   // two norms, two row biases
+double replicated_layer_parameters(const ModelSpec& m, int layer) {
+  const double router = m.moe_layer(layer) ? moe_layer_parameters(m).router : 0.0;
+  return 2.0 * final_norm_parameters(m) + (m.bias ? 2.0 * m.hidden : 0.0) + router;   // two norms, two row biases
 }
 
-// A layer's parameters on one GPU: the dense part split over tp (an MoE layer's router counted with it), the
-// routed experts over ep x etp.
+// A layer's parameters on one GPU: the dense part split over tp (but what is replicated), the routed experts over
+// ep x etp.
 struct GpuParameters {
   double dense = 0;
   double expert = 0;
@@ -42,7 +44,7 @@ struct GpuParameters {
 };
 
 GpuParameters layer_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p, int layer) {
-  const double replicated = replicated_layer_parameters(m);
+  const double replicated = replicated_layer_parameters(m, layer);
   return {(layer_dense_parameters(m, layer) - replicated) / p.tp + replicated,
           layer_routed_parameters(m, layer) / (p.ep * p.expert_tp())};
 }

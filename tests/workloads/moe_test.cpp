@@ -193,6 +193,12 @@ TEST_CASE("memory: routed experts split over ep x etp, their optimizer states sh
   CHECK(plan.parts.optimizer.value() == doctest::Approx((dense / 16 + experts / 2) * optimizer));
   // Less expert parallelism, more memory.
   CHECK(plan_memory(moe_job(1, 1, 16, 4), h100()).parts.params > plan.parts.params);
+  // Under TP the router's weight is whole on every rank, as the norms are: only the rest of the dense part splits.
+  const Workload tp2 = moe_job(2, 1, 8, 8, 1);
+  const double replicated = 2 * final_norm_parameters(m) + p.router;
+  const double dense_tp2 = 4 * ((p.dense() - replicated) / 2 + replicated) + embedding_parameters(m) / 2 +
+                           logits_parameters(m) / 2 + final_norm_parameters(m);
+  CHECK(plan_memory(tp2, h100()).parts.params.value() == doctest::Approx((dense_tp2 + experts) * 2));
 }
 
 TEST_CASE("plan checks of a mixture of experts name the key and what is allowed") {
