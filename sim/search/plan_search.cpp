@@ -40,6 +40,15 @@ Workload with_micro_batches(Workload w, int micro_batches) {
   return w;
 }
 
+// The recomputation a framework offers: Megatron's none, selective and full; torchtitan's none, per-op (on the
+// dense layers dtsim models it for) and full.
+std::vector<Recompute> recompute_modes(const Workload& w) {
+  if (w.training->framework != workloads::Framework::Torchtitan)
+    return {Recompute::None, Recompute::Selective, Recompute::Full};
+  if (w.model.moe() || w.model.mla()) return {Recompute::None, Recompute::Full};
+  return {Recompute::None, Recompute::Op, Recompute::Full};
+}
+
 }  // namespace
 
 SearchSpace default_space(const Workload& w, int gpus, int gpus_per_node, const Fixed& fixed) {
@@ -61,7 +70,7 @@ SearchSpace default_space(const Workload& w, int gpus, int gpus_per_node, const 
   std::vector<int> micro;
   for (int b = 1; b <= s.global_batch; b *= 2) micro.push_back(b);
   s.micro_batch = one_or(fixed.micro_batch, micro);
-  s.recompute = one_or(fixed.recompute, std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full});
+  s.recompute = one_or(fixed.recompute, recompute_modes(w));
   s.sequence_parallel = one_or(fixed.sequence_parallel, std::vector<bool>{false, true});
   using workloads::Axis;
   s.order = one_or(fixed.order, std::vector<std::array<Axis, 3>>{{Axis::Tp, Axis::Dp, Axis::Pp}, {Axis::Tp, Axis::Pp, Axis::Dp}});

@@ -40,6 +40,14 @@ const topology::GpuSpec& a100() { return topology::find_gpu("a100-sxm4-80gb"); }
 
 }  // namespace
 
+TEST_CASE("plan search: a torchtitan job chooses among none, per-op and full recomputation") {
+  Workload w = test::gpt_job(1, 1, 4, 8);
+  CHECK(default_space(w, 4, 4, {}).recompute ==
+        std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full});
+  workloads::apply_framework(*w.training, workloads::Framework::Torchtitan);
+  CHECK(default_space(w, 4, 4, {}).recompute == std::vector<Recompute>{Recompute::None, Recompute::Op, Recompute::Full});
+}
+
 TEST_CASE("plan search: the space of 4 GPUs, 8 layers and a batch of 8, counted by hand") {
   const Workload w = test::gpt_job(1, 1, 4, 8);
   const SearchSpace s = default_space(w, 4, 4, {});
