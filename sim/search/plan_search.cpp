@@ -40,6 +40,17 @@ Workload with_micro_batches(Workload w, int micro_batches) {
   return w;
 }
 
+// How much a recomputation mode recomputes: none, then selective or per-op (a part of each layer), then full.
+int recompute_rank(Recompute r) {
+  switch (r) {
+    case Recompute::None: return 0;
+    case Recompute::Selective:
+    case Recompute::Op: return 1;
+    case Recompute::Full: return 2;
+  }
+  return 2;
+}
+
 // The recomputation a framework offers: Megatron's none, selective and full; torchtitan's none, per-op (on the
 // dense layers dtsim models it for) and full.
 std::vector<Recompute> recompute_modes(const Workload& w) {
@@ -124,8 +135,8 @@ SearchResult search(const SearchSpace& space, const MakeFn& make, const topology
   // Memory grows with the micro-batch, all else equal: once one does not fit, the larger ones of the same plan are
   // dropped unbuilt (enumerate visits them later, in increasing order).
   std::map<std::tuple<int, int, int, int, int, bool, int>, int> too_big;
-  // Recomputation only adds work: once a plan fits with less of it (enumerate visits none, selective, full in that
-  // order), the same plan recomputing more is never better and is not timed.
+  // Recomputation only adds work: once a plan fits with less of it (enumerate visits none, selective or op, full
+  // in that order), the same plan recomputing more is never better and is not timed.
   std::map<std::tuple<int, int, int, int, int, bool, int>, Recompute> fits_with;
   for (const PlanChoice& choice : enumerate(space)) {
     ++out.candidates;
@@ -139,7 +150,8 @@ SearchResult search(const SearchSpace& space, const MakeFn& make, const topology
     }
     const auto batch_key = std::make_tuple(choice.tp, choice.pp, choice.vpp, choice.zero, choice.micro_batch,
                                            choice.sequence_parallel, order);
-    if (const auto it = fits_with.find(batch_key); it != fits_with.end() && it->second < choice.recompute) {
+    if (const auto it = fits_with.find(batch_key);
+        it != fits_with.end() && recompute_rank(it->second) < recompute_rank(choice.recompute)) {
       ++out.pruned[std::string(kRecomputesMore)];
       continue;
     }

@@ -48,6 +48,33 @@ TEST_CASE("plan search: a torchtitan job chooses among none, per-op and full rec
   CHECK(default_space(w, 4, 4, {}).recompute == std::vector<Recompute>{Recompute::None, Recompute::Op, Recompute::Full});
 }
 
+TEST_CASE("plan search: a torchtitan plan that fits with per-op recomputation is not timed again with full") {
+  auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8));
+  const auto costs = sim::analytic_costs(topo.topology, sim::Algorithm::Auto, false, topology::Routing::Single, 0);
+  Workload w = test::gpt_job(1, 1, 8, 16, 16);
+  w.model.hidden = 4096;
+  w.model.heads = 32;
+  w.model.kv_heads = 8;
+  w.model.ffn_hidden = 14336;
+  w.model.activation = workloads::Activation::Swiglu;
+  w.model.bias = false;
+  w.model.seq_length = 8192;
+  workloads::apply_framework(*w.training, workloads::Framework::Torchtitan);
+  Fixed fixed;
+  fixed.tp = 1;
+  fixed.pp = 1;
+  const auto r = search(default_space(w, 8, 8, fixed), [&](const PlanChoice& c) { return make_from(w, c, 8); }, a100(), costs);
+  const auto key = [](const PlanChoice& c) { return std::make_tuple(c.tp, c.pp, c.vpp, c.zero, c.micro_batch, c.sequence_parallel); };
+  std::size_t with_op = 0;
+  for (const auto& c : r.ranked) {
+    if (c.choice.recompute == Recompute::Op) ++with_op;
+    if (c.choice.recompute != Recompute::Full) continue;
+    for (const auto& other : r.ranked) CHECK_FALSE((key(other.choice) == key(c.choice) && other.choice.recompute != Recompute::Full));
+  }
+  CHECK(with_op > 0);
+  CHECK(r.pruned.at(std::string(kRecomputesMore)) > 0);
+}
+
 TEST_CASE("plan search: the space of 4 GPUs, 8 layers and a batch of 8, counted by hand") {
   const Workload w = test::gpt_job(1, 1, 4, 8);
   const SearchSpace s = default_space(w, 4, 4, {});
