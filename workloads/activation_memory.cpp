@@ -46,11 +46,14 @@ struct LayerTerms {
   double mlp = 0;       // mlp (dense layer) or shared_experts (MoE layer): the MLP's tensors, its input kept
   double moe = 0;       // moe: the routed tokens' tensors and the router's probabilities, the layer input kept
   double moe_act = 0;   // moe_act: the experts' activation outputs (the down projections' input)
-  // recompute: op (torchtitan's per-op checkpointing, dense layers): what it keeps. The layer input (the
-  // checkpoint's) and, with a gated MLP, the down projection's output (the seventh matmul, an odd one) replicated;
-  // the outputs of Q's and V's projections, of the attention core (with its statistics: `scores`) and of the
-  // MLP's first matmul (w1, the gate; a plain MLP's up projection) split by TP.
+  // recompute: op (torchtitan's per-op checkpointing of a Llama block): what it keeps, as its eager policy caches
+  // it. The layer input (the checkpoint's: replicated, divided by sequence parallelism); the down projection's
+  // output (w2, the seventh matmul, an odd one: under TP the row-parallel partial sums over the whole sequence,
+  // never divided); the outputs of Q's and V's projections, of the attention core (with its statistics:
+  // `scores`) and of the gate projection (w1), split by TP; under sequence parallelism the two reduce-scatters'
+  // outputs (collectives it keeps), sbh / tp each.
   double op_replicated = 0;
+  double op_whole = 0;
   double op_split = 0;
 };
 
@@ -79,7 +82,8 @@ LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batc
   // MLA keeps its latents, the up projections' inputs (replicated, as the down projections' outputs are).
   if (m.mla()) replicated += sb * e * (static_cast<double>(m.q_lora_rank) + m.kv_lora_rank + m.rope_head_dim);
   l.mlp = sb * e * mlp_tensors * mlp_width;
-  l.op_replicated = sb * e * h * (m.activation == Activation::Swiglu ? 2.0 : 1.0);
+  l.op_replicated = sb * e * h;
+  l.op_whole = sb * e * h;
   l.op_split = sb * e * (static_cast<double>(m.q_dim()) + m.kv_dim() + m.value_dim() + mlp_width);
   if (moe) {
     const double copies = sb * m.experts_per_token * etp * m.expert_imbalance;
@@ -205,7 +209,10 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, 
   switch (t.recompute) {
     case Recompute::None: return Bytes(l.replicated / sp + (l.split + l.scores) / tp);
     case Recompute::Selective: return Bytes(selective_activation_bytes(l, t.recompute_modules, moe, m.mla(), sp, tp));
-    case Recompute::Op: return Bytes(l.op_replicated / sp + (l.op_split + l.scores) / tp);
+    case Recompute::Op: {
+      const double reduce_scatters = t.sequence_parallel && tp > 1 ? 2.0 * l.op_whole / tp : 0.0;
+      return Bytes(l.op_replicated / sp + l.op_whole + reduce_scatters + (l.op_split + l.scores) / tp);
+    }
     case Recompute::Full: {
       const double sbh = static_cast<double>(m.seq_length) * micro_batch * m.hidden;
       return Bytes(activation_element_bytes(t.precision) * sbh / sp);   // the layer input only

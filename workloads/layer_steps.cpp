@@ -155,14 +155,14 @@ std::vector<Step> layer_steps(const Dims& d, bool moe, bool mla_up) {
   return steps;
 }
 
-// What torchtitan's per-op checkpointing (recompute: op) reruns of a dense layer. Its policy keeps the output of
-// every matmul, SDPA and collective but of every second matmul (torchtitan/models/llama/parallelize_llama.py,
+// What torchtitan's per-op checkpointing (recompute: op) reruns of a Llama block (check_plan refuses other
+// blocks). Its policy keeps the output of
+// every matmul, SDPA and reduce-scatter but of every second matmul (torchtitan/models/llama/parallelize_llama.py,
 // _apply_ac_to_transformer_block at 9dec370a: "Saves output of all compute ops, except every second mm"), counted
 // per block in a Llama block's order: wq, wk, wv, wo, w1, w3, w2. The backward reruns what it needs of the rest,
 // in forward order (torch.utils.checkpoint's early stop): the attention norm and K's projection (SDPA's backward
 // reads K), the output projection and the residual add (the MLP norm's backward reads its input), the MLP norm,
-// and with a gated MLP the up projection's second half (w3: its output enters the gate's product) and the
-// activation; with a plain MLP, the activation (the down projection's input), w2 being the one not needed.
+// the up projection's second half (w3: its output enters the gate's product) and the activation.
 std::vector<Step> op_recompute_steps(const Dims& d) {
   const double x = d.ew_tokens * d.h;
   std::vector<Step> steps;
@@ -171,8 +171,9 @@ std::vector<Step> op_recompute_steps(const Dims& d) {
   linear(steps, KernelClass::ProjGemm, {d.tokens, d.h, d.heads * d.v_head, 1}, d);
   add_dropout_residual(steps, x, d);
   steps.push_back(elementwise_step(KernelClass::LayerNorm, norm_traffic(x, d.e)));
-  if (d.swiglu) linear(steps, KernelClass::MlpUpGemm, {d.tokens, d.ffn, d.h, 1}, d);
-  steps.push_back(elementwise_step(KernelClass::Activation, activation_traffic(d.tokens * d.ffn, d.e, d.swiglu)));
+  DTSIM_ASSERT(d.swiglu, "per-op checkpointing of a gated MLP (check_plan)");
+  linear(steps, KernelClass::MlpUpGemm, {d.tokens, d.ffn, d.h, 1}, d);
+  steps.push_back(elementwise_step(KernelClass::Activation, activation_traffic(d.tokens * d.ffn, d.e, true)));
   return steps;
 }
 

@@ -180,12 +180,12 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
       t.cross_entropy_fusion ? to_string(t.precision) : "fp32");
   if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
   if (t.recompute == Recompute::Op)
-    act += "; per-op checkpointing keeps the input, Q, V, the attention output, w1's (and w2's) outputs; plus one "
-           "layer's recomputed tensors during backward";
+    act += "; per-op checkpointing keeps the input, Q, V, the attention output, w1's and w2's outputs (and the "
+           "reduce-scatters' under sequence parallelism); plus one layer's recomputed tensors during backward";
   return {
-      fmt::format("params: {} parameters per GPU (stage {}, split over tp {}; norms and row biases "
+      fmt::format("params: {} parameters per GPU (stage {}, split over tp {}; norms, row biases{} "
                   "replicated{}) x {} B {}{}",
-                  count(s.parameters.total()), stage, p.tp,
+                  count(s.parameters.total()), stage, p.tp, w.model.moe() ? " and routers" : "",
                   w.model.moe() ? fmt::format("; of them {} routed experts' over ep {} x etp {}", count(s.parameters.expert), p.ep, p.expert_tp()) : "",
                   bytes_per_element(t.weight_dtype), to_string(t.weight_dtype), zero_note(p, 3)),
       fmt::format("grads: same parameters x {} B {}{}", bytes_per_element(t.grad_dtype), to_string(t.grad_dtype),

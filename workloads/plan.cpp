@@ -132,16 +132,23 @@ void check_ep_overlap(const Workload& w) {
     refuse("cannot run with training.recompute: full (Megatron-Core refuses it):", "false, or recompute none or selective");
 }
 
-// torchtitan's per-op checkpointing counts a dense Llama block's matmuls: dtsim models it on dense layers of
-// standard attention (no experts, no MLA).
+// torchtitan's per-op checkpointing counts a Llama block's matmuls (seven bias-free linear layers, a gated MLP)
+// and keeps its fused attention's output: dtsim models it on such blocks only.
 void check_recompute_op(const Workload& w) {
   if (w.training->recompute != Recompute::Op) return;
-  if (w.model.moe() || w.model.mla())
-    throw InputError("training.recompute", "op",
-                     fmt::format("is torchtitan's per-op checkpointing of a dense block's matmuls, and the model has {}, "
-                                 "so not",
-                                 w.model.moe() ? "experts" : "multi-head latent attention"),
-                     "none, selective or full on this model");
+  const ModelSpec& m = w.model;
+  const char* lacks = m.moe()                                  ? "experts"
+                      : m.mla()                                ? "multi-head latent attention"
+                      : m.bias                                 ? "biased linear layers (addmm, which the policy does not count)"
+                      : m.activation != Activation::Swiglu     ? "a plain MLP, not a gated one"
+                      : !fused(w.training->attention)          ? "unfused attention (training.attention: unfused)"
+                                                               : nullptr;
+  if (lacks == nullptr) return;
+  throw InputError("training.recompute", "op",
+                   fmt::format("is torchtitan's per-op checkpointing of a Llama block's matmuls, and the model has {}, "
+                               "so not",
+                               lacks),
+                   "none, selective or full on this model");
 }
 
 // Every module of training.recompute_modules recomputes something of the model (Megatron-Core refuses

@@ -109,11 +109,15 @@ std::vector<TpComm> cp_plan(Pass pass, const Context& ctx) {
 // kernel, so recomputation reruns the collectives of what it recomputes: full, the layer's forward with all of
 // them; selective, those of its modules (the MLP's or the shared experts' TP collectives, the MoE layer's
 // exchange, context parallelism's around the attention core) and none for the norms, the experts' activation or
-// MLA's up projections.
+// MLA's up projections; op, the all-gathers and all-reduces of the matmuls it reruns.
 std::vector<TpComm> StageBuilder::comm_plan(int layer, Pass pass) const {
   const Pass as = pass == Pass::Recompute ? Pass::Forward : pass;
   std::vector<TpComm> plan;
   if (ctx_.sharding.tp > 1) plan = tp_plan(as, ctx_.t);
+  // torchtitan's per-op checkpointing keeps the reduce-scatters' outputs (its save list), so rerunning the output
+  // projection replays no reduce-scatter; the all-gathers and all-reduces it recomputes.
+  if (pass == Pass::Recompute && ctx_.t.recompute == Recompute::Op)
+    std::erase_if(plan, [](const TpComm& c) { return c.kind == CollectiveKind::ReduceScatter; });
   if (ctx_.w.model.moe_layer(layer)) {
     const auto moe = moe_plan(as, ctx_);
     plan.insert(plan.end(), moe.begin(), moe.end());

@@ -97,7 +97,7 @@ TEST_CASE("recompute op: torchtitan's per-op checkpointing on an MoE model is re
   const auto e = dtsim("memory " + src("tests/data/scenarios/recompute-op-moe.yaml"));
   CHECK(e.status == 2);
   CHECK(e.err.starts_with("dtsim: error: "));
-  CHECK(e.err.ends_with("recompute-op-moe.yaml:7: training.recompute: is torchtitan's per-op checkpointing of a dense "
+  CHECK(e.err.ends_with("recompute-op-moe.yaml:7: training.recompute: is torchtitan's per-op checkpointing of a Llama "
                         "block's matmuls, and the model has experts, so not 'op' (allowed: none, selective or full on "
                         "this model)\n"));
   CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);

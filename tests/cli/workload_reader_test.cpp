@@ -196,9 +196,13 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   CHECK(torchtitan.dp_bucket == Bytes(25e6));
   CHECK(titan(", tp_comm_overlap: true, recompute: op").tp_comm_overlap);
   CHECK(titan(", recompute: op").recompute == workloads::Recompute::Op);
-  CHECK(to_yaml(load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\ntraining: {global_batch: 8, "
-                         "framework: torchtitan, recompute: op}\n"))
-            .find("attention: flash2") != std::string::npos);
+  const std::string titan_yaml = to_yaml(load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\n"
+                                                  "training: {global_batch: 8, framework: torchtitan, recompute: op}\n"));
+  for (const char* key : {"framework: torchtitan", "attention: flash2", "recompute: op", "cp_comm: all_gather"})
+    CHECK(titan_yaml.find(key) != std::string::npos);
+  const workloads::TrainingSpec reloaded = *load_one(titan_yaml).workload->training;
+  CHECK(reloaded.recompute == workloads::Recompute::Op);
+  CHECK(reloaded.attention == workloads::AttentionKernel::Flash2);
   const workloads::TrainingSpec mixed = training(", framework: megatron-2021, attention: flash, fp8: hybrid");
   CHECK(mixed.attention == workloads::AttentionKernel::Flash);
   CHECK_FALSE(mixed.cross_entropy_fusion);
