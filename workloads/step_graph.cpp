@@ -74,7 +74,8 @@ std::vector<ModuleGrads> module_grads(const Workload& w, bool moe) {
   }
   const MoeLayerParameters p = moe_layer_parameters(m);
   const double proj = static_cast<double>(m.value_dim()) * m.hidden;
-  std::vector<ModuleGrads> out{{std::nullopt, Bytes((p.attention - proj + p.router) / tp * g), false},
+  // The router's weight is whole on every TP rank (memory_plan.cpp), its gradients too.
+  std::vector<ModuleGrads> out{{std::nullopt, Bytes(((p.attention - proj) / tp + p.router) * g), false},
                                {K::ProjGemm, Bytes(proj / tp * g), false}};
   if (p.shared_up > 0) {
     out.push_back({K::MlpUpGemm, Bytes(p.shared_up / tp * g), false});
