@@ -252,3 +252,12 @@ TEST_CASE("validate: torchtitan's FSDP runs on H100, 8 of 10 rows, 10 % each and
   check_recorded("scenarios/validation/torchtitan-h100-fsdp.yaml",
                  {{"llama3-8b-128k-cp4", 0.362}, {"llama3-8b-256k-cp8", 0.418}});
 }
+
+TEST_CASE("validate: --only with a name no row has is an input error listing the rows, status 2") {
+  const auto r = dtsim("validate --only 1.7b-32,no-such-row");
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--only") != std::string::npos);
+  CHECK(r.err.find("no-such-row") != std::string::npos);
+  CHECK(r.err.find("ptdp-175b-384") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
