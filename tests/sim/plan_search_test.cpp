@@ -38,6 +38,13 @@ Made make_from(Workload base, const PlanChoice& c, int gpus) {
 
 const topology::GpuSpec& a100() { return topology::find_gpu("a100-sxm4-80gb"); }
 
+// One NVSwitch node of 8 A100s and the analytic engine's costs on it (which refer to its topology: not movable).
+struct EightA100 {
+  topology::BuiltTopology cluster =
+      topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8));
+  sim::CommCosts costs = sim::analytic_costs(cluster.topology, sim::Algorithm::Auto, false, topology::Routing::Single, 0);
+};
+
 }  // namespace
 
 TEST_CASE("plan search: a torchtitan job chooses among none, per-op and full recomputation") {
@@ -49,8 +56,8 @@ TEST_CASE("plan search: a torchtitan job chooses among none, per-op and full rec
 }
 
 TEST_CASE("plan search: a torchtitan plan that fits with per-op recomputation is not timed again with full") {
-  auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8));
-  const auto costs = sim::analytic_costs(topo.topology, sim::Algorithm::Auto, false, topology::Routing::Single, 0);
+  const EightA100 node;
+  const auto& costs = node.costs;
   Workload w = test::gpt_job(1, 1, 8, 16, 16);
   w.model.hidden = 4096;
   w.model.heads = 32;
@@ -142,8 +149,8 @@ TEST_CASE("plan search: on a cluster where collectives cost a second and sends n
 TEST_CASE("plan search: plans that do not fit are dropped and counted, and with none fitting the nearest is named") {
   // GPT-3 175B on 8 A100 80GB: 175e9 parameters x 16 B of mixed-precision Adam state is 2.8 TB, 350 GB a GPU even
   // fully sharded: nothing fits. On 64 GPUs (8 nodes) some plans do.
-  auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8));
-  const auto costs = sim::analytic_costs(topo.topology, sim::Algorithm::Auto, false, topology::Routing::Single, 0);
+  const EightA100 node;
+  const auto& costs = node.costs;
   Workload w = test::gpt_job(1, 1, 8, 64, 96);
   w.model.hidden = 12288;
   w.model.heads = 96;
@@ -169,8 +176,8 @@ TEST_CASE("plan search: plans that do not fit are dropped and counted, and with 
 }
 
 TEST_CASE("plan search: the screened step (two pipeline rounds, extrapolated) matches the full play within 1 %") {
-  auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8));
-  const auto costs = sim::analytic_costs(topo.topology, sim::Algorithm::Auto, false, topology::Routing::Single, 0);
+  const EightA100 node;
+  const auto& costs = node.costs;
   for (const auto& [tp, pp, vpp] : {std::tuple{1, 4, 1}, std::tuple{2, 2, 2}, std::tuple{1, 2, 1}}) {
     CAPTURE(tp);
     CAPTURE(pp);

@@ -40,6 +40,20 @@ std::vector<KernelClass> kinds_of(const std::vector<Kernel>& ks) {
   return out;
 }
 
+// Llama-3-8B's block, two layers, one sequence a step on `tp` GPUs (sequence-parallel where tp > 1), torchtitan's
+// defaults with recomputation `r` (unchecked: the caller checks or expects a refusal).
+Workload titan_job(Recompute r, int tp = 1) {
+  Workload w;
+  w.model = find_model("llama3-8b");
+  w.model.layers = 2;
+  w.training = titan_training(r);
+  w.training->global_batch = 1;
+  w.training->sequence_parallel = tp > 1;
+  w.plan.tp = tp;
+  w.plan.dp = 1;
+  return w;
+}
+
 // A causal attention kernel of `seq` tokens and head_dim 128, forward or backward, with `flash2` or not.
 Kernel attention_kernel(double seq, Pass pass, bool flash2) {
   Kernel k;
@@ -141,12 +155,7 @@ TEST_CASE("recompute op: the memory plan keeps the input, Q, V, the attention ou
 }
 
 TEST_CASE("recompute op: the stage holds one layer's recomputed tensors again during its backward") {
-  Workload w;
-  w.model = find_model("llama3-8b");
-  w.model.layers = 2;
-  w.training = titan_training(Recompute::None);
-  w.training->global_batch = 1;
-  w.plan.dp = 1;
+  Workload w = titan_job(Recompute::None);
   check_plan(w, 1);
   const auto& gpu = topology::find_gpu("h100-sxm5-80gb");
   const double none = plan_memory(w, gpu).parts.activations.value();
@@ -159,14 +168,7 @@ TEST_CASE("recompute op: the stage holds one layer's recomputed tensors again du
 }
 
 TEST_CASE("recompute op under TP: the rerun replays the all-gathers of K's and w3's inputs, not the reduce-scatter") {
-  Workload w;
-  w.model = find_model("llama3-8b");
-  w.model.layers = 2;
-  w.training = titan_training(Recompute::None);
-  w.training->global_batch = 1;
-  w.training->sequence_parallel = true;
-  w.plan.tp = 2;
-  w.plan.dp = 1;
+  Workload w = titan_job(Recompute::None, 2);
   check_plan(w, 2);
   const auto& gpu = topology::find_gpu("h100-sxm5-80gb");
   const auto none = dtsim::test::tally_collectives(generate_step(w, gpu).classes[0]);
@@ -178,12 +180,7 @@ TEST_CASE("recompute op under TP: the rerun replays the all-gathers of K's and w
 }
 
 TEST_CASE("recompute op is refused off a Llama block: biases, a plain MLP, unfused attention") {
-  Workload w;
-  w.model = find_model("llama3-8b");
-  w.model.layers = 2;
-  w.training = titan_training(Recompute::Op);
-  w.training->global_batch = 1;
-  w.plan.dp = 1;
+  const Workload w = titan_job(Recompute::Op);
   CHECK_NOTHROW(check_plan(w, 1));
   Workload biased = w;
   biased.model.bias = true;
