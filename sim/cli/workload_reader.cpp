@@ -14,12 +14,31 @@
 #include <initializer_list>
 
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/section_readers.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
 #include "workloads/layer_list.hpp"
 
 namespace dtsim::cli {
+namespace detail {
+
+topology::Precision read_precision(const YamlMap& m, const std::string& key, topology::Precision fallback,
+                                   std::initializer_list<topology::Precision> allowed) {
+  const auto name = m.text(key);
+  if (!name) return fallback;
+  const auto p = topology::parse_precision(*name);
+  if (p && std::find(allowed.begin(), allowed.end(), *p) != allowed.end()) return *p;
+  std::string names;
+  for (const topology::Precision a : allowed) names += (names.empty() ? "" : ", ") + std::string(to_string(a));
+  m.fail(key, *name, "unknown or unsupported precision", names);
+}
+
+}  // namespace detail
+
 namespace {
+
+using detail::read_inference;
+using detail::read_precision;
 
 using topology::Precision;
 using workloads::InferenceSpec;
@@ -37,20 +56,7 @@ constexpr std::initializer_list<Precision> kWeightPrecisions = {Precision::Fp32,
 constexpr std::initializer_list<Precision> kGradPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16};
 constexpr std::initializer_list<Precision> kStatePrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
                                                                Precision::Int8};
-constexpr std::initializer_list<Precision> kServingPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
-                                                                 Precision::Fp8,  Precision::Int8, Precision::Int4};
 
-
-Precision read_precision(const YamlMap& m, const std::string& key, Precision fallback,
-                         std::initializer_list<Precision> allowed) {
-  const auto name = m.text(key);
-  if (!name) return fallback;
-  const auto p = topology::parse_precision(*name);
-  if (p && std::find(allowed.begin(), allowed.end(), *p) != allowed.end()) return *p;
-  std::string names;
-  for (const Precision a : allowed) names += (names.empty() ? "" : ", ") + std::string(to_string(a));
-  m.fail(key, *name, "unknown or unsupported precision", names);
-}
 
 // training.fp8 names the linear layers' GEMM precision; the rest computes in training.precision, which must be
 // the 16-bit format fp8 training keeps.
@@ -132,158 +138,6 @@ TrainingSpec read_training(const YamlMap& m) {
   return t;
 }
 
-// A length in tokens: a number (every request alike) or {dist: uniform, min, max} | {dist: normal|lognormal, mean,
-// std} (the lengths' own mean and deviation).
-workloads::LengthDistribution read_length(const YamlMap& m, const std::string& key) {
-  using Kind = workloads::LengthDistribution::Kind;
-  if (!m.has(key)) m.fail(key, "", "missing:", "a number of tokens, or {dist: uniform|normal|lognormal, ...}");
-  if (!m.is_map(key)) return {Kind::Fixed, static_cast<double>(*m.integer(key, 1, kMaxTokens)), 0};
-  const YamlMap d = m.map(key);
-  const auto dist = d.text("dist");
-  if (!dist) d.fail("dist", "", "missing:", "uniform, normal, lognormal");
-  if (*dist == "uniform") {
-    d.allow_only({"dist", "min", "max"});
-    const auto lo = d.integer("min", 1, kMaxTokens), hi = d.integer("max", 1, kMaxTokens);
-    if (!lo || !hi) d.fail(lo ? "max" : "min", "", "missing: a uniform length takes", "min and max, in tokens");
-    if (*hi < *lo) d.fail("max", std::to_string(*hi), fmt::format("is below min {}:", *lo), "max >= min");
-    return {Kind::Uniform, static_cast<double>(*lo), static_cast<double>(*hi)};
-  }
-  if (*dist == "normal" || *dist == "lognormal") {
-    d.allow_only({"dist", "mean", "std"});
-    const auto mean = d.number("mean", 1, true, static_cast<double>(kMaxTokens));
-    const auto sd = d.number("std", 0, true, static_cast<double>(kMaxTokens));
-    if (!mean || !sd) d.fail(mean ? "std" : "mean", "", fmt::format("missing: a {} length takes", *dist), "mean and std, in tokens");
-    return {*dist == "normal" ? Kind::Normal : Kind::Lognormal, *mean, *sd};
-  }
-  d.fail("dist", *dist, "unknown length distribution", "uniform, normal, lognormal");
-}
-
-double mean_length(const workloads::LengthDistribution& d) {
-  return d.kind == workloads::LengthDistribution::Kind::Uniform ? (d.a + d.b) / 2 : d.a;
-}
-
-// inference.requests: the stream; its requests hold at most `context` tokens (the model's), and their lengths'
-// means must fit in it (a draw past it is cut, and counted in the results).
-workloads::RequestStream read_requests(const YamlMap& m, int context) {
-  m.allow_only({"prompt_tokens", "output_tokens", "rate_per_s", "duration_s", "seed"});
-  workloads::RequestStream r;
-  r.prompt_tokens = read_length(m, "prompt_tokens");
-  r.output_tokens = read_length(m, "output_tokens");
-  const auto rate = m.number("rate_per_s", 0, false, 1e6);
-  if (!rate) m.fail("rate_per_s", "", "missing: the requests' mean arrival rate,", "a number of requests per second > 0");
-  r.rate_per_s = *rate;
-  r.duration_s = m.number("duration_s", 0, false, 1e7).value_or(r.duration_s);
-  r.seed = static_cast<std::uint64_t>(m.integer("seed", 0, std::numeric_limits<long long>::max()).value_or(1));
-  r.max_context = context;
-  const double tokens = mean_length(r.prompt_tokens) + mean_length(r.output_tokens);
-  if (tokens > context)
-    m.fail("prompt_tokens", fmt::format("{:g}", mean_length(r.prompt_tokens)),
-           fmt::format("plus the {:g} output tokens is longer than the model's {}-token context:",
-                       mean_length(r.output_tokens), context),
-           "prompt + output within the context (inference.context, else model.seq_length)");
-  if (r.duration_s * r.rate_per_s > 1e8)
-    m.fail("duration_s", fmt::format("{:g}", r.duration_s), fmt::format("at {:g} requests/s draws over 1e8 requests:", r.rate_per_s),
-           "rate_per_s x duration_s <= 1e8");
-  return r;
-}
-
-workloads::SchedulerLimits read_scheduler(const YamlMap& m) {
-  m.allow_only({"max_tokens_per_iteration", "max_sequences", "kv_blocks", "block_tokens", "chunked_prefill"});
-  workloads::SchedulerLimits l;
-  l.max_tokens_per_iteration = read_int(m, "max_tokens_per_iteration", l.max_tokens_per_iteration, 1, 10'000'000);
-  l.max_sequences = read_int(m, "max_sequences", l.max_sequences, 1, 1'000'000);
-  l.kv_blocks = m.integer("kv_blocks", 1, 1'000'000'000'000LL).value_or(0);
-  l.block_tokens = read_int(m, "block_tokens", l.block_tokens, 1, 1'000'000);
-  l.chunked_prefill = m.boolean("chunked_prefill").value_or(l.chunked_prefill);
-  return l;
-}
-
-// inference.disaggregation: two pools, each {gpus, tp (default gpus: one replica)}; tp must divide gpus.
-workloads::Disaggregation read_disaggregation(const YamlMap& m) {
-  m.allow_only({"prefill", "decode"});
-  workloads::Disaggregation d;
-  for (const char* pool : {"prefill", "decode"}) {
-    if (!m.has(pool) || !m.is_map(pool)) m.fail(pool, "", "missing: disaggregation takes two pools,", "prefill and decode, each {gpus, tp}");
-    const YamlMap p = m.map(pool);
-    p.allow_only({"gpus", "tp"});
-    const auto gpus = p.integer("gpus", 1, kMaxDegree);
-    if (!gpus) p.fail("gpus", "", "missing: the pool's GPU count,", "an integer >= 1");
-    workloads::ServingPool& out = std::string_view(pool) == "prefill" ? d.prefill : d.decode;
-    out.gpus = static_cast<int>(*gpus);
-    out.tp = read_int(p, "tp", out.gpus, 1, kMaxDegree);
-    if (out.gpus % out.tp != 0)
-      p.fail("tp", std::to_string(out.tp), fmt::format("does not divide the pool's {} GPUs:", out.gpus),
-             "a divisor of gpus (replicas of tp GPUs)");
-  }
-  return d;
-}
-
-InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
-  m.allow_only({"batch", "context", "weights", "kv_cache", "prompt_tokens", "output_tokens", "requests", "scheduler",
-                "disaggregation"});
-  InferenceSpec i;
-  for (const char* key : {"scheduler", "disaggregation"})
-    if (m.has(key) && !m.has("requests"))
-      m.fail(key, "{...}", "serves a request stream, and there is none:", fmt::format("inference.requests with it, or no {}", key));
-  if (m.has("requests")) {
-    // A served stream: the static batch times one request alone, of the stream's mean lengths (unless given).
-    const auto given = m.integer("context", 1, kMaxTokens);
-    const int context = static_cast<int>(given.value_or(model.seq_length));
-    if (context < 2)
-      m.fail("context", std::to_string(context), "leaves a request no room for a prompt and an output token:",
-             "a context of at least 2 tokens");
-    i.requests = read_requests(m.map("requests"), context);
-    if (m.has("scheduler")) i.scheduler = read_scheduler(m.map("scheduler"));
-    if (m.has("disaggregation")) i.disaggregation = read_disaggregation(m.map("disaggregation"));
-    if (!m.has("prompt_tokens") && !m.has("output_tokens")) {
-      const int prompt = std::clamp(static_cast<int>(std::lround(mean_length(i.requests->prompt_tokens))), 1, context - 1);
-      i.prompt_tokens = prompt;
-      i.output_tokens = std::clamp(static_cast<int>(std::lround(mean_length(i.requests->output_tokens))), 1, context - prompt);
-      i.context = context;
-      i.batch = read_int(m, "batch", i.batch, 1, kMaxSequences);
-      i.weights = read_precision(m, "weights", i.weights, kServingPrecisions);
-      i.kv_cache = read_precision(m, "kv_cache", i.kv_cache, kServingPrecisions);
-      return i;
-    }
-  }
-  i.batch = read_int(m, "batch", i.batch, 1, kMaxSequences);
-  // A static batch: prompt_tokens prefilled, then output_tokens decoded (0: prefill only, an encoder's serving).
-  // The KV cache holds context tokens, their sum unless given; one given with context sets the other; neither:
-  // the last min(128, context / 2) tokens of the context are the output.
-  const auto context = m.integer("context", 1, kMaxTokens);
-  const auto prompt = m.integer("prompt_tokens", 1, kMaxTokens);
-  const auto output = m.integer("output_tokens", 0, kMaxTokens);
-  // With a stream, the context is the stream's (given, else the model's): the static batch must fit in it, and the
-  // resolved scenario writes it back for both.
-  const bool stream = i.requests.has_value();
-  i.context = static_cast<int>(context.value_or(prompt && output && !stream ? *prompt + *output : model.seq_length));
-  if (prompt && output) {
-    if (*prompt + *output > i.context)
-      m.fail("context", std::to_string(i.context),
-             fmt::format("{} + {} tokens (prompt_tokens + output_tokens) do not fit in a context of", *prompt, *output),
-             "at least their sum (or leave context out)");
-    i.prompt_tokens = static_cast<int>(*prompt);
-    i.output_tokens = static_cast<int>(*output);
-  } else if (prompt) {
-    if (*prompt > i.context)
-      m.fail("prompt_tokens", std::to_string(*prompt), fmt::format("does not fit in the {}-token context:", i.context),
-             "at most context");
-    i.prompt_tokens = static_cast<int>(*prompt);
-    i.output_tokens = i.context - i.prompt_tokens;
-  } else if (output) {
-    if (*output >= i.context)
-      m.fail("output_tokens", std::to_string(*output), fmt::format("fills the whole {}-token context, leaving no prompt:", i.context),
-             "less than context");
-    i.output_tokens = static_cast<int>(*output);
-    i.prompt_tokens = i.context - i.output_tokens;
-  } else {
-    i.output_tokens = std::min(128, i.context / 2);
-    i.prompt_tokens = i.context - i.output_tokens;
-  }
-  i.weights = read_precision(m, "weights", i.weights, kServingPrecisions);
-  i.kv_cache = read_precision(m, "kv_cache", i.kv_cache, kServingPrecisions);
-  return i;
-}
 
 int cluster_gpus(const YamlMap& top, const topology::ClusterSpec& cluster) {
   if (!cluster.graph) return cluster.gpus();

@@ -1,0 +1,22 @@
+// The scenario's `inference` section (inference_reader.cpp) and the precision reader the sections share, for
+// workload_reader.cpp. Internal to the scenario library.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "sim/cli/yaml_reader.hpp"
+#include "workloads/model.hpp"
+#include "workloads/training.hpp"
+
+namespace dtsim::cli::detail {
+
+// `key` of `m` as one of the `allowed` precisions (absent: `fallback`); anything else fails with the list.
+topology::Precision read_precision(const YamlMap& m, const std::string& key, topology::Precision fallback,
+                                   std::initializer_list<topology::Precision> allowed);
+
+// An inference section: a static batch or a request stream, its scheduler and disaggregation, weight and KV-cache
+// precisions; `model` gives the default context.
+workloads::InferenceSpec read_inference(const YamlMap& m, const workloads::ModelSpec& model);
+
+}  // namespace dtsim::cli::detail
