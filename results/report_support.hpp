@@ -42,6 +42,9 @@ inline std::string name_of(const nlohmann::json& row) {
 // Data files are tab-separated so names may hold spaces; a missing figure is gnuplot's "NaN".
 inline std::string cell(double v) { return std::isnan(v) ? "NaN" : fmt::format("{:.9g}", v); }
 
+// A fraction as a percentage with one decimal ("" for NaN: a figure the row does not have).
+inline std::string pct(double v) { return std::isnan(v) ? "" : fmt::format("{:.1f} %", 100 * v); }
+
 // A chart script's first lines: a loop over the three formats, each drawing `<stem>.png`, `.svg` and `.pdf` from
 // the same commands (reset first, so nothing one pass set carries into the next), tab-separated data, the title
 // and a light grid. The script ends with `footer()`.
