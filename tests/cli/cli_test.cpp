@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 
 #include "cli/cli_support.hpp"
 
@@ -86,6 +87,13 @@ TEST_CASE("catalog lists GPUs and links, as a table and as JSON") {
   CHECK(j["gpus"].size() >= 10);
   CHECK(j["links"].size() >= 14);
   CHECK(dtsim("catalog").out.find("h200-sxm-141gb") != std::string::npos);
+  // Each architecture's two fused-attention kernels: on Hopper FlashAttention-2 runs below cuDNN's, on Ampere they
+  // are the one kernel.
+  std::map<std::string, nlohmann::json> arch;
+  for (const auto& a : j["compute"]["architectures"]) arch[a["name"].get<std::string>()] = a;
+  CHECK(arch.at("hopper")["flash2_forward"].get<double>() < arch.at("hopper")["flash_forward"].get<double>());
+  CHECK(arch.at("ampere")["flash2_forward"].get<double>() == arch.at("ampere")["flash_forward"].get<double>());
+  CHECK(dtsim("catalog").out.find("fa2_fw") != std::string::npos);
 }
 
 TEST_CASE("bad arguments exit 2 with one line") {
