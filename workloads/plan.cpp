@@ -132,17 +132,9 @@ void check_ep_overlap(const Workload& w) {
     refuse("cannot run with training.recompute: full (Megatron-Core refuses it):", "false, or recompute none or selective");
 }
 
-// torchtitan's per-op checkpointing counts a Llama block's matmuls (seven bias-free linear layers, a gated MLP)
-// and keeps its fused attention's output: dtsim models it on such blocks only.
 void check_recompute_op(const Workload& w) {
   if (w.training->recompute != Recompute::Op) return;
-  const ModelSpec& m = w.model;
-  const char* lacks = m.moe()                                  ? "experts"
-                      : m.mla()                                ? "multi-head latent attention"
-                      : m.bias                                 ? "biased linear layers (addmm, which the policy does not count)"
-                      : m.activation != Activation::Swiglu     ? "a plain MLP, not a gated one"
-                      : !fused(w.training->attention)          ? "unfused attention (training.attention: unfused)"
-                                                               : nullptr;
+  const char* lacks = per_op_recompute_misfit(w);
   if (lacks == nullptr) return;
   throw InputError("training.recompute", "op",
                    fmt::format("is torchtitan's per-op checkpointing of a Llama block's matmuls, and the model has {}, "
@@ -277,6 +269,18 @@ void check_layer_list(const Workload& w) {
   only_one("parallelism.vpp", p.vpp);
   if (p.zero != 0 || p.fsdp != Fsdp::None)
     fail("parallelism.zero", p.zero, "shards over data parallelism; a layer-list model trains with DDP:", "0");
+}
+
+// torchtitan's per-op checkpointing counts a Llama block's matmuls (seven bias-free linear layers, a gated MLP)
+// and keeps its fused attention's output: dtsim models it on such blocks only.
+const char* per_op_recompute_misfit(const Workload& w) {
+  const ModelSpec& m = w.model;
+  if (m.moe()) return "experts";
+  if (m.mla()) return "multi-head latent attention";
+  if (m.bias) return "biased linear layers (addmm, which the policy does not count)";
+  if (m.activation != Activation::Swiglu) return "a plain MLP, not a gated one";
+  if (!fused(w.training->attention)) return "unfused attention (training.attention: unfused)";
+  return nullptr;
 }
 
 void check_plan(const Workload& w, int gpus) {

@@ -102,6 +102,11 @@ int micro_batches(const ParallelPlan& plan, const TrainingSpec& training);
 // tp against the model's widths: it divides heads, kv_heads and ffn_hidden, and pp x vpp stages hold its layers.
 void check_model_split(const ModelSpec& m, const ParallelPlan& p);
 
+// What keeps training.recompute: op (torchtitan's per-op checkpointing of a Llama block) off `w`'s model and
+// attention: "experts", "a plain MLP, not a gated one", ...; nullptr where it applies. check_plan refuses op there
+// and plan search does not offer it.
+const char* per_op_recompute_misfit(const Workload& w);
+
 // Every check of a plan against its model, training and cluster: tp divides heads and kv_heads, the degrees'
 // product equals `gpus`, pp * vpp <= layers, micro_batch divides global_batch / dp, ...
 // Throws InputError naming the scenario key ("parallelism.tp") and what is allowed.

@@ -243,8 +243,8 @@ std::vector<std::pair<std::size_t, std::size_t>> pieces(const std::vector<Op>& o
 // Reorders ops_[from, end): the pieces of [from, second) and of [second, end) in turn, each list keeping its own
 // order. A piece of the second list that waits on an op of the first not yet placed goes after the first list's
 // pieces up to that op, so the order stays one the ops can run in (no such link exists today: the state the
-// steps share, ZeRO-3's gates and the buckets, is not used with MoE; the rule keeps the reorder safe if it is). Every index into the moved ops, in the ops and in the builder's state,
-// follows them.
+// steps share, ZeRO-3's gates and the buckets, is not used with MoE; the rule keeps the reorder safe if it is).
+// Every index into the moved ops, in the ops and in the builder's state, follows them.
 void StageBuilder::interleave(std::size_t from, std::size_t second) {
   const std::size_t end = ops_.size();
   const auto a = pieces(ops_, from, second), b = pieces(ops_, second, end);

@@ -51,12 +51,12 @@ int recompute_rank(Recompute r) {
   return 2;
 }
 
-// The recomputation a framework offers: Megatron's none, selective and full; torchtitan's none, per-op (on the
-// dense layers dtsim models it for) and full.
+// The recomputation a framework offers: Megatron's none, selective and full; torchtitan's none, per-op (where
+// dtsim models it: per_op_recompute_misfit) and full.
 std::vector<Recompute> recompute_modes(const Workload& w) {
   if (w.training->framework != workloads::Framework::Torchtitan)
     return {Recompute::None, Recompute::Selective, Recompute::Full};
-  if (w.model.moe() || w.model.mla()) return {Recompute::None, Recompute::Full};
+  if (workloads::per_op_recompute_misfit(w) != nullptr) return {Recompute::None, Recompute::Full};
   return {Recompute::None, Recompute::Op, Recompute::Full};
 }
 

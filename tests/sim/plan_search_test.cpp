@@ -52,6 +52,11 @@ TEST_CASE("plan search: a torchtitan job chooses among none, per-op and full rec
   CHECK(default_space(w, 4, 4, {}).recompute ==
         std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full});
   workloads::apply_framework(*w.training, workloads::Framework::Torchtitan);
+  // The test model's biased GELU block is no Llama block: per-op checkpointing is not offered (check_plan would
+  // refuse every such plan); a bias-free gated one gets it.
+  CHECK(default_space(w, 4, 4, {}).recompute == std::vector<Recompute>{Recompute::None, Recompute::Full});
+  w.model.activation = workloads::Activation::Swiglu;
+  w.model.bias = false;
   CHECK(default_space(w, 4, 4, {}).recompute == std::vector<Recompute>{Recompute::None, Recompute::Op, Recompute::Full});
 }
 
