@@ -175,7 +175,7 @@ class StageBuilder {
   std::vector<Index> gated(int unit, std::vector<Index> deps);
   // kernel_time, memoized: a stage times the same few kernels thousands of times.
   Seconds time_of(const Kernel& k);
-  using TimeKey = std::array<double, 18>;
+  using TimeKey = std::array<double, 19>;
   std::map<TimeKey, Seconds> times_;
 };
 

@@ -135,7 +135,8 @@ Seconds StageBuilder::time_of(const Kernel& k) {
   const GemmShape& wg = k.weight_gemm.value_or(none);
   const AttentionShape a = k.attention.value_or(AttentionShape{0, 0, 0, false});
   const TimeKey key{static_cast<double>(k.kind), static_cast<double>(k.pass), k.flops.value(), k.bytes.value(), g.m,
-                    g.n, g.k, g.batch, wg.m, wg.n, wg.k, a.batch_heads, a.seq, a.head_dim + (a.causal ? 0.5 : 0.0) + (a.flash2 ? 0.25 : 0.0),
+                    g.n, g.k, g.batch, wg.m, wg.n, wg.k, a.batch_heads, a.seq, a.head_dim,
+                    (a.causal ? 1.0 : 0.0) + (a.flash2 ? 2.0 : 0.0),
                     k.precision ? static_cast<double>(*k.precision) : -1.0, k.gemm ? 1.0 : 0.0,
                     static_cast<double>(k.launches), k.load};
   auto [it, added] = times_.emplace(key, Seconds(0));
