@@ -14,9 +14,11 @@
 #include "workloads/plan.hpp"
 #include "workloads/step_graph.hpp"
 #include "workloads/collective_tally.hpp"
+#include "workloads/kernel_cases.hpp"
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::workloads::kernel_cases::kinds_of;
 
 namespace {
 
@@ -32,12 +34,6 @@ double flops_of(const std::vector<Kernel>& ks, KernelClass kind) {
   for (const Kernel& k : ks)
     if (k.kind == kind) sum += k.flops.value();
   return sum;
-}
-
-std::vector<KernelClass> kinds_of(const std::vector<Kernel>& ks) {
-  std::vector<KernelClass> out;
-  for (const Kernel& k : ks) out.push_back(k.kind);
-  return out;
 }
 
 // Llama-3-8B's block, two layers, one sequence a step on `tp` GPUs (sequence-parallel where tp > 1), torchtitan's
