@@ -81,8 +81,13 @@ void apply_framework(TrainingSpec& t, Framework f) {
   t.distributed_optimizer = core;
   t.overlap_param_gather = core;
   t.zero3_prefetch_ahead = f != Framework::DeepSpeed2021;
+  // Gradients reduced in the 16-bit precision: NeMo's recipes (grad_reduce_in_fp32 False), and DeepSpeed, whose
+  // communication_data_type is the model's 16-bit type unless configured (deepspeed/runtime/engine.py) and whose
+  // ZeRO-3 reduce-scatters the 16-bit gradients into partitions of that type (zero/stage3.py: grad partitions in
+  // gradient_accumulation_dtype, the model's).
   const bool sixteen = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
-  if (f == Framework::Nemo && sixteen) t.grad_dtype = t.precision;
+  const bool deepspeed = f == Framework::DeepSpeed || f == Framework::DeepSpeed2021;
+  if ((f == Framework::Nemo || deepspeed) && sixteen) t.grad_dtype = t.precision;
   t.cp_comm = f == Framework::Torchtitan ? CpComm::AllGather : CpComm::P2p;
 }
 

@@ -173,7 +173,8 @@ inline constexpr int kTpSplits = 4;
 
 // Sets every feature `f` decides to its default there (and `framework`); a scenario's explicit keys come after.
 //   megatron-2021, deepspeed, deepspeed-2021: unfused attention and loss, every TP collective exposed, one
-//     all-gather after the optimizer step; deepspeed-2021 without ZeRO-3's backward prefetch ahead;
+//     all-gather after the optimizer step; deepspeed and deepspeed-2021 reduce gradients in the 16-bit
+//     precision (DeepSpeed's communication_data_type), deepspeed-2021 without ZeRO-3's backward prefetch ahead;
 //   megatron-2022: the same, with the backward's TP collectives overlapped (tp_backward_overlap);
 //   megatron-core: fused attention (Transformer Engine's DotProductAttention, the default of Megatron-Core's
 //     transformer_engine implementation), the backward's TP overlap, the distributed optimizer with the

@@ -110,6 +110,12 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
     CHECK_FALSE(t.cross_entropy_fusion);
     // ZeRO-3's backward prefetch ahead: DeepSpeed today; not its 2021 ZeRO-3, whose all-gathers blocked.
     CHECK(t.zero3_prefetch_ahead == (std::string(old) != "deepspeed-2021"));
+    // DeepSpeed reduces gradients in the model's 16-bit type (its communication_data_type); Megatron-LM in fp32.
+    const bool deepspeed = std::string(old).starts_with("deepspeed");
+    CHECK(t.grad_dtype == (deepspeed ? workloads::Precision::Bf16 : workloads::Precision::Fp32));
+    CHECK(training(std::string(", precision: fp16, framework: ") + old).grad_dtype ==
+          (deepspeed ? workloads::Precision::Fp16 : workloads::Precision::Fp32));
+    CHECK(training(std::string(", precision: fp32, framework: ") + old).grad_dtype == workloads::Precision::Fp32);
   }
   // torchtitan: SDPA's FlashAttention-2, CP by all-gather, DDP's 25 MB buckets; under TP the norms
   // sequence-parallel and async TP off until asked for.
@@ -184,7 +190,8 @@ TEST_CASE("Megatron-Core's plan-dependent defaults: sequence parallelism and TP 
   CHECK(old.plan.zero == 0);
   CHECK(old.training->dp_bucket == Bytes(25e6));
   CHECK(load(", framework: megatron-2022").training->tp_backward_overlap);
-  CHECK(load(", framework: deepspeed", "{tp: 1, zero: 3}").training->dp_bucket == Bytes(5e8 * 4));
+  // DeepSpeed's reduce_bucket_size, 5e8 elements of its 16-bit gradients.
+  CHECK(load(", framework: deepspeed", "{tp: 1, zero: 3}").training->dp_bucket == Bytes(5e8 * 2));
   // What Megatron-Core refuses, refused with the key and the line.
   const auto err = [&](const std::string& training, const std::string& parallelism) {
     try {

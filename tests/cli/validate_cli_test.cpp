@@ -243,6 +243,13 @@ TEST_CASE("validate: the MoE rows dtsim misses stay at their recorded errors, wi
                                                         {"deepseek-v3-1024", 0.323}});
 }
 
+// The seventh cross-fabric pair (issue 17: ZeRO-3 on 384 V100 over one or four NICs a node), which dtsim misses,
+// held at its recorded error: +13.4 % with DeepSpeed's fp16 gradient reduction, +46 % with fp32 (docs/validation.md).
+TEST_CASE("validate: the ZeRO-3 cross-fabric pair dtsim misses stays at its recorded error, within 5 points"
+          * doctest::test_suite("figures")) {
+  check_recorded("scenarios/validation/cross-fabric-zero3.yaml", {{"zero3-18b-4xedr / zero3-18b-1xedr", 0.134}});
+}
+
 // torchtitan's table (issue 22): the eight rows without context parallelism beyond 2, 10 % each and 6 % mean; the
 // two at CP 4 and 8 (36 and 42 % fast, docs/validation.md) held at their recorded errors.
 TEST_CASE("validate: torchtitan's FSDP runs on H100, 8 of 10 rows, 10 % each and 6 % mean"
