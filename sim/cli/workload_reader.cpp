@@ -245,9 +245,11 @@ void resolve_distributed_optimizer(const YamlMap& top, TrainingSpec& t, Parallel
 // The framework's defaults that depend on the plan (tp_comm_overlap, sequence parallelism, the bucket), and
 // what Megatron-Core's argument checks require of the features.
 // A layer-list model trains as PyTorch DDP does, whatever the framework: no distributed optimizer, DDP's 25 MB
-// buckets (bucket_cap_mb), overlapped with the backward.
+// buckets (bucket_cap_mb), overlapped with the backward, fp32 gradients (AMP keeps the parameters, so their
+// gradients, in fp32).
 void resolve_layer_list(const YamlMap& top, TrainingSpec& t, ParallelPlan& p) {
   const YamlMap m = top.map("training");
+  if (!m.has("grad_dtype")) t.grad_dtype = Precision::Fp32;
   if (!m.has("distributed_optimizer")) t.distributed_optimizer = false;
   if (!(top.has("parallelism") && top.map("parallelism").has("zero"))) p.zero = 0;
   t.overlap_param_gather = false;

@@ -192,6 +192,19 @@ TEST_CASE("Megatron-Core's plan-dependent defaults: sequence parallelism and TP 
   CHECK(load(", framework: megatron-2022").training->tp_backward_overlap);
   // DeepSpeed's reduce_bucket_size, 5e8 elements of its 16-bit gradients.
   CHECK(load(", framework: deepspeed", "{tp: 1, zero: 3}").training->dp_bucket == Bytes(5e8 * 2));
+  // An explicit grad_dtype wins over the framework's, and the bucket follows it.
+  const workloads::Workload fp32 = load(", framework: deepspeed, grad_dtype: fp32", "{tp: 1, zero: 3}");
+  CHECK(fp32.training->grad_dtype == workloads::Precision::Fp32);
+  CHECK(fp32.training->dp_bucket == Bytes(5e8 * 4));
+  // A layer-list model trains as PyTorch DDP does: fp32 gradients whatever the framework.
+  const auto resnet = [](const std::string& extra) {
+    return *load_one("cluster: {gpu: a100-sxm4-80gb}\nmodel: {preset: resnet50}\ntraining: {global_batch: 256, "
+                     "precision: fp16" + extra + "}\n")
+                .workload->training;
+  };
+  CHECK(resnet(", framework: deepspeed").grad_dtype == workloads::Precision::Fp32);
+  CHECK(resnet(", framework: nemo").grad_dtype == workloads::Precision::Fp32);
+  CHECK(resnet(", framework: deepspeed, grad_dtype: fp16").grad_dtype == workloads::Precision::Fp16);
   // What Megatron-Core refuses, refused with the key and the line.
   const auto err = [&](const std::string& training, const std::string& parallelism) {
     try {
