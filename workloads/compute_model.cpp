@@ -33,6 +33,11 @@ FlopsPerSecond peak_of(const topology::GpuSpec& gpu, Precision p, bool own) {
 // Share of one dimension's work the GPU does usefully: tiles left partly empty, too few thread blocks.
 double fill(double dim, double half) { return dim / (dim + half); }
 
+// The rates of the fused attention kernel `a` runs: FlashAttention-2's, or the architecture's best.
+const FusedAttentionRates& fused_rates(const AttentionShape& a, const ArchitectureConstants& arch) {
+  return a.flash2 ? arch.flash2 : arch.flash;
+}
+
 bool eight_bit(Precision p) { return p == Precision::Fp8 || p == Precision::Int8 || p == Precision::Int4; }
 
 // The compute efficiency of `k` on `arch` at `p`, its shape factor included.
@@ -48,7 +53,7 @@ double compute_efficiency(const Kernel& k, const ArchitectureConstants& arch, Pr
     }
     case Work::AttentionGemm: return arch.attention_gemm * gemm_shape_factor(*k.gemm, arch);
     case Work::FusedAttention: {
-      const FusedAttentionRates& r = k.attention->flash2 ? arch.flash2 : arch.flash;
+      const FusedAttentionRates& r = fused_rates(*k.attention, arch);
       return (k.pass == Pass::Backward ? r.backward : r.forward) * attention_shape_factor(*k.attention, arch);
     }
     case Work::Stream:
@@ -80,7 +85,7 @@ double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch) 
 // nothing (cuDNN's causal forward on an H100 runs head_dim 256 no faster than 128).
 double attention_shape_factor(const AttentionShape& a, const ArchitectureConstants& arch) {
   constexpr double kMeasuredHead = 128;
-  const FusedAttentionRates& r = a.flash2 ? arch.flash2 : arch.flash;
+  const FusedAttentionRates& r = fused_rates(a, arch);
   const double head = std::min(1.0, fill(a.head_dim, r.half_head) / fill(kMeasuredHead, r.half_head));
   return fill(a.seq, r.half_seq) * head;
 }

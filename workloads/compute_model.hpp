@@ -32,7 +32,6 @@ struct KernelWork {
   std::string source;
 };
 
-// One GPU architecture's constants.
 // A fused attention kernel's rates (FlashAttention class).
 struct FusedAttentionRates {
   double forward = 0;     // forward at long sequences and head_dim 128: executed FLOPs over the 16-bit peak
@@ -41,6 +40,7 @@ struct FusedAttentionRates {
   double half_head = 0;   // head dimension likewise (relative to 128, never above it)
 };
 
+// One GPU architecture's constants.
 struct ArchitectureConstants {
   std::string_view name;        // the catalog's GpuSpec::architecture
   double gemm = 0;              // large 16-bit (and tf32/fp32) GEMMs: fraction of the precision's dense peak
