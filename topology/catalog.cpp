@@ -1,5 +1,5 @@
 // Names of precisions and link families, catalog look-ups and the checks a user-supplied entry must pass.
-// The entries themselves are in catalog_data.cpp.
+// The entries themselves are in catalog_gpus.cpp and catalog_data.cpp.
 #include "topology/catalog.hpp"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // The hardware catalog: GPUs and links as data, one entry each, with the source of every figure.
-// Values live in catalog_data.cpp; nothing else in dtsim writes a hardware number as a literal.
+// Values live in catalog_gpus.cpp (GPUs) and catalog_data.cpp (the rest); nothing else in dtsim writes a hardware
+// number as a literal.
 #pragma once
 
 #include <array>
