@@ -4,7 +4,9 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "sim/cli/scenario.hpp"
 #include "sim/cli/section_readers.hpp"
+#include "sim/cli/workload_reader.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::cli::detail {

@@ -46,7 +46,6 @@ using workloads::ModelSpec;
 using workloads::ParallelPlan;
 using workloads::TrainingSpec;
 
-constexpr long long kMaxDegree = 1'000'000;         // tp, pp, dp
 constexpr double kMaxBucketMB = 1e6;
 
 constexpr std::initializer_list<Precision> kComputePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16,

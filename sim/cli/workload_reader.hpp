@@ -23,6 +23,7 @@ inline constexpr long long kMaxTokens = 1'000'000'000;     // vocab, seq_length,
 inline constexpr double kMaxDropout = 0.99;                 // hidden_dropout, attention_dropout (1 drops everything)
 inline constexpr long long kMaxExperts = 1'000'000;        // experts, experts_per_token, shared_experts
 inline constexpr double kMaxImbalance = 1'000;             // expert_imbalance
+inline constexpr long long kMaxDegree = 1'000'000;         // tp, pp, dp and the others (the serving pools' too)
 
 // The enum named at `key`, parsed by `parse` (a function returning std::optional), or `fallback` when the key
 // is absent; an unknown name fails, listing `allowed`.
