@@ -33,10 +33,15 @@ LayerPassTimes layer_pass_times(const RankClass& c) {
 }
 
 nlohmann::json class_json(const RankClass& c, const sim::ClassTimeline& t) {
-  int compute = 0, sends = 0, recvs = 0;
+  int compute = 0, sends = 0, recvs = 0, host = 0;
+  double host_s = 0;
   std::map<std::pair<std::string, std::string>, std::pair<int, double>> collectives;
   for (const auto& op : c.ops) {
     if (std::holds_alternative<ComputeOp>(op.body)) ++compute;
+    if (const auto* h = std::get_if<workloads::HostOp>(&op.body)) {
+      ++host;
+      host_s += h->duration.value();
+    }
     if (std::holds_alternative<workloads::SendOp>(op.body)) ++sends;
     if (std::holds_alternative<workloads::RecvOp>(op.body)) ++recvs;
     if (const auto* k = std::get_if<CollectiveOp>(&op.body)) {
@@ -51,7 +56,8 @@ nlohmann::json class_json(const RankClass& c, const sim::ClassTimeline& t) {
   const auto layer = layer_pass_times(c);
   return {{"stage", c.stage}, {"ranks", c.ranks.size()},
           {"layer_pass_s", {{"forward", layer.forward}, {"backward", layer.backward}, {"recompute", layer.recompute}}}, {"ops", c.ops.size()}, {"compute_ops", compute},
-          {"sends", sends}, {"recvs", recvs}, {"compute_s", t.compute_busy.value()}, {"collectives", list}};
+          {"sends", sends}, {"recvs", recvs}, {"compute_s", t.compute_busy.value()}, {"host_ops", host},
+          {"host_s", host_s}, {"collectives", list}};
 }
 
 // The share of the step the busiest stage's compute stream sits idle, with communication free: the bubble.

@@ -19,8 +19,9 @@ using workloads::ComputeOp;
 using workloads::RecvOp;
 using workloads::SendOp;
 
-enum Track { kCompute = 0, kCollectives = 1, kSends = 2, kReceives = 3 };
-constexpr const char* kTrackNames[] = {"compute", "collectives", "pipeline send", "pipeline receive"};
+enum Track { kCompute = 0, kCollectives = 1, kSends = 2, kReceives = 3, kHost = 4 };
+constexpr int kTracks = 5;
+constexpr const char* kTrackNames[] = {"compute", "collectives", "pipeline send", "pipeline receive", "host"};
 constexpr int kLanesPerTrack = 100;   // thread id = track x 100 + lane
 constexpr int kLinksPid = 1'000'000;
 constexpr int kMostListedRanks = 1'000'000;
@@ -40,6 +41,8 @@ std::pair<std::string, Track> describe(const workloads::Op& op) {
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           return {fmt::format("{} {} {:.1f} MB", to_string(b.kind), to_string(b.group), b.bytes.value() / 1e6),
                   kCollectives};
+        } else if constexpr (std::is_same_v<T, workloads::HostOp>) {
+          return {fmt::format("host issues {} L{} mb{}", to_string(b.pass), b.layer, b.micro_batch), kHost};
         } else if constexpr (std::is_same_v<T, SendOp>) {
           return {fmt::format("send to stage {} mb{}", b.peer_stage, b.tag.micro_batch), kSends};
         } else {
@@ -137,7 +140,7 @@ std::vector<Placed> rank_events(Writer& w, const workloads::StepGraph& g, const 
     placed[i].ts = std::min(placed[i].end, std::max(us(times[i].start), arrivals[i]));
   }
   std::ranges::stable_sort(order, [&](std::size_t a, std::size_t b) { return placed[a].ts < placed[b].ts; });
-  std::vector<std::vector<double>> lane_end(4);   // per track, when each lane is free again
+  std::vector<std::vector<double>> lane_end(kTracks);   // per track, when each lane is free again
   for (const std::size_t i : order) {
     auto& lanes = lane_end[what[i].second];
     std::size_t lane = 0;
@@ -147,7 +150,7 @@ std::vector<Placed> rank_events(Writer& w, const workloads::StepGraph& g, const 
     const int capped = static_cast<int>(std::min<std::size_t>(lane, kLanesPerTrack - 1));
     placed[i].tid = what[i].second * kLanesPerTrack + capped;
   }
-  for (int track = 0; track < 4; ++track)
+  for (int track = 0; track < kTracks; ++track)
     for (std::size_t lane = 0; lane < lane_end[static_cast<std::size_t>(track)].size() && lane < kLanesPerTrack; ++lane) {
       const std::string name = lane == 0 ? kTrackNames[track] : fmt::format("{} {}", kTrackNames[track], lane + 1);
       w.event(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", rank,

@@ -34,6 +34,7 @@ struct ModuleGrads {
 struct LayerWork {
   std::array<std::vector<Kernel>, 3> kernels;
   std::array<std::vector<Seconds>, 3> times;
+  std::array<Seconds, 3> host{};   // per pass, the host's time to issue it (HostOp; zero: none)
   std::vector<ModuleGrads> modules;
   Bytes grads;          // the dense parameters' gradients on one GPU, grad dtype
   Bytes expert_grads;   // the routed experts'

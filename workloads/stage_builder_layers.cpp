@@ -289,6 +289,9 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
   const auto& kernels = work.kernels[pass_index(pass)];
   const std::vector<TpComm> plan = comm_plan(layer, pass);
   const bool fine = ctx_.granularity == Granularity::Kernel;
+  // The host's issue of the pass, from when the pass may start; the pass's last op waits for it.
+  std::optional<Index> host;
+  if (const Seconds h = work.host[pass_index(pass)]; h.value() > 0) host = add(HostOp{pass, layer, mb, h}, deps);
   Pending p{layer, mb, pass, std::move(deps), {}, {}};
   for (std::uint32_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];
@@ -327,6 +330,7 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
     const std::optional<Index> op = flush(p);
     if (module) grads_ready->push_back({*module, *op});
   }
+  if (host) p.deps.push_back(*host);
   flush(p);
   if (grads_ready != nullptr) {
     grads_ready->push_back({0, p.deps.front()});

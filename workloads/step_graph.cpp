@@ -13,11 +13,13 @@
 // and the stages gathered into a StepGraph.
 #include "workloads/step_graph.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
+#include "workloads/host_model.hpp"
 #include "workloads/layer_list.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/schedule.hpp"
@@ -94,6 +96,16 @@ LayerWork layer_work(const Context& ctx, bool moe) {
     work.kernels[pass_index(p)] = layer_kernels(w.model, t, ctx.sharding, t.micro_batch, p, moe);
     for (const Kernel& k : work.kernels[pass_index(p)])
       work.times[pass_index(p)].push_back(kernel_time(k, ctx.gpu, t.precision));
+  }
+  if (moe) {   // the dispatcher makes the host wait every pass (host_model.hpp)
+    const auto launches = [&](Pass p) {
+      std::size_t n = 0;
+      for (const Kernel& k : work.kernels[pass_index(p)]) n += static_cast<std::size_t>(k.launches);
+      return n;
+    };
+    for (const Pass p : {Pass::Forward, Pass::Backward, Pass::Recompute})
+      if (!work.kernels[pass_index(p)].empty())
+        work.host[pass_index(p)] = moe_host_time(p, launches(p), launches(Pass::Forward));
   }
   work.modules = module_grads(w, moe);
   for (const ModuleGrads& g : work.modules) (g.expert ? work.expert_grads : work.grads) += g.bytes;

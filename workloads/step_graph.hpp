@@ -11,7 +11,9 @@
 //  - communication ops run beside compute; those on the same group run in list order (one communicator each),
 //    and the k-th collective on a group in one member's list is the k-th in every member's list;
 //  - a send is posted when its deps finish and never waits for the receiver; a recv finishes when the matching
-//    send (same tag, from `peer_stage`) has arrived.
+//    send (same tag, from `peer_stage`) has arrived;
+//  - host ops run one at a time, in list order, on the rank's host thread (beside the compute stream): the
+//    host's issue of a layer pass that the GPU cannot run ahead of (HostOp).
 #pragma once
 
 #include <cstdint>
@@ -96,7 +98,19 @@ struct RecvOp {
   PipeTag tag;
 };
 
-using OpBody = std::variant<ComputeOp, CollectiveOp, SendOp, RecvOp>;
+// The host's work to issue one layer pass, where the host cannot run ahead of the GPU: an MoE layer's token
+// dispatcher copies the routing's counts to the host (the all-to-all's split sizes, the grouped GEMM's per-expert
+// rows, DeepEP's received tokens), so every layer pass starts with the host idle and the GPU waits for kernels
+// the host has not issued yet (workloads/host_model.hpp). The pass's last op depends on it: a pass lasts at least
+// its host time. It occupies no GPU resource.
+struct HostOp {
+  Pass pass = Pass::Forward;
+  int layer = -1;
+  int micro_batch = -1;
+  Seconds duration;
+};
+
+using OpBody = std::variant<ComputeOp, CollectiveOp, SendOp, RecvOp, HostOp>;
 
 struct Op {
   OpBody body;

@@ -63,6 +63,9 @@ std::string label(const Op& op) {
                              body.duration.value() * 1e3);
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           return fmt::format("{} {}\\n{:.2f} MB", to_string(body.kind), to_string(body.group), body.bytes.value() / 1e6);
+        } else if constexpr (std::is_same_v<T, HostOp>) {
+          return fmt::format("host {} L{} mb{}\\n{:.3f} ms", to_string(body.pass), body.layer, body.micro_batch,
+                             body.duration.value() * 1e3);
         } else if constexpr (std::is_same_v<T, SendOp>) {
           return fmt::format("send -> stage {}\\nmb{} {:.2f} MB", body.peer_stage, body.tag.micro_batch, body.bytes.value() / 1e6);
         } else {
@@ -108,8 +111,8 @@ std::string summary(const StepGraph& g) {
   std::string out = fmt::format("step graph: {} ranks (tp {} pp {} dp {}{} vpp {}), {} micro-batches per replica, {} rank classes\n",
                                 g.placement.ranks(), p.tp, p.pp, p.dp, extra, p.vpp, g.micro_batches, g.classes.size());
   for (const RankClass& c : g.classes) {
-    std::size_t compute = 0, sends = 0, recvs = 0;
-    Seconds busy;
+    std::size_t compute = 0, sends = 0, recvs = 0, host = 0;
+    Seconds busy, host_time;
     std::map<std::string, std::pair<std::size_t, Bytes>> collectives;   // "kind group" -> count, bytes
     for (const Op& op : c.ops) {
       if (const auto* comp = std::get_if<ComputeOp>(&op.body)) { ++compute; busy += comp->duration; }
@@ -120,9 +123,12 @@ std::string summary(const StepGraph& g) {
       }
       if (std::holds_alternative<SendOp>(op.body)) ++sends;
       if (std::holds_alternative<RecvOp>(op.body)) ++recvs;
+      if (const auto* h = std::get_if<HostOp>(&op.body)) { ++host; host_time += h->duration; }
     }
-    out += fmt::format("  stage {:>3} ({} ranks): {} ops: {} compute ({:.3f} s busy), {} send, {} recv\n", c.stage,
+    out += fmt::format("  stage {:>3} ({} ranks): {} ops: {} compute ({:.3f} s busy), {} send, {} recv", c.stage,
                        c.ranks.size(), c.ops.size(), compute, busy.value(), sends, recvs);
+    if (host > 0) out += fmt::format(", {} host ({:.3f} s issuing MoE layer passes)", host, host_time.value());
+    out += "\n";
     for (const auto& [name, v] : collectives)
       out += fmt::format("      {:<32} {:>6} x, {:>12.3f} MB in all\n", name, v.first, v.second.value() / 1e6);
   }
@@ -140,7 +146,9 @@ std::string to_dot(const StepGraph& g, std::size_t max_ops) {
     out += fmt::format("  subgraph cluster_{} {{\n    label=\"stage {} ({} ranks)\";\n", c, g.classes[c].stage, g.classes[c].ranks.size());
     for (std::size_t i = 0; i < g.classes[c].ops.size(); ++i) {
       const Op& op = g.classes[c].ops[i];
-      const char* colour = std::holds_alternative<ComputeOp>(op.body) ? "lightgrey" : "lightyellow";
+      const char* colour = std::holds_alternative<ComputeOp>(op.body) ? "lightgrey"
+                           : std::holds_alternative<HostOp>(op.body) ? "lightblue"
+                                                                     : "lightyellow";
       out += fmt::format("    {} [label=\"{}\", style=filled, fillcolor={}];\n", node(c, i), label(op), colour);
       for (auto d : op.deps) out += fmt::format("    {} -> {};\n", node(c, d), node(c, i));
     }

@@ -51,6 +51,7 @@ class Player {
     std::size_t next = 0;
     std::vector<OpTime> times;
     Seconds compute_free;
+    Seconds host_free;
     Seconds busy;
     std::map<workloads::Group, Seconds> communicator_free;
     int embedding_seen = 0;   // Embedding-group collectives reached so far
@@ -85,6 +86,11 @@ class Player {
       s.compute_free = start + duration;
       s.busy += duration;
       return OpTime{start, s.compute_free};
+    }
+    if (std::holds_alternative<workloads::HostOp>(op.body)) {   // the host thread: one at a time, no GPU
+      const Seconds start = std::max(ready, s.host_free);
+      s.host_free = start + duration_(c, i);
+      return OpTime{start, s.host_free};
     }
     if (const auto* send = std::get_if<SendOp>(&op.body)) {
       const Seconds end = ready + duration_(c, i);
@@ -136,6 +142,7 @@ Timeline play_analytic(const StepGraph& graph, const CommCosts& costs) {
     const auto& body = graph.classes[c].ops[i].body;
     const int rank = graph.classes[c].ranks.front();
     if (const auto* comp = std::get_if<ComputeOp>(&body)) return comp->duration;
+    if (const auto* host = std::get_if<workloads::HostOp>(&body)) return host->duration;
     if (const auto* send = std::get_if<SendOp>(&body))
       return costs.transfer(*send, rank, graph.peer_rank(rank, send->peer_stage));
     const auto& op = std::get<CollectiveOp>(body);

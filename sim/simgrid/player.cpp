@@ -1,5 +1,5 @@
-// The Player (player.hpp): construction, the end of each op passed on to what waits for it, the compute stream,
-// pipeline sends and receives, and the timeline it fills. Its collectives and lanes are in player_collectives.cpp.
+// The Player (player.hpp): construction, the end of each op passed on to what waits for it, the compute stream
+// and the host thread, pipeline sends and receives, and the timeline it fills. Its collectives and lanes are in player_collectives.cpp.
 #include "sim/simgrid/player.hpp"
 
 #include <algorithm>
@@ -42,6 +42,7 @@ ClassIndex index_class(const workloads::RankClass& c) {
       ix.compute_busy += comp->duration;
     }
     if (const auto* coll = std::get_if<CollectiveOp>(&op.body)) ix.collective_order[index_of(coll->group)].push_back(i);
+    if (std::holds_alternative<workloads::HostOp>(op.body)) ix.host_order.push_back(i);
   }
   return ix;
 }
@@ -98,6 +99,7 @@ void Player::ready(int rank, std::uint32_t op) {
   if (std::holds_alternative<ComputeOp>(body)) return try_compute(rank);
   if (const auto* c = std::get_if<CollectiveOp>(&body)) return try_collective(rank, index_of(c->group));
   if (const auto* s = std::get_if<SendOp>(&body)) return post(rank, op, *s);
+  if (std::holds_alternative<workloads::HostOp>(body)) return try_host(rank);
   receive(rank, op, std::get<RecvOp>(body));
 }
 
@@ -127,17 +129,28 @@ void Player::pass_on(const Ending& e) {
   }
 }
 
-// Compute ends are known at their start: the stream runs ahead as far as its ops' deps are known.
+// A stream whose ops' ends are known at their start (the compute stream, the host thread) runs ahead, in list
+// order, as far as its ops' deps are known.
+template <class Body>
+void Player::run_stream(int rank, const std::vector<std::uint32_t>& order, std::size_t& next, Seconds& free) {
+  RankState& s = state(rank);
+  while (next < order.size() && s.waiting[order[next]] == 0) {
+    const std::uint32_t op = order[next++];
+    OpTime& t = s.times[op];
+    t.start = std::max(t.start, free);
+    free = t.start + std::get<Body>(ops(rank)[op].body).duration;
+    ended(rank, op, free);
+  }
+}
+
 void Player::try_compute(int rank) {
   RankState& s = state(rank);
-  const auto& order = index(rank).compute_order;
-  while (s.next_compute < order.size() && s.waiting[order[s.next_compute]] == 0) {
-    const std::uint32_t op = order[s.next_compute++];
-    OpTime& t = s.times[op];
-    t.start = std::max(t.start, s.compute_free);
-    s.compute_free = t.start + std::get<ComputeOp>(ops(rank)[op].body).duration;
-    ended(rank, op, s.compute_free);
-  }
+  run_stream<ComputeOp>(rank, index(rank).compute_order, s.next_compute, s.compute_free);
+}
+
+void Player::try_host(int rank) {
+  RankState& s = state(rank);
+  run_stream<workloads::HostOp>(rank, index(rank).host_order, s.next_host, s.host_free);
 }
 
 void Player::post(int rank, std::uint32_t op, const SendOp& send) {

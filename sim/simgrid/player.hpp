@@ -61,6 +61,7 @@ struct ClassIndex {
   }
   std::vector<std::uint16_t> dep_counts;
   std::vector<std::uint32_t> compute_order;
+  std::vector<std::uint32_t> host_order;   // HostOps: the host thread's, in list order
   std::array<std::vector<std::uint32_t>, kGroups> collective_order;
   Seconds compute_busy;
 };
@@ -75,6 +76,8 @@ struct RankState {
   std::size_t ended = 0;
   std::size_t next_compute = 0;
   Seconds compute_free;                 // when the compute stream's last started op ends
+  std::size_t next_host = 0;
+  Seconds host_free;                    // when the host thread's last started op ends
   std::array<std::size_t, kGroups> next_collective{};
   std::array<bool, kGroups> communicating{};   // reached a collective of this group that has not ended
   std::array<Seconds, kGroups> group_free{};   // when the group's previous collective ended
@@ -136,7 +139,10 @@ class Player {
   void ended(int rank, std::uint32_t op, Seconds end);   // queues it; drain() passes it on
   void drain();
   void pass_on(const Ending& e);
+  template <class Body>
+  void run_stream(int rank, const std::vector<std::uint32_t>& order, std::size_t& next, Seconds& free);
   void try_compute(int rank);
+  void try_host(int rank);
   void try_collective(int rank, std::size_t group);
   void arrive(int rank, std::uint32_t op, std::size_t k, Seconds at);
   // Runs `what` at `at` (no earlier than now): now, or from a timer.

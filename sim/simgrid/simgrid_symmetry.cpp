@@ -158,17 +158,22 @@ std::unordered_map<Resource, double> check_shares(const std::set<Pair>& played, 
 // Lanes: every send and every collective but a TP one starts at the same time on every lane. A pipeline
 // receive, a send or such a collective ends at a time of its lane ("lane-timed"); so does what follows it, until
 // a TP collective, which waits for every lane. An op's start is the latest end among its predecessors (its deps,
-// and for a compute op the compute stream's previous op); a lane-timed predecessor that is an ancestor of a TP
+// and for a compute or host op its stream's previous op); a lane-timed predecessor that is an ancestor of a TP
 // collective among them ends before that collective starts, on every lane, and does not decide the start.
 class LaneCheck {
  public:
   explicit LaneCheck(const workloads::RankClass& cls) : cls_(cls), timed_(cls.ops.size(), 0), stream_pred_(cls.ops.size(), -1) {
-    std::int64_t previous = -1;
-    for (std::size_t i = 0; i < cls.ops.size(); ++i)
+    std::int64_t previous = -1, previous_host = -1;
+    for (std::size_t i = 0; i < cls.ops.size(); ++i) {
       if (std::holds_alternative<workloads::ComputeOp>(cls.ops[i].body)) {
         stream_pred_[i] = previous;
         previous = static_cast<std::int64_t>(i);
       }
+      if (std::holds_alternative<workloads::HostOp>(cls.ops[i].body)) {   // the host thread: a stream of its own
+        stream_pred_[i] = previous_host;
+        previous_host = static_cast<std::int64_t>(i);
+      }
+    }
   }
 
   void run() {
@@ -179,7 +184,7 @@ class LaneCheck {
       bool start = false;
       for (std::uint32_t p : preds)
         if (timed_[p] != 0 && !covered(p, preds)) start = true;
-      if (std::holds_alternative<workloads::ComputeOp>(op.body)) {
+      if (std::holds_alternative<workloads::ComputeOp>(op.body) || std::holds_alternative<workloads::HostOp>(op.body)) {
         timed_[i] = start;
         continue;
       }
