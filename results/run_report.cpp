@@ -153,6 +153,9 @@ std::string stream_table(const std::vector<json>& rows) {
 
 }  // namespace
 
+// A step's `other` share from which the table names it.
+constexpr double kOtherShown = 0.05;
+
 std::string run_table(const std::vector<json>& all) {
   std::vector<json> serving, rows;   // a file's documents may mix serving and training
   for (const auto& r : all) (r.contains("ttft_s") ? serving : rows).push_back(r);
@@ -177,6 +180,14 @@ std::string run_table(const std::vector<json>& all) {
   }
   out += "(TFLOP/s: model FLOPs per GPU; HFU counts recomputed FLOPs; scale: scaling efficiency; compute / comm / bubble: seconds of the critical "
          "GPU's step busy, waiting on communication, waiting on the pipeline)\n";
+  // The rest of a step (other) is shown when it is a good part of one: an MoE model waiting on its host.
+  double other = 0;
+  for (const auto& r : rows)
+    other = std::max(other, r.at("breakdown_s").at("other").get<double>() / r.at("step_time_s").get<double>());
+  if (other >= kOtherShown)
+    out += fmt::format("(the rest of the step, other: the optimizer step and the GPU waiting for its host to issue MoE layer "
+                       "passes; up to {:.0f}% of a step here, per row in --format json as breakdown_s.other)\n",
+                       100 * other);
   out += cost_table(rows);
   std::string refs;
   for (const auto& r : rows)
