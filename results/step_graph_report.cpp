@@ -1,8 +1,13 @@
 #include "results/step_graph_report.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 #include <set>
+#include <variant>
+
+#include "sim/analytic/analytic_engine.hpp"
 
 namespace dtsim::results {
 namespace {
@@ -67,9 +72,32 @@ double bubble_fraction(const sim::Timeline& t) {
   return t.step_time.value() > 0 ? 1.0 - busiest / t.step_time : 0.0;
 }
 
+bool has_host_ops(const workloads::StepGraph& g) {
+  for (const auto& c : g.classes)
+    for (const auto& op : c.ops)
+      if (std::holds_alternative<workloads::HostOp>(op.body)) return true;
+  return false;
+}
+
+// The communication-free step split into the pipeline's bubble (played without host ops) and the waits on the
+// host (what the host ops add), each a share of the step with them.
+struct ComputeOnly {
+  double bubble = 0, host_wait = 0;
+};
+
+ComputeOnly compute_only_shares(const workloads::StepGraph& g, const sim::Timeline& compute_only) {
+  if (!has_host_ops(g)) return {bubble_fraction(compute_only), 0.0};
+  const sim::Timeline bare = sim::play_analytic(workloads::without_host_ops(g), sim::free_communication());
+  const double step = compute_only.step_time.value();
+  if (step <= 0) return {};
+  const double host = std::max(0.0, step - bare.step_time.value()) / step;
+  return {bubble_fraction(bare) * bare.step_time.value() / step, host};
+}
+
 }  // namespace
 
 nlohmann::json step_graph_json(const workloads::StepGraph& g, const sim::Timeline& compute_only) {
+  const ComputeOnly shares = compute_only_shares(g, compute_only);
   nlohmann::json classes = nlohmann::json::array();
   for (std::size_t i = 0; i < g.classes.size(); ++i) classes.push_back(class_json(g.classes[i], compute_only.classes[i]));
   return {{"ranks", g.placement.ranks()},
@@ -78,14 +106,21 @@ nlohmann::json step_graph_json(const workloads::StepGraph& g, const sim::Timelin
           {"model_flops", workloads::model_flops(g).value()},
           {"hardware_flops", workloads::hardware_flops(g).value()},
           {"compute_only_step_s", compute_only.step_time.value()},
-          {"bubble_fraction", bubble_fraction(compute_only)},
+          {"bubble_fraction", shares.bubble},
+          {"host_wait_fraction", shares.host_wait},
           {"classes", classes}};
 }
 
 std::string step_graph_table(const std::string& name, const workloads::StepGraph& g, const sim::Timeline& compute_only) {
   std::string out = fmt::format("{}: {}", name, workloads::summary(g));
-  out += fmt::format("  compute and pipeline only (communication free): step {:.4f} s, bubble {:.1f} %\n",
-                     compute_only.step_time.value(), 100.0 * bubble_fraction(compute_only));
+  const ComputeOnly shares = compute_only_shares(g, compute_only);
+  if (has_host_ops(g))
+    out += fmt::format("  compute, host and pipeline only (communication free): step {:.4f} s, bubble {:.1f} %, waiting on "
+                       "the host {:.1f} %\n",
+                       compute_only.step_time.value(), 100.0 * shares.bubble, 100.0 * shares.host_wait);
+  else
+    out += fmt::format("  compute and pipeline only (communication free): step {:.4f} s, bubble {:.1f} %\n",
+                       compute_only.step_time.value(), 100.0 * shares.bubble);
   const auto layer = layer_pass_times(g.classes.front());
   out += fmt::format("  one layer pass on stage 0, compute only: forward {:.3f} ms, backward {:.3f} ms, recompute {:.3f} ms\n",
                      layer.forward * 1e3, layer.backward * 1e3, layer.recompute * 1e3);

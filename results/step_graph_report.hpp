@@ -10,8 +10,10 @@
 
 namespace dtsim::results {
 
-// {ranks, micro_batches, granularity, model_flops, hardware_flops, compute_only_step_s, bubble_fraction,
-//  classes: [{stage, ranks, ops, compute_ops, sends, recvs, compute_s, collectives: [{kind, group, count, bytes}]}]}
+// {ranks, micro_batches, granularity, model_flops, hardware_flops, compute_only_step_s (communication free, the
+//  host's waits in), bubble_fraction (the pipeline's share of it), host_wait_fraction (the host ops' share),
+//  classes: [{stage, ranks, ops, compute_ops, sends, recvs, compute_s, host_ops, host_s,
+//             collectives: [{kind, group, count, bytes}]}]}
 nlohmann::json step_graph_json(const workloads::StepGraph& g, const sim::Timeline& compute_only);
 
 std::string step_graph_table(const std::string& name, const workloads::StepGraph& g, const sim::Timeline& compute_only);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,8 +21,8 @@ using workloads::RecvOp;
 using workloads::SendOp;
 
 enum Track { kCompute = 0, kCollectives = 1, kSends = 2, kReceives = 3, kHost = 4 };
-constexpr int kTracks = 5;
 constexpr const char* kTrackNames[] = {"compute", "collectives", "pipeline send", "pipeline receive", "host"};
+constexpr int kTracks = static_cast<int>(std::size(kTrackNames));
 constexpr int kLanesPerTrack = 100;   // thread id = track x 100 + lane
 constexpr int kLinksPid = 1'000'000;
 constexpr int kMostListedRanks = 1'000'000;
@@ -140,7 +141,7 @@ std::vector<Placed> rank_events(Writer& w, const workloads::StepGraph& g, const 
     placed[i].ts = std::min(placed[i].end, std::max(us(times[i].start), arrivals[i]));
   }
   std::ranges::stable_sort(order, [&](std::size_t a, std::size_t b) { return placed[a].ts < placed[b].ts; });
-  std::vector<std::vector<double>> lane_end(kTracks);   // per track, when each lane is free again
+  std::vector<std::vector<double>> lane_end(static_cast<std::size_t>(kTracks));   // per track, when each lane is free again
   for (const std::size_t i : order) {
     auto& lanes = lane_end[what[i].second];
     std::size_t lane = 0;

@@ -289,7 +289,7 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
   const auto& kernels = work.kernels[pass_index(pass)];
   const std::vector<TpComm> plan = comm_plan(layer, pass);
   const bool fine = ctx_.granularity == Granularity::Kernel;
-  // The host's issue of the pass, from when the pass may start; the pass's last op waits for it.
+  // The host's issue of the pass, from when the pass may start; what follows the pass waits for it (below).
   std::optional<Index> host;
   if (const Seconds h = work.host[pass_index(pass)]; h.value() > 0) host = add(HostOp{pass, layer, mb, h}, deps);
   Pending p{layer, mb, pass, std::move(deps), {}, {}};
@@ -330,8 +330,10 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
     const std::optional<Index> op = flush(p);
     if (module) grads_ready->push_back({*module, *op});
   }
-  if (host) p.deps.push_back(*host);
   flush(p);
+  // The pass ends when both its ops and its host's issue of them have: max(its GPU time, the host's), at layer and
+  // kernel granularity alike. After the ops' ends, so that deps.front() stays the pass's own last op.
+  if (host) p.deps.push_back(*host);
   if (grads_ready != nullptr) {
     grads_ready->push_back({0, p.deps.front()});
     DTSIM_ASSERT(grads_ready->size() == work.modules.size(), "a layer's backward missed a module's gradients");

@@ -97,16 +97,12 @@ LayerWork layer_work(const Context& ctx, bool moe) {
     for (const Kernel& k : work.kernels[pass_index(p)])
       work.times[pass_index(p)].push_back(kernel_time(k, ctx.gpu, t.precision));
   }
-  if (moe) {   // the dispatcher makes the host wait every pass (host_model.hpp)
-    const auto launches = [&](Pass p) {
-      std::size_t n = 0;
-      for (const Kernel& k : work.kernels[pass_index(p)]) n += static_cast<std::size_t>(k.launches);
-      return n;
-    };
-    for (const Pass p : {Pass::Forward, Pass::Backward, Pass::Recompute})
-      if (!work.kernels[pass_index(p)].empty())
-        work.host[pass_index(p)] = moe_host_time(p, launches(p), launches(Pass::Forward));
-  }
+  if (moe)   // the dispatcher makes the host wait every pass that runs it (host_model.hpp)
+    for (const Pass p : {Pass::Forward, Pass::Backward, Pass::Recompute}) {
+      const auto& ks = work.kernels[pass_index(p)];
+      const bool dispatches = std::ranges::any_of(ks, [](const Kernel& k) { return k.kind == KernelClass::TokenPermute; });
+      if (!ks.empty()) work.host[pass_index(p)] = moe_host_time(p, dispatches);
+    }
   work.modules = module_grads(w, moe);
   for (const ModuleGrads& g : work.modules) (g.expert ? work.expert_grads : work.grads) += g.bytes;
   return work;

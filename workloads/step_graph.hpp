@@ -101,8 +101,8 @@ struct RecvOp {
 // The host's work to issue one layer pass, where the host cannot run ahead of the GPU: an MoE layer's token
 // dispatcher copies the routing's counts to the host (the all-to-all's split sizes, the grouped GEMM's per-expert
 // rows, DeepEP's received tokens), so every layer pass starts with the host idle and the GPU waits for kernels
-// the host has not issued yet (workloads/host_model.hpp). The pass's last op depends on it: a pass lasts at least
-// its host time. It occupies no GPU resource.
+// the host has not issued yet (workloads/host_model.hpp). What follows the pass waits for it as for the pass's own
+// last op: a pass lasts max(its GPU time, its host time). It occupies no GPU resource.
 struct HostOp {
   Pass pass = Pass::Forward;
   int layer = -1;
@@ -145,6 +145,10 @@ struct GenerateOptions {
 
 // One training step of `w` (which must hold `training` and pass check_plan) with compute durations on `gpu`.
 StepGraph generate_step(const Workload& w, const topology::GpuSpec& gpu, const GenerateOptions& options = {});
+
+// `g` without its host ops: what waited for one waits for what the host op waited for (the step as if the host
+// always ran ahead of the GPU).
+StepGraph without_host_ops(StepGraph g);
 
 // FLOPs per step summed over every rank's ops (each class's ops counted once per rank in it), excluding
 // (model) or including (hardware) the recompute pass.

@@ -1,4 +1,4 @@
-// StepGraph names, FLOP totals, the summary and the DOT dump.
+// StepGraph names, FLOP totals, the graph without its host ops, the summary and the DOT dump.
 #include <fmt/format.h>
 #include <map>
 
@@ -99,6 +99,25 @@ std::string_view to_string(Group g) { return name_of(kGroups, g); }
 std::string_view to_string(CommPurpose p) { return name_of(kPurposes, p); }
 std::string_view to_string(Scope s) { return name_of(kScopes, s); }
 std::optional<CollectiveKind> parse_collective_kind(std::string_view name) { return value_of(kCollectiveKinds, name); }
+
+StepGraph without_host_ops(StepGraph g) {
+  for (RankClass& c : g.classes) {
+    std::vector<Op> kept;
+    std::vector<std::vector<std::uint32_t>> becomes(c.ops.size());   // per op: the kept ops that stand for it
+    for (std::size_t i = 0; i < c.ops.size(); ++i) {
+      std::vector<std::uint32_t> deps;
+      for (const auto d : c.ops[i].deps) deps.insert(deps.end(), becomes[d].begin(), becomes[d].end());
+      if (std::holds_alternative<HostOp>(c.ops[i].body)) {
+        becomes[i] = std::move(deps);
+        continue;
+      }
+      becomes[i] = {static_cast<std::uint32_t>(kept.size())};
+      kept.push_back({std::move(c.ops[i].body), std::move(deps)});
+    }
+    c.ops = std::move(kept);
+  }
+  return g;
+}
 
 FlopCount model_flops(const StepGraph& g) { return flops(g, false); }
 FlopCount hardware_flops(const StepGraph& g) { return flops(g, true); }

@@ -132,14 +132,14 @@ void Player::pass_on(const Ending& e) {
 // A stream whose ops' ends are known at their start (the compute stream, the host thread) runs ahead, in list
 // order, as far as its ops' deps are known.
 template <class Body>
-void Player::run_stream(int rank, const std::vector<std::uint32_t>& order, std::size_t& next, Seconds& free) {
+void Player::run_stream(int rank, const std::vector<std::uint32_t>& order, std::size_t& next, Seconds& stream_end) {
   RankState& s = state(rank);
   while (next < order.size() && s.waiting[order[next]] == 0) {
     const std::uint32_t op = order[next++];
     OpTime& t = s.times[op];
-    t.start = std::max(t.start, free);
-    free = t.start + std::get<Body>(ops(rank)[op].body).duration;
-    ended(rank, op, free);
+    t.start = std::max(t.start, stream_end);
+    stream_end = t.start + std::get<Body>(ops(rank)[op].body).duration;
+    ended(rank, op, stream_end);
   }
 }
 

@@ -140,7 +140,7 @@ class Player {
   void drain();
   void pass_on(const Ending& e);
   template <class Body>
-  void run_stream(int rank, const std::vector<std::uint32_t>& order, std::size_t& next, Seconds& free);
+  void run_stream(int rank, const std::vector<std::uint32_t>& order, std::size_t& next, Seconds& stream_end);
   void try_compute(int rank);
   void try_host(int rank);
   void try_collective(int rank, std::size_t group);

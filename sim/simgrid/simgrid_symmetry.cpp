@@ -229,7 +229,7 @@ class LaneCheck {
   static constexpr std::size_t kSearch = 256;
   const workloads::RankClass& cls_;
   std::vector<char> timed_;                 // per op: its end may differ between lanes
-  std::vector<std::int64_t> stream_pred_;   // per compute op: the compute stream's previous op, or -1
+  std::vector<std::int64_t> stream_pred_;   // per compute or host op: its stream's previous op, or -1
   std::set<std::uint32_t> sync_;            // TP collectives
 };
 

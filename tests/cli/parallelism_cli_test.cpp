@@ -60,6 +60,13 @@ TEST_CASE("moe run: small experts wait for the host, shown as other in the break
   const auto table = dtsim("graph " + file);
   REQUIRE_MESSAGE(table.status == 0, table.err);
   CHECK(table.out.find("8 host (") != std::string::npos);   // 2 MoE layers x 2 micro-batches x 2 passes
+  // One stage: no pipeline bubble; the communication-free step's idle time is the host's.
+  const auto graph = dtsim("graph " + file + " --format json");
+  REQUIRE_MESSAGE(graph.status == 0, graph.err);
+  const json g = json::parse(graph.out);
+  CHECK(g.at("bubble_fraction").get<double>() == doctest::Approx(0.0).scale(1e-9));
+  CHECK(g.at("host_wait_fraction").get<double>() > 0.2);
+  CHECK(g.at("classes").at(0).at("host_ops").get<int>() == 8);
   const fs::path trace = fresh_dir("moe", "host-trace") / "t.json";
   fs::create_directories(trace.parent_path());
   const auto t = dtsim("run " + file + " --trace " + trace.string());
