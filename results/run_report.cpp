@@ -151,10 +151,15 @@ std::string stream_table(const std::vector<json>& rows) {
                "admission; busy: the share of that time the replicas were running iterations)\n";
 }
 
-}  // namespace
-
 // A step's `other` share from which the table names it.
 constexpr double kOtherShown = 0.05;
+
+bool has_experts(const json& row) {
+  const json& model = row.at("scenario").at("model");
+  return model.contains("experts") && model.at("experts").get<long long>() > 0;
+}
+
+}  // namespace
 
 std::string run_table(const std::vector<json>& all) {
   std::vector<json> serving, rows;   // a file's documents may mix serving and training
@@ -180,14 +185,18 @@ std::string run_table(const std::vector<json>& all) {
   }
   out += "(TFLOP/s: model FLOPs per GPU; HFU counts recomputed FLOPs; scale: scaling efficiency; compute / comm / bubble: seconds of the critical "
          "GPU's step busy, waiting on communication, waiting on the pipeline)\n";
-  // The rest of a step (other) is shown when it is a good part of one: an MoE model waiting on its host.
+  // The rest of a step (other) is named when it is a good part of one: an MoE model waiting on its host, a long
+  // optimizer step.
   double other = 0;
-  for (const auto& r : rows)
+  bool experts = false;
+  for (const auto& r : rows) {
     other = std::max(other, r.at("breakdown_s").at("other").get<double>() / r.at("step_time_s").get<double>());
+    experts = experts || has_experts(r);
+  }
   if (other >= kOtherShown)
-    out += fmt::format("(the rest of the step, other: the optimizer step and the GPU waiting for its host to issue MoE layer "
-                       "passes; up to {:.0f}% of a step here, per row in --format json as breakdown_s.other)\n",
-                       100 * other);
+    out += fmt::format("(the rest of the step, other: the optimizer step, waits on neither compute nor communication{}; "
+                       "up to {:.0f}% of a step here, per row in --format json as breakdown_s.other)\n",
+                       experts ? ", the GPU waiting for its host to issue MoE layer passes" : "", 100 * other);
   out += cost_table(rows);
   std::string refs;
   for (const auto& r : rows)
