@@ -82,16 +82,17 @@ bool has_host_ops(const workloads::StepGraph& g) {
 // The communication-free step split into the pipeline's bubble (played without host ops) and the waits on the
 // host (what the host ops add), each a share of the step with them.
 struct ComputeOnly {
+  bool host = false;   // the graph has host ops
   double bubble = 0, host_wait = 0;
 };
 
 ComputeOnly compute_only_shares(const workloads::StepGraph& g, const sim::Timeline& compute_only) {
-  if (!has_host_ops(g)) return {bubble_fraction(compute_only), 0.0};
+  if (!has_host_ops(g)) return {false, bubble_fraction(compute_only), 0.0};
   const sim::Timeline bare = sim::play_analytic(workloads::without_host_ops(g), sim::free_communication());
   const double step = compute_only.step_time.value();
-  if (step <= 0) return {};
+  if (step <= 0) return {true, 0.0, 0.0};
   const double host = std::max(0.0, step - bare.step_time.value()) / step;
-  return {bubble_fraction(bare) * bare.step_time.value() / step, host};
+  return {true, bubble_fraction(bare) * bare.step_time.value() / step, host};
 }
 
 }  // namespace
@@ -114,7 +115,7 @@ nlohmann::json step_graph_json(const workloads::StepGraph& g, const sim::Timelin
 std::string step_graph_table(const std::string& name, const workloads::StepGraph& g, const sim::Timeline& compute_only) {
   std::string out = fmt::format("{}: {}", name, workloads::summary(g));
   const ComputeOnly shares = compute_only_shares(g, compute_only);
-  if (has_host_ops(g))
+  if (shares.host)
     out += fmt::format("  compute, host and pipeline only (communication free): step {:.4f} s, bubble {:.1f} %, waiting on "
                        "the host {:.1f} %\n",
                        compute_only.step_time.value(), 100.0 * shares.bubble, 100.0 * shares.host_wait);

@@ -1,5 +1,6 @@
 // The Player (player.hpp): construction, the end of each op passed on to what waits for it, the compute stream
-// and the host thread, pipeline sends and receives, and the timeline it fills. Its collectives and lanes are in player_collectives.cpp.
+// and the host thread, pipeline sends and receives, and the timeline it fills. Its collectives and lanes are in
+// player_collectives.cpp.
 #include "sim/simgrid/player.hpp"
 
 #include <algorithm>
