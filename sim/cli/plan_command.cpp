@@ -130,11 +130,19 @@ std::string objective_figure(Objective o, double v) {
   return {};
 }
 
-// Why #1 is ahead of #2: the objective's figures, and the two SimGrid breakdowns side by side.
+// Why #1 is ahead of #2: the objective's figures, and the two SimGrid breakdowns side by side. Where only #1 was
+// confirmed (--confirm 1), its figure and #2's come from different engines and are not compared as one.
 std::string why_it_wins(const PointPlans& p, Objective o) {
   if (p.rows.size() < 2) return {};
   const PlanRow& a = p.rows[0];
   const PlanRow& b = p.rows[1];
+  if (a.run.has_value() != b.run.has_value())
+    return fmt::format("why #1 is first: the analytic engine ranked it first{} and the SimGrid engine confirmed it at "
+                       "{}; #2 was not run on the SimGrid engine ({} on the analytic engine): --confirm 2 compares "
+                       "the two on one engine\n",
+                       o == Objective::Time ? fmt::format(" ({})", objective_figure(o, a.candidate.analytic_step.value()))
+                                            : std::string(),
+                       objective_figure(o, a.objective(o)), objective_figure(o, b.objective(o)));
   std::string out = fmt::format("why #1 wins: {} against {} for #2 ({:.2f} % better){}\n", objective_figure(o, a.objective(o)),
                                 objective_figure(o, b.objective(o)), 100 * (b.objective(o) / a.objective(o) - 1),
                                 a.run && b.run ? ", on the SimGrid engine" : ", on the analytic engine");

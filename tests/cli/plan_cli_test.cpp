@@ -77,6 +77,13 @@ TEST_CASE("plan: the table says why the winner wins, and --out writes plans.json
   const auto again = dtsim("plan " + s.string() + " --top 3 --confirm 0 --format csv");
   REQUIRE(again.status == 0);
   CHECK(std::count(again.out.begin(), again.out.end(), '\n') == 4);
+  // Only #1 confirmed: its SimGrid figure is not set against #2's analytic one as if from one engine.
+  const auto one = dtsim("plan " + s.string() + " --top 3 --confirm 1");
+  REQUIRE(one.status == 0);
+  CHECK(one.out.find("why #1 wins") == std::string::npos);
+  CHECK(one.out.find("why #1 is first: the analytic engine ranked it first (") != std::string::npos);
+  CHECK(one.out.find("#2 was not run on the SimGrid engine (") != std::string::npos);
+  CHECK(one.out.find("--confirm 2 compares the two on one engine") != std::string::npos);
 }
 
 TEST_CASE("plan: ranked by energy, the confirmed plans are in order of their energy a step") {
