@@ -57,7 +57,10 @@ std::string label_of(const json& v, const std::vector<json>& all) {
   if (v.is_object()) {
     if (v.contains("name") && v["name"].is_string()) return plain(v["name"].get<std::string>());
     std::string out;
-    for (const auto& [k, x] : v.items()) {
+    for (const auto& item : v.items()) {
+      // Named, not structured bindings: clang 14 (the fuzz build's compiler) cannot capture those in a lambda.
+      const std::string& k = item.key();
+      const json& x = item.value();
       const bool varies = std::any_of(all.begin(), all.end(), [&](const json& o) {
         return !o.is_object() || !o.contains(k) || o[k] != x;
       });

@@ -210,8 +210,9 @@ Evaluated evaluate(const Claim& c, ClaimContext& cx, const std::string& file) {
     }
     e.rows.push_back(r);
   }
-  for (const auto& [k, unused] : values)
-    if (std::none_of(c.figures.begin(), c.figures.end(), [&](const Figure& f) { return f.key == k; }))
+  for (const auto& value : values)   // not a structured binding: clang 14 cannot capture one in the lambda
+    if (const auto& k = value.first;
+        std::none_of(c.figures.begin(), c.figures.end(), [&](const Figure& f) { return f.key == k; }))
       throw InputError(fmt::format("{}.figures", c.id), k, "computed by dtsim but not listed", "every figure dtsim computes", c.where);
   const auto judged = std::count_if(e.rows.begin(), e.rows.end(), [](const Row& r) { return r.agrees.has_value(); });
   const auto agree = std::count_if(e.rows.begin(), e.rows.end(), [](const Row& r) { return r.agrees.value_or(false); });

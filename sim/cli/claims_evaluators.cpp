@@ -299,8 +299,11 @@ ClaimValues s19(ClaimContext& cx) {
   const std::string f = "s19-sizing-guide.yaml";
   constexpr int kMostGpus = 1024;
   ClaimValues out;
-  for (const auto& [tag, preset] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& model : std::vector<std::pair<std::string, std::string>>{
            {"7b", "llama2-7b"}, {"13b", "llama2-13b"}, {"70b", "llama2-70b"}, {"175b", "gpt3-175b"}}) {
+    // Named, not structured bindings: `preset` is captured below, which clang 14 refuses for a structured binding.
+    const std::string& tag = model.first;
+    const std::string& preset = model.second;
     const auto docs = cx.docs(f);
     const auto doc = std::ranges::find_if(docs, [&](const Scenario& s) { return s.workload && s.workload->model.name == preset; });
     if (doc == docs.end()) throw InputError("claims", f, fmt::format("has no document for {}", preset), "one per model");
