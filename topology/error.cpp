@@ -110,6 +110,48 @@ std::string did_you_mean(std::string_view value, const std::vector<std::string>&
   return fmt::format("did you mean {}?", list);
 }
 
+namespace {
+
+// The index of the first byte of `s` that does not begin or continue a well-formed UTF-8 sequence (the Unicode
+// Standard's table 3-7), or s.size() when every byte does.
+std::size_t first_non_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t more = 0;
+    unsigned char low = 0x80, high = 0xBF;   // the bounds of the second byte
+    if (lead >= 0xC2 && lead <= 0xDF) more = 1;
+    else if (lead == 0xE0) more = 2, low = 0xA0;
+    else if (lead == 0xED) more = 2, high = 0x9F;
+    else if (lead >= 0xE1 && lead <= 0xEF) more = 2;
+    else if (lead == 0xF0) more = 3, low = 0x90;
+    else if (lead == 0xF4) more = 3, high = 0x8F;
+    else if (lead >= 0xF1 && lead <= 0xF3) more = 3;
+    else return i;
+    for (std::size_t k = 1; k <= more; ++k) {
+      if (i + k >= s.size()) return i;
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xBF)) return i;
+    }
+    i += more + 1;
+  }
+  return s.size();
+}
+
+}  // namespace
+
+void require_utf8(std::string_view text, std::string_view origin) {
+  const std::size_t at = first_non_utf8(text);
+  if (at == text.size()) return;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  throw InputError("(text)", fmt::format("0x{:02X}", static_cast<unsigned char>(text[at])), "not UTF-8: byte",
+                   "UTF-8 text", fmt::format("{}:{}", origin, line));
+}
+
 void assertion_failed(const char* expr, const char* file, int line, const std::string& what) {
   throw std::logic_error(fmt::format("internal error: {} ({}) at {}:{}", what, expr, file, line));
 }

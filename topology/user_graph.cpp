@@ -276,10 +276,12 @@ Topology read_user_graph(const std::string& path, std::string_view key) {
 }
 
 Topology parse_dot_graph(std::string_view text, std::string_view origin) {
+  require_utf8(text, origin);
   return build(detail::dot_raw_graph(text, origin), origin);
 }
 
 Topology parse_yaml_graph(std::string_view text, std::string_view origin) {
+  require_utf8(text, origin);
   return build(yaml_raw(text, origin), origin);
 }
 

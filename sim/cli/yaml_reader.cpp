@@ -91,6 +91,7 @@ void check_progress(const std::string& text, const std::string& file) {
 }  // namespace
 
 std::vector<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
+  require_utf8(text, file);
   std::vector<YAML::Node> docs;
   try {
     check_progress(text, file);

@@ -390,3 +390,17 @@ TEST_CASE("a built topology dumped as DOT reads back as the same graph") {
   }
   CHECK(min_cut(back, half_b).value() == doctest::Approx(min_cut(built.topology, half_a).value()));
 }
+
+TEST_CASE("a graph file that is not UTF-8 is refused with the line of its first bad byte, DOT and YAML alike") {
+  const auto refused = [](auto parse, std::string_view text) {
+    try {
+      (void)parse(text, "g");
+    } catch (const InputError& e) {
+      return e.location() == "g:2" &&
+             std::string(e.what()).ends_with("(text): not UTF-8: byte '0xCE' (allowed: UTF-8 text)");
+    }
+    return false;
+  };
+  CHECK(refused(parse_dot_graph, "graph ring {\n  g0 [kind=gpu, label=\"g\xCE\"];\n}"));
+  CHECK(refused(parse_yaml_graph, "nodes:\n  - {name: g\xCE, kind: gpu}\n"));
+}
