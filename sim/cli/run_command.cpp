@@ -1,6 +1,7 @@
 // `dtsim run`: each scenario point simulated in its own process (one SimGrid engine per process), its result
 // object printed as a table, JSON or CSV, and written with the resolved scenario under --out.
 #include <filesystem>
+#include <functional>
 #include <fmt/format.h>
 #include <iostream>
 #include <yaml-cpp/yaml.h>
@@ -133,6 +134,11 @@ json run_point(const Scenario& s, const TraceRequest& trace) {
                      s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
   if (!trace.path.empty()) results::check_trace_ranks(trace.options.ranks, cluster_gpus(s));
+  // A SimGrid run in a process of its own (one engine per process); the analytic engine keeps no state between
+  // runs, so it runs here, without a fork.
+  const auto isolated = [&](const std::function<std::string()>& work) {
+    return s.simulation.engine == EngineKind::Simgrid ? sim::run_isolated(work) : work();
+  };
   json row;
   if (s.workload->inference) {
     // Each pass in its own process (one SimGrid engine each); serving passes have no communication beside
@@ -140,7 +146,7 @@ json run_point(const Scenario& s, const TraceRequest& trace) {
     row = simulate_serving(
         s,
         [&](const workloads::StepGraph& g, const topology::Topology& topo, bool traced) {
-          const json t = json::parse(sim::run_isolated([&] {
+          const json t = json::parse(isolated([&] {
             const sim::Timeline timeline = play_engine(s, g, topo, traced && trace.options.links);
             json busy = json::array();
             for (const auto& c : timeline.classes) busy.push_back(c.compute_busy.value());
@@ -155,7 +161,7 @@ json run_point(const Scenario& s, const TraceRequest& trace) {
         },
         trace.path);
   } else {
-    row = json::parse(sim::run_isolated([&] { return simulate(s, trace).dump(); }));
+    row = json::parse(isolated([&] { return simulate(s, trace).dump(); }));
   }
   if (s.point.index >= 0) row["point"] = point_json(s.point);
   row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
