@@ -7,12 +7,15 @@
 namespace dtsim {
 namespace {
 
-// A value as it goes into the one-line message: control characters escaped, at most 200 characters.
+// A value as it goes into the one-line message: control characters escaped, at most 200 bytes, cut before a
+// character rather than inside one (a UTF-8 continuation byte is never the first one left out), so that the
+// message stays UTF-8 where it goes into JSON (an invalid sweep point's row).
 std::string printable(const std::string& value) {
   constexpr std::size_t kMost = 200;
+  const auto continues = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
   std::string out;
   for (char c : value) {
-    if (out.size() >= kMost) {
+    if (out.size() >= kMost && !continues(c)) {
       out += "...";
       break;
     }
@@ -110,10 +113,6 @@ std::string did_you_mean(std::string_view value, const std::vector<std::string>&
   return fmt::format("did you mean {}?", list);
 }
 
-namespace {
-
-// The index of the first byte of `s` that does not begin or continue a well-formed UTF-8 sequence (the Unicode
-// Standard's table 3-7), or s.size() when every byte does.
 std::size_t first_non_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
@@ -141,8 +140,6 @@ std::size_t first_non_utf8(std::string_view s) {
   }
   return s.size();
 }
-
-}  // namespace
 
 void require_utf8(std::string_view text, std::string_view origin) {
   const std::size_t at = first_non_utf8(text);

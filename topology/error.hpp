@@ -37,6 +37,11 @@ class InputError : public std::runtime_error {
 // three. Empty when none is near. InputError adds it to every "unknown ..." error from the allowed names.
 std::string did_you_mean(std::string_view value, const std::vector<std::string>& candidates);
 
+// The index of the first byte of `text` that does not begin or continue a well-formed UTF-8 sequence (a stray
+// byte, a cut or overlong sequence, a surrogate, past U+10FFFF: the Unicode Standard's table 3-7), or text.size()
+// when all of it is UTF-8.
+std::size_t first_non_utf8(std::string_view text);
+
 // Throws InputError naming `origin`'s line and the first byte of `text` that is not UTF-8 (a stray byte, a cut or
 // overlong sequence, a surrogate, past U+10FFFF). YAML and DOT files are Unicode text, and every name read from
 // them reaches the JSON results, which hold UTF-8 only.

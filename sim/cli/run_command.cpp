@@ -1,5 +1,5 @@
-// `dtsim run`: each scenario point simulated in its own process (one SimGrid engine per process), its result
-// object printed as a table, JSON or CSV, and written with the resolved scenario under --out.
+// `dtsim run`: each scenario point simulated (on the SimGrid engine, in a process of its own: one engine per
+// process), its result object printed as a table, JSON or CSV, and written with the resolved scenario under --out.
 #include <filesystem>
 #include <functional>
 #include <fmt/format.h>

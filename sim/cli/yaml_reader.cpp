@@ -25,11 +25,24 @@ std::string location(const std::string& file, const YAML::Node& node) {
 namespace {
 
 // Every map of `doc`, walked with an explicit stack (the parser has bounded the depth already).
+// A scalar as yaml-cpp decoded it must still be UTF-8: the text is (parse_yaml checks it first), but yaml-cpp 0.7
+// decodes the escapes "\_" and "\N" (U+00A0, U+0085) to the single bytes 0xA0 and 0x85, which the JSON results
+// cannot hold. The step fuzz target found it.
+void check_scalar(const YAML::Node& node, const std::string& file) {
+  const std::string& text = node.Scalar();
+  const std::size_t at = first_non_utf8(text);
+  if (at == text.size()) return;
+  throw InputError("(yaml)", fmt::format("0x{:02X}", static_cast<unsigned char>(text[at])),
+                   "a value that is not UTF-8 once its escapes are decoded: byte",
+                   "UTF-8 text (yaml-cpp decodes the escapes \\_ and \\N to bytes that are not)", location(file, node));
+}
+
 void check_keys(const YAML::Node& doc, const std::string& file) {
   std::vector<YAML::Node> todo{doc};
   while (!todo.empty()) {
     const YAML::Node node = todo.back();
     todo.pop_back();
+    if (node.IsScalar()) check_scalar(node, file);
     if (node.IsSequence()) {
       for (const auto& item : node) todo.push_back(item);
     } else if (node.IsMap()) {
@@ -38,6 +51,7 @@ void check_keys(const YAML::Node& doc, const std::string& file) {
         if (!kv.first.IsScalar())
           throw InputError("(yaml)", kv.first.IsSequence() ? "[...]" : "{...}", "a map key that is not a single value:",
                            "keys that are plain words or numbers", location(file, kv.first));
+        check_scalar(kv.first, file);
         if (!seen.insert(kv.first.Scalar()).second)
           throw InputError("(yaml)", kv.first.Scalar(), "duplicate key", "each key once in a map", location(file, kv.first));
         todo.push_back(kv.second);

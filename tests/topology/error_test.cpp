@@ -54,3 +54,11 @@ TEST_CASE("require_utf8: UTF-8 passes, and a stray, cut, overlong, surrogate or 
   CHECK(error("\xF5\x80\x80\x80") == "s.yaml:1: (text): not UTF-8: byte '0xF5' (allowed: UTF-8 text)");
   CHECK(error("\x80") == "s.yaml:1: (text): not UTF-8: byte '0x80' (allowed: UTF-8 text)");   // a lone continuation
 }
+
+TEST_CASE("a long value is cut in the one-line message between characters, never inside one") {
+  std::string value(199, 'a');
+  for (int i = 0; i < 10; ++i) value += "\xE2\x86\x92";   // U+2192, three bytes: the cut at 200 falls inside one
+  const std::string what = InputError("model.name", value, "too long", "a short name").what();
+  CHECK(dtsim::first_non_utf8(what) == what.size());
+  CHECK(what.find(std::string(199, 'a') + "\xE2\x86\x92...") != std::string::npos);
+}
