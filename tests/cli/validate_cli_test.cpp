@@ -248,6 +248,18 @@ TEST_CASE("validate: the ZeRO-3 cross-fabric pairs dtsim misses stay at their re
                                                                    {"zero3-18b-1k-4xedr / zero3-18b-1k-1xedr", 0.624}});
 }
 
+// Out of sample (issue 17): MLPerf v2.0 BERT from one node to several, which dtsim scales too well (the gradient
+// all-reduce across nodes takes about twice what dtsim gives, docs/validation.md), held at the recorded errors.
+TEST_CASE("validate: MLPerf BERT across nodes, the out-of-sample ratios stay at their recorded errors, within 5 points"
+          * doctest::test_suite("figures")) {
+  check_recorded("scenarios/validation/mlperf-bert-multinode.yaml",
+                 {{"xe8545-40gb-2 / xe8545-40gb-1", 0.129}, {"xe8545-40gb-4 / xe8545-40gb-1", 0.298},
+                  {"xe8545-40gb-8 / xe8545-40gb-1", 0.103}, {"xe8545-40gb-16 / xe8545-40gb-1", 0.099},
+                  {"xe8545-40gb-32 / xe8545-40gb-1", 0.213}, {"xe8545-80gb-2 / xe8545-80gb-1", 0.162},
+                  {"xe8545-80gb-4 / xe8545-80gb-1", 0.293}, {"dgxa100-8 / dgxa100-1", 0.013},
+                  {"azure-ndv4-8 / azure-ndv4-1", 0.062}});
+}
+
 // torchtitan's table (issue 22): the eight rows without context parallelism beyond 2, 10 % each and 6 % mean; the
 // two at CP 4 and 8 (36 and 42 % fast, docs/validation.md) held at their recorded errors.
 TEST_CASE("validate: torchtitan's FSDP runs on H100, 8 of 10 rows, 10 % each and 6 % mean"
