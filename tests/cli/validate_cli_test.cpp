@@ -260,6 +260,18 @@ TEST_CASE("validate: MLPerf BERT across nodes, the out-of-sample ratios stay at 
                   {"azure-ndv4-8 / azure-ndv4-1", 0.062}});
 }
 
+// Out of sample (issue 17): MLPerf BERT on PCIe servers of other vendors against SXM ones, bridges, and one GPU
+// against four; held at the recorded errors (docs/validation.md says which rows miss and why).
+TEST_CASE("validate: MLPerf BERT on other vendors' PCIe servers, the out-of-sample ratios stay at their recorded "
+          "errors, within 5 points" * doctest::test_suite("figures")) {
+  check_recorded("scenarios/validation/mlperf-bert-pcie-vs-sxm.yaml",
+                 {{"h3c20-sxm-4 / h3c20-pcie-4", -0.061}, {"h3c20-sxm-8 / h3c20-pcie-8", 0.141},
+                  {"asus31-hgx-8 / asus31-pcie-8", -0.071}, {"lenovo31-sxm-4 / lenovo31-pcie-8", -0.387},
+                  {"asus21-sxm-4 / asus21-pcie-8-br", -0.051}, {"dell11-xe8545-4 / dell11-dss8440-8", -0.251},
+                  {"fujitsu21-sxm-8 / fujitsu21-pcie-2", -0.155}, {"asus30-pcie-4-br / asus30-pcie-4", -0.060},
+                  {"dell10-dss8440-8-br / dell10-dss8440-8", -0.083}, {"h3c20-pcie-4b / h3c20-pcie-1", 0.007}});
+}
+
 // torchtitan's table (issue 22): the eight rows without context parallelism beyond 2, 10 % each and 6 % mean; the
 // two at CP 4 and 8 (36 and 42 % fast, docs/validation.md) held at their recorded errors.
 TEST_CASE("validate: torchtitan's FSDP runs on H100, 8 of 10 rows, 10 % each and 6 % mean"
