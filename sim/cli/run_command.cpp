@@ -141,7 +141,7 @@ json run_point(const Scenario& s, const TraceRequest& trace) {
   };
   json row;
   if (s.workload->inference) {
-    // Each pass in its own process (one SimGrid engine each); serving passes have no communication beside
+    // Each pass on its own engine (a process of its own on SimGrid); serving passes have no communication beside
     // compute, so no interference to add.
     row = simulate_serving(
         s,

@@ -24,7 +24,6 @@ std::string location(const std::string& file, const YAML::Node& node) {
 
 namespace {
 
-// Every map of `doc`, walked with an explicit stack (the parser has bounded the depth already).
 // A scalar as yaml-cpp decoded it must still be UTF-8: the text is (parse_yaml checks it first), but yaml-cpp 0.7
 // decodes the escapes "\_" and "\N" (U+00A0, U+0085) to the single bytes 0xA0 and 0x85, which the JSON results
 // cannot hold. The step fuzz target found it.
@@ -37,6 +36,8 @@ void check_scalar(const YAML::Node& node, const std::string& file) {
                    "UTF-8 text (yaml-cpp decodes the escapes \\_ and \\N to bytes that are not)", location(file, node));
 }
 
+// Every node of `doc`, walked with an explicit stack (the parser has bounded the depth already): each map's keys
+// single values and distinct, each scalar and key UTF-8.
 void check_keys(const YAML::Node& doc, const std::string& file) {
   std::vector<YAML::Node> todo{doc};
   while (!todo.empty()) {
