@@ -161,6 +161,27 @@ bool has_experts(const json& row) {
 
 }  // namespace
 
+namespace {
+
+// What `auto` chose for the knobs a row left open (its auto_chosen), one line per row that had any.
+std::string auto_lines(const std::vector<json>& rows) {
+  std::string out;
+  for (const auto& r : rows) {
+    if (!r.contains("auto_chosen") || r.at("auto_chosen").empty()) continue;
+    std::string chosen;
+    for (const auto& [key, value] : r.at("auto_chosen").items())
+      chosen += fmt::format("{}{} {}", chosen.empty() ? "" : ", ", key,
+                            value.is_string() ? value.get<std::string>() : value.dump());
+    out += fmt::format("{:<28} auto chose {}\n", r.at("name").get<std::string>(), chosen);
+  }
+  if (!out.empty())
+    out += "(auto: what the scenario left open, chosen as the fastest plan that fits on the analytic engine, or the "
+           "nearest to fitting where none does; write a value to fix it)\n";
+  return out;
+}
+
+}  // namespace
+
 std::string run_table(const std::vector<json>& all) {
   std::vector<json> serving, rows;   // a file's documents may mix serving and training
   for (const auto& r : all) (r.contains("ttft_s") ? serving : rows).push_back(r);
@@ -185,6 +206,7 @@ std::string run_table(const std::vector<json>& all) {
   }
   out += "(TFLOP/s: model FLOPs per GPU; HFU counts recomputed FLOPs; scale: scaling efficiency; compute / comm / bubble: seconds of the critical "
          "GPU's step busy, waiting on communication, waiting on the pipeline)\n";
+  out += auto_lines(rows);
   // The rest of a step (other) is named when it is a good part of one: an MoE model waiting on its host, a long
   // optimizer step.
   double other = 0;

@@ -88,6 +88,11 @@ void apply_framework(TrainingSpec& t, Framework f) {
   const bool sixteen = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
   const bool deepspeed = f == Framework::DeepSpeed || f == Framework::DeepSpeed2021;
   if ((f == Framework::Nemo || deepspeed) && sixteen) t.grad_dtype = t.precision;
+  // Megatron-LM reduces gradients in the parameters' type unless --accumulate-allreduce-grads-in-fp32 (default
+  // off), which it forces on for bf16 (megatron/training/arguments.py, since 2021: "bfloat16 requires gradient
+  // accumulation and all-reduce to be done in fp32"): fp16 training reduces fp16 gradients, bf16 fp32 ones.
+  const bool megatron = f == Framework::Megatron2021 || f == Framework::Megatron2022 || f == Framework::MegatronCore;
+  if (megatron && t.precision == Precision::Fp16) t.grad_dtype = Precision::Fp16;
   t.cp_comm = f == Framework::Torchtitan ? CpComm::AllGather : CpComm::P2p;
 }
 

@@ -9,6 +9,7 @@
 #include "sim/cli/plan_support.hpp"
 #include "topology/number_formats.hpp"
 #include "workloads/decode.hpp"
+#include "sim/cli/auto_knobs.hpp"
 
 namespace dtsim::cli {
 
@@ -28,6 +29,7 @@ std::vector<Scenario>& ClaimContext::docs(const std::string& file) {
   if (it == files_.end()) {
     auto loaded = file == "default" ? load_scenarios(default_scenario_text(), "<default scenario>")
                                     : load_scenario_file(dir_ + "/" + file);
+    for (Scenario& s : loaded) s = resolve_auto(std::move(s));
     it = files_.emplace(file, std::move(loaded)).first;
   }
   return it->second;

@@ -25,6 +25,7 @@
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
 #include "workloads/memory_plan.hpp"
+#include "sim/cli/auto_knobs.hpp"
 #include "workloads/step_graph.hpp"
 
 namespace dtsim::cli {
@@ -65,7 +66,8 @@ workloads::MemoryPlan plan_memory(const Scenario& s) {
     throw InputError("model", "", "missing section: the memory command needs a model section to plan",
                      "a scenario with model (preset or shape) and training or inference", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  return workloads::plan_memory(*s.workload, s.cluster.gpu);
+  const Scenario resolved = resolve_auto(s);
+  return workloads::plan_memory(*resolved.workload, resolved.cluster.gpu);
 }
 
 workloads::StepGraph step_graph(const Scenario& s, workloads::Granularity granularity) {
@@ -73,7 +75,8 @@ workloads::StepGraph step_graph(const Scenario& s, workloads::Granularity granul
     throw InputError("training", "", "missing section: the graph command needs a model and a training section to build",
                      "a scenario with model and training", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  return located(s, [&] { return workloads::generate_step(*s.workload, s.cluster.gpu, {granularity}); });
+  const Scenario resolved = resolve_auto(s);
+  return located(s, [&] { return workloads::generate_step(*resolved.workload, s.cluster.gpu, {granularity}); });
 }
 
 

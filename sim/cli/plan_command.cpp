@@ -11,6 +11,7 @@
 #include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/plan_support.hpp"
+#include "sim/cli/plan_template.hpp"
 #include "results/energy.hpp"
 #include "sim/search/plan_search.hpp"
 #include "topology/builders.hpp"
@@ -21,82 +22,6 @@ namespace {
 using nlohmann::json;
 using sim::search::PlanChoice;
 using workloads::Recompute;
-
-// The keys the search sets, and those the loader resolves from them: a scenario that does not give one of these
-// leaves it to the search (or to the framework's default for the candidate).
-constexpr const char* kPlanKeys[] = {"parallelism.tp", "parallelism.pp", "parallelism.dp", "parallelism.vpp",
-                                     "parallelism.zero", "parallelism.order", "training.micro_batch",
-                                     "training.recompute", "training.sequence_parallel"};
-constexpr const char* kDerivedKeys[] = {"training.tp_comm_overlap", "training.dp_bucket_MB", "training.distributed_optimizer",
-                                        "training.overlap_param_gather", "parallelism.layers_per_stage"};
-
-bool given(const Scenario& s, const std::string& key) { return s.origin.count(key) > 0 || [&] {
-  for (const auto& [k, v] : s.point.values) if (k == key || key.starts_with(k + ".")) return true;
-  return false;
-}(); }
-
-void erase_dotted(YAML::Node root, const std::string& dotted) {
-  const auto dot = dotted.find('.');
-  const std::string section = dotted.substr(0, dot), key = dotted.substr(dot + 1);
-  if (root[section] && root[section].IsMap()) root[section].remove(key);
-}
-
-// The scenario as a template for its candidates: resolved, with the plan keys it did not give removed.
-struct Template {
-  const Scenario& base;
-  YAML::Node node;
-  sim::search::Fixed fixed;
-  std::optional<int> dp;
-};
-
-Template make_template(const Scenario& s) {
-  Template t{s, YAML::Load(to_yaml(s)), {}, {}};
-  for (const char* key : kPlanKeys)
-    if (!given(s, key)) erase_dotted(t.node, key);
-  for (const char* key : kDerivedKeys)
-    if (!given(s, key)) erase_dotted(t.node, key);
-  t.node.remove("sweep");
-  const auto& w = *s.workload;
-  if (given(s, "parallelism.tp")) t.fixed.tp = w.plan.tp;
-  if (given(s, "parallelism.pp")) t.fixed.pp = w.plan.pp;
-  if (given(s, "parallelism.vpp")) t.fixed.vpp = w.plan.vpp;
-  if (given(s, "parallelism.zero")) t.fixed.zero = w.plan.zero;
-  if (given(s, "parallelism.order")) t.fixed.order = w.plan.order;
-  if (given(s, "parallelism.dp")) t.dp = w.plan.dp;
-  if (given(s, "training.micro_batch")) t.fixed.micro_batch = w.training->micro_batch;
-  if (given(s, "training.recompute")) t.fixed.recompute = w.training->recompute;
-  if (given(s, "training.sequence_parallel")) t.fixed.sequence_parallel = w.training->sequence_parallel;
-  return t;
-}
-
-// The candidate as a scenario (throws InputError when it is not a valid one).
-Scenario candidate(const Template& t, const PlanChoice& c, int gpus, bool simgrid) {
-  YAML::Node n = YAML::Clone(t.node);
-  n["parallelism"]["tp"] = c.tp;
-  n["parallelism"]["pp"] = c.pp;
-  n["parallelism"]["dp"] = gpus / (c.tp * c.pp);
-  n["parallelism"]["vpp"] = c.vpp;
-  n["parallelism"]["zero"] = c.zero;
-  n["parallelism"]["order"] = workloads::order_name(c.order);
-  n["training"]["micro_batch"] = c.micro_batch;
-  n["training"]["recompute"] = std::string(to_string(c.recompute));
-  n["training"]["sequence_parallel"] = c.sequence_parallel;
-  n["simulation"]["engine"] = simgrid ? "simgrid" : "analytic";
-  Scenario s = load_scenario(std::move(n), t.base.file);
-  s.name = t.base.name;
-  s.point = t.base.point;
-  workloads::check_plan(*s.workload, gpus);
-  return s;
-}
-
-sim::search::Made make(const Template& t, const PlanChoice& c, int gpus) {
-  if (t.dp && gpus / (c.tp * c.pp) != *t.dp) return {std::nullopt, "parallelism.dp: fixed by the scenario"};
-  try {
-    return {candidate(t, c, gpus, false).workload, {}};
-  } catch (const InputError& e) {
-    return {std::nullopt, fmt::format("{}: {}", e.key(), e.reason())};
-  }
-}
 
 json choice_json(const PlanChoice& c, int gpus) {
   return {{"parallelism",

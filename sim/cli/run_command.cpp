@@ -11,6 +11,7 @@
 #include "results/topology_report.hpp"
 #include "results/trace.hpp"
 #include "sim/analytic/analytic_costs.hpp"
+#include "sim/cli/auto_knobs.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/cost_support.hpp"
 #include "sim/cli/serving_run.hpp"
@@ -127,12 +128,23 @@ json point_json(const SweepPoint& point) {
   return {{"index", point.index}, {"values", values}};
 }
 
-json run_point(const Scenario& s, const TraceRequest& trace) {
-  if (!s.workload)
+namespace {
+
+// `given` checked (its plan against its cluster, so that a bad degree is reported at its key) and its auto knobs
+// chosen.
+Scenario runnable(const Scenario& given) {
+  if (!given.workload)
     throw InputError("model", "", "missing section: run simulates a training step or a serving batch",
                      "a scenario with model and training or inference sections; for the topology alone, dtsim topo",
-                     s.file);
-  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+                     given.file);
+  located(given, [&] { workloads::check_plan(*given.workload, cluster_gpus(given)); });
+  return resolve_auto(given);
+}
+
+}  // namespace
+
+json run_point(const Scenario& given, const TraceRequest& trace) {
+  const Scenario s = runnable(given);
   if (!trace.path.empty()) results::check_trace_ranks(trace.options.ranks, cluster_gpus(s));
   // A SimGrid run in a process of its own (one engine per process); the analytic engine keeps no state between
   // runs, so it runs here, without a fork.
@@ -163,6 +175,9 @@ json run_point(const Scenario& s, const TraceRequest& trace) {
   } else {
     row = json::parse(isolated([&] { return simulate(s, trace).dump(); }));
   }
+  json chosen = json::object();
+  for (const auto& [key, value] : s.auto_chosen) chosen[key] = yaml_to_json(YAML::Load(value));
+  row["auto_chosen"] = chosen;
   if (s.point.index >= 0) row["point"] = point_json(s.point);
   row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
   return row;
@@ -185,9 +200,13 @@ int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
                      "a scenario without sweep axes (one point's resolved scenario is in --out DIR)");
   if (!outputs.dir.empty()) make_directory(outputs.dir);   // before the runs: the trace goes there
   std::vector<json> rows;
-  for (const auto& s : scenarios) rows.push_back(run_point(s, trace));
+  std::vector<Scenario> resolved;   // as run: what auto chose written into the resolved scenario
+  for (const auto& s : scenarios) {
+    resolved.push_back(runnable(s));
+    rows.push_back(run_point(resolved.back(), trace));
+  }
   const bool sweep = scenarios.front().point.index >= 0;
-  if (!outputs.dir.empty()) write_outputs(outputs.dir, scenarios, rows, sweep);
+  if (!outputs.dir.empty()) write_outputs(outputs.dir, resolved, rows, sweep);
   if (args.format == Format::Json) std::cout << json_text(rows, sweep);
   else if (args.format == Format::Csv) std::cout << results::run_csv(rows);
   else std::cout << results::run_table(rows);

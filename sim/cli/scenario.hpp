@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "results/cost.hpp"
@@ -60,6 +61,9 @@ struct Reference {
   // A ratio row: `values` are published ratios of this row's figures to those of the row named here (same file),
   // as a measurement of one benchmark on two systems gives them. Empty: absolute figures.
   std::string baseline;
+  // Keys the rows set that the source does not publish (a table's own rule): `validate` also runs the rows with
+  // these removed, at dtsim's defaults, beside the rows as written.
+  std::vector<std::string> unstated;
 };
 
 // Which point of its file's `sweep:` a scenario is: its index in sweep order and the values it took.
@@ -83,7 +87,15 @@ struct Scenario {
   // point are set). Empty otherwise.
   std::string invalid;
   std::map<std::string, std::string> origin; // dotted key -> "file:line" (or "--set") where it was given
+  // The knobs left to `auto` (absent or written `auto`: training.micro_batch, parallelism.vpp, training.recompute):
+  // loaded at the framework's default, chosen by resolve_auto (sim/cli/auto_knobs.hpp), then empty.
+  std::vector<std::string> auto_keys;
+  // What resolve_auto chose: dotted key -> value as the resolved scenario writes it, in auto_keys' order.
+  std::vector<std::pair<std::string, std::string>> auto_chosen;
 };
+
+// The value that leaves a tunable knob (Scenario::auto_keys) to the plan search.
+inline constexpr std::string_view kAuto = "auto";
 
 // An override from the command line: `key` is a dotted path ("cluster.intra"), `value` YAML text.
 struct Override {
@@ -112,8 +124,16 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
 // writing and parsing it as text (the planner builds one per candidate plan: the text round trip was 95 % of a
 // search). `doc` is changed (cluster presets are expanded in place): pass a copy. Throws InputError.
 Scenario load_scenario(YAML::Node doc, const std::string& file);
+// The text of the scenario file `path` (InputError when it is no readable regular file).
+std::string read_scenario_text(const std::string& path);
 std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides = {},
                                          bool keep_invalid_points = false);
+
+// The documents of `text` that list `reference.unstated`, each with those keys removed (from the document, its
+// sweep axes, and the section maps a sweep axis gives whole), loaded as load_scenarios loads them: the rows of a
+// validation table written from what its source states, every other key at dtsim's defaults. Empty when no
+// document lists any.
+std::vector<Scenario> load_stated_only(const std::string& text, const std::string& file);
 
 // The resolved scenario, every default filled in, as YAML that loads back to the same scenario.
 std::string to_yaml(const Scenario& scenario);

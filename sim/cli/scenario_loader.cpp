@@ -173,7 +173,7 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
   apply_cluster_preset(doc["cluster"], file);
   s.cluster = read_cluster(top.map("cluster"), file);
-  s.workload = read_workload(top, s.cluster, s.name, file);
+  s.workload = read_workload(top, s.cluster, s.name, file, &s.auto_keys);
   if (top.has("simulation")) s.simulation = read_simulation(top.map("simulation"));
   if (top.has("cost")) s.cost = read_cost(top.map("cost"));
   resolve_cost(s.cost, s.cluster.gpu);
@@ -245,14 +245,18 @@ void check_regular_file(const std::string& path, const std::string& what) {
 
 }  // namespace
 
-std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides,
-                                         bool keep_invalid_points) {
+std::string read_scenario_text(const std::string& path) {
   check_regular_file(path, "scenario");
   std::ifstream in(path);
   if (!in) throw InputError("scenario", path, "cannot read file", "a readable YAML file", path);
   std::stringstream buf;
   buf << in.rdbuf();
-  return load_scenarios(buf.str(), path, overrides, keep_invalid_points);
+  return buf.str();
+}
+
+std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides,
+                                         bool keep_invalid_points) {
+  return load_scenarios(read_scenario_text(path), path, overrides, keep_invalid_points);
 }
 
 std::string locate(const Scenario& scenario, const std::string& key) {

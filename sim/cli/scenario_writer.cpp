@@ -168,19 +168,26 @@ void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
   out << YAML::EndMap;
 }
 
-void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t) {
+// A knob still left to `auto` (Scenario::auto_keys, not yet resolved) is written `auto`, so that the scenario
+// loads back with the same choice left open.
+using AutoKeys = std::vector<std::string>;
+bool left_auto(const AutoKeys& keys, std::string_view key) { return std::ranges::find(keys, key) != keys.end(); }
+
+void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t, const AutoKeys& autos) {
   out << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
   emit_name(out, "framework", to_string(t.framework));
   emit(out, "global_batch", t.global_batch);
-  emit(out, "micro_batch", t.micro_batch);
+  if (left_auto(autos, "training.micro_batch")) emit_name(out, "micro_batch", kAuto);
+  else emit(out, "micro_batch", t.micro_batch);
   emit_name(out, "precision", to_string(t.precision));
   emit_name(out, "weight_dtype", to_string(t.weight_dtype));
   emit_name(out, "grad_dtype", to_string(t.grad_dtype));
   emit(out, "master_weights", t.master_weights);
   emit_name(out, "optimizer", to_string(t.optimizer));
   emit_name(out, "optimizer_dtype", to_string(t.optimizer_dtype));
-  emit_name(out, "recompute", to_string(t.recompute));
-  if (t.recompute == workloads::Recompute::Selective) {
+  if (left_auto(autos, "training.recompute")) emit_name(out, "recompute", kAuto);
+  else emit_name(out, "recompute", to_string(t.recompute));
+  if (t.recompute == workloads::Recompute::Selective && !left_auto(autos, "training.recompute")) {
     out << YAML::Key << "recompute_modules" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const std::string_view name : workloads::recompute_module_names(t.recompute_modules)) out << std::string(name);
     out << YAML::EndSeq;
@@ -260,12 +267,13 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
 }
 
 // layers_per_stage stays null when the plan leaves the split to stage_layers (as even as possible).
-void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p) {
+void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p, const AutoKeys& autos) {
   out << YAML::Key << "parallelism" << YAML::Value << YAML::BeginMap;
   emit(out, "tp", p.tp);
   emit(out, "pp", p.pp);
   emit(out, "dp", p.dp);
-  emit(out, "vpp", p.vpp);
+  if (left_auto(autos, "parallelism.vpp")) emit_name(out, "vpp", kAuto);
+  else emit(out, "vpp", p.vpp);
   emit_name(out, "schedule", to_string(p.schedule));
   out << YAML::Key << "layers_per_stage" << YAML::Value;
   if (p.layers_per_stage.empty()) out << YAML::Null;
@@ -280,11 +288,11 @@ void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p) {
   out << YAML::EndMap;
 }
 
-void emit_workload(YAML::Emitter& out, const workloads::Workload& w) {
+void emit_workload(YAML::Emitter& out, const workloads::Workload& w, const AutoKeys& autos) {
   emit_model(out, w.model);
-  if (w.training) emit_training(out, *w.training);
+  if (w.training) emit_training(out, *w.training, autos);
   if (w.inference) emit_inference(out, *w.inference);
-  emit_plan(out, w.plan);
+  emit_plan(out, w.plan, autos);
 }
 
 
@@ -328,6 +336,7 @@ void emit_reference(YAML::Emitter& out, const Reference& r) {
   out << YAML::Key << "reference" << YAML::Value << YAML::BeginMap;
   if (!r.source.empty()) out << YAML::Key << "source" << YAML::Value << r.source;
   for (const auto& [key, value] : r.values) out << YAML::Key << key << YAML::Value << value;
+  if (!r.unstated.empty()) out << YAML::Key << "unstated" << YAML::Value << YAML::Flow << r.unstated;
   out << YAML::EndMap;
 }
 
@@ -339,10 +348,11 @@ std::string to_yaml(const Scenario& scenario) {
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << scenario.name;
   emit_cluster(out, scenario.cluster);
-  if (scenario.workload) emit_workload(out, *scenario.workload);
+  if (scenario.workload) emit_workload(out, *scenario.workload, scenario.auto_keys);
   emit_simulation(out, scenario.simulation);
   emit_cost(out, scenario.cost);
-  if (!scenario.reference.source.empty() || !scenario.reference.values.empty()) emit_reference(out, scenario.reference);
+  if (!scenario.reference.source.empty() || !scenario.reference.values.empty() || !scenario.reference.unstated.empty())
+    emit_reference(out, scenario.reference);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -36,7 +36,7 @@ std::optional<workloads::Granularity> parse_granularity(std::string_view name) {
 
 std::string reference_keys(ReferenceKind kind) {
   switch (kind) {
-    case ReferenceKind::Training: return fmt::format("source, baseline, {}", fmt::join(kReferenceKeys, ", "));
+    case ReferenceKind::Training: return fmt::format("source, baseline, unstated, {}", fmt::join(kReferenceKeys, ", "));
     case ReferenceKind::Serving: return fmt::format("source, baseline, {}", fmt::join(kServingReferenceKeys, ", "));
     case ReferenceKind::Stream:
       return fmt::format("source, baseline, {}, {}", fmt::join(kServingReferenceKeys, ", "), fmt::join(kStreamReferenceKeys, ", "));
@@ -112,6 +112,13 @@ Reference read_reference(const YamlMap& m, ReferenceKind kind) {
     }
     if (key == "baseline") {
       if (!m.is_null(key)) r.baseline = m.text("baseline").value_or("");
+      continue;
+    }
+    if (key == "unstated") {
+      for (const std::string& k : m.names(key, [](std::string_view n) { return n.find('.') != std::string_view::npos; },
+                                          "dotted scenario keys (training.micro_batch, ...)")
+                                      .value_or(std::vector<std::string>{}))
+        r.unstated.push_back(k);
       continue;
     }
     if (!allowed(key)) m.fail(key, key, "unknown key", reference_keys(kind));

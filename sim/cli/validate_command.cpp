@@ -26,51 +26,82 @@ void check_only(const std::vector<std::string>& only,
       throw InputError("--only", n, "no validation row has this name", fmt::format("{}", fmt::join(names, ", ")));
 }
 
+// The rows of one table (`only` selects, their baselines run with them), run and paired with their references.
+results::ValidationTable run_table(const std::string& name, const std::vector<Scenario>& scenarios,
+                                   const std::vector<std::string>& only) {
+  results::ValidationTable t{name, {}, {}};
+  const auto selected = [&](const Scenario& s) { return only.empty() || std::ranges::find(only, s.name) != only.end(); };
+  // Ratio rows: each names its baseline, a row of the same file, which runs with it.
+  std::set<std::string> names, baselines;
+  for (const Scenario& s : scenarios) names.insert(s.name);
+  for (const Scenario& s : scenarios) {
+    const std::string& b = s.reference.baseline;
+    if (b.empty()) continue;
+    if (b == s.name || !names.contains(b))
+      throw InputError("reference.baseline", b, "names no other row of this file",
+                       fmt::format("{}", fmt::join(names, ", ")), s.file);
+    if (selected(s)) baselines.insert(b);
+  }
+  std::map<std::string, nlohmann::json> runs;
+  for (const Scenario& s : scenarios) {
+    if (!selected(s) && !baselines.contains(s.name)) continue;
+    if (s.reference.values.empty() && !baselines.contains(s.name))
+      throw InputError("reference", "", "missing: validate compares a scenario's published figures with dtsim's",
+                       "a reference section with at least one figure (see docs/validation.md)", s.file);
+    runs[s.name] = run_point(s);
+  }
+  for (const Scenario& s : scenarios) {
+    if (!selected(s) || s.reference.values.empty()) continue;   // a baseline only
+    nlohmann::json row = runs.at(s.name);
+    if (!s.reference.baseline.empty()) {
+      row["ratio_to"] = runs.at(s.reference.baseline);
+      row["ratios"] = s.reference.values;
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+// The keys a table's rows set that its source does not state (the first row's reference.unstated).
+std::vector<std::string> unstated_keys(const std::vector<Scenario>& scenarios) {
+  for (const Scenario& s : scenarios)
+    if (!s.reference.unstated.empty()) return s.reference.unstated;
+  return {};
+}
+
 }  // namespace
 
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format) {
   std::vector<Override> overrides;
   for (const auto& s : sets) overrides.push_back(parse_set(s));
-  std::vector<std::pair<std::string, std::vector<Scenario>>> tables;
+  // (file, its rows as written, its rows from the source's stated columns only)
+  struct Table {
+    std::string name;
+    std::vector<Scenario> written, stated;
+  };
+  std::vector<Table> tables;
+  const auto add = [&](const std::string& name, std::vector<Scenario> written, const std::string& text) {
+    auto stated = unstated_keys(written).empty() ? std::vector<Scenario>{} : load_stated_only(text, name);
+    tables.push_back({name, std::move(written), std::move(stated)});
+  };
   if (files.empty())
-    for (const auto& [origin, text] : validation_scenarios())
-      tables.emplace_back(origin, load_scenarios(text, origin, overrides));
-  for (const auto& f : files) tables.emplace_back(f, load_scenario_file(f, overrides));
-  check_only(only, tables);
+    for (const auto& [origin, text] : validation_scenarios()) add(origin, load_scenarios(text, origin, overrides), text);
+  for (const auto& f : files) add(f, load_scenario_file(f, overrides), read_scenario_text(f));
+  {
+    std::vector<std::pair<std::string, std::vector<Scenario>>> rows;
+    for (const auto& t : tables) rows.emplace_back(t.name, t.written);
+    check_only(only, rows);
+  }
   std::vector<results::ValidationTable> report;
-  for (const auto& [name, scenarios] : tables) {
-    results::ValidationTable t{name, {}};
-    const auto selected = [&](const Scenario& s) { return only.empty() || std::ranges::find(only, s.name) != only.end(); };
-    // Ratio rows: each names its baseline, a row of the same file, which runs with it.
-    std::set<std::string> names, baselines;
-    for (const Scenario& s : scenarios) names.insert(s.name);
-    for (const Scenario& s : scenarios) {
-      const std::string& b = s.reference.baseline;
-      if (b.empty()) continue;
-      if (b == s.name || !names.contains(b))
-        throw InputError("reference.baseline", b, "names no other row of this file",
-                         fmt::format("{}", fmt::join(names, ", ")), s.file);
-      if (selected(s)) baselines.insert(b);
-    }
-    std::map<std::string, nlohmann::json> runs;
-    for (const Scenario& s : scenarios) {
-      if (!selected(s) && !baselines.contains(s.name)) continue;
-      if (s.reference.values.empty() && !baselines.contains(s.name))
-        throw InputError("reference", "", "missing: validate compares a scenario's published figures with dtsim's",
-                         "a reference section with at least one figure (see docs/validation.md)", s.file);
-      runs[s.name] = run_point(s);
-    }
-    for (const Scenario& s : scenarios) {
-      if (!selected(s) || s.reference.values.empty()) continue;   // a baseline only
-      nlohmann::json row = runs.at(s.name);
-      if (!s.reference.baseline.empty()) {
-        row["ratio_to"] = runs.at(s.reference.baseline);
-        row["ratios"] = s.reference.values;
-      }
-      t.rows.push_back(std::move(row));
-    }
-    if (!t.rows.empty()) report.push_back(std::move(t));
+  for (const auto& table : tables) {
+    auto written = run_table(table.name, table.written, only);
+    if (written.rows.empty()) continue;
+    report.push_back(std::move(written));
+    if (table.stated.empty()) continue;
+    auto stated = run_table(table.name, table.stated, only);
+    stated.unstated = unstated_keys(table.written);
+    if (!stated.rows.empty()) report.push_back(std::move(stated));
   }
   const auto json = results::validation_json(report);
   if (format == Format::Json) std::cout << json.dump(2) << "\n";

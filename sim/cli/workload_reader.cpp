@@ -30,6 +30,7 @@ topology::Precision read_precision(const YamlMap& m, const std::string& key, top
   if (p && std::find(allowed.begin(), allowed.end(), *p) != allowed.end()) return *p;
   std::string names;
   for (const topology::Precision a : allowed) names += (names.empty() ? "" : ", ") + std::string(to_string(a));
+  if (*name == "auto") m.no_auto(key, names);
   m.fail(key, *name, "unknown or unsupported precision", names);
 }
 
@@ -47,6 +48,9 @@ using workloads::ParallelPlan;
 using workloads::TrainingSpec;
 
 constexpr double kMaxBucketMB = 1e6;
+
+// `key` of `m` is `auto`: left to resolve_auto (sim/cli/auto_knobs.hpp), the reader keeps its default for now.
+bool is_auto(const YamlMap& m, const std::string& key) { return m.has(key) && m.text(key) == std::string(kAuto); }
 
 constexpr std::initializer_list<Precision> kComputePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16,
                                                                  Precision::Fp16, Precision::Fp8};
@@ -106,13 +110,18 @@ TrainingSpec read_training(const YamlMap& m) {
   workloads::apply_framework(t, read_enum(m, "framework", workloads::Framework::MegatronCore,
                                           workloads::parse_framework, workloads::kFrameworkNames));
   t.global_batch = read_int(m, "global_batch", t.global_batch, 1, kMaxSequences);
-  t.micro_batch = read_int(m, "micro_batch", t.micro_batch, 1, kMaxSequences);
+  if (!is_auto(m, "micro_batch")) t.micro_batch = read_int(m, "micro_batch", t.micro_batch, 1, kMaxSequences);
   t.weight_dtype = read_precision(m, "weight_dtype", t.weight_dtype, kWeightPrecisions);
   t.grad_dtype = read_precision(m, "grad_dtype", t.grad_dtype, kGradPrecisions);
   t.master_weights = m.boolean("master_weights").value_or(t.master_weights);
   t.optimizer = read_enum(m, "optimizer", t.optimizer, workloads::parse_optimizer, workloads::kOptimizerNames);
   t.optimizer_dtype = read_precision(m, "optimizer_dtype", t.optimizer_dtype, kStatePrecisions);
-  t.recompute = read_enum(m, "recompute", t.recompute, workloads::parse_recompute, workloads::kRecomputeNames);
+  if (is_auto(m, "recompute") && m.has("recompute_modules"))
+    m.fail("recompute_modules", "[...]",
+           "chooses what selective recomputation recomputes, and training.recompute is auto, which may choose none:",
+           "training.recompute: selective with it, or no recompute_modules");
+  if (!is_auto(m, "recompute"))
+    t.recompute = read_enum(m, "recompute", t.recompute, workloads::parse_recompute, workloads::kRecomputeNames);
   read_recompute_modules(m, t);
   t.sequence_parallel = m.boolean("sequence_parallel").value_or(t.sequence_parallel);
   if (const auto mb = m.number("dp_bucket_MB", 0.0, false, kMaxBucketMB)) t.dp_bucket = Bytes(*mb * 1e6);
@@ -173,7 +182,7 @@ ParallelPlan read_plan_keys(const YamlMap& m) {
   p.tp = read_int(m, "tp", p.tp, 1, kMaxDegree);
   p.pp = read_int(m, "pp", p.pp, 1, kMaxDegree);
   p.dp = read_int(m, "dp", 0, 1, kMaxDegree);
-  p.vpp = read_int(m, "vpp", p.vpp, 1, kMaxLayers);
+  if (!is_auto(m, "vpp")) p.vpp = read_int(m, "vpp", p.vpp, 1, kMaxLayers);
   p.schedule = read_enum(m, "schedule", p.schedule, workloads::parse_schedule, workloads::kScheduleNames);
   for (const long long n : m.integers("layers_per_stage", 1, kMaxLayers).value_or(std::vector<long long>{}))
     p.layers_per_stage.push_back(static_cast<int>(n));
@@ -299,10 +308,44 @@ void check_sections(const YamlMap& top) {
              "training: {global_batch, ...} or inference: {batch, context, ...}");
 }
 
+// The knobs a training scenario leaves to `auto` (absent, or written `auto`): its micro-batch, interleaving and
+// recomputation, which a practitioner tunes and a source rarely states; `auto` where the plan allows one value only
+// takes it (micro-batch 1, vpp 1). `recompute_modules` given fixes the
+// recomputation it refines. A model or section the plan search cannot tune (a layer-list model, a serving job)
+// keeps the reader's default, and `auto` written there is an error.
+std::vector<std::string> auto_knobs(const YamlMap& top, const workloads::Workload& w) {
+  const auto written_auto = [&](const char* section, const char* key) {
+    return top.has(section) && is_auto(top.map(section), key);
+  };
+  const auto left = [&](const char* section, const char* key) {
+    return !top.has(section) || !top.map(section).has(key) || is_auto(top.map(section), key);
+  };
+  const bool tunable = w.training && w.model.kind == workloads::ModelKind::Transformer;
+  if (!tunable) {
+    for (const auto& [section, key] : {std::pair{"training", "micro_batch"}, {"training", "recompute"}, {"parallelism", "vpp"}})
+      if (written_auto(section, key))
+        top.map(section).fail(key, std::string(kAuto),
+                              w.training ? "is chosen by the plan search, which tunes transformer models only; a "
+                                           "layer-list model trains data-parallel, so give"
+                                         : "is a training knob; a serving job has nothing to choose, so give",
+                              std::string(key) == "recompute" ? "none, selective or full" : "an integer >= 1");
+    return {};
+  }
+  // A knob the plan leaves one value is not a choice: one sequence per replica is micro-batch 1, one stage has
+  // nothing to interleave.
+  std::vector<std::string> out;
+  const bool one_sequence = w.plan.dp > 0 && w.training->global_batch <= w.plan.dp;
+  if (left("training", "micro_batch") && !one_sequence) out.emplace_back("training.micro_batch");
+  if (left("parallelism", "vpp") && w.plan.pp > 1) out.emplace_back("parallelism.vpp");
+  if (left("training", "recompute") && !top.map("training").has("recompute_modules")) out.emplace_back("training.recompute");
+  return out;
+}
+
 }  // namespace
 
 std::optional<workloads::Workload> read_workload(const YamlMap& top, const topology::ClusterSpec& cluster,
-                                                 const std::string& scenario_name, const std::string& file) {
+                                                 const std::string& scenario_name, const std::string& file,
+                                                 std::vector<std::string>* auto_keys) {
   check_sections(top);
   if (!top.has("model")) return std::nullopt;
   workloads::Workload w;
@@ -332,6 +375,7 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
     top.map("training").fail("moe_dispatcher", "deepep",
                              "sends once per node, and a user graph (cluster.graph) gives no node size:",
                              "alltoall on a user graph");
+  if (auto_keys != nullptr) *auto_keys = auto_knobs(top, w);
   return w;
 }
 

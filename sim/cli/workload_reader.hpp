@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/cli/yaml_reader.hpp"
 #include "topology/error.hpp"
@@ -32,6 +33,7 @@ E read_enum(const YamlMap& m, const std::string& key, E fallback, Parse parse, s
   auto s = m.text(key);
   if (!s) return fallback;
   auto v = parse(*s);
+  if (!v && *s == "auto") m.no_auto(key, std::string(allowed));
   if (!v) m.fail(key, *s, "unknown value", std::string(allowed));
   return *v;
 }
@@ -58,7 +60,10 @@ workloads::ModelSpec read_model(const YamlMap& m, const std::string& scenario_na
 // The job of one scenario document `top`, or none when it has no `model` section (a topology-only scenario).
 // A model needs exactly one of `training` and `inference`; `parallelism` is optional. `scenario_name` names a
 // model given without a preset; `cluster` gives the GPU count that parallelism.dp defaults from.
+// `auto_keys` (when given) receives the dotted knobs left to `auto` (training.micro_batch, parallelism.vpp,
+// training.recompute), which hold the framework's default until resolve_auto chooses them.
 std::optional<workloads::Workload> read_workload(const YamlMap& top, const topology::ClusterSpec& cluster,
-                                                 const std::string& scenario_name, const std::string& file);
+                                                 const std::string& scenario_name, const std::string& file,
+                                                 std::vector<std::string>* auto_keys = nullptr);
 
 }  // namespace dtsim::cli

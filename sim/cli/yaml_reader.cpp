@@ -185,10 +185,18 @@ std::optional<std::string> YamlMap::text(const std::string& key) const {
   return v.Scalar();
 }
 
+void YamlMap::no_auto(const std::string& key, const std::string& allowed) const {
+  fail(key, "auto",
+       "has no auto: only training.micro_batch, parallelism.vpp and training.recompute are chosen by dtsim when left "
+       "open, so give",
+       allowed);
+}
+
 std::optional<long long> YamlMap::integer(const std::string& key, long long min, long long max) const {
   YAML::Node v = scalar(key);
   if (!v.IsDefined()) return std::nullopt;
   long long out = 0;
+  if (v.Scalar() == "auto") no_auto(key, fmt::format("an integer in [{}, {}]", min, max));
   if (!YAML::convert<long long>::decode(v, out)) fail(key, v.Scalar(), "not an integer", fmt::format("an integer in [{}, {}]", min, max));
   if (out < min || out > max) fail(key, v.Scalar(), "out of range", fmt::format("an integer in [{}, {}]", min, max));
   return out;
@@ -200,6 +208,7 @@ std::optional<double> YamlMap::number(const std::string& key, double min, bool m
   const std::string range = fmt::format("a number {} {:g}{}", min_inclusive ? ">=" : ">", min,
                                         std::isinf(max) ? std::string() : fmt::format(" and <= {:g}", max));
   double out = 0;
+  if (v.Scalar() == "auto") no_auto(key, range);
   if (!YAML::convert<double>::decode(v, out) || !std::isfinite(out)) fail(key, v.Scalar(), "not a number", range);
   if (out < min || (!min_inclusive && out <= min) || out > max) fail(key, v.Scalar(), "out of range", range);
   return out;
@@ -209,6 +218,7 @@ std::optional<bool> YamlMap::boolean(const std::string& key) const {
   YAML::Node v = scalar(key);
   if (!v.IsDefined()) return std::nullopt;
   bool out = false;
+  if (v.Scalar() == "auto") no_auto(key, "true, false");
   if (!YAML::convert<bool>::decode(v, out)) fail(key, v.Scalar(), "not a boolean", "true, false");
   return out;
 }

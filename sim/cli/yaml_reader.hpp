@@ -53,6 +53,8 @@ class YamlMap {
   [[noreturn]] void fail(const std::string& key, const std::string& value, const std::string& reason,
                          const std::string& allowed) const;
   [[noreturn]] void fail_here(const std::string& value, const std::string& reason, const std::string& allowed) const;
+  // `auto` given to a key that has none (only the plan knobs Scenario::auto_keys names take it).
+  [[noreturn]] void no_auto(const std::string& key, const std::string& allowed) const;
 
  private:
   YAML::Node scalar(const std::string& key) const;

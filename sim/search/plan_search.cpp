@@ -67,6 +67,7 @@ SearchSpace default_space(const Workload& w, int gpus, int gpus_per_node, const 
   s.gpus = gpus;
   s.layers = w.model.layers;
   s.global_batch = w.training->global_batch;
+  s.cp = w.plan.cp;
   std::vector<int> tp;
   for (int d : divisors(gpus_per_node, gpus_per_node))
     if (w.model.heads % d == 0 && gpus % d == 0) tp.push_back(d);
@@ -93,12 +94,14 @@ std::vector<PlanChoice> enumerate(const SearchSpace& s) {
   std::vector<PlanChoice> out;
   for (int tp : s.tp)
     for (int pp : s.pp) {
-      if (s.gpus % (tp * pp) != 0 || pp > s.layers) continue;
-      const int dp = s.gpus / (tp * pp);
+      if (s.gpus % (tp * pp * s.cp) != 0 || pp > s.layers) continue;
+      const int dp = s.gpus / (tp * pp * s.cp);
       for (int vpp : s.vpp) {
         if (vpp > 1 && (pp == 1 || pp * vpp > s.layers)) continue;
         for (int zero : s.zero) {
-          if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
+          // Sharding over one replica changes nothing: searched, zero > 0 needs data parallelism; fixed (a
+          // scenario's distributed optimizer at dp 1, as Megatron-Core runs it), it stays.
+          if ((zero > 0 && dp == 1 && s.zero.size() > 1) || (zero >= 2 && pp > 1)) continue;
           for (int mb : s.micro_batch) {
             if (s.global_batch % (dp * mb) != 0) continue;
             if (vpp > 1 && (s.global_batch / (dp * mb)) % pp != 0) continue;

