@@ -33,6 +33,14 @@ constexpr double kLossBytes = 4.0;   // the cross-entropy loss keeps the logits 
 // Stored activation elements take the compute precision's bytes; fp8 GEMMs keep bf16 activations.
 double activation_element_bytes(Precision p) { return p == Precision::Fp8 ? 2.0 : bytes_per_element(p); }
 
+// A linear layer's input as its backward keeps it (for the weight gradient): under fp8 training (Transformer
+// Engine, training.fp8) the fp8 copy its forward GEMM cast, one byte (transformer_engine/pytorch/module/linear.py
+// and layernorm_linear.py, layernorm_mlp.py: `saved_inputmat = inputmat` when fp8, the 16-bit `inputmat_no_fp8`
+// otherwise); the attention core's Q, K, V and the activations' inputs stay 16-bit.
+double gemm_input_bytes(const TrainingSpec& t) {
+  return t.fp8 != Fp8::None ? bytes_per_element(Precision::Fp8) : activation_element_bytes(t.precision);
+}
+
 struct LayerTerms {
   double replicated;   // bytes, not split by TP unless sequence parallel
   double split;        // bytes, split by TP
@@ -66,22 +74,25 @@ struct LayerTerms {
 LayerTerms layer_terms(const ModelSpec& m, const TrainingSpec& t, int micro_batch, bool moe, int etp) {
   const double sb = static_cast<double>(m.seq_length) * micro_batch;
   const double e = activation_element_bytes(t.precision);
+  const double g = gemm_input_bytes(t);   // the QKV, output-projection, up and down projections' inputs
   const double h = m.hidden;
   const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
   const double mlp_width = moe ? static_cast<double>(m.shared_experts) * m.expert_width() : m.ffn_hidden;
-  const double split_width = m.q_dim() + m.value_dim() + 2.0 * m.kv_dim() + mlp_tensors * mlp_width;
+  // Bytes per element across the MLP's tensors of width f: the down projection's input is a GEMM input.
+  const double mlp_bytes = (mlp_tensors - 1.0) * e + g;
+  const double split_bytes = e * (m.q_dim() + 2.0 * m.kv_dim()) + g * m.value_dim() + mlp_bytes * mlp_width;
   // A fused attention core keeps no scores, only the softmax statistics (fp32 per row) for its backward.
   const double dropped = m.attention_dropout > 0.0 ? e + kMaskBytes : 0.0;   // the mask and dropout output
   const double scores = fused(t.attention) ? sb * m.heads * bytes_per_element(Precision::Fp32)
                                            : sb * m.seq_length * m.heads * (e + dropped);
   const double masks = m.hidden_dropout > 0.0 ? 2.0 * kMaskBytes : 0.0;
-  double replicated = sb * h * (4.0 * e + masks);
-  LayerTerms l{0, sb * e * split_width, scores};
+  double replicated = sb * h * (2.0 * e + 2.0 * g + masks);   // two norm inputs, the QKV and MLP inputs
+  LayerTerms l{0, sb * split_bytes, scores};
   l.norms = ((m.mla() ? 1.0 : 0.0) + (moe ? 1.0 : 0.0)) * e * sb * h;
   l.qkv = sb * e * (m.q_dim() + 2.0 * m.kv_dim());
   // MLA keeps its latents, the up projections' inputs (replicated, as the down projections' outputs are).
   if (m.mla()) replicated += sb * e * (static_cast<double>(m.q_lora_rank) + m.kv_lora_rank + m.rope_head_dim);
-  l.mlp = sb * e * mlp_tensors * mlp_width;
+  l.mlp = sb * mlp_bytes * mlp_width;
   l.op_replicated = sb * e * h;
   l.op_whole = sb * e * h;
   l.op_split = sb * e * (static_cast<double>(m.q_dim()) + m.kv_dim() + m.value_dim() + mlp_width);

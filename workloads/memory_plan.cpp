@@ -173,10 +173,11 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
   const bool fused_core = fused(t.attention);
   std::string act = fmt::format(
       "activations: Korthikanti et al., recompute {}{}, tp {}, micro-batch {} x {} tokens{}, {} in flight on stage "
-      "{}; {}; logits {} on the last stage",
+      "{}; {}{}; logits {} on the last stage",
       recompute_text(t), sp, p.tp, t.micro_batch, w.model.seq_length,
       p.cp > 1 ? fmt::format(" split over cp {}", p.cp) : "", s.in_flight, stage,
       fused_core ? "fused attention (no scores kept)" : "unfused attention (scores kept)",
+      t.fp8 != Fp8::None ? "; the linear layers' inputs kept in fp8 (Transformer Engine)" : "",
       t.cross_entropy_fusion ? to_string(t.precision) : "fp32");
   if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
   if (t.recompute == Recompute::Op)

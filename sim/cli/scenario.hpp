@@ -131,9 +131,10 @@ std::vector<Scenario> load_scenario_file(const std::string& path, const std::vec
 
 // The documents of `text` that list `reference.unstated`, each with those keys removed (from the document, its
 // sweep axes, and the section maps a sweep axis gives whole), loaded as load_scenarios loads them: the rows of a
-// validation table written from what its source states, every other key at dtsim's defaults. Empty when no
-// document lists any.
-std::vector<Scenario> load_stated_only(const std::string& text, const std::string& file);
+// validation table written from what its source states, every other key at dtsim's defaults; `overrides` applied
+// after the removal, as load_scenarios applies them. Empty when no document lists any.
+std::vector<Scenario> load_stated_only(const std::string& text, const std::string& file,
+                                       const std::vector<Override>& overrides = {});
 
 // The resolved scenario, every default filled in, as YAML that loads back to the same scenario.
 std::string to_yaml(const Scenario& scenario);

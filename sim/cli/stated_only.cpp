@@ -38,7 +38,8 @@ void erase_from_axes(YAML::Node axes, const std::string& key) {
 
 }  // namespace
 
-std::vector<Scenario> load_stated_only(const std::string& text, const std::string& file) {
+std::vector<Scenario> load_stated_only(const std::string& text, const std::string& file,
+                                       const std::vector<Override>& overrides) {
   std::string kept;
   for (YAML::Node doc : parse_yaml(text, file)) {
     const YAML::Node unstated = doc["reference"] ? doc["reference"]["unstated"] : YAML::Node();
@@ -54,7 +55,7 @@ std::vector<Scenario> load_stated_only(const std::string& text, const std::strin
     kept += (kept.empty() ? "" : "---\n") + std::string(out.c_str()) + "\n";
   }
   if (kept.empty()) return {};
-  return load_scenarios(kept, file);
+  return load_scenarios(kept, file, overrides);
 }
 
 }  // namespace dtsim::cli

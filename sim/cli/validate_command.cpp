@@ -82,7 +82,7 @@ int validate_command(const std::vector<std::string>& files, const std::vector<st
   };
   std::vector<Table> tables;
   const auto add = [&](const std::string& name, std::vector<Scenario> written, const std::string& text) {
-    auto stated = unstated_keys(written).empty() ? std::vector<Scenario>{} : load_stated_only(text, name);
+    auto stated = unstated_keys(written).empty() ? std::vector<Scenario>{} : load_stated_only(text, name, overrides);
     tables.push_back({name, std::move(written), std::move(stated)});
   };
   if (files.empty())

@@ -67,6 +67,25 @@ TEST_CASE("without dropout a layer keeps no masks: 2 sbh bytes less, and the sco
   CHECK(layer_activation_bytes(m, t, 1, 1).value() == sbh * 32 + 2048.0 * 96 * 4);
 }
 
+// Transformer Engine's fp8 linear layers keep their inputs for the weight gradient in fp8: the QKV and up
+// projections' inputs (2 sbh at 1 byte: 2 sbh less), the output projection's (sbh less) and the down projection's
+// (gelu's output, 4 sbh less): 27 sbh of Korthikanti's 34; the attention core's tensors and gelu's input stay bf16.
+TEST_CASE("fp8 training keeps the linear layers' inputs in one byte: 27 sbh a GPT layer instead of 34") {
+  const ModelSpec m = gpt3_175b();
+  TrainingSpec t = training_defaults(Precision::Bf16);
+  t.attention = AttentionKernel::Flash;
+  const double sbh = 2048.0 * 12288;
+  const double stats = 2048.0 * 96 * 4;
+  t.fp8 = Fp8::Hybrid;
+  CHECK(layer_activation_bytes(m, t, 1, 1).value() == sbh * 27 + stats);
+  CHECK(layer_activation_bytes(m, t, 8, 1).value() == sbh * (8 + 19.0 / 8) + stats / 8);   // norms' 2 + QKV, MLP in 1
+  t.recompute = Recompute::Selective;
+  t.recompute_modules = bit(RecomputeModule::CoreAttn) | bit(RecomputeModule::Mlp);   // drops the MLP's 12 sbh
+  CHECK(layer_activation_bytes(m, t, 8, 1).value() == sbh * (8 + (19.0 - 12) / 8));
+  t.recompute = Recompute::Full;   // the layer input, bf16 either way
+  CHECK(layer_activation_bytes(m, t, 8, 1).value() == 2 * sbh);
+}
+
 TEST_CASE("Korthikanti et al. section 4.3: the first stage of a 1F1B pipeline holds L layers' worth") {
   // tp 8, pp 8, SP: stage 0 keeps p micro-batches of L/p layers: sbhL/t (34 + 5as/h), plus p embedding masks.
   Workload w = training(gpt3_175b(), par(8, 8), 64, Recompute::None);
