@@ -138,15 +138,26 @@ CommCosts free_communication() {
 }
 
 Timeline play_analytic(const StepGraph& graph, const CommCosts& costs) {
+  // A collective's time depends on its kind, size, purpose and group, a send's on its size and peer (CommCosts'
+  // contract): each is asked once per class, not once per op (a step repeats them every layer and micro-batch).
+  std::map<std::tuple<std::size_t, int, int, int, double>, Seconds> collectives;   // (class, group, kind, purpose, bytes)
+  std::map<std::tuple<std::size_t, int, double>, Seconds> sends;              // (class, peer stage, bytes)
   const OpDuration duration = [&](std::size_t c, std::size_t i) {
     const auto& body = graph.classes[c].ops[i].body;
     const int rank = graph.classes[c].ranks.front();
     if (const auto* comp = std::get_if<ComputeOp>(&body)) return comp->duration;
     if (const auto* host = std::get_if<workloads::HostOp>(&body)) return host->duration;
-    if (const auto* send = std::get_if<SendOp>(&body))
-      return costs.transfer(*send, rank, graph.peer_rank(rank, send->peer_stage));
+    if (const auto* send = std::get_if<SendOp>(&body)) {
+      auto [it, added] = sends.try_emplace({c, send->peer_stage, send->bytes.value()}, Seconds(0));
+      if (added) it->second = costs.transfer(*send, rank, graph.peer_rank(rank, send->peer_stage));
+      return it->second;
+    }
     const auto& op = std::get<CollectiveOp>(body);
-    return costs.collective(op, graph.group_ranks(rank, op.group));
+    auto [it, added] = collectives.try_emplace(
+        {c, static_cast<int>(op.group), static_cast<int>(op.kind), static_cast<int>(op.purpose), op.bytes.value()},
+        Seconds(0));
+    if (added) it->second = costs.collective(op, graph.group_ranks(rank, op.group));
+    return it->second;
   };
   return Player(graph, duration).run();
 }

@@ -13,9 +13,11 @@
 namespace dtsim::sim {
 
 struct CommCosts {
-  // Duration of a collective over the ranks `group` (ascending), from its start.
+  // Duration of a collective over the ranks `group` (ascending), from its start: a function of the op's kind,
+  // bytes, purpose and the group alone (play_analytic asks once per class and such key).
   std::function<Seconds(const workloads::CollectiveOp&, const std::vector<int>& group)> collective;
-  // Duration of a point-to-point transfer from rank `from` to rank `to`, from the send's start to its arrival.
+  // Duration of a point-to-point transfer from rank `from` to rank `to`, from the send's start to its arrival: a
+  // function of its bytes and the two ranks alone.
   std::function<Seconds(const workloads::SendOp&, int from, int to)> transfer;
 };
 
