@@ -17,6 +17,29 @@ namespace {
 // The distributed optimizer's parameter all-gather moved to the next step's forward (training.overlap_param_gather).
 bool overlaps_param_gather(const Workload& w) { return w.training->overlap_param_gather && w.plan.zero == 1; }
 
+// Whether a stage's pipeline exchanges leave its compute running (training.overlap_p2p_comm). Megatron-LM's
+// exchanges block: p2p_communication.py's _communicate posts the sends and receives of a schedule step in one
+// batch_isend_irecv, waits for every request and then torch.cuda.synchronize()s (2021's code always;
+// Megatron-Core while batch_p2p_comm and batch_p2p_sync, its defaults without overlap_p2p_comm), so the stage's
+// next pass starts when its send has arrived. Megatron-Core turns overlap_p2p_comm on by default and off without
+// interleaving (arguments.py: --no-overlap-p2p-communication, "overlap_p2p_comm = False" when
+// virtual_pipeline_model_parallel_size is None), NeMo with it. DeepSpeed's pipeline engine sends with blocking
+// dist.send (runtime/pipe/p2p.py). torchtitan's pipelining posts isend/irecv and waits only for what it receives.
+bool overlaps_p2p(const Workload& w) {
+  const TrainingSpec& t = *w.training;
+  if (t.overlap_p2p_comm) return *t.overlap_p2p_comm;
+  switch (t.framework) {
+    case Framework::MegatronCore:
+    case Framework::Nemo: return w.plan.vpp > 1;
+    case Framework::Torchtitan: return true;
+    case Framework::Megatron2021:
+    case Framework::Megatron2022:
+    case Framework::DeepSpeed:
+    case Framework::DeepSpeed2021: return false;
+  }
+  return true;
+}
+
 // A unit of parameters the forward uses: a layer, the embedding (-1) or the head (-2), with the parameters one
 // GPU holds of it: dense (sharded over dp by the distributed optimizer) and routed experts' (over the expert dp
 // group).
@@ -86,12 +109,12 @@ std::vector<Index> StageBuilder::gather_modules(int layer, int mb, std::vector<I
   return out;
 }
 
-std::vector<Index> StageBuilder::receive(const PipeStep& step, int from_virtual) {
+std::vector<Index> StageBuilder::receive(const PipeStep& step, int from_virtual, std::vector<Index> deps) {
   const auto& plan = ctx_.w.plan;
   const bool shard = ctx_.sharding.sequence_parallel || (plan.scatter_gather && plan.tp > 1);
   const Bytes wire = shard ? ctx_.activation / plan.tp : ctx_.activation;
   const PipeTag tag{step.micro_batch, step.chunk, step.pass};
-  const Index r = add(RecvOp{stage_of(from_virtual), wire, tag});
+  const Index r = add(RecvOp{stage_of(from_virtual), wire, tag}, std::move(deps));
   if (!shard || ctx_.sharding.sequence_parallel) return {r};
   return {collective(CollectiveKind::AllGather, Group::Tp, ctx_.activation, CommPurpose::PipelineGather, -1,
                      step.micro_batch, {r})};
@@ -101,14 +124,16 @@ void StageBuilder::send(const PipeStep& step, int to_virtual, std::vector<Index>
   const auto& plan = ctx_.w.plan;
   const bool shard = ctx_.sharding.sequence_parallel || (plan.scatter_gather && plan.tp > 1);
   const Bytes wire = shard ? ctx_.activation / plan.tp : ctx_.activation;
-  add(SendOp{stage_of(to_virtual), wire, PipeTag{step.micro_batch, chunk_of(to_virtual), step.pass}}, std::move(deps));
+  const Index s =
+      add(SendOp{stage_of(to_virtual), wire, PipeTag{step.micro_batch, chunk_of(to_virtual), step.pass}}, std::move(deps));
+  if (!overlaps_p2p(ctx_.w) && !ctx_.t.overlap_moe_expert_parallel_comm) blocking_sends_.push_back(s);
 }
 
 void StageBuilder::forward(const PipeStep& step) {
   const int v = virtual_stage(step);
   const int mb = step.micro_batch;
-  std::vector<Index> deps;
-  if (v > 0) deps = receive(step, v - 1);
+  std::vector<Index> deps = take_blocking_sends();
+  if (v > 0) deps = receive(step, v - 1, std::move(deps));
   if (v == 0) deps = compute(ctx_.embedding_kernels[0],
                              Scope::Embedding, Pass::Forward, -1, mb, gated(kEmbeddingUnit, std::move(deps)));
   const auto vi = static_cast<std::size_t>(v);
@@ -162,8 +187,8 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   const int mb = step.micro_batch;
   // Gradients are reduced once per step after the last micro-batch (ZeRO 0/1), or every micro-batch (ZeRO 2/3).
   const bool reduce = last_micro_batch || ctx_.w.plan.zero >= 2;
-  std::vector<Index> deps;
-  if (v < ctx_.virtual_stages - 1) deps = receive(step, v + 1);
+  std::vector<Index> deps = take_blocking_sends();
+  if (v < ctx_.virtual_stages - 1) deps = receive(step, v + 1, std::move(deps));
   if (v == ctx_.virtual_stages - 1) {
     deps = compute(ctx_.logits_kernels[1],
                    Scope::Logits, Pass::Backward, -1, mb, std::move(deps));
@@ -302,6 +327,8 @@ void StageBuilder::finish(double stage_params, double stage_expert_params) {
   const auto& plan = ctx_.w.plan;
   std::vector<Index> before_step = dp_comms_;
   before_step.insert(before_step.end(), last_backward_.begin(), last_backward_.end());
+  const auto sends = take_blocking_sends();
+  before_step.insert(before_step.end(), sends.begin(), sends.end());
   const bool ends = stage_ == 0 || stage_ == plan.pp - 1;
   if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends)
     before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,

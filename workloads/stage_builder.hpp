@@ -143,7 +143,9 @@ class StageBuilder {
   Index tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, std::vector<Index> deps);
   Index exposed_collective(const TpComm& c, const Pending& p, std::vector<Index> deps);
   [[nodiscard]] std::vector<TpComm> comm_plan(int layer, Pass pass) const;
-  std::vector<Index> receive(const PipeStep& step, int from_virtual);
+  std::vector<Index> receive(const PipeStep& step, int from_virtual, std::vector<Index> deps);
+  // The sends the stage's next pass waits for (their exchange blocks it: overlaps_p2p false), taken once.
+  std::vector<Index> take_blocking_sends() { return std::exchange(blocking_sends_, {}); }
   void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
   std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
   std::vector<Index> backward_gather(int layer, int mb, std::vector<Index> deps, bool more);
@@ -166,6 +168,7 @@ class StageBuilder {
   std::array<Bucket, 2> buckets_;      // dense parameters' (over dp), routed experts' (over the expert dp group)
   std::vector<Index> dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
   std::vector<Index> last_backward_;   // the final op of the last backward step
+  std::vector<Index> blocking_sends_;  // sends whose exchange holds the stage until they arrive
   std::vector<Index> gather_window_;   // each layer pass's last op (ZeRO-3 prefetch gates on it)
   std::map<int, std::vector<Index>> prefetched_;   // ZeRO-3's backward: a layer's gathers, issued a layer ahead
   // overlap_param_gather: the all-gather of the bucket holding each unit's parameters (a layer, kEmbeddingUnit,

@@ -154,6 +154,9 @@ struct TrainingSpec {
   // MoE token exchange, so one pass's exchange travels while the other computes (its combined 1F1B, the DualPipe
   // pairing of DeepSeek-V3's report, section 3.2.1).
   bool overlap_moe_expert_parallel_comm = false;
+  // Pipeline exchanges that do not hold the stage's compute (Megatron-Core's overlap_p2p_comm); nullopt: the
+  // framework's default for the plan (overlaps_p2p, training.cpp).
+  std::optional<bool> overlap_p2p_comm;
   CpComm cp_comm = CpComm::P2p;
   // ZeRO-3's backward fetches the next layer's parameters when it fetches this layer's, so their gathers are
   // issued before this layer's gradients are reduce-scattered (DeepSpeed's PartitionedParameterCoordinator: the

@@ -202,6 +202,7 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t, const A
   emit_name(out, "moe_dispatcher", to_string(t.moe_dispatcher));
   emit_name(out, "cp_comm", to_string(t.cp_comm));
   emit(out, "overlap_moe_expert_parallel_comm", t.overlap_moe_expert_parallel_comm);
+  if (t.overlap_p2p_comm) emit(out, "overlap_p2p_comm", *t.overlap_p2p_comm);   // absent: the framework's default
   emit(out, "tp_backward_overlap", t.tp_backward_overlap);
   emit(out, "tp_comm_overlap", t.tp_comm_overlap);
   emit(out, "distributed_optimizer", t.distributed_optimizer);

@@ -97,7 +97,8 @@ TrainingSpec read_training(const YamlMap& m) {
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
                 "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
-                "steps", "moe_dispatcher", "cp_comm", "recompute_modules", "overlap_moe_expert_parallel_comm"});
+                "steps", "moe_dispatcher", "cp_comm", "recompute_modules", "overlap_moe_expert_parallel_comm",
+                "overlap_p2p_comm"});
   if (m.has("tokens") && m.has("steps"))
     m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
            "training.tokens or training.steps, not both");
@@ -137,6 +138,7 @@ TrainingSpec read_training(const YamlMap& m) {
   t.cp_comm = read_enum(m, "cp_comm", t.cp_comm, workloads::parse_cp_comm, workloads::kCpCommNames);
   t.overlap_moe_expert_parallel_comm =
       m.boolean("overlap_moe_expert_parallel_comm").value_or(t.overlap_moe_expert_parallel_comm);
+  t.overlap_p2p_comm = m.boolean("overlap_p2p_comm");
   t.tp_backward_overlap = m.boolean("tp_backward_overlap").value_or(t.tp_backward_overlap);
   t.tp_comm_overlap = m.boolean("tp_comm_overlap").value_or(t.tp_comm_overlap);
   t.distributed_optimizer = m.boolean("distributed_optimizer").value_or(t.distributed_optimizer);

@@ -94,6 +94,11 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   CHECK_FALSE(core.cross_entropy_fusion);  // --cross-entropy-loss-fusion is off by default
   CHECK(core.grad_dtype == workloads::Precision::Fp32);   // bf16: Megatron forces fp32 gradient reduction
   CHECK(training(", precision: fp16").grad_dtype == workloads::Precision::Fp16);   // fp16: the parameters' type
+  CHECK_FALSE(core.overlap_p2p_comm.has_value());   // the framework's default for the plan (stage_builder.cpp)
+  CHECK(training(", overlap_p2p_comm: false").overlap_p2p_comm == std::optional<bool>(false));
+  CHECK(to_yaml(load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\ntraining: {global_batch: 8, "
+                         "overlap_p2p_comm: true}\n"))
+            .find("overlap_p2p_comm: true") != std::string::npos);
   CHECK(core.fp8 == workloads::Fp8::None);
   // NeMo's performance recipes: fused loss, bf16 gradient reduction, 128 Mi-parameter buckets.
   const workloads::TrainingSpec nemo = training(", framework: nemo");

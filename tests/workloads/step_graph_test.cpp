@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "sim/analytic/analytic_engine.hpp"
 #include "topology/catalog.hpp"
@@ -320,6 +324,56 @@ TEST_CASE("interleaving shrinks the bubble by the number of chunks") {
   const auto t = sim::play_analytic(g, sim::free_communication());
   const double per_micro_batch = t.classes.front().compute_busy.value() / 8;   // f + b of one rank
   CHECK(t.step_time.value() == doctest::Approx((8 + 3.0 / 2) * per_micro_batch).epsilon(1e-9));
+}
+
+// Megatron-LM's pipeline exchanges hold the stage until they complete (p2p_communication.py: wait on every request,
+// then torch.cuda.synchronize()): 2021's code always, Megatron-Core without interleaving; with it Megatron-Core
+// overlaps them (overlap_p2p_comm), and torchtitan never blocks. Blocking: every send is waited for by the
+// stage's next op (or its optimizer step); overlapped: no op waits for a send.
+TEST_CASE("pipeline exchanges block the stage where the framework's do, and training.overlap_p2p_comm overrides") {
+  const auto sends_waited = [](const StepGraph& g) {
+    int sends = 0, waited = 0;
+    for (const auto& c : g.classes) {
+      std::vector<bool> is_send(c.ops.size());
+      for (std::size_t i = 0; i < c.ops.size(); ++i) is_send[i] = std::holds_alternative<SendOp>(c.ops[i].body);
+      std::vector<bool> seen(c.ops.size());
+      for (const auto& op : c.ops)
+        for (const auto d : op.deps)
+          if (is_send[d] && !seen[d]) {
+            seen[d] = true;
+            ++waited;
+          }
+      sends += static_cast<int>(std::count(is_send.begin(), is_send.end(), true));
+    }
+    return std::pair{sends, waited};
+  };
+  const auto job = [](Framework f, int vpp, std::optional<bool> overlap) {
+    auto w = gpt_job(1, 2, 1, 4);
+    apply_framework(*w.training, f);
+    w.plan.vpp = vpp;
+    w.training->overlap_p2p_comm = overlap;
+    return generate_step(w, a100());
+  };
+  const auto blocks = [&](Framework f, int vpp, std::optional<bool> overlap = std::nullopt) {
+    const auto [sends, waited] = sends_waited(job(f, vpp, overlap));
+    REQUIRE(sends > 0);
+    CHECK((waited == 0 || waited == sends));
+    return waited == sends;
+  };
+  CHECK(blocks(Framework::Megatron2021, 1));
+  CHECK(blocks(Framework::Megatron2021, 2));
+  CHECK(blocks(Framework::DeepSpeed, 1));
+  CHECK(blocks(Framework::MegatronCore, 1));
+  CHECK_FALSE(blocks(Framework::MegatronCore, 2));
+  CHECK_FALSE(blocks(Framework::Torchtitan, 1));
+  CHECK_FALSE(blocks(Framework::Megatron2021, 1, true));
+  CHECK(blocks(Framework::MegatronCore, 2, false));
+  // With exchanges that take time, the stage that waits for them takes longer.
+  sim::CommCosts costs = sim::free_communication();
+  costs.transfer = [](const SendOp&, int, int) { return Seconds(1e-3); };
+  const double blocking = sim::play_analytic(job(Framework::Megatron2021, 1, std::nullopt), costs).step_time.value();
+  const double overlapped = sim::play_analytic(job(Framework::Megatron2021, 1, true), costs).step_time.value();
+  CHECK(blocking > overlapped + 1e-3);
 }
 
 TEST_CASE("kernel granularity holds the same work as layer granularity") {
