@@ -5,35 +5,36 @@
 
 #include "sim/cli/scenario.hpp"
 #include "sim/cli/yaml_reader.hpp"
+#include "topology/error.hpp"
 
 namespace dtsim::cli {
 namespace {
 
-// Removes the dotted `key` from the map `root` (nothing when a step of its path is absent or no map).
-void erase_dotted(YAML::Node root, const std::string& key) {
+// Removes the dotted `key` from the map `root`; false when it was not there (a step of its path absent or no map).
+bool erase_dotted(YAML::Node root, const std::string& key) {
   const auto dot = key.find('.');
-  if (!root.IsMap()) return;
-  if (dot == std::string::npos) {
-    root.remove(key);
-    return;
-  }
+  if (!root.IsMap()) return false;
+  if (dot == std::string::npos) return root.remove(key);
   YAML::Node child = root[key.substr(0, dot)];
-  if (child && child.IsMap()) erase_dotted(child, key.substr(dot + 1));
+  return child && child.IsMap() && erase_dotted(child, key.substr(dot + 1));
 }
 
 // Removes `key` from the axes of one sweep map (the sweep itself or its zip): an axis that is the key goes; an
-// axis that is a section holding it (a list of whole `training` maps) loses the key in each of its values.
-void erase_from_axes(YAML::Node axes, const std::string& key) {
-  if (!axes || !axes.IsMap()) return;
+// axis that is a section holding it (a list of whole `training` maps) loses the key in each of its values. False
+// when no axis held it.
+bool erase_from_axes(YAML::Node axes, const std::string& key) {
+  if (!axes || !axes.IsMap()) return false;
   std::vector<std::string> drop;
+  bool found = false;
   for (const auto& kv : axes) {
     const std::string axis = kv.first.as<std::string>();
     if (axis == "zip") continue;
     if (axis == key) drop.push_back(axis);
     else if (key.starts_with(axis + ".") && kv.second.IsSequence())
-      for (YAML::Node value : kv.second) erase_dotted(value, key.substr(axis.size() + 1));
+      for (YAML::Node value : kv.second) found = erase_dotted(value, key.substr(axis.size() + 1)) || found;
   }
   for (const auto& axis : drop) axes.remove(axis);
+  return found || !drop.empty();
 }
 
 }  // namespace
@@ -46,9 +47,12 @@ std::vector<Scenario> load_stated_only(const std::string& text, const std::strin
     if (!unstated || !unstated.IsSequence() || unstated.size() == 0) continue;
     for (const auto& k : unstated) {
       const std::string key = k.as<std::string>();
-      erase_dotted(doc, key);
-      erase_from_axes(doc["sweep"], key);
-      if (doc["sweep"]) erase_from_axes(doc["sweep"]["zip"], key);
+      bool found = erase_dotted(doc, key);
+      found = erase_from_axes(doc["sweep"], key) || found;
+      if (doc["sweep"]) found = erase_from_axes(doc["sweep"]["zip"], key) || found;
+      if (!found)   // a misspelt key would leave the second run identical to the first, saying nothing
+        throw InputError("reference.unstated", key, "is set by no row of this document, so there is nothing to remove:",
+                         "keys the document or its sweep axes set", location(file, k));
     }
     YAML::Emitter out;
     out << doc;

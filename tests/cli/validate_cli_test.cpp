@@ -116,6 +116,18 @@ TEST_CASE("validate: a table's rows also run from their stated columns only, aut
   CHECK(text.out.find(", stated columns only\n  left to dtsim's defaults: training.micro_batch, training.recompute\n") !=
         std::string::npos);
   CHECK(text.out.find("summary: mean / max absolute error, as written and from the stated columns only") != std::string::npos);
+  // A key no row sets (misspelt) would leave the second run the first: the one-line error, exit 2.
+  const fs::path dir = fresh_dir("validate", "unstated");
+  fs::create_directories(dir);
+  std::string bad = slurp(file);
+  bad.replace(bad.find("training.recompute]"), 19, "training.recompte]");
+  std::ofstream(dir / "bad.yaml") << bad;
+  const auto typo = dtsim("validate " + (dir / "bad.yaml").string());
+  CHECK(typo.status == 2);
+  CHECK(typo.out.empty());
+  CHECK(typo.err.find("bad.yaml:12: reference.unstated: is set by no row of this document, so there is nothing to "
+                      "remove: 'training.recompte'") != std::string::npos);
+  CHECK(std::count(typo.err.begin(), typo.err.end(), '\n') == 1);
 }
 
 TEST_CASE("validate: a scenario without published figures is an input error, status 2") {
