@@ -1,7 +1,6 @@
 #include "sim/cli/auto_knobs.hpp"
 
 #include <algorithm>
-#include <fmt/format.h>
 
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/plan_template.hpp"

@@ -87,7 +87,10 @@ int validate_command(const std::vector<std::string>& files, const std::vector<st
   };
   if (files.empty())
     for (const auto& [origin, text] : validation_scenarios()) add(origin, load_scenarios(text, origin, overrides), text);
-  for (const auto& f : files) add(f, load_scenario_file(f, overrides), read_scenario_text(f));
+  for (const auto& f : files) {
+    const std::string text = read_scenario_text(f);
+    add(f, load_scenarios(text, f, overrides), text);
+  }
   {
     std::vector<std::pair<std::string, std::vector<Scenario>>> rows;
     for (const auto& t : tables) rows.emplace_back(t.name, t.written);
