@@ -21,11 +21,19 @@ bool left(const Scenario& s, const char* key) { return std::ranges::find(s.auto_
 
 }  // namespace
 
-std::vector<int> auto_vpp_choices(int layers, int pp) {
+std::vector<int> auto_vpp_choices(int layers, int pp, workloads::Framework f) {
+  using workloads::Framework;
+  // DeepSpeed's pipeline engine has one schedule, 1F1B (runtime/pipe/schedule.py TrainSchedule): no interleaving.
+  // Megatron-LM 2021 and 2022 interleave only past two stages (arguments.py: "pipeline-model-parallel size should
+  // be greater than 2 with interleaved schedule").
+  if (pp <= 1 || f == Framework::DeepSpeed || f == Framework::DeepSpeed2021) return {1};
+  if ((f == Framework::Megatron2021 || f == Framework::Megatron2022) && pp <= 2) return {1};
+  // Megatron's virtual stages hold equal whole numbers of layers (arguments.py: the layers of a stage divisible
+  // by --num-layers-per-virtual-pipeline-stage); torchtitan's schedules take the search's depths too.
+  const bool even = f != Framework::Torchtitan;
   std::vector<int> out;
-  if (pp <= 1) return {1};
   for (int v = 1; v * pp <= layers; ++v)
-    if (v <= kSearchChunks || layers % (pp * v) == 0) out.push_back(v);
+    if (v == 1 || layers % (pp * v) == 0 || (!even && v <= kSearchChunks)) out.push_back(v);
   return out;
 }
 
@@ -48,16 +56,22 @@ Scenario resolve_auto(Scenario s) {
   if (!left(s, "training.recompute")) t.fixed.recompute = w.training->recompute;
   const int gpus = cluster_gpus(s);
   auto space = sim::search::default_space(w, gpus, s.cluster.gpus_per_node, t.fixed);
-  if (left(s, "parallelism.vpp")) space.vpp = auto_vpp_choices(w.model.layers, w.plan.pp);
+  if (left(s, "parallelism.vpp")) space.vpp = auto_vpp_choices(w.model.layers, w.plan.pp, w.training->framework);
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto costs = scenario_costs(s, built.topology);
-  auto result = sim::search::search(space, [&](const sim::search::PlanChoice& c) { return make(t, c, gpus); },
-                                    s.cluster.gpu, costs);
+  auto result = located(s, [&] {
+    return sim::search::search(space, [&](const sim::search::PlanChoice& c) { return make(t, c, gpus); },
+                               s.cluster.gpu, costs);
+  });
   std::optional<sim::search::Candidate> best;
   if (!result.ranked.empty()) best = std::move(result.ranked.front());
   else best = std::move(result.nearest);
-  if (best) s.workload = std::move(best->workload);
-  for (const std::string& key : s.auto_keys) s.auto_chosen.emplace_back(key, chosen_value(key, *s.workload));
+  // No candidate is a plan: the scenario's plan itself is not one, which the caller's check reports at its key;
+  // nothing was chosen, so nothing is said to be.
+  if (best) {
+    s.workload = std::move(best->workload);
+    for (const std::string& key : s.auto_keys) s.auto_chosen.emplace_back(key, chosen_value(key, *s.workload));
+  }
   s.auto_keys.clear();
   return s;
 }

@@ -14,9 +14,11 @@ namespace dtsim::cli {
 // left is returned as it is. InputError (located) when its cluster cannot be built.
 Scenario resolve_auto(Scenario s);
 
-// The interleaving depths auto tries on `pp` stages of `layers` layers: the search's 1 to 8, and every depth
-// that gives each virtual stage the same whole number of layers (one layer a chunk included), as Megatron-Core's
-// --num-layers-per-virtual-pipeline-stage requires.
-std::vector<int> auto_vpp_choices(int layers, int pp);
+// The interleaving depths auto tries on `pp` stages of `layers` layers under framework `f`: every depth that
+// gives each virtual stage the same whole number of layers (one layer a chunk included), as Megatron's
+// --num-layers-per-virtual-pipeline-stage requires (torchtitan: also the search's 1 to 8); none (1) where the
+// framework has no interleaved schedule for the plan (DeepSpeed's pipeline engine; Megatron-LM 2021 and 2022 at two
+// stages or fewer).
+std::vector<int> auto_vpp_choices(int layers, int pp, workloads::Framework f);
 
 }  // namespace dtsim::cli

@@ -130,15 +130,17 @@ json point_json(const SweepPoint& point) {
 
 namespace {
 
-// `given` checked (its plan against its cluster, so that a bad degree is reported at its key) and its auto knobs
-// chosen.
+// `given` checked (its plan against its cluster, so that a bad degree is reported at its key, before any search),
+// its auto knobs chosen, and the plan they make checked again.
 Scenario runnable(const Scenario& given) {
   if (!given.workload)
     throw InputError("model", "", "missing section: run simulates a training step or a serving batch",
                      "a scenario with model and training or inference sections; for the topology alone, dtsim topo",
                      given.file);
   located(given, [&] { workloads::check_plan(*given.workload, cluster_gpus(given)); });
-  return resolve_auto(given);
+  Scenario s = resolve_auto(given);
+  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+  return s;
 }
 
 }  // namespace

@@ -129,7 +129,7 @@ std::string read_scenario_text(const std::string& path);
 std::vector<Scenario> load_scenario_file(const std::string& path, const std::vector<Override>& overrides = {},
                                          bool keep_invalid_points = false);
 
-// The documents of `text` that list `reference.unstated`, each with those keys removed (from the document, its
+// The documents of `text`, each that lists `reference.unstated` with those keys removed (from the document, its
 // sweep axes, and the section maps a sweep axis gives whole), loaded as load_scenarios loads them: the rows of a
 // validation table written from what its source states, every other key at dtsim's defaults; `overrides` applied
 // after the removal, as load_scenarios applies them. Empty when no document lists any.

@@ -42,10 +42,12 @@ bool erase_from_axes(YAML::Node axes, const std::string& key) {
 std::vector<Scenario> load_stated_only(const std::string& text, const std::string& file,
                                        const std::vector<Override>& overrides) {
   std::string kept;
+  bool any = false;
   for (YAML::Node doc : parse_yaml(text, file)) {
+    // Every document is kept (a ratio row's baseline may be in another); keys go only where a document lists them.
     const YAML::Node unstated = doc["reference"] ? doc["reference"]["unstated"] : YAML::Node();
-    if (!unstated || !unstated.IsSequence() || unstated.size() == 0) continue;
-    for (const auto& k : unstated) {
+    if (unstated && unstated.IsSequence() && unstated.size() > 0) any = true;
+    for (const auto& k : unstated && unstated.IsSequence() ? unstated : YAML::Node(YAML::NodeType::Sequence)) {
       const std::string key = k.as<std::string>();
       bool found = erase_dotted(doc, key);
       found = erase_from_axes(doc["sweep"], key) || found;
@@ -58,7 +60,7 @@ std::vector<Scenario> load_stated_only(const std::string& text, const std::strin
     out << doc;
     kept += (kept.empty() ? "" : "---\n") + std::string(out.c_str()) + "\n";
   }
-  if (kept.empty()) return {};
+  if (!any) return {};
   return load_scenarios(kept, file, overrides);
 }
 

@@ -139,6 +139,11 @@ TrainingSpec read_training(const YamlMap& m) {
   t.overlap_moe_expert_parallel_comm =
       m.boolean("overlap_moe_expert_parallel_comm").value_or(t.overlap_moe_expert_parallel_comm);
   t.overlap_p2p_comm = m.boolean("overlap_p2p_comm");
+  if (t.overlap_p2p_comm == std::optional<bool>(false) && t.overlap_moe_expert_parallel_comm)
+    m.fail("overlap_p2p_comm", "false",
+           "would block each pipeline exchange, and overlap_moe_expert_parallel_comm's combined 1F1B exchanges "
+           "asynchronously, so not",
+           "overlap_p2p_comm: true or absent beside overlap_moe_expert_parallel_comm");
   t.tp_backward_overlap = m.boolean("tp_backward_overlap").value_or(t.tp_backward_overlap);
   t.tp_comm_overlap = m.boolean("tp_comm_overlap").value_or(t.tp_comm_overlap);
   t.distributed_optimizer = m.boolean("distributed_optimizer").value_or(t.distributed_optimizer);

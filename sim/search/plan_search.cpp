@@ -51,9 +51,13 @@ int recompute_rank(Recompute r) {
   return 2;
 }
 
-// The recomputation a framework offers: Megatron's none, selective and full; torchtitan's none, per-op (where
-// dtsim models it: per_op_recompute_misfit) and full.
+// The recomputation a framework offers: Megatron's none, selective and full (selective since Megatron-LM 2022,
+// Korthikanti et al.'s --recompute-granularity: 2021's code and DeepSpeed's 2021 checkpointing recompute whole
+// layers only); torchtitan's none, per-op (where dtsim models it: per_op_recompute_misfit) and full.
 std::vector<Recompute> recompute_modes(const Workload& w) {
+  const auto f = w.training->framework;
+  if (f == workloads::Framework::Megatron2021 || f == workloads::Framework::DeepSpeed2021)
+    return {Recompute::None, Recompute::Full};
   if (w.training->framework != workloads::Framework::Torchtitan)
     return {Recompute::None, Recompute::Selective, Recompute::Full};
   if (workloads::per_op_recompute_misfit(w) != nullptr) return {Recompute::None, Recompute::Full};

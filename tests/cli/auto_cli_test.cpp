@@ -121,6 +121,22 @@ simulation: {engine: analytic}
   CHECK(miss.at("auto_chosen").at("training.recompute") == "full");
 }
 
+// Auto tries only what the framework runs: Megatron's virtual stages of equal whole layers, Megatron-LM 2021's
+// interleaving past two stages only and its whole-layer recomputation, no interleaving under DeepSpeed's engine.
+TEST_CASE("auto: only what the scenario's framework can run") {
+  const fs::path file = write("framework", kOpen);
+  const auto chosen = [&](const std::string& sets) { return run_json(file, sets).at("auto_chosen"); };
+  const json core = chosen("");
+  CHECK(16 % (2 * core.at("parallelism.vpp").get<int>()) == 0);   // 16 layers on 2 stages: equal whole chunks
+  const json old = chosen(" --set training.framework=megatron-2021");
+  CHECK(old.at("parallelism.vpp").get<int>() == 1);                 // two stages: no interleaving in 2021's code
+  CHECK(old.at("training.recompute") != "selective");
+  const json four = chosen(" --set training.framework=megatron-2021 --set parallelism.pp=4 --set parallelism.tp=1");
+  CHECK(16 % (4 * four.at("parallelism.vpp").get<int>()) == 0);
+  const json deepspeed = chosen(" --set training.framework=deepspeed --set parallelism.pp=4 --set parallelism.tp=1");
+  CHECK(deepspeed.at("parallelism.vpp").get<int>() == 1);
+}
+
 TEST_CASE("auto: on a key that has none, or where nothing is searched, a one-line error with status 2") {
   const auto one_line = [](const Result& r, const std::string& tail) {
     CHECK(r.status == 2);
@@ -146,6 +162,9 @@ TEST_CASE("auto: on a key that has none, or where nothing is searched, a one-lin
   const fs::path serving = write("serving", "name: s\ncluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\n"
                                             "inference: {batch: 1}\nparallelism: {vpp: auto}\n");
   one_line(dtsim("run " + serving.string()), "parallelism.vpp: is a training knob; a serving job has nothing to choose");
+  one_line(dtsim("run " + file.string() + " --set training.overlap_p2p_comm=false"
+                                          " --set training.overlap_moe_expert_parallel_comm=true"),
+           "training.overlap_p2p_comm: would block each pipeline exchange");
 }
 
 TEST_CASE("auto: the resolved scenario written by --out holds the choice and runs alike") {

@@ -49,6 +49,8 @@ struct EightA100 {
 
 TEST_CASE("plan search: a torchtitan job chooses among none, per-op and full recomputation") {
   Workload w = test::gpt_job(1, 1, 4, 8);
+  CHECK(default_space(w, 4, 4, {}).recompute == std::vector<Recompute>{Recompute::None, Recompute::Full});   // 2021
+  w.training->framework = workloads::Framework::MegatronCore;
   CHECK(default_space(w, 4, 4, {}).recompute ==
         std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full});
   workloads::apply_framework(*w.training, workloads::Framework::Torchtitan);
@@ -87,8 +89,15 @@ TEST_CASE("plan search: a torchtitan plan that fits with per-op recomputation is
   CHECK(r.pruned.at(std::string(kRecomputesMore)) > 0);
 }
 
+// Megatron-Core's three recomputations (Megatron-LM 2021, the workload's bare default, has two: none and full).
+static Workload core_job(int tp, int pp, int dp, int global_batch) {
+  Workload w = test::gpt_job(tp, pp, dp, global_batch);
+  w.training->framework = workloads::Framework::MegatronCore;
+  return w;
+}
+
 TEST_CASE("plan search: the space of 4 GPUs, 8 layers and a batch of 8, counted by hand") {
-  const Workload w = test::gpt_job(1, 1, 4, 8);
+  const Workload w = core_job(1, 1, 4, 8);
   const SearchSpace s = default_space(w, 4, 4, {});
   CHECK(s.tp == std::vector<int>{1, 2, 4});
   CHECK(s.pp == std::vector<int>{1, 2, 4});
