@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "sim/cli/sweep.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::cli {
@@ -15,12 +16,6 @@ constexpr const char* kPlanKeys[] = {"parallelism.tp", "parallelism.pp", "parall
                                      "training.recompute", "training.sequence_parallel"};
 constexpr const char* kDerivedKeys[] = {"training.tp_comm_overlap", "training.dp_bucket_MB", "training.distributed_optimizer",
                                         "training.overlap_param_gather", "parallelism.layers_per_stage"};
-
-void erase_dotted(YAML::Node root, const std::string& dotted) {
-  const auto dot = dotted.find('.');
-  const std::string section = dotted.substr(0, dot), key = dotted.substr(dot + 1);
-  if (root[section] && root[section].IsMap()) root[section].remove(key);
-}
 
 }  // namespace
 

@@ -4,20 +4,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/sweep.hpp"
 #include "sim/cli/yaml_reader.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::cli {
 namespace {
-
-// Removes the dotted `key` from the map `root`; false when it was not there (a step of its path absent or no map).
-bool erase_dotted(YAML::Node root, const std::string& key) {
-  const auto dot = key.find('.');
-  if (!root.IsMap()) return false;
-  if (dot == std::string::npos) return root.remove(key);
-  YAML::Node child = root[key.substr(0, dot)];
-  return child && child.IsMap() && erase_dotted(child, key.substr(dot + 1));
-}
 
 // Removes `key` from the axes of one sweep map (the sweep itself or its zip): an axis that is the key goes; an
 // axis that is a section holding it (a list of whole `training` maps) loses the key in each of its values. False

@@ -84,6 +84,14 @@ std::string flow(const YAML::Node& v) {
 
 }  // namespace
 
+bool erase_dotted(YAML::Node root, const std::string& key) {
+  if (!root.IsMap()) return false;
+  const auto dot = key.find('.');
+  if (dot == std::string::npos) return root.remove(key);
+  YAML::Node child = root[key.substr(0, dot)];
+  return child && child.IsMap() && erase_dotted(child, key.substr(dot + 1));
+}
+
 void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value, const std::string& where) {
   const auto parts = split_dotted(key);
   for (const auto& p : parts)

@@ -34,5 +34,7 @@ std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string
 // Sets the dotted `key` of `root` to `value`, creating maps on the way; throws InputError at `location` when a
 // part of the path is not a map.
 void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value, const std::string& location);
+// Removes the dotted `key` from the map `root`; false when it was not there (a step of its path absent or no map).
+bool erase_dotted(YAML::Node root, const std::string& key);
 
 }  // namespace dtsim::cli
