@@ -4,8 +4,8 @@
 // link one shared link per direction with its bandwidth x protocol efficiency and its latency, a device with a
 // finite switching capacity (the star's hub) a shared link every route through it crosses, routes from
 // topology::Router. Network model
-// set explicitly to the textbook one: CM02, no cross-traffic, no TCP-gamma cap, fairbottleneck sharing
-// (../shared/SIMGRID.md); the result's `network_model` says so.
+// set explicitly to the textbook one: CM02, no cross-traffic, no TCP-gamma cap, max-min sharing with every flow
+// the same penalty (simgrid_platform.cpp; ../shared/SIMGRID.md); the result's `network_model` says so.
 //
 // Every rank is played (rank classes are expanded), but where the symmetry shortcut applies; compute ops are
 // timers and transfers are activities created just in time (when their dependencies are met), so live

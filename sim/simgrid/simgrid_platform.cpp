@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <simgrid/kernel/Timer.hpp>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
@@ -15,6 +16,7 @@
 #include <exception>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -34,8 +36,25 @@ constexpr double kHostSpeed = 1e9;
 
 // The textbook flow model (../shared/SIMGRID.md §3): time = latency + size / bandwidth, no cross-traffic, no
 // TCP window cap, max-min fair sharing independent of route latency.
+// The solver is SimGrid's max-min with its lazy, selective update, which re-solves only the part of the system
+// an event touches; the fair-bottleneck solver re-solves the whole system at every event, which made hashed
+// (ECMP) routes on thousands of GPUs cost about N^2 (docs/scale.md). Max-min in SimGrid shares a link in inverse
+// proportion to each flow's sharing penalty, which CM02 sets to the route's latency as the zone reports it
+// (src/surf/network_cm02.cpp, NetworkCm02Model::communicate: sharing_penalty_ = latency): RTT-unfair. So every
+// route reports the same latency, kReportedLatency, and the latency factor callback (NetworkModelIntf) scales it
+// back to the sum of the route's own links' latencies, which is what the flow waits before it moves. Every flow
+// so has penalty 1 and the sharing is textbook max-min, as fair-bottleneck gave it.
 constexpr std::array kModelConfig = {"network/model:CM02", "network/crosstraffic:0", "network/TCP-gamma:0",
-                                     "network/solver:fairbottleneck"};
+                                     "network/solver:maxmin"};
+constexpr double kReportedLatency = 1.0;
+
+// The latency a flow waits: its route's links' latencies, as a factor of kReportedLatency.
+double route_latency_factor(double /*size*/, const sg4::Host* /*src*/, const sg4::Host* /*dst*/,
+                            const std::vector<sg4::Link*>& links, const std::unordered_set<sg4::NetZone*>& /*zones*/) {
+  double latency = 0;
+  for (const sg4::Link* l : links) latency += l->get_latency();
+  return latency / kReportedLatency;
+}
 
 // SIGINT and SIGTERM in a simulation process: it ends at once, with the shell's status for the signal, and its
 // parent (run_isolated, a sweep's worker) sees no result. Async-signal-safe.
@@ -74,28 +93,22 @@ class RouteTable : public routing::NetZoneImpl {
                        double* latency) override {
     auto it = routes_.find(key(src, dst));
     if (it == routes_.end()) return;   // SimGrid reports the missing route
-    into->link_list_.insert(into->link_list_.end(), it->second.links.begin(), it->second.links.end());
-    if (latency != nullptr) *latency += it->second.latency;
+    into->link_list_.insert(into->link_list_.end(), it->second.begin(), it->second.end());
+    // The same for every route (kReportedLatency); the flow's own is restored by route_latency_factor.
+    if (latency != nullptr) *latency += kReportedLatency;
   }
 
   void add_route(routing::NetPoint* src, routing::NetPoint* dst, routing::NetPoint* /*gw_src*/,
                  routing::NetPoint* /*gw_dst*/, const std::vector<sg4::LinkInRoute>& links, bool symmetrical) override {
     DTSIM_ASSERT(!symmetrical, "routes are added one direction at a time");
-    Stored& s = routes_[key(src, dst)];
-    s.links = get_link_list_impl(links, false);
-    s.latency = 0;
-    for (const sg4::LinkInRoute& l : links) s.latency += l.get_link()->get_latency();
+    routes_[key(src, dst)] = get_link_list_impl(links, false);
   }
 
  private:
-  struct Stored {
-    std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
-    double latency = 0;
-  };
   static std::uint64_t key(const routing::NetPoint* src, const routing::NetPoint* dst) {
     return (static_cast<std::uint64_t>(src->id()) << 32) | dst->id();
   }
-  std::unordered_map<std::uint64_t, Stored> routes_;
+  std::unordered_map<std::uint64_t, std::vector<simgrid::kernel::resource::StandardLinkImpl*>> routes_;
 };
 
 }  // namespace
@@ -216,6 +229,7 @@ Simulation::Impl::Impl(const topology::Topology& topology, const RouteNeeds& nee
       shares(s),
       links(topology.links().size(), {nullptr, nullptr}) {
   zone = (new RouteTable("dtsim"))->get_iface();   // owned by the engine, as create_full_zone's zone is
+  zone->get_network_model()->set_lat_factor_cb(route_latency_factor);
   for (const auto& [pair, rate] : needs.pairs()) {
     if (pair.first == pair.second) continue;
     const std::vector<sg4::LinkInRoute> path = route(routes, pair, rate);
@@ -360,8 +374,8 @@ void Simulation::run() {
 }
 
 std::string_view Simulation::network_model() {
-  return "SimGrid 3.32 flow model: CM02, crosstraffic off, TCP-gamma off, fairbottleneck; links at line rate x "
-         "protocol efficiency, switch capacities at line rate";
+  return "SimGrid 3.32 flow model: CM02, crosstraffic off, TCP-gamma off, max-min with equal sharing penalties; "
+         "links at line rate x protocol efficiency, switch capacities at line rate";
 }
 
 }  // namespace dtsim::sim::flow

@@ -53,7 +53,7 @@ TEST_CASE("the default scenario: six configurations, DESIGN.md's fields, 175B do
     CHECK(field(r.at("memory"), "margin_bytes") < 0);
     CHECK(r.at("scenario").at("model").at("layers") == 96);
     CHECK(r.at("point").at("index").get<int>() >= 0);
-    CHECK(r.at("network_model").get<std::string>().find("fairbottleneck") != std::string::npos);
+    CHECK(r.at("network_model").get<std::string>().find("max-min with equal sharing penalties") != std::string::npos);
   }
   // Same per-GPU link budget: the switch is at least as fast as the ring, which beats the star's single hub.
   const double nvswitch = field(rows[0], "step_time_s"), ring = field(rows[2], "step_time_s"),

@@ -71,6 +71,38 @@ TEST_CASE("simgrid: two flows in one direction share the link and opposite direc
   CHECK(t[3] == near(1e-6 + 1e9 / 20e9));
 }
 
+// SimGrid's max-min solver shares a link in inverse proportion to each flow's route latency (its sharing
+// penalty, CM02); dtsim's platform gives every flow the same penalty, so a flow from far away gets its half.
+TEST_CASE("simgrid: flows of different route latencies share a bottleneck equally (max-min, not RTT-weighted)") {
+  // gpu0 (1 us) and gpu1 (100 us) both send 1 GB to gpu2 through a switch; the switch-to-gpu2 link is the
+  // bottleneck. Fair: both end together, after 2 GB at its rate. RTT-weighted: gpu0's ends at about half of that.
+  const auto t = isolated([] {
+    topology::Topology topo;
+    gpu(topo, 0);
+    gpu(topo, 1);
+    gpu(topo, 2);
+    const NodeId sw = topo.add_node(topology::Node{topology::NodeKind::Switch, "sw", -1, std::nullopt});
+    topo.add_link(make(0, sw, gigabytes_per_second(100), microseconds(1), 1.0));
+    topo.add_link(make(1, sw, gigabytes_per_second(100), microseconds(100), 1.0));
+    topo.add_link(make(sw, 2, gigabytes_per_second(10), microseconds(1), 1.0));
+    sim::flow::RouteNeeds needs;
+    needs.add(0, 2);
+    needs.add(1, 2);
+    sim::flow::RouteResources routes(topo, topology::Routing::Single);
+    sim::flow::Simulation sim(topo, needs, routes);
+    std::vector<double> out(2);
+    for (NodeId src : {NodeId{0}, NodeId{1}})
+      sim.transfer(src, 2, Bytes(1e9), [&out, src](Seconds, Seconds end) { out[src] = end.value(); });
+    sim.run();
+    return out;
+  });
+  REQUIRE(t.size() == 2);
+  // gpu0 moves alone at 10 GB/s from 2 us to 101 us (0.99 MB); then both at 5 GB/s until gpu0's is done; the rest
+  // of gpu1's alone: gpu0 ends at 101 us + (1e9 - 0.99e6) / 5e9, gpu1 at 2 us + 2e9 / 10e9.
+  CHECK(t[0] == near(101e-6 + (1e9 - 10e9 * 99e-6) / 5e9));
+  CHECK(t[1] == near(2e-6 + 2e9 / 10e9));
+}
+
 TEST_CASE("simgrid: a rate cap limits one transfer and compute ops and delays take their duration") {
   const auto t = isolated([] {
     const auto topo = two_gpus();
