@@ -153,19 +153,19 @@ std::string scaling_script(const Curves& c, bool strong, bool weak) {
   std::string tput, eff;
   // One colour per curve in both panels; its strong and weak efficiencies dashed and dotted in the same colour.
   for (std::size_t i = 0; i < c.titles.size(); ++i) {
-    const std::string title = plain(c.titles[i]);
+    const std::string& title = c.titles[i];
     const std::string sep = i ? ", " : "";
     const char* line_colour = colour(i);
-    tput += fmt::format("{}\"scaling.dat\" index {} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{}\" title \"{}\"", sep, i,
-                        line_colour, title);
-    eff += fmt::format("{}\"scaling.dat\" index {} using 1:3 with linespoints lw 2 pt 7 lc rgb \"{}\" title \"scaling efficiency: {}\"",
-                       sep, i, line_colour, title);
+    tput += fmt::format("{}\"scaling.dat\" index {} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{}\" title {}", sep, i,
+                        line_colour, gp_string(title));
+    eff += fmt::format("{}\"scaling.dat\" index {} using 1:3 with linespoints lw 2 pt 7 lc rgb \"{}\" title {}",
+                       sep, i, line_colour, gp_string("scaling efficiency: " + title));
     if (strong)
-      eff += fmt::format(", \"scaling.dat\" index {} using 1:4 with linespoints dt 2 pt 6 lc rgb \"{}\" title \"strong: {}\"", i,
-                         line_colour, title);
+      eff += fmt::format(", \"scaling.dat\" index {} using 1:4 with linespoints dt 2 pt 6 lc rgb \"{}\" title {}", i,
+                         line_colour, gp_string("strong: " + title));
     if (weak)
-      eff += fmt::format(", \"scaling.dat\" index {} using 1:5 with linespoints dt 3 pt 4 lc rgb \"{}\" title \"weak: {}\"", i,
-                         line_colour, title);
+      eff += fmt::format(", \"scaling.dat\" index {} using 1:5 with linespoints dt 3 pt 4 lc rgb \"{}\" title {}", i,
+                         line_colour, gp_string("weak: " + title));
   }
   out += "set title \"throughput\"\nset logscale y\nset ylabel \"tokens/s\"\nplot " + tput + "\n";
   out += "set title \"efficiency\"\nunset logscale y\nset ylabel \"%\"\nset yrange [0:*]\nplot " + eff + "\n";
@@ -224,9 +224,9 @@ RooflinePlot roofline_plot(const json& row, const std::string& stem) {
   // One colour and shape per kernel; its passes (forward, backward, recompute) share them.
   static const int shapes[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10};
   for (std::size_t i = 0; i < kinds.size(); ++i)
-    p.script += fmt::format(", \\\n  \"{}.dat\" using (stringcolumn(3) eq \"{}\" ? $1 : NaN):2 with points pt {} "
-                            "ps 1.5 lc rgb \"{}\" title \"{}\"",
-                            stem, kinds[i], shapes[i % std::size(shapes)], colour(i), kinds[i]);
+    p.script += fmt::format(", \\\n  \"{}.dat\" using (stringcolumn(3) eq {} ? $1 : NaN):2 with points pt {} "
+                            "ps 1.5 lc rgb \"{}\" title {}",
+                            stem, gp_string(kinds[i]), shapes[i % std::size(shapes)], colour(i), gp_string(kinds[i]));
   p.script += "\n" + footer();
   return p;
 }

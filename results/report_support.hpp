@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace dtsim::results::report_support {
 
@@ -20,13 +21,29 @@ inline constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76
                                            "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 inline const char* colour(std::size_t i) { return kPalette[i % std::size(kPalette)]; }
 
-// Text that goes into gnuplot data and quoted titles: no tabs, newlines, quotes or backslashes (gnuplot would
-// split, end or escape on them).
+// Text that goes into gnuplot data files, comments and Markdown: no control characters (tabs, newlines: gnuplot
+// would split on them), quotes or backslashes (it would end or escape on them), back-quotes (gnuplot substitutes
+// the output of a back-quoted command anywhere on a command line but inside single quotes).
 inline std::string plain(std::string s) {
   for (char& c : s)
-    if (c == '\t' || c == '\n' || c == '\r' || c == '"') c = ' ';
+    if (static_cast<unsigned char>(c) < 0x20 || c == '\x7f' || c == '"') c = ' ';
     else if (c == '\\') c = '/';
+    else if (c == '`') c = '\'';
   return s;
+}
+
+// Any text as a gnuplot string literal that stays data, whatever it holds: single-quoted (gnuplot substitutes
+// neither back-quoted commands nor @macros and interprets no escape inside single quotes), a quote doubled, control
+// characters as spaces (a newline would end the command).
+inline std::string gp_string(std::string_view s) {
+  std::string out(1, '\'');
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == '\x7f') out += ' ';
+    else if (c == '\'') out += "''";
+    else out += c;
+  }
+  out += '\'';
+  return out;
 }
 
 // `row[key]` when it is a number, else NaN.
@@ -51,17 +68,20 @@ inline std::string pct(double v) { return std::isnan(v) ? "" : fmt::format("{:.1
 inline std::string header(const std::string& stem, const std::string& title) {
   return fmt::format("# {0}.png, {0}.svg and {0}.pdf: {1}. Run from this directory: gnuplot {0}.gp\n"
                      "do for [ext in \"png svg pdf\"] {{\n{2}  set output \"{0}.\".ext\n  reset\n"
-                     "set datafile separator \"\\t\"\nset title \"{1}\"\nset grid ytics lc rgb \"#dddddd\"\n",
-                     stem, title, kTerminals);
+                     "set datafile separator \"\\t\"\nset title {3}\nset grid ytics lc rgb \"#dddddd\"\n",
+                     stem, plain(title), kTerminals, gp_string(title));
 }
 
 // Closes `header()`'s loop over the formats.
 inline std::string footer() { return "unset output\n}\n"; }
 
-// A Markdown table cell: '|' escaped.
+// A Markdown table cell: '|' escaped, line breaks as spaces (they would end the row).
 inline std::string md_cell(const std::string& s) {
   std::string out;
-  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  for (char c : s)
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
   return out;
 }
 

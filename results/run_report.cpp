@@ -1,6 +1,7 @@
 #include "results/run_report.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <fmt/format.h>
 
 #include "results/memory_report.hpp"
@@ -233,8 +234,11 @@ std::string run_table(const std::vector<json>& all) {
                            "published", "dtsim") + refs;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+namespace {
+
+// Quoted (quotes doubled) when it holds a comma, a quote or a line break.
+std::string quoted(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string q(1, '"');
   for (char c : s) {
     q += c;
@@ -244,9 +248,18 @@ std::string csv_field(const std::string& s) {
   return q;
 }
 
+}  // namespace
+
+std::string csv_field(const std::string& s) {
+  // Text a spreadsheet would read as a formula (OWASP's CSV injection: a cell that starts with =, +, -, @, a tab or
+  // a carriage return) starts with a quote instead, which makes it text.
+  const bool formula = !s.empty() && std::string_view("=+-@\t\r").find(s.front()) != std::string_view::npos;
+  return quoted(formula ? "'" + s : s);
+}
+
 std::string csv_cell(const json& v) {
   if (v.is_null()) return "";
-  return csv_field(v.is_string() ? v.get<std::string>() : v.dump());
+  return v.is_string() ? csv_field(v.get<std::string>()) : quoted(v.dump());
 }
 
 std::string run_csv(const std::vector<json>& rows) {

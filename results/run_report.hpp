@@ -40,8 +40,9 @@ std::string run_table(const std::vector<nlohmann::json>& rows);
 // Header and rows, every field flattened with dots ("breakdown_s.compute"); `scenario`, notes and the roofline's kernel list left out.
 std::string run_csv(const std::vector<nlohmann::json>& rows);
 
-// One CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break. A JSON value as a field:
-// null empty, a string as itself, anything else as JSON.
+// One CSV field of text: quoted (quotes doubled) when it holds a comma, a quote or a line break, and a quote put
+// before text that starts with =, +, -, @, a tab or a carriage return (a spreadsheet would run it as a formula). A
+// JSON value as a field: null empty, a string as text, anything else as JSON (a negative number stays a number).
 std::string csv_field(const std::string& s);
 std::string csv_cell(const nlohmann::json& v);
 

@@ -93,9 +93,10 @@ std::string latency_script(const StreamCurves& c) {
     for (std::size_t i = 0; i < c.titles.size(); ++i) {
       if (!p.has[i]) continue;
       const char* colour = colours[i % std::size(colours)];
-      out += fmt::format("{}\"latency.dat\" index {} using 2:{} with linespoints lw 2 pt 7 lc rgb \"{}\" title \"{} p50\", "
-                         "\"latency.dat\" index {} using 2:{} with linespoints lw 2 dt 2 pt 6 lc rgb \"{}\" title \"{} p99\"",
-                         first ? "" : ", ", i, p.p50, colour, c.titles[i], i, p.p99, colour, c.titles[i]);
+      out += fmt::format("{}\"latency.dat\" index {} using 2:{} with linespoints lw 2 pt 7 lc rgb \"{}\" title {}, "
+                         "\"latency.dat\" index {} using 2:{} with linespoints lw 2 dt 2 pt 6 lc rgb \"{}\" title {}",
+                         first ? "" : ", ", i, p.p50, colour, gp_string(c.titles[i] + " p50"), i, p.p99, colour,
+                         gp_string(c.titles[i] + " p99"));
       first = false;
     }
     out += "\n";

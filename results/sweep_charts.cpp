@@ -258,7 +258,7 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
   }
   c.files.push_back({"plots/sweep.dat", data});
   // The x axis: log 2 for numbers spanning 8x and more, else linear; categories by their labels.
-  std::string x_setup = fmt::format("set xlabel \"{}\"\n", plain(axis_title(x)));
+  std::string x_setup = fmt::format("set xlabel {}\n", gp_string(axis_title(x)));
   if (numeric_x) {
     double lo = 1e300, hi = -1e300;
     for (const auto& v : x_values) lo = std::min(lo, v.get<double>()), hi = std::max(hi, v.get<double>());
@@ -277,7 +277,7 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
   } else {
     std::string tics;
     for (const json* r : ok) {
-      const std::string entry = fmt::format("\"{}\" {}", x_label(*r), x_position(*r));
+      const std::string entry = fmt::format("{} {}", gp_string(x_label(*r)), x_position(*r));
       if (tics.find(entry) == std::string::npos) tics += (tics.empty() ? "" : ", ") + entry;
     }
     x_setup += fmt::format("set xtics ({}) rotate by -25 font \",9\"\nset xrange [0.5:{}.5]\nset bmargin 7\n", tics,
@@ -293,22 +293,23 @@ std::optional<SweepCharts> sweep_charts(const std::vector<const json*>& ok, cons
   const std::size_t rows_of_panels = (panels.size() + cols - 1) / cols;
   for (const Metric& m : kMetrics) {
     std::string s = header(m.stem, fmt::format("{} against {}", m.title, axis_title(x)));
-    s += x_setup + fmt::format("set ylabel \"{}\"\nset yrange [0:*]\n", m.ylabel);
+    s += x_setup + fmt::format("set ylabel {}\nset yrange [0:*]\n", gp_string(m.ylabel));
     s += fmt::format("set key outside right top vertical Left reverse font \",9\"{}\n",
-                     line_title.empty() ? "" : fmt::format(" title \"{}\"", line_title));
+                     line_title.empty() ? "" : " title " + gp_string(line_title));
     if (panels.size() > 1)
-      s += fmt::format("set multiplot layout {},{} title \"{} against {}\"\n", rows_of_panels, cols, m.title, plain(axis_title(x)));
+      s += fmt::format("set multiplot layout {},{} title {}\n", rows_of_panels, cols,
+                       gp_string(fmt::format("{} against {}", m.title, axis_title(x))));
     for (std::size_t p = 0; p < panels.size(); ++p) {
-      if (panels.size() > 1) s += fmt::format("set title \"{}={}\"\n", short_name(facet), panels[p]);
+      if (panels.size() > 1) s += fmt::format("set title {}\n", gp_string(short_name(facet) + "=" + panels[p]));
       std::string plot;
       bool marked = false;
       for (std::size_t i = 0; i < blocks.size(); ++i) {
         if (blocks[i].panel != p) continue;
         const std::size_t l = blocks[i].line;
-        plot += fmt::format("{}\"sweep.dat\" index {} using 1:{} with {} lw 2 pt {} ps 1.4 lc rgb \"{}\" title \"{}\"",
+        plot += fmt::format("{}\"sweep.dat\" index {} using 1:{} with {} lw 2 pt {} ps 1.4 lc rgb \"{}\" title {}",
                             plot.empty() ? "" : ", \\\n  ", i, m.column, numeric_x ? "linespoints" : "points",
                             shapes[l % std::size(shapes)], colour(l),
-                            lines[l].empty() ? m.title : lines[l]);
+                            gp_string(lines[l].empty() ? std::string(m.title) : lines[l]));
         if (blocks[i].infeasible) {
           plot += fmt::format(", \\\n  \"sweep.dat\" index {} using 1:($5 == 0 ? ${} : NaN) with points pt 2 ps 2.6 lw 2 "
                               "lc rgb \"#d62728\" {}",

@@ -1,6 +1,7 @@
 // `dtsim report` end to end: gnuplot draws every chart the summary links, the data behind each chart are the
 // rows' figures, the roofline sits on the GPU's ridge point, and bad directories are one-line errors.
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 
 #include <nlohmann/json.hpp>
@@ -268,10 +269,11 @@ TEST_CASE("report: a sweep's line charts: x, a line per series, a panel per face
   CHECK(md.find("Along the sweep: x: `parallelism.tp`; lines: `training.micro_batch`; panels: `cluster.gpu`.") != std::string::npos);
   const std::string gp = slurp(dir / "plots/step_time.gp");
   CHECK(gp.find("set multiplot layout 1,2") != std::string::npos);             // two GPUs, two panels
-  CHECK(gp.find("set title \"gpu=a100-sxm4-40gb\"") != std::string::npos);
-  CHECK(gp.find("set xlabel \"tensor-parallel size (tp)\"") != std::string::npos);
-  CHECK(gp.find("set ylabel \"step time (s)\"") != std::string::npos);
-  CHECK(gp.find("title \"micro_batch\"") != std::string::npos);               // the key names the series
+  // Text from the sweep in single-quoted gnuplot strings (data, whatever it holds).
+  CHECK(gp.find("set title 'gpu=a100-sxm4-40gb'") != std::string::npos);
+  CHECK(gp.find("set xlabel 'tensor-parallel size (tp)'") != std::string::npos);
+  CHECK(gp.find("set ylabel 'step time (s)'") != std::string::npos);
+  CHECK(gp.find("title 'micro_batch'") != std::string::npos);                 // the key names the series
   CHECK(gp.find("title \"does not fit in memory\"") != std::string::npos);
   // sweep.dat: 2 panels x 3 micro-batches, the error rows (micro-batch 4 at tp 1) left out, 3 points where all ran.
   const auto points = data_lines(dir / "plots/sweep.dat");
@@ -309,4 +311,58 @@ TEST_CASE("report: a sweep over whole clusters scales per series: one curve per 
   CHECK(slurp(dir / "report.md").find("x: `gpus`") != std::string::npos);   // no numeric axis: along the GPU count
   fs::remove_all(dir);
   fs::remove(yaml);
+}
+
+// Names travel in shared scenario files: whatever a sweep's names hold, every writer keeps them data. Back-quotes
+// and $( ) (shell and gnuplot command substitution), system("...") and @macros (gnuplot), quotes, newlines, '|'
+// (Markdown), '..', a formula (spreadsheets) and long text go through a training and a serving sweep; gnuplot
+// draws every chart from the scripts, and no command runs.
+TEST_CASE("report: hostile names in a sweep run nothing, and every chart is still drawn") {
+  const fs::path dir = fresh_report("hostile");
+  fs::create_directories(dir);
+  const std::string ran = (dir / "ran").string();   // a command that runs creates it
+  const std::vector<std::string> names = {
+      "a`touch " + ran + "`",
+      "b$(touch " + ran + ")",
+      "c system(\"touch " + ran + "\") 'single' \"double\"",
+      "d @ext @name\nsecond line\tand a tab | pipe ../..",
+      "=HYPERLINK(\"http://x\")",
+      std::string(300, 'L') + "`touch " + ran + "`"};
+  const auto sweep = [&](const std::string& tag, const std::string& body, const std::string& zip) {
+    const fs::path f = dir / (tag + ".yaml");
+    std::ofstream(f) << body << "sweep:\n  zip:\n    name: " << json(names).dump() << "\n" << zip;
+    const fs::path out = dir / tag;
+    const Result r = dtsim("sweep " + f.string() + " --out " + out.string());
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    const std::smatch m = [&] {
+      std::smatch found;
+      REQUIRE(std::regex_search(r.err, found, std::regex(R"(\((\d+) charts\))")));
+      return found;
+    }();
+    check_charts(out, std::stoul(m[1]));
+    return out;
+  };
+  const fs::path training = sweep("training", R"(name: hostile
+cluster: {gpu: a100-sxm4-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}
+model: {preset: gpt-1.7b}
+training: {global_batch: 16, micro_batch: 1, recompute: none}
+parallelism: {tp: 2}
+simulation: {engine: analytic}
+)", "    parallelism.tp: [1, 2, 4, 8, 2, 4]\n");
+  check_table(training);
+  const fs::path serving = sweep("serving", R"(name: hostile
+cluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 1, intra: nvswitch}
+model: {preset: llama2-7b}
+inference:
+  requests: {prompt_tokens: 256, output_tokens: 32, rate_per_s: 1, duration_s: 10, seed: 3}
+)", "    inference.requests.rate_per_s: [1, 2, 4, 1, 2, 4]\n");
+  CHECK_FALSE(fs::exists(ran));
+  // Spreadsheets read a cell that starts with '=' as a formula: the CSV writes it as text.
+  for (const fs::path& out : {training, serving}) {
+    const std::string csv = slurp(out / "results.csv");
+    CHECK(csv.find("\n\"'=HYPERLINK(\"\"http://x\"\")\",") != std::string::npos);
+    CHECK(csv.find("\n=") == std::string::npos);
+  }
+  fs::remove_all(dir);
 }
