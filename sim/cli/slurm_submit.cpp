@@ -144,8 +144,12 @@ int submit_sweep_array(const ScenarioArgs& args, const SweepArgs& sweep) {
               scenarios.size(), dir.c_str());
   std::printf("  %s\n", fmt::format("{}", fmt::join(quoted, " ")).c_str());
   std::printf("when every task has finished: dtsim merge %s\n", shell_word(dir).c_str());
-  std::printf("a task I that failed or was cancelled, again (it resumes): sbatch --array=I %s %s %s %d\n",
-              shell_word(script).c_str(), shell_word(tail[1]).c_str(), shell_word(dir).c_str(), sweep.slurm);
+  // The same submission for task I alone (I for the shell to fill), every argument quoted for a shell.
+  std::vector<std::string> again;
+  for (const auto& a : argv)
+    if (a != "--parsable") again.push_back(a.starts_with("--array=") ? "--array=I" : shell_word(a));
+  std::printf("a task I that failed or was cancelled, again (it resumes): %s\n",
+              fmt::format("{}", fmt::join(again, " ")).c_str());
   return 0;
 }
 

@@ -2,6 +2,9 @@
 // (the real submission runs in tests/slurm/run); flags that make no sense without --slurm, or with it, refused.
 #include <sys/stat.h>
 
+#include <cstdlib>
+#include <sstream>
+
 #include "cli/cli_support.hpp"
 
 using namespace cli_support;
@@ -40,6 +43,46 @@ TEST_CASE("sweep --slurm: the README's script written beside the rows and submit
   CHECK(script[3] == "4");
   CHECK(script[4] == "--set");
   CHECK(script[5] == "training.global_batch=64");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep --slurm: the resubmission it prints is the same submission for one task, quoted for a shell") {
+  const fs::path dir = fresh_dir("slurm", "again");
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "bin/sbatch") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$ARGS\"\necho 4242\n";
+  ::chmod((dir / "bin/sbatch").c_str(), 0755);
+  // An output directory a shell would split, expand or run: spaces, quotes, back-quotes, $( ), a glob.
+  const fs::path ran = dir / "ran";
+  const fs::path out = dir / ("o u't\"`touch " + ran.string() + "`$(touch " + ran.string() + ")*");
+  const std::string env = "PATH=" + (dir / "bin").string() + ":$PATH ARGS=" + (dir / "first.txt").string();
+  // The command line of this test goes through a shell too: the directory in single quotes, its quote escaped.
+  std::string quoted_out = "'";
+  for (char c : out.string()) quoted_out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted_out += "'";
+  const auto r = dtsim("sweep " + src("tests/data/scenarios/sweep-slurm.yaml") + " --slurm 4 --set training.global_batch=64 "
+                       "--out " + quoted_out, env);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const std::string marker = "again (it resumes): ";
+  const auto at = r.out.find(marker);
+  REQUIRE(at != std::string::npos);
+  const std::string again = r.out.substr(at + marker.size(), r.out.find('\n', at) - at - marker.size());
+  REQUIRE(again.starts_with("sbatch --array=I "));
+  // Run it as a user would, with the task filled in, and compare what sbatch receives.
+  std::ofstream(dir / "again.sh") << "sbatch --array=3 " << again.substr(std::string("sbatch --array=I ").size()) << "\n";
+  REQUIRE(std::system(("PATH=" + (dir / "bin").string() + ":$PATH ARGS=" + (dir / "second.txt").string() + " sh " +
+                       (dir / "again.sh").string() + " > /dev/null").c_str()) == 0);
+  CHECK_FALSE(fs::exists(ran));
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> v;
+    std::istringstream in(text);
+    for (std::string a; std::getline(in, a);) v.push_back(a);
+    return v;
+  };
+  auto first = lines(slurp(dir / "first.txt"));
+  std::erase(first, "--parsable");
+  std::replace(first.begin(), first.end(), std::string("--array=1-4"), std::string("--array=3"));
+  CHECK(lines(slurp(dir / "second.txt")) == first);
+  CHECK(std::find(first.begin(), first.end(), out.string()) != first.end());
   fs::remove_all(dir);
 }
 
