@@ -1,7 +1,10 @@
 // Process helpers (process.hpp).
 #include "sim/process.hpp"
 
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cerrno>
 #include <cstdio>
@@ -31,6 +34,11 @@ bool write_all(int fd, std::string_view data) {
     data.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
+}
+
+void die_with_parent(int parent) {
+  // If the parent ended between fork and prctl, the signal will never come: the parent is no longer ours.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
 }
 
 bool leak_checked_build() {

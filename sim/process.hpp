@@ -10,6 +10,11 @@ namespace dtsim::sim {
 // system refuses a byte of it.
 bool write_all(int fd, std::string_view data);
 
+// In a child just forked from `parent`: the child is killed (SIGKILL) when its parent ends, however it ends
+// (PR_SET_PDEATHSIG, which also holds across exec), and ends at once if the parent has already gone. A simulation
+// or a sweep's worker so never outlives the run that started it: the parent's SIGKILL, a time limit's, Ctrl-C.
+void die_with_parent(int parent);
+
 // True when this program was built with LeakSanitizer (the ASan build of CI).
 bool leak_checked_build();
 

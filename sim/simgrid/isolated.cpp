@@ -125,6 +125,7 @@ std::string run_isolated(const std::function<std::string()>& work) {
   if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
   std::fflush(stdout);   // buffered output would otherwise be written twice, once by the child
   std::fflush(stderr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -132,6 +133,7 @@ std::string run_isolated(const std::function<std::string()>& work) {
     throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
   }
   if (pid == 0) {
+    die_with_parent(parent);
     ::close(fds[0]);
     run_child(fds[1], work);
   }

@@ -1,0 +1,115 @@
+// A killed `run` or `sweep` leaves nothing behind: its simulation children and a sweep's workers (and theirs) end
+// with it, whatever signal ended it. The program runs in a session of its own, so that every process it started,
+// however far down, is found by its session id after it is gone.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+
+namespace {
+
+// The program in a new session, default signal dispositions, output discarded.
+pid_t start(const std::vector<std::string>& args) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setsid();
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    std::vector<char*> argv{const_cast<char*>(DTSIM_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(DTSIM_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The live processes of session `sid` but `except` (a zombie has ended: only its exit status is left).
+std::vector<pid_t> live_in_session(pid_t sid, pid_t except) {
+  std::vector<pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  REQUIRE(proc != nullptr);
+  while (const dirent* e = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0 || pid == except) continue;
+    const std::string stat = slurp(fs::path("/proc") / e->d_name / "stat");
+    // pid (comm) state ppid pgrp session ...: comm may hold spaces, so read after its closing parenthesis.
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0, pgrp = 0, session = 0;
+    rest >> state >> ppid >> pgrp >> session;
+    if (session == sid && state != 'Z' && state != 'X') out.push_back(pid);
+  }
+  ::closedir(proc);
+  return out;
+}
+
+// Waits up to `seconds` for `done()`.
+template <class Done>
+bool within(double seconds, Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+// Starts `args`, waits until the program has at least `children` processes under it, kills it with `sig` and
+// checks that none of them outlives it.
+void kill_and_check(const std::vector<std::string>& args, std::size_t children, int sig) {
+  const pid_t pid = start(args);
+  REQUIRE_MESSAGE(within(120, [&] { return live_in_session(pid, pid).size() >= children; }),
+                  "the program never started its children");
+  const auto before = live_in_session(pid, pid);
+  ::kill(pid, sig);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));   // ended by the signal, or by its handler with an error
+  // The parent-death signal is immediate; a child left running would play on for a minute (kLong).
+  CHECK_MESSAGE(within(3, [&] { return live_in_session(pid, -1).empty(); }),
+                fmt::format("{} of its {} processes outlived it", live_in_session(pid, -1).size(), before.size()));
+  for (pid_t p : live_in_session(pid, -1)) ::kill(p, SIGKILL);   // not left for the next test either way
+}
+
+// A step that plays on SimGrid for a minute: GPT-3 175B over Ethernet (ECMP) on 12,288 GPUs (bench h).
+const std::string kLong = src("scenarios/bench/gpt3-175b-eth-curve.yaml");
+
+}  // namespace
+
+TEST_CASE("run: killed by SIGKILL, SIGTERM or SIGINT, its simulation process ends with it") {
+  for (int sig : {SIGKILL, SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    kill_and_check({"run", kLong, "--set", "cluster.nodes=1536"}, 1, sig);
+  }
+}
+
+TEST_CASE("sweep: killed by SIGKILL, SIGTERM or SIGINT, its workers and their simulations end with it") {
+  const fs::path dir = fresh_dir("orphan", "sweep");
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << slurp(kLong) << "sweep:\n  cluster.nodes: [1536, 1280, 1024, 768]\n";
+  for (int sig : {SIGKILL, SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    // Two workers, each with its simulation process.
+    kill_and_check({"sweep", (dir / "s.yaml").string(), "--jobs", "2", "--no-report", "--out", (dir / "out").string()},
+                   4, sig);
+    fs::remove_all(dir / "out");
+  }
+  fs::remove_all(dir);
+}
