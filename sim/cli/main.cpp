@@ -6,8 +6,10 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <string>
@@ -210,12 +212,27 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// Standard output is a file like the others: a write that fails (a full disk, `> /dev/full`) is the one-line error
+// and exit status 2, never a silent 0 beside an empty file. Everything the command wrote is flushed here.
+int finish(int status) {
+  errno = 0;
+  std::cout.flush();
+  const bool written = std::cout.good();
+  const bool flushed = std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
+  if (written && flushed) return status;
+  // errno names the cause when the last flush failed; a write that failed earlier has left no trace of why.
+  const std::string why = errno != 0 ? std::strerror(errno) : "the stream refused a write";
+  std::cerr << "dtsim: error: standard output: cannot write (write failed: " << why
+            << "); the result was not written whole\n";
+  return kBadInput;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   with_huge_pages(argv);
   try {
-    return dispatch(argc, argv);
+    return finish(dispatch(argc, argv));
   } catch (const dtsim::InputError& e) {
     std::cout.flush();
     std::cerr << "dtsim: error: " << one_line(e.what()) << "\n";

@@ -242,6 +242,22 @@ TEST_CASE("a directory, a device or a FIFO as the scenario is refused at once: e
   }
 }
 
+TEST_CASE("writes: standard output that cannot be written is the one-line error and status 2, not a silent 0") {
+  // /dev/full refuses every write: a result printed there is lost, and the script that asked must know.
+  for (const std::string& command : std::vector<std::string>{"run --format json", "run", "catalog",
+                                                             "validate --only 1.7b-32 --format json",
+                                                             "run " + src("scenarios/default.yaml") + " --format csv"}) {
+    CAPTURE(command);
+    const Result r = dtsim(command + " > /dev/full");
+    CHECK(r.status == 2);
+    CHECK(r.err.find("dtsim: error: standard output: cannot write (write failed: ") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  const Result fine = dtsim("catalog > /dev/null");
+  CHECK(fine.status == 0);
+  CHECK(fine.err.empty());
+}
+
 TEST_CASE("writes: a failed write of a small file is an error naming errno, a file is replaced whole with no temporary left") {
   const std::string topo = "topo " + src("scenarios/topologies/ring-8xa100.yaml");
   const Result full = dtsim(topo + " --dot /dev/full");   // the DOT is a few hundred bytes: a buffered write
