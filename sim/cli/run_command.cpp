@@ -146,6 +146,19 @@ Scenario runnable(const Scenario& given) {
 }  // namespace
 
 json run_point(const Scenario& given, const TraceRequest& trace) {
+  // simulation.max_seconds: the whole point (resolving `auto`, generating, simulating) in a process of its own,
+  // ended when it runs past the limit; the rows and files already written stay.
+  if (const auto limit = given.simulation.max_seconds) {
+    Scenario unlimited = given;
+    unlimited.simulation.max_seconds.reset();
+    try {
+      return json::parse(sim::run_isolated([&] { return run_point(unlimited, trace).dump(); }, *limit));
+    } catch (const sim::TimeLimitExceeded&) {
+      throw InputError("simulation.max_seconds", fmt::format("{:g}", *limit),
+                       fmt::format("point {} ran past its limit of wall-clock seconds and was stopped:", given.name),
+                       "a limit the job meets, or none (the key left out)", given.file);
+    }
+  }
   const Scenario s = runnable(given);
   if (!trace.path.empty()) results::check_trace_ranks(trace.options.ranks, cluster_gpus(s));
   // A SimGrid run in a process of its own (one engine per process); the analytic engine keeps no state between

@@ -34,6 +34,7 @@ struct SimulationSpec {
   bool aggregate = true;   // SimGrid: a ring's steps as one flow per transfer (sim::SimgridOptions::aggregate)
   bool symmetry = true;    // SimGrid: play one rank of each TP group (sim::SimgridOptions::symmetry)
   bool interference = true;   // overlapped communication slows the compute beside it (sim/analytic/interference.hpp)
+  std::optional<double> max_seconds;   // wall-clock limit of one point's run (run_point); none: no limit
 };
 
 // The `cost` section: how a run is paid for, and any price or power the catalog's should give way to. Rental:

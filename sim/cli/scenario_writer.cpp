@@ -308,6 +308,7 @@ void emit_simulation(YAML::Emitter& out, const SimulationSpec& s) {
   out << YAML::Key << "aggregate" << YAML::Value << s.aggregate;
   out << YAML::Key << "symmetry" << YAML::Value << s.symmetry;
   out << YAML::Key << "interference" << YAML::Value << s.interference;
+  if (s.max_seconds) emit(out, "max_seconds", *s.max_seconds);
   out << YAML::EndMap;
 }
 

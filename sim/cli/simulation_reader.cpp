@@ -10,6 +10,8 @@
 namespace dtsim::cli {
 namespace {
 
+constexpr double kMostSeconds = 7 * 24 * 3600.0;   // simulation.max_seconds: a week of wall time at most
+
 // Result fields a reference may quote (DESIGN.md's JSON fields, plus the TP traffic of claim S16), for a training
 // step, a served batch and a served stream (its fields and the batch's).
 constexpr std::array<std::string_view, 11> kReferenceKeys = {
@@ -46,7 +48,7 @@ std::string reference_keys(ReferenceKind kind) {
 
 SimulationSpec read_simulation(const YamlMap& m) {
   m.allow_only({"engine", "collective_algo", "max_channels", "granularity", "memoize", "aggregate", "symmetry",
-                "interference"});
+                "interference", "max_seconds"});
   SimulationSpec s;
   s.engine = read_enum(m, "engine", s.engine, parse_engine, "simgrid, analytic");
   s.collective_algo = read_enum(m, "collective_algo", s.collective_algo, sim::parse_algorithm, sim::kAlgorithmNames);
@@ -56,6 +58,7 @@ SimulationSpec read_simulation(const YamlMap& m) {
   s.aggregate = m.boolean("aggregate").value_or(s.aggregate);
   s.symmetry = m.boolean("symmetry").value_or(s.symmetry);
   s.interference = m.boolean("interference").value_or(s.interference);
+  s.max_seconds = m.number("max_seconds", 0.0, false, kMostSeconds);
   return s;
 }
 

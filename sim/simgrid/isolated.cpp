@@ -3,10 +3,15 @@
 //
 // Wire format, child to parent through a pipe: one tag byte, then length-prefixed strings.
 //   'R' result            'I' InputError: key, value, reason, allowed, location            'E' other: what()
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <csignal>
+#include <optional>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -76,10 +81,22 @@ std::string encode_child_result(const std::function<std::string()>& work) {
   return msg;
 }
 
-std::string read_all(int fd) {
+// Everything the child writes until it closes the pipe; nullopt when `limit_s` passed first.
+std::optional<std::string> read_all(int fd, std::optional<double> limit_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto until = limit_s ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*limit_s))
+                             : Clock::time_point::max();
   std::string out;
   std::array<char, 65536> buf{};
   for (;;) {
+    if (limit_s) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return std::nullopt;
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+      if (ready < 0 && errno != EINTR) throw std::runtime_error(fmt::format("poll failed: {}", std::strerror(errno)));
+      if (ready <= 0) continue;
+    }
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return out;
@@ -120,7 +137,7 @@ std::string decode(const std::string& msg, int status) {
 
 }  // namespace
 
-std::string run_isolated(const std::function<std::string()>& work) {
+std::string run_isolated(const std::function<std::string()>& work, std::optional<double> limit_s) {
   std::array<int, 2> fds{};
   if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
   std::fflush(stdout);   // buffered output would otherwise be written twice, once by the child
@@ -138,9 +155,14 @@ std::string run_isolated(const std::function<std::string()>& work) {
     run_child(fds[1], work);
   }
   ::close(fds[1]);
-  const std::string msg = read_all(fds[0]);
+  const std::optional<std::string> msg = read_all(fds[0], limit_s);
   ::close(fds[0]);
-  return decode(msg, wait_for(pid));
+  if (!msg) {
+    ::kill(pid, SIGKILL);
+    wait_for(pid);
+    throw TimeLimitExceeded(*limit_s);
+  }
+  return decode(*msg, wait_for(pid));
 }
 
 }  // namespace dtsim::sim

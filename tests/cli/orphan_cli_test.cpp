@@ -113,3 +113,45 @@ TEST_CASE("sweep: killed by SIGKILL, SIGTERM or SIGINT, its workers and their si
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("simulation.max_seconds: a point past its limit is stopped with the one-line error, a sweep keeps the rest") {
+  const auto started = std::chrono::steady_clock::now();
+  const Result r = dtsim("run " + kLong + " --set cluster.nodes=1536 --set simulation.max_seconds=1.5");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  CHECK(r.status == 2);
+  CHECK(r.err.find("gpt3-175b-eth-curve.yaml: simulation.max_seconds: point gpt3-175b-eth-curve ran past its limit of "
+                   "wall-clock seconds and was stopped: '1.5'") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(took < 30);   // stopped, not played to its end (a minute)
+  // A sweep: the long point (on SimGrid) is an error row, the short one (the analytic engine, a quarter second)
+  // is simulated.
+  const fs::path dir = fresh_dir("orphan", "limit");
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << slurp(kLong) << "sweep:\n  simulation.engine: [simgrid, analytic]\n";
+  const Result s = dtsim("sweep " + (dir / "s.yaml").string() +
+                         " --set cluster.nodes=1536 --set simulation.max_seconds=5 --no-report --out " + (dir / "out").string());
+  CHECK(s.status == 0);
+  const auto rows = json_lines(slurp(dir / "out/results.jsonl"));
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) {
+    CAPTURE(row.dump());
+    if (row["name"] == "gpt3-175b-eth-curve[engine=simgrid]")
+      CHECK(row["error"].get<std::string>().find("simulation.max_seconds") != std::string::npos);
+    else
+      CHECK(row["step_time_s"].get<double>() > 0);
+  }
+  // Bad limits are the loader's one-line errors.
+  for (const auto& [value, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"0", "simulation.max_seconds: out of range '0' (allowed: a number > 0 and <= 604800)"},
+           {"soon", "simulation.max_seconds: not a number 'soon'"}}) {
+    const Result bad = dtsim("run --set simulation.max_seconds=" + value);
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find(expect) != std::string::npos);
+  }
+  // The resolved scenario keeps it.
+  const Result kept = dtsim("run " + src("scenarios/default.yaml") + " --set simulation.max_seconds=600 --set simulation.engine=analytic --out " +
+                            (dir / "run").string());
+  CHECK(kept.status == 0);
+  CHECK(slurp(dir / "run/scenario.resolved.yaml").find("max_seconds: 600") != std::string::npos);
+  fs::remove_all(dir);
+}
