@@ -36,6 +36,14 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+namespace {
+Progress g_unread;
+Progress* g_progress = &g_unread;
+}  // namespace
+
+Progress& progress() { return *g_progress; }
+void set_progress(Progress* p) { g_progress = p != nullptr ? p : &g_unread; }
+
 void die_with_parent(int parent) {
   // If the parent ended between fork and prctl, the signal will never come: the parent is no longer ours.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);

@@ -2,6 +2,8 @@
 // workers and the checked file writer (cli/commands.cpp).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string_view>
 
 namespace dtsim::sim {
@@ -14,6 +16,17 @@ bool write_all(int fd, std::string_view data);
 // (PR_SET_PDEATHSIG, which also holds across exec), and ends at once if the parent has already gone. A simulation
 // or a sweep's worker so never outlives the run that started it: the parent's SIGKILL, a time limit's, Ctrl-C.
 void die_with_parent(int parent);
+
+// How far a simulation child has got, in memory it shares with its parent (run_isolated): the ops of the played
+// ranks, all of them and those ended. The parent turns it into a progress line with an estimate.
+struct Progress {
+  std::atomic<std::uint64_t> total{0};
+  std::atomic<std::uint64_t> done{0};
+};
+// In a simulation child, its parent's Progress; elsewhere a counter nobody reads.
+Progress& progress();
+// Makes `p` what progress() returns (run_isolated, in the child).
+void set_progress(Progress* p);
 
 // True when this program was built with LeakSanitizer (the ASan build of CI).
 bool leak_checked_build();

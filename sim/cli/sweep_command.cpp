@@ -211,6 +211,7 @@ std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo
       if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
       if (pid == 0) {
         sim::die_with_parent(parent);
+        sim::no_progress_line();
         ::close(fds[0]);
         for (const auto& [fd, other] : running) ::close(fd);   // the other workers' pipes are not this one's
         work(*todo[next], fds[1], restore);

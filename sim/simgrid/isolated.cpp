@@ -4,6 +4,7 @@
 // Wire format, child to parent through a pipe: one tag byte, then length-prefixed strings.
 //   'R' result            'I' InputError: key, value, reason, allowed, location            'E' other: what()
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <array>
 #include <chrono>
 #include <csignal>
+#include <new>
 #include <optional>
 #include <cerrno>
 #include <cstdint>
@@ -81,21 +83,62 @@ std::string encode_child_result(const std::function<std::string()>& work) {
   return msg;
 }
 
+// Set in a simulation child: a simulation it starts itself reports to the same Progress and draws no line.
+bool g_in_child = false;
+
+// The progress line, on a terminal only, from the second second on: how much of the played ranks' ops have ended
+// and the time left at that pace.
+class ProgressLine {
+ public:
+  explicit ProgressLine(const Progress& p, std::optional<double> limit_s)
+      : p_(p), limit_s_(limit_s), shown_(!g_in_child && ::isatty(STDERR_FILENO) == 1) {}
+  ~ProgressLine() {
+    if (drawn_) std::fputs("\r\033[K", stderr);
+  }
+  void update() {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
+    if (!shown_ || elapsed < 1) return;
+    const auto total = p_.total.load(std::memory_order_relaxed), done = p_.done.load(std::memory_order_relaxed);
+    const double share = total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total);
+    // The pace is worth an estimate once a few percent of the ops are played (the first ones include setting up).
+    std::string line = fmt::format("dtsim: simulating, {:.0f} % of the ops after {:.0f} s", 100 * share, elapsed);
+    if (share >= kEstimateFrom) line += fmt::format(", about {:.0f} s left", elapsed * (1 / share - 1));
+    if (limit_s_) line += fmt::format(" (limit {:g} s)", *limit_s_);
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr double kEstimateFrom = 0.02;
+  const Progress& p_;
+  std::optional<double> limit_s_;
+  bool shown_;
+  bool drawn_ = false;
+  Clock::time_point started_ = Clock::now();
+};
+
 // Everything the child writes until it closes the pipe; nullopt when `limit_s` passed first.
-std::optional<std::string> read_all(int fd, std::optional<double> limit_s) {
+std::optional<std::string> read_all(int fd, std::optional<double> limit_s, ProgressLine& line) {
   using Clock = std::chrono::steady_clock;
   const auto until = limit_s ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*limit_s))
                              : Clock::time_point::max();
   std::string out;
   std::array<char, 65536> buf{};
   for (;;) {
+    long long wait_ms = 1000;
     if (limit_s) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
       if (left <= 0) return std::nullopt;
-      pollfd p{fd, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-      if (ready < 0 && errno != EINTR) throw std::runtime_error(fmt::format("poll failed: {}", std::strerror(errno)));
-      if (ready <= 0) continue;
+      wait_ms = std::min<long long>(left, wait_ms);
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(wait_ms));
+    if (ready < 0 && errno != EINTR) throw std::runtime_error(fmt::format("poll failed: {}", std::strerror(errno)));
+    if (ready <= 0) {
+      line.update();
+      continue;
     }
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
@@ -137,7 +180,19 @@ std::string decode(const std::string& msg, int status) {
 
 }  // namespace
 
+void no_progress_line() { g_in_child = true; }
+
 std::string run_isolated(const std::function<std::string()>& work, std::optional<double> limit_s) {
+  // The counters the child's player advances, in memory shared with it (a child's own simulations share its
+  // parent's: the mapping is inherited).
+  static Progress* shared = [] {
+    void* m = ::mmap(nullptr, sizeof(Progress), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? nullptr : new (m) Progress;
+  }();
+  if (shared != nullptr && !g_in_child) {
+    shared->total.store(0);
+    shared->done.store(0);
+  }
   std::array<int, 2> fds{};
   if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
   std::fflush(stdout);   // buffered output would otherwise be written twice, once by the child
@@ -151,11 +206,17 @@ std::string run_isolated(const std::function<std::string()>& work, std::optional
   }
   if (pid == 0) {
     die_with_parent(parent);
+    g_in_child = true;
+    set_progress(shared);
     ::close(fds[0]);
     run_child(fds[1], work);
   }
   ::close(fds[1]);
-  const std::optional<std::string> msg = read_all(fds[0], limit_s);
+  std::optional<std::string> msg;
+  {
+    ProgressLine line(shared != nullptr ? *shared : progress(), limit_s);
+    msg = read_all(fds[0], limit_s, line);
+  }
   ::close(fds[0]);
   if (!msg) {
     ::kill(pid, SIGKILL);

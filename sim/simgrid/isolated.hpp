@@ -20,4 +20,9 @@ struct TimeLimitExceeded : std::runtime_error {
 // still running that many seconds (wall clock) after it started is killed and TimeLimitExceeded thrown.
 std::string run_isolated(const std::function<std::string()>& work, std::optional<double> limit_s = std::nullopt);
 
+// While a simulation runs past a second, run_isolated draws a progress line on standard error when it is a
+// terminal: the share of the step's ops played and the time left at that pace. A process whose terminal has
+// another owner (a sweep's worker, under the sweep's own progress bar) calls this first to draw none.
+void no_progress_line();
+
 }  // namespace dtsim::sim

@@ -7,6 +7,7 @@
 #include <limits>
 #include <variant>
 
+#include "sim/process.hpp"
 #include "topology/error.hpp"
 
 namespace dtsim::sim::flow {
@@ -75,6 +76,7 @@ Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& s
       if (!played(r)) continue;
       s.waiting = classes_[c].dep_counts;
       s.times.resize(g.classes[c].ops.size());
+      progress().total.fetch_add(g.classes[c].ops.size(), std::memory_order_relaxed);
     }
   }
 }
@@ -105,6 +107,7 @@ void Player::ready(int rank, std::uint32_t op) {
 }
 
 void Player::ended(int rank, std::uint32_t op, Seconds end) {
+  progress().done.fetch_add(1, std::memory_order_relaxed);
   state(rank).times[op].end = end;
   endings_.push_back(Ending{rank, op, end});
 }

@@ -155,3 +155,17 @@ TEST_CASE("simulation.max_seconds: a point past its limit is stopped with the on
   CHECK(slurp(dir / "run/scenario.resolved.yaml").find("max_seconds: 600") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("run: a simulation past a second draws a progress line on a terminal, and none elsewhere") {
+  // `script` gives the program a terminal (util-linux, in every Debian); the line is redrawn in place (\r).
+  const std::string command = std::string(DTSIM_BINARY) + " run " + kLong +
+                              " --set cluster.nodes=1536 --set simulation.max_seconds=3 > /dev/null";
+  const Result r = dtsim("", "script -qc '" + command + "' /dev/null; exit 0; ");
+  CHECK(r.out.find("dtsim: simulating, ") != std::string::npos);
+  CHECK(r.out.find(" % of the ops after ") != std::string::npos);
+  CHECK(r.out.find("(limit 3 s)") != std::string::npos);
+  CHECK(r.out.find("simulation.max_seconds: point gpt3-175b-eth-curve ran past its limit") != std::string::npos);
+  // Without a terminal: the error line alone (the max_seconds case above counts its lines).
+  const Result quiet = dtsim(std::string("run ") + kLong + " --set cluster.nodes=1536 --set simulation.max_seconds=2");
+  CHECK(quiet.err.find("simulating") == std::string::npos);
+}
