@@ -76,6 +76,7 @@ struct PlanArgs {
   int confirm = 5;
   std::string objective = "time";
   std::string out;
+  std::string emit;   // a framework (plan_emit.hpp): the best plan as its launch script
 };
 int plan_command(const ScenarioArgs& args, const PlanArgs& plan);
 

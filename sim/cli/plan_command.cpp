@@ -4,14 +4,17 @@
 // the SimGrid engine (each in its own process) and ranked by what it gives.
 #include <algorithm>
 #include <fmt/format.h>
+#include <optional>
 #include <iostream>
 #include <yaml-cpp/yaml.h>
 
 #include "results/run_report.hpp"
 #include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/cli/plan_emit.hpp"
 #include "sim/cli/plan_support.hpp"
 #include "sim/cli/plan_template.hpp"
+#include "topology/error.hpp"
 #include "results/energy.hpp"
 #include "sim/search/plan_search.hpp"
 #include "topology/builders.hpp"
@@ -320,6 +323,31 @@ PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objecti
   return out;
 }
 
+namespace {
+
+// The best plan the framework can run: the first of the ranked rows (confirmed first), then of every fitting plan
+// the search ranked, that it has flags for; none: the error about the best one.
+std::string emit_best(const std::string& framework, const Scenario& s, const PointPlans& p) {
+  std::optional<InputError> first;
+  const auto attempt = [&](const sim::search::Candidate& c, double step) -> std::optional<std::string> {
+    try {
+      return emit_plan(framework, s, c.workload, step);
+    } catch (const InputError& e) {
+      if (e.reason() == "unknown framework") throw;
+      if (!first) first = e;
+      return std::nullopt;
+    }
+  };
+  for (const PlanRow& r : p.rows)
+    if (auto script = attempt(r.candidate, r.step())) return *script;
+  for (const auto& c : p.search.ranked)
+    if (auto script = attempt(c, c.analytic_step.value())) return *script;
+  if (!first) throw InputError("--emit", framework, "no plan fits to write", "a scenario with a plan that fits");
+  throw *first;
+}
+
+}  // namespace
+
 int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
   if (plan.top < 1) throw InputError("--top", std::to_string(plan.top), "out of range", "an integer >= 1");
   if (plan.confirm < 0) throw InputError("--confirm", std::to_string(plan.confirm), "out of range", "an integer >= 0");
@@ -327,8 +355,20 @@ int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
   if (!plan.out.empty()) make_directory(plan.out);
   std::vector<std::pair<std::string, json>> points;
   std::string text;
-  for (const Scenario& s : load(args)) {
+  const std::vector<Scenario> scenarios = load(args);
+  if (!plan.emit.empty() && plan.out.empty() && scenarios.size() > 1)
+    throw InputError("--emit", plan.emit, fmt::format("writes one script a point, and the scenario has {}:", scenarios.size()),
+                     "--out DIR for the scripts");
+  for (const Scenario& s : scenarios) {
     const PointPlans p = plan_point(s, plan.top, plan.confirm, objective);
+    if (!plan.emit.empty()) {
+      const std::string script = emit_best(plan.emit, s, p);
+      if (plan.out.empty()) {
+        std::cout << script;
+        return 0;
+      }
+      write_file(plan.out + "/" + emit_file_name(plan.emit, s.name), script, "--out");
+    }
     json plans = json::array();
     for (const PlanRow& r : p.rows) plans.push_back(plan_row_json(r, p.gpus));
     points.emplace_back(s.name, json{{"name", s.name},

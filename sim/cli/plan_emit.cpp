@@ -1,0 +1,141 @@
+// `dtsim plan --emit`: the best plan as a framework's launch (plan_emit.hpp).
+//
+// megatron: Megatron-LM's pretrain_gpt.py under torchrun, one task per node, flags as megatron/training/arguments.py
+// names them (NVIDIA/Megatron-LM core_r0.11.0; tests/data/frameworks/megatron-lm-arguments.txt lists them and the
+// test checks every flag written against it). Data and tokenizer are left to the user: the script trains on
+// Megatron's mock data with a null tokenizer of the model's vocabulary, which runs as written.
+#include "sim/cli/plan_emit.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <vector>
+
+#include "topology/error.hpp"
+
+namespace dtsim::cli {
+namespace {
+
+using workloads::Recompute;
+
+[[noreturn]] void cannot(std::string_view framework, const std::string& what) {
+  throw InputError("--emit", std::string(framework), "cannot run the best plan: " + what, "a plan it has flags for");
+}
+
+// A Slurm job name: letters, digits, '.', '_' and '-' only (the scenario's name may hold anything).
+std::string job_name(const std::string& name) {
+  std::string out;
+  for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-') ? c : '_';
+  return out.empty() ? "dtsim" : out.substr(0, 64);
+}
+
+std::vector<std::string> megatron_flags(const workloads::Workload& w) {
+  constexpr std::string_view kName = "megatron";
+  const auto& m = w.model;
+  const auto& t = *w.training;
+  const auto& p = w.plan;
+  if (m.kind != workloads::ModelKind::Transformer) cannot(kName, "a model given as a list of layers");
+  if (m.mla()) cannot(kName, "multi-latent attention (its flags came after core_r0.11.0)");
+  if (p.zero >= 2) cannot(kName, fmt::format("ZeRO stage {} (Megatron-LM shards optimizer states only)", p.zero));
+  if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
+  if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
+  std::vector<std::string> f;
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  // The plan.
+  add("--tensor-model-parallel-size", p.tp);
+  add("--pipeline-model-parallel-size", p.pp);
+  if (p.vpp > 1) {
+    if (m.layers % (p.pp * p.vpp) != 0)
+      cannot(kName, fmt::format("{} layers in {} x {} virtual stages (Megatron-LM needs equal ones)", m.layers, p.pp, p.vpp));
+    add("--num-layers-per-virtual-pipeline-stage", m.layers / (p.pp * p.vpp));
+  }
+  if (p.cp > 1) add("--context-parallel-size", p.cp);
+  if (p.ep > 1) add("--expert-model-parallel-size", p.ep);
+  if (p.etp > 0 && p.etp != p.tp) add("--expert-tensor-parallel-size", p.etp);
+  if (t.sequence_parallel) f.emplace_back("--sequence-parallel");
+  add("--micro-batch-size", t.micro_batch);
+  add("--global-batch-size", t.global_batch);
+  if (p.zero == 1 || t.distributed_optimizer) f.emplace_back("--use-distributed-optimizer");
+  if (t.dp_overlap) f.emplace_back("--overlap-grad-reduce");
+  if (t.overlap_param_gather && (p.zero == 1 || t.distributed_optimizer)) f.emplace_back("--overlap-param-gather");
+  if (t.tp_comm_overlap) f.emplace_back("--tp-comm-overlap");
+  if (t.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
+  if (t.recompute == Recompute::Full) {
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", 1);
+  }
+  // Precision.
+  if (t.precision == topology::Precision::Bf16) f.emplace_back("--bf16");
+  else if (t.precision == topology::Precision::Fp16) f.emplace_back("--fp16");
+  else cannot(kName, "training in a precision other than bf16 or fp16");
+  if (t.fp8 == workloads::Fp8::Hybrid) add("--fp8-format", "hybrid");
+  if (t.fp8 == workloads::Fp8::E4m3) add("--fp8-format", "e4m3");
+  // The model.
+  add("--num-layers", m.layers);
+  add("--hidden-size", m.hidden);
+  add("--num-attention-heads", m.heads);
+  add("--ffn-hidden-size", m.ffn_hidden);
+  if (m.kv_heads > 0 && m.kv_heads < m.heads) {
+    f.emplace_back("--group-query-attention");
+    add("--num-query-groups", m.kv_heads);
+  }
+  if (m.head_size > 0 && m.head_size * m.heads != m.hidden) add("--kv-channels", m.head_size);
+  add("--seq-length", m.seq_length);
+  add("--max-position-embeddings", m.seq_length);
+  if (m.positions == workloads::Positions::Rotary) add("--position-embedding-type", "rope");
+  if (m.norm == workloads::Norm::RmsNorm) add("--normalization", "RMSNorm");
+  if (m.activation == workloads::Activation::Swiglu) f.emplace_back("--swiglu");
+  if (!m.bias) f.emplace_back("--disable-bias-linear");
+  if (!m.tied_embeddings) f.emplace_back("--untie-embeddings-and-output-weights");
+  add("--hidden-dropout", m.hidden_dropout);
+  add("--attention-dropout", m.attention_dropout);
+  if (m.moe()) {
+    add("--num-experts", m.experts);
+    add("--moe-router-topk", m.experts_per_token);
+    if (m.expert_ffn_hidden > 0) add("--moe-ffn-hidden-size", m.expert_ffn_hidden);
+    if (m.shared_experts > 0)
+      add("--moe-shared-expert-intermediate-size", m.shared_experts * (m.expert_ffn_hidden > 0 ? m.expert_ffn_hidden : m.ffn_hidden));
+    f.emplace_back("--moe-grouped-gemm");
+  }
+  // What runs it as written: mock data, a null tokenizer of the model's vocabulary, a short run.
+  f.emplace_back("--mock-data");
+  add("--tokenizer-type", "NullTokenizer");
+  add("--vocab-size", m.vocab);
+  add("--train-iters", 100);
+  add("--lr", "1.0e-4");
+  add("--log-interval", 1);
+  add("--eval-iters", 0);
+  return f;
+}
+
+}  // namespace
+
+std::string emit_plan(std::string_view framework, const Scenario& s, const workloads::Workload& w, double step_s) {
+  if (framework != "megatron")
+    throw InputError("--emit", std::string(framework), "unknown framework", std::string(kEmitFrameworks));
+  if (!w.training) cannot(framework, "a serving scenario (the serving engines' launches are not written yet)");
+  const std::vector<std::string> flags = megatron_flags(w);
+  const int nodes = s.cluster.nodes, gpus = s.cluster.gpus_per_node;
+  std::string out = fmt::format(
+      "#!/bin/bash\n"
+      "# dtsim plan --emit megatron: the best plan dtsim found for {0}, {1:.4g} s a step on {2} x {3} GPUs.\n"
+      "# Megatron-LM's pretrain_gpt.py (flags of NVIDIA/Megatron-LM core_r0.11.0) under torchrun, one task a node.\n"
+      "# It trains on mock data as written: give --data-path and a tokenizer in place of the last lines to train.\n"
+      "#SBATCH --job-name={4}\n#SBATCH --nodes={2}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={3}\n"
+      "#SBATCH --exclusive\nset -euo pipefail\n"
+      "MEGATRON=${{MEGATRON:-$PWD/Megatron-LM}}\n"
+      "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+      "srun torchrun --nnodes {2} --nproc-per-node {3} --rdzv-backend c10d --rdzv-endpoint \"$head:29500\" \\\n"
+      "  \"$MEGATRON/pretrain_gpt.py\"",
+      job_name(s.name), step_s, nodes, gpus, job_name(s.name));
+  for (const std::string& f : flags) out += " \\\n  " + f;
+  return out + "\n";
+}
+
+std::string emit_file_name(std::string_view framework, const std::string& scenario_name) {
+  return fmt::format("{}.{}.sbatch", job_name(scenario_name), framework);
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,23 @@
+// `dtsim plan --emit FRAMEWORK`: the best plan the search found, as that framework's own launch command inside a
+// Slurm batch script for the scenario's cluster, so that the plan runs without being typed again.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sim/cli/scenario.hpp"
+#include "workloads/plan.hpp"
+
+namespace dtsim::cli {
+
+inline constexpr std::string_view kEmitFrameworks = "megatron";
+
+// The script for `w` (the plan's resolved workload) on `s`'s cluster. Throws InputError ("--emit") when the
+// framework is unknown or cannot run the plan (a choice it has no flag for), naming what it lacks.
+std::string emit_plan(std::string_view framework, const Scenario& s, const workloads::Workload& w, double step_s);
+
+// The script's file name for a scenario point: "NAME.FRAMEWORK.sbatch", the name reduced to letters, digits, '.',
+// '_' and '-'.
+std::string emit_file_name(std::string_view framework, const std::string& scenario_name);
+
+}  // namespace dtsim::cli
