@@ -1,5 +1,8 @@
 // `dtsim plan --emit`: the best plan as a framework's launch (plan_emit.hpp).
 //
+// torchtitan: its train.py under torchrun, the llama3 config file of the model's flavour with the plan's options
+// over it, as torchtitan/config_manager.py names them (pytorch/torchtitan 9dec370a, the version the validation
+// table cites; tests/data/frameworks/torchtitan-arguments.txt).
 // megatron: Megatron-LM's pretrain_gpt.py under torchrun, one task per node, flags as megatron/training/arguments.py
 // names them (NVIDIA/Megatron-LM core_r0.11.0; tests/data/frameworks/megatron-lm-arguments.txt lists them and the
 // test checks every flag written against it). Data and tokenizer are left to the user: the script trains on
@@ -9,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "topology/error.hpp"
@@ -109,14 +114,85 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   return f;
 }
 
+// torchtitan's llama3 flavours (torchtitan/models/llama/__init__.py at 9dec370a): dtsim's presets of the same shape.
+std::optional<std::pair<std::string, std::string>> torchtitan_flavour(const std::string& preset) {
+  if (preset == "llama3-8b") return std::pair{"8B", "llama3_8b"};
+  if (preset == "llama3-70b") return std::pair{"70B", "llama3_70b"};
+  if (preset == "llama3-405b") return std::pair{"405B", "llama3_405b"};
+  return std::nullopt;
+}
+
+std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const std::string& config) {
+  constexpr std::string_view kName = "torchtitan";
+  const auto& m = w.model;
+  const auto& t = *w.training;
+  const auto& p = w.plan;
+  const auto flavour = torchtitan_flavour(m.name);
+  if (!flavour) cannot(kName, fmt::format("model '{}' (torchtitan's flavours: llama3-8b, llama3-70b, llama3-405b)", m.name));
+  if (p.vpp > 1) cannot(kName, "interleaved virtual stages (its split points are given by hand)");
+  if (p.ep > 1 || m.moe()) cannot(kName, "experts");
+  if (p.zero == 1 || p.zero == 2) cannot(kName, fmt::format("ZeRO stage {} (torchtitan shards with FSDP or replicates)", p.zero));
+  if (p.tp > 1 && !t.sequence_parallel) cannot(kName, "tensor parallelism without sequence parallelism");
+  if (t.recompute == Recompute::Selective) cannot(kName, "Megatron's selective recomputation (torchtitan's is per op or per layer)");
+  if (t.precision != topology::Precision::Bf16) cannot(kName, "training in a precision other than bf16");
+  const int local = t.global_batch / p.dp;
+  if (p.pp == 1 && t.micro_batch != local)
+    cannot(kName, "gradient accumulation (without a pipeline it runs a replica's batch in one pass)");
+  std::vector<std::string> f;
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  add("--job.config_file", "\"$TORCHTITAN/train_configs/" + config + ".toml\"");
+  add("--model.name", "llama3");
+  add("--model.flavor", flavour->first);
+  add("--training.data_parallel_shard_degree", p.zero == 3 ? p.dp : 1);
+  add("--training.data_parallel_replicate_degree", p.zero == 3 ? 1 : p.dp);
+  add("--training.tensor_parallel_degree", p.tp);
+  if (t.tp_comm_overlap) f.emplace_back("--experimental.enable_async_tensor_parallel");
+  if (p.pp > 1) {
+    add("--experimental.pipeline_parallel_degree", p.pp);
+    add("--experimental.pipeline_parallel_microbatches", local / t.micro_batch);
+  }
+  if (p.cp > 1) add("--experimental.context_parallel_degree", p.cp);
+  add("--training.batch_size", local);
+  add("--training.seq_len", m.seq_length);
+  if (t.recompute == Recompute::None) add("--activation_checkpoint.mode", "none");
+  if (t.recompute == Recompute::Full) add("--activation_checkpoint.mode", "full");
+  if (t.recompute == Recompute::Op) {
+    add("--activation_checkpoint.mode", "selective");
+    add("--activation_checkpoint.selective_ac_option", "op");
+  }
+  if (t.fp8 != workloads::Fp8::None) f.emplace_back("--float8.enable_float8_linear");
+  f.emplace_back("--training.compile");
+  add("--training.steps", 100);
+  return f;
+}
+
 }  // namespace
 
 std::string emit_plan(std::string_view framework, const Scenario& s, const workloads::Workload& w, double step_s) {
-  if (framework != "megatron")
+  if (framework != "megatron" && framework != "torchtitan")
     throw InputError("--emit", std::string(framework), "unknown framework", std::string(kEmitFrameworks));
   if (!w.training) cannot(framework, "a serving scenario (the serving engines' launches are not written yet)");
-  const std::vector<std::string> flags = megatron_flags(w);
   const int nodes = s.cluster.nodes, gpus = s.cluster.gpus_per_node;
+  if (framework == "torchtitan") {
+    const auto flavour = torchtitan_flavour(w.model.name);
+    const std::vector<std::string> flags = torchtitan_flags(w, flavour ? flavour->second : "");
+    std::string out = fmt::format(
+        "#!/bin/bash\n"
+        "# dtsim plan --emit torchtitan: the best plan dtsim found for {0}, {1:.4g} s a step on {2} x {3} GPUs.\n"
+        "# torchtitan's train.py (options of pytorch/torchtitan 9dec370a) under torchrun, one task a node, its\n"
+        "# llama3 config file with the plan's options over it.\n"
+        "#SBATCH --job-name={0}\n#SBATCH --nodes={2}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={3}\n"
+        "#SBATCH --exclusive\nset -euo pipefail\n"
+        "TORCHTITAN=${{TORCHTITAN:-$PWD/torchtitan}}\n"
+        "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+        "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
+        "srun torchrun --nnodes {2} --nproc-per-node {3} --rdzv-backend c10d --rdzv-endpoint \"$head:29500\" \\\n"
+        "  \"$TORCHTITAN/train.py\"",
+        job_name(s.name), step_s, nodes, gpus);
+    for (const std::string& f : flags) out += " \\\n  " + f;
+    return out + "\n";
+  }
+  const std::vector<std::string> flags = megatron_flags(w);
   std::string out = fmt::format(
       "#!/bin/bash\n"
       "# dtsim plan --emit megatron: the best plan dtsim found for {0}, {1:.4g} s a step on {2} x {3} GPUs.\n"

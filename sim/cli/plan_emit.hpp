@@ -10,7 +10,7 @@
 
 namespace dtsim::cli {
 
-inline constexpr std::string_view kEmitFrameworks = "megatron";
+inline constexpr std::string_view kEmitFrameworks = "megatron, torchtitan";
 
 // The script for `w` (the plan's resolved workload) on `s`'s cluster. Throws InputError ("--emit") when the
 // framework is unknown or cannot run the plan (a choice it has no flag for), naming what it lacks.

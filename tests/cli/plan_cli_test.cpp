@@ -386,7 +386,7 @@ TEST_CASE("plan --emit: an unknown framework, a plan it cannot run and several p
   const fs::path s = small_scenario("emit-bad", "simulation: {engine: analytic}\n");
   const auto unknown = dtsim("plan " + s.string() + " --confirm 0 --emit alpa");
   CHECK(unknown.status == 2);
-  CHECK(unknown.err.find("dtsim: error: --emit: unknown framework 'alpa' (allowed: megatron)") == 0);
+  CHECK(unknown.err.find("dtsim: error: --emit: unknown framework 'alpa' (allowed: megatron, torchtitan)") == 0);
   // ZeRO-3 (no pipeline) fixed by the scenario: Megatron-LM has no flag for it.
   const fs::path z = small_scenario("emit-zero3", "simulation: {engine: analytic}\nparallelism: {zero: 3, tp: 1, pp: 1}\n");
   const auto zero3 = dtsim("plan " + z.string() + " --confirm 0 --emit megatron");
@@ -398,4 +398,59 @@ TEST_CASE("plan --emit: an unknown framework, a plan it cannot run and several p
   CHECK(several.err.find("--emit: writes one script a point, and the scenario has 2:") != std::string::npos);
   for (const auto* r : {&unknown, &zero3, &several}) CHECK(std::count(r->err.begin(), r->err.end(), '\n') == 1);
   for (const auto& p : {s, z, two}) fs::remove_all(p.parent_path());
+}
+
+TEST_CASE("plan --emit torchtitan: the best plan as torchtitan's own options over its llama3 config, every option one it has") {
+  const fs::path dir = fresh_dir("plan", "emit-titan");
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << "name: llama3-8b-8xh100\n"
+                                   "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                   "model: {preset: llama3-8b}\n"
+                                   "training: {framework: torchtitan, global_batch: 64}\n"
+                                   "simulation: {engine: analytic}\n";
+  const auto r = dtsim("plan " + (dir / "s.yaml").string() + " --confirm 0 --emit torchtitan");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const std::string& script = r.out;
+  std::ofstream(dir / "job.sbatch") << script;
+  CHECK(std::system(("bash -n " + (dir / "job.sbatch").string()).c_str()) == 0);
+  const auto from = script.find("\"$TORCHTITAN/train.py\"");
+  REQUIRE(from != std::string::npos);
+  // Every option is one of torchtitan's (9dec370a's torchtitan/config_manager.py; the file cites the commit).
+  std::set<std::string> names;
+  std::istringstream list(slurp(src("tests/data/frameworks/torchtitan-arguments.txt")));
+  for (std::string line; std::getline(list, line);)
+    if (line.starts_with("--")) names.insert(line);
+  REQUIRE(names.size() > 60);
+  std::map<std::string, std::string> value;
+  std::istringstream words(script.substr(from));
+  std::string w, last;
+  while (words >> w) {
+    if (w.starts_with("--")) {
+      CHECK_MESSAGE(names.count(w) == 1, w);
+      last = w;
+      value[w] = "";
+    } else if (!last.empty() && w != "\\") {
+      value[last] = w;
+    }
+  }
+  CHECK(value.at("--model.flavor") == "8B");
+  CHECK(value.at("--job.config_file") == "\"$TORCHTITAN/train_configs/llama3_8b.toml\"");
+  // The degrees fill the 8 GPUs and the replicas' batches make the global one.
+  const int shard = std::stoi(value.at("--training.data_parallel_shard_degree"));
+  const int replicate = std::stoi(value.at("--training.data_parallel_replicate_degree"));
+  const int tp = std::stoi(value.at("--training.tensor_parallel_degree"));
+  const int pp = value.count("--experimental.pipeline_parallel_degree") ? std::stoi(value.at("--experimental.pipeline_parallel_degree")) : 1;
+  CHECK(shard * replicate * tp * pp == 8);
+  CHECK(std::stoi(value.at("--training.batch_size")) * shard * replicate == 64);
+  CHECK(value.at("--training.seq_len") == "8192");
+  // A model torchtitan has no flavour for is the one-line error.
+  std::ofstream(dir / "gpt.yaml") << "name: gpt\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                     "model: {preset: gpt-1.7b}\ntraining: {framework: torchtitan, global_batch: 32}\n"
+                                     "simulation: {engine: analytic}\n";
+  const auto gpt = dtsim("plan " + (dir / "gpt.yaml").string() + " --confirm 0 --emit torchtitan");
+  CHECK(gpt.status == 2);
+  CHECK(gpt.err.find("--emit: cannot run the best plan: model 'gpt-1.7b' (torchtitan's flavours: llama3-8b, "
+                     "llama3-70b, llama3-405b)") != std::string::npos);
+  CHECK(std::count(gpt.err.begin(), gpt.err.end(), '\n') == 1);
+  fs::remove_all(dir);
 }
