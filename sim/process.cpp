@@ -44,9 +44,12 @@ Progress* g_progress = &g_unread;
 Progress& progress() { return *g_progress; }
 void set_progress(Progress* p) { g_progress = p != nullptr ? p : &g_unread; }
 
-void die_with_parent(int parent) {
+int fork_tied() {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
   // If the parent ended between fork and prctl, the signal will never come: the parent is no longer ours.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
+  if (pid == 0 && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) ::_exit(1);
+  return pid;
 }
 
 bool leak_checked_build() {

@@ -12,10 +12,11 @@ namespace dtsim::sim {
 // system refuses a byte of it.
 bool write_all(int fd, std::string_view data);
 
-// In a child just forked from `parent`: the child is killed (SIGKILL) when its parent ends, however it ends
-// (PR_SET_PDEATHSIG, which also holds across exec), and ends at once if the parent has already gone. A simulation
-// or a sweep's worker so never outlives the run that started it: the parent's SIGKILL, a time limit's, Ctrl-C.
-void die_with_parent(int parent);
+// fork(), the child tied to this process: it is killed (SIGKILL) when this process ends, however it ends
+// (PR_SET_PDEATHSIG, which also holds across exec), and ends at once if this process has already gone. A simulation,
+// a sweep's worker or gnuplot so never outlives the run that started it: its SIGKILL, a time limit's, Ctrl-C.
+// Returns what fork() returns (-1 with errno when it failed).
+int fork_tied();
 
 // How far a simulation child has got, in memory it shares with its parent (run_isolated): the ops of the played
 // ranks, all of them and those ended. The parent turns it into a progress line with an estimate.

@@ -77,11 +77,9 @@ std::string find_gnuplot() {
 std::string run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script) {
   const std::string log = script + ".log";
   std::fflush(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = sim::fork_tied();
   if (pid < 0) return "cannot start gnuplot";
   if (pid == 0) {
-    sim::die_with_parent(parent);
     if (::chdir(dir.c_str()) != 0) sim::exit_child(127);
     if (!std::freopen(log.c_str(), "w", stderr)) sim::exit_child(127);
     ::execl(gnuplot.c_str(), "gnuplot", script.c_str(), static_cast<char*>(nullptr));

@@ -206,11 +206,9 @@ std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo
       if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
       std::fflush(stdout);
       std::fflush(stderr);
-      const pid_t parent = ::getpid();
-      const pid_t pid = ::fork();
+      const pid_t pid = sim::fork_tied();
       if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
       if (pid == 0) {
-        sim::die_with_parent(parent);
         sim::no_progress_line();
         ::close(fds[0]);
         for (const auto& [fd, other] : running) ::close(fd);   // the other workers' pipes are not this one's

@@ -83,6 +83,8 @@ std::string encode_child_result(const std::function<std::string()>& work) {
   return msg;
 }
 
+using Clock = std::chrono::steady_clock;
+
 // Set in a simulation child: a simulation it starts itself reports to the same Progress and draws no line.
 bool g_in_child = false;
 
@@ -110,7 +112,6 @@ class ProgressLine {
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
   static constexpr double kEstimateFrom = 0.02;
   const Progress& p_;
   std::optional<double> limit_s_;
@@ -121,7 +122,6 @@ class ProgressLine {
 
 // Everything the child writes until it closes the pipe; nullopt when `limit_s` passed first.
 std::optional<std::string> read_all(int fd, std::optional<double> limit_s, ProgressLine& line) {
-  using Clock = std::chrono::steady_clock;
   const auto until = limit_s ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*limit_s))
                              : Clock::time_point::max();
   std::string out;
@@ -197,15 +197,13 @@ std::string run_isolated(const std::function<std::string()>& work, std::optional
   if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
   std::fflush(stdout);   // buffered output would otherwise be written twice, once by the child
   std::fflush(stderr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = fork_tied();
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
     throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
   }
   if (pid == 0) {
-    die_with_parent(parent);
     g_in_child = true;
     set_progress(shared);
     ::close(fds[0]);
