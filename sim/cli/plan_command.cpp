@@ -333,7 +333,6 @@ std::string emit_best(const std::string& framework, const Scenario& s, const Poi
     try {
       return emit_plan(framework, s, c.workload, step);
     } catch (const InputError& e) {
-      if (e.reason() == "unknown framework") throw;
       if (!first) first = e;
       return std::nullopt;
     }
@@ -355,6 +354,7 @@ int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
   if (!plan.out.empty()) make_directory(plan.out);
   std::vector<std::pair<std::string, json>> points;
   std::string text;
+  if (!plan.emit.empty()) check_emit_framework(plan.emit);   // before any search
   const std::vector<Scenario> scenarios = load(args);
   if (!plan.emit.empty() && plan.out.empty() && scenarios.size() > 1)
     throw InputError("--emit", plan.emit, fmt::format("writes one script a point, and the scenario has {}:", scenarios.size()),

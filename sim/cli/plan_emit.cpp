@@ -60,9 +60,10 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   if (t.sequence_parallel) f.emplace_back("--sequence-parallel");
   add("--micro-batch-size", t.micro_batch);
   add("--global-batch-size", t.global_batch);
-  if (p.zero == 1 || t.distributed_optimizer) f.emplace_back("--use-distributed-optimizer");
+  const bool distributed_optimizer = p.zero == 1 || t.distributed_optimizer;
+  if (distributed_optimizer) f.emplace_back("--use-distributed-optimizer");
   if (t.dp_overlap) f.emplace_back("--overlap-grad-reduce");
-  if (t.overlap_param_gather && (p.zero == 1 || t.distributed_optimizer)) f.emplace_back("--overlap-param-gather");
+  if (t.overlap_param_gather && distributed_optimizer) f.emplace_back("--overlap-param-gather");
   if (t.tp_comm_overlap) f.emplace_back("--tp-comm-overlap");
   if (t.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
   if (t.recompute == Recompute::Full) {
@@ -168,45 +169,45 @@ std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const st
 
 }  // namespace
 
-std::string emit_plan(std::string_view framework, const Scenario& s, const workloads::Workload& w, double step_s) {
+void check_emit_framework(std::string_view framework) {
   if (framework != "megatron" && framework != "torchtitan")
     throw InputError("--emit", std::string(framework), "unknown framework", std::string(kEmitFrameworks));
+}
+
+std::string emit_plan(std::string_view framework, const Scenario& s, const workloads::Workload& w, double step_s) {
+  check_emit_framework(framework);
   if (!w.training) cannot(framework, "a serving scenario (the serving engines' launches are not written yet)");
-  const int nodes = s.cluster.nodes, gpus = s.cluster.gpus_per_node;
-  if (framework == "torchtitan") {
-    const auto flavour = torchtitan_flavour(w.model.name);
-    const std::vector<std::string> flags = torchtitan_flags(w, flavour ? flavour->second : "");
-    std::string out = fmt::format(
-        "#!/bin/bash\n"
-        "# dtsim plan --emit torchtitan: the best plan dtsim found for {0}, {1:.4g} s a step on {2} x {3} GPUs.\n"
-        "# torchtitan's train.py (options of pytorch/torchtitan 9dec370a) under torchrun, one task a node, its\n"
-        "# llama3 config file with the plan's options over it.\n"
-        "#SBATCH --job-name={0}\n#SBATCH --nodes={2}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={3}\n"
-        "#SBATCH --exclusive\nset -euo pipefail\n"
-        "TORCHTITAN=${{TORCHTITAN:-$PWD/torchtitan}}\n"
-        "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-        "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
-        "srun torchrun --nnodes {2} --nproc-per-node {3} --rdzv-backend c10d --rdzv-endpoint \"$head:29500\" \\\n"
-        "  \"$TORCHTITAN/train.py\"",
-        job_name(s.name), step_s, nodes, gpus);
-    for (const std::string& f : flags) out += " \\\n  " + f;
-    return out + "\n";
-  }
-  const std::vector<std::string> flags = megatron_flags(w);
+  // Each framework: what the script's comment says it runs, its checkout's variable and default, the environment
+  // it wants, its entry point and the flags.
+  struct Launch {
+    std::string_view about, home, checkout, environment, entry;
+    std::vector<std::string> flags;
+  };
+  const Launch l = [&]() -> Launch {
+    if (framework == "torchtitan") {
+      const auto flavour = torchtitan_flavour(w.model.name);
+      return {"torchtitan's train.py (options of pytorch/torchtitan 9dec370a) under torchrun, one task a node, its\n"
+              "# llama3 config file with the plan's options over it.",
+              "TORCHTITAN", "torchtitan", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "train.py",
+              torchtitan_flags(w, flavour ? flavour->second : "")};
+    }
+    return {"Megatron-LM's pretrain_gpt.py (flags of NVIDIA/Megatron-LM core_r0.11.0) under torchrun, one task a node.\n"
+            "# It trains on mock data as written: give --data-path and a tokenizer in place of the last lines to train.",
+            "MEGATRON", "Megatron-LM", "CUDA_DEVICE_MAX_CONNECTIONS=1", "pretrain_gpt.py", megatron_flags(w)};
+  }();
   std::string out = fmt::format(
       "#!/bin/bash\n"
-      "# dtsim plan --emit megatron: the best plan dtsim found for {0}, {1:.4g} s a step on {2} x {3} GPUs.\n"
-      "# Megatron-LM's pretrain_gpt.py (flags of NVIDIA/Megatron-LM core_r0.11.0) under torchrun, one task a node.\n"
-      "# It trains on mock data as written: give --data-path and a tokenizer in place of the last lines to train.\n"
-      "#SBATCH --job-name={4}\n#SBATCH --nodes={2}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={3}\n"
+      "# dtsim plan --emit {0}: the best plan dtsim found for {1}, {2:.4g} s a step on {3} x {4} GPUs.\n# {5}\n"
+      "#SBATCH --job-name={1}\n#SBATCH --nodes={3}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={4}\n"
       "#SBATCH --exclusive\nset -euo pipefail\n"
-      "MEGATRON=${{MEGATRON:-$PWD/Megatron-LM}}\n"
+      "{6}=${{{6}:-$PWD/{7}}}\n"
       "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
-      "srun torchrun --nnodes {2} --nproc-per-node {3} --rdzv-backend c10d --rdzv-endpoint \"$head:29500\" \\\n"
-      "  \"$MEGATRON/pretrain_gpt.py\"",
-      job_name(s.name), step_s, nodes, gpus, job_name(s.name));
-  for (const std::string& f : flags) out += " \\\n  " + f;
+      "export {8}\n"
+      "srun torchrun --nnodes {3} --nproc-per-node {4} --rdzv-backend c10d --rdzv-endpoint \"$head:29500\" \\\n"
+      "  \"${6}/{9}\"",
+      framework, job_name(s.name), step_s, s.cluster.nodes, s.cluster.gpus_per_node, l.about, l.home, l.checkout,
+      l.environment, l.entry);
+  for (const std::string& f : l.flags) out += " \\\n  " + f;
   return out + "\n";
 }
 

@@ -12,6 +12,9 @@ namespace dtsim::cli {
 
 inline constexpr std::string_view kEmitFrameworks = "megatron, torchtitan";
 
+// Throws InputError ("--emit") unless `framework` is one of kEmitFrameworks.
+void check_emit_framework(std::string_view framework);
+
 // The script for `w` (the plan's resolved workload) on `s`'s cluster. Throws InputError ("--emit") when the
 // framework is unknown or cannot run the plan (a choice it has no flag for), naming what it lacks.
 std::string emit_plan(std::string_view framework, const Scenario& s, const workloads::Workload& w, double step_s);
