@@ -169,19 +169,19 @@ StepGraph generate_layer_list_step(const Workload& w, const topology::GpuSpec& g
   const int mbs = micro_batches(w.plan, t);
   const double samples = t.micro_batch;
   std::vector<Op> ops;
-  const auto add = [&ops](OpBody body, std::vector<std::uint32_t> deps) {
+  const auto add = [&ops](OpBody body, Deps deps) {
     ops.push_back(Op{std::move(body), std::move(deps)});
     return static_cast<std::uint32_t>(ops.size() - 1);
   };
-  const auto compute = [&](const LayerSpec& l, Pass pass, int layer, int mb, std::vector<std::uint32_t> deps) {
+  const auto compute = [&](const LayerSpec& l, Pass pass, int layer, int mb, Deps deps) {
     const Kernel k = layer_list_kernel(l, pass, samples);
     const Seconds time = kernel_time(k, gpu, t.precision);
     return add(ComputeOp{Scope::Layer, k.kind, pass, layer, mb, k.flops, k.bytes, time, streaming_time(k, time)},
                std::move(deps));
   };
   const double grad = bytes_per_element(t.grad_dtype);
-  std::vector<std::uint32_t> reductions;
-  std::vector<std::uint32_t> last{};
+  Deps reductions;
+  Deps last{};
   Bytes bucket(0);
   const auto flush = [&](std::uint32_t after, int layer) {
     if (bucket.value() > 0 && w.plan.dp > 1)
@@ -202,7 +202,7 @@ StepGraph generate_layer_list_step(const Workload& w, const topology::GpuSpec& g
   }
   flush(last.front(), -1);
   // The optimizer step: every gradient reduced, the norm, the update, the zeroing (kernels.hpp).
-  std::vector<std::uint32_t> before = reductions;
+  Deps before = reductions;
   before.push_back(last.front());
   const double params = parameter_count(w.model);
   std::vector<Kernel> step = step_overhead_kernels(t, params);

@@ -164,7 +164,7 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   for (int stage = 0; stage < plan.pp; ++stage) {
     std::vector<Op> ops;
     auto add = [&](OpBody body) {
-      std::vector<std::uint32_t> deps;
+      Deps deps;
       if (!ops.empty()) deps.push_back(static_cast<std::uint32_t>(ops.size() - 1));
       ops.push_back(Op{std::move(body), std::move(deps)});
     };

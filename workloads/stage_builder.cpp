@@ -71,9 +71,9 @@ std::vector<Unit> forward_units(const Context& ctx, int v) {
 
 // The backward's gathers for `layer`: issued a layer ahead (with the previous layer's, before its reduce-scatters)
 // where the framework prefetches ahead and the memory holds it; and, so, those of the next layer (`more`) now.
-std::vector<Index> StageBuilder::backward_gather(int layer, int mb, std::vector<Index> deps, bool more) {
+Deps StageBuilder::backward_gather(int layer, int mb, Deps deps, bool more) {
   if (auto it = prefetched_.find(layer); it != prefetched_.end()) {
-    deps.insert(deps.end(), it->second.begin(), it->second.end());
+    deps.append(it->second.begin(), it->second.end());
     prefetched_.erase(it);
   } else {
     deps = zero3_gather(layer, mb, std::move(deps));
@@ -82,18 +82,18 @@ std::vector<Index> StageBuilder::backward_gather(int layer, int mb, std::vector<
   if (!more || plan.zero < 3 || plan.zero_ranks() == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
   // Two layers gathered at once, as zero3_gather's prefetch: this one and the next, once the one after this
   // (the previous in the backward) has finished.
-  std::vector<Index> gate;
+  Deps gate;
   if (!gather_window_.empty()) gate.push_back(gather_window_.back());
   prefetched_[layer - 1] = gather_modules(layer - 1, mb, std::move(gate));
   return deps;
 }
 
-std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Index> deps) {
+Deps StageBuilder::zero3_gather(int layer, int mb, Deps deps) {
   if (ctx_.w.plan.zero < 3 || ctx_.w.plan.zero_ranks() == 1) return deps;
   // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
   // gathered at once); without, once the previous layer's compute has.
   const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
-  std::vector<Index> gate;
+  Deps gate;
   if (gather_window_.size() >= back) gate.push_back(gather_window_[gather_window_.size() - back]);
   for (const Index g : gather_modules(layer, mb, std::move(gate))) deps.push_back(g);
   return deps;
@@ -101,15 +101,15 @@ std::vector<Index> StageBuilder::zero3_gather(int layer, int mb, std::vector<Ind
 
 // One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module: each pays the ring's per-step
 // latency over the whole data-parallel group.
-std::vector<Index> StageBuilder::gather_modules(int layer, int mb, std::vector<Index> gate) {
-  std::vector<Index> out;
+Deps StageBuilder::gather_modules(int layer, int mb, Deps gate) {
+  Deps out;
   const Group group = ctx_.w.plan.shard_ranks > 0 ? Group::Shard : Group::Dp;   // hybrid FSDP: within the node
   for (const Bytes part : ctx_.layer_modules)
     out.push_back(collective(CollectiveKind::AllGather, group, part, CommPurpose::ZeroParamGather, layer, mb, gate));
   return out;
 }
 
-std::vector<Index> StageBuilder::receive(const PipeStep& step, int from_virtual, std::vector<Index> deps) {
+Deps StageBuilder::receive(const PipeStep& step, int from_virtual, Deps deps) {
   const auto& plan = ctx_.w.plan;
   const bool shard = ctx_.sharding.sequence_parallel || (plan.scatter_gather && plan.tp > 1);
   const Bytes wire = shard ? ctx_.activation / plan.tp : ctx_.activation;
@@ -120,7 +120,7 @@ std::vector<Index> StageBuilder::receive(const PipeStep& step, int from_virtual,
                      step.micro_batch, {r})};
 }
 
-void StageBuilder::send(const PipeStep& step, int to_virtual, std::vector<Index> deps) {
+void StageBuilder::send(const PipeStep& step, int to_virtual, Deps deps) {
   const auto& plan = ctx_.w.plan;
   const bool shard = ctx_.sharding.sequence_parallel || (plan.scatter_gather && plan.tp > 1);
   const Bytes wire = shard ? ctx_.activation / plan.tp : ctx_.activation;
@@ -132,7 +132,7 @@ void StageBuilder::send(const PipeStep& step, int to_virtual, std::vector<Index>
 void StageBuilder::forward(const PipeStep& step) {
   const int v = virtual_stage(step);
   const int mb = step.micro_batch;
-  std::vector<Index> deps = take_blocking_sends();
+  Deps deps = take_blocking_sends();
   if (v > 0) deps = receive(step, v - 1, std::move(deps));
   if (v == 0) deps = compute(ctx_.embedding_kernels[0],
                              Scope::Embedding, Pass::Forward, -1, mb, gated(kEmbeddingUnit, std::move(deps)));
@@ -187,7 +187,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   const int mb = step.micro_batch;
   // Gradients are reduced once per step after the last micro-batch (ZeRO 0/1), or every micro-batch (ZeRO 2/3).
   const bool reduce = last_micro_batch || ctx_.w.plan.zero >= 2;
-  std::vector<Index> deps = take_blocking_sends();
+  Deps deps = take_blocking_sends();
   if (v < ctx_.virtual_stages - 1) deps = receive(step, v + 1, std::move(deps));
   if (v == ctx_.virtual_stages - 1) {
     deps = compute(ctx_.logits_kernels[1],
@@ -325,10 +325,10 @@ void StageBuilder::finish(double stage_params, double stage_expert_params) {
   flush_bucket(false, -1, -1);
   flush_bucket(true, -1, -1);
   const auto& plan = ctx_.w.plan;
-  std::vector<Index> before_step = dp_comms_;
-  before_step.insert(before_step.end(), last_backward_.begin(), last_backward_.end());
+  Deps before_step = dp_comms_;
+  before_step.append(last_backward_.begin(), last_backward_.end());
   const auto sends = take_blocking_sends();
-  before_step.insert(before_step.end(), sends.begin(), sends.end());
+  before_step.append(sends.begin(), sends.end());
   const bool ends = stage_ == 0 || stage_ == plan.pp - 1;
   if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends)
     before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,
@@ -348,10 +348,10 @@ void StageBuilder::finish(double stage_params, double stage_expert_params) {
                CommPurpose::ZeroParamGather, -1, -1, {step});
 }
 
-std::vector<Index> StageBuilder::gated(int unit, std::vector<Index> deps) {
+Deps StageBuilder::gated(int unit, Deps deps) {
   const auto it = param_gates_.find(unit);
   if (it == param_gates_.end()) return deps;
-  deps.insert(deps.end(), it->second.begin(), it->second.end());
+  deps.append(it->second.begin(), it->second.end());
   param_gates_.erase(it);
   return deps;
 }

@@ -63,6 +63,7 @@ struct Context {
   MoeTraffic moe;                 // an MoE layer's token exchange (when the model has experts)
   Bytes cp_kv;                    // context parallelism: the whole sequence's K and V on one GPU (its TP share)
   EpNodes ep_nodes;               // the nodes an expert-parallel group spans
+  bool reuse_passes = true;       // GenerateOptions::reuse_passes
 
   [[nodiscard]] const LayerWork& work(int layer) const { return layer_work[w.model.moe_layer(layer) ? 1 : 0]; }
 };
@@ -111,45 +112,60 @@ class StageBuilder {
   std::vector<Op> take() { return std::move(ops_); }
 
  private:
-  Index add(OpBody body, std::vector<Index> deps = {}) {
+  Index add(OpBody body, Deps deps = {}) {
     ops_.push_back(Op{std::move(body), std::move(deps)});
     return static_cast<Index>(ops_.size() - 1);
   }
   Index collective(CollectiveKind kind, Group group, Bytes bytes, CommPurpose purpose, int layer, int mb,
-                   std::vector<Index> deps) {
+                   Deps deps) {
     return add(CollectiveOp{kind, group, bytes, purpose, layer, mb}, std::move(deps));
   }
-  std::vector<Index> compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer, int mb,
-                             std::vector<Index> deps);
+  Deps compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer, int mb,
+                             Deps deps);
   struct ModuleReady {
     std::size_t module;   // index into the layer's LayerWork::modules
     Index op;             // the op after which its gradients exist
   };
-  std::vector<Index> layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
+  // A layer's pass after `deps`: its ops, and the ops it ends with (front: its own last op). Every layer of a kind
+  // passes the same way, so a pass is built once per (kind, pass, per-module gradients, number of deps) by
+  // build_pass and copied after that, with its layer, micro-batch and indices set (most of a step's ops are
+  // these copies).
+  Deps layer_pass(int layer, int mb, Pass pass, Deps deps,
                                 std::vector<ModuleReady>* grads_ready = nullptr);
+  Deps build_pass(int layer, int mb, Pass pass, Deps deps,
+                                std::vector<ModuleReady>* grads_ready);
+  // A pass as built: an index below kCallerDep is an op of the pass, counted from its first; kCallerDep + j is
+  // the caller's j-th dep.
+  static constexpr Index kCallerDep = Index{1} << 31;
+  struct PassTemplate {
+    std::vector<Op> ops;
+    Deps ends;
+    std::vector<ModuleReady> ready;
+  };
+  std::map<std::array<std::size_t, 4>, PassTemplate> passes_;
   // A layer pass being built: the kernels not yet emitted (one op at layer granularity) and the exposed TP
   // collectives that follow them.
   struct Pending {
     int layer = -1;
     int mb = -1;
     Pass pass = Pass::Forward;
-    std::vector<Index> deps;
+    Deps deps;
     std::vector<std::uint32_t> kernels;   // indices into the layer's LayerWork::kernels of the pass
     std::vector<TpComm> comms;
   };
   std::optional<Index> flush(Pending& p);   // the compute op emitted, if any; p.deps ends after its collectives
   void overlapped(Pending& p, const Kernel& k, const TpComm& c, std::optional<std::size_t> module,
                   std::vector<ModuleReady>* grads_ready);
-  Index tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, std::vector<Index> deps);
-  Index exposed_collective(const TpComm& c, const Pending& p, std::vector<Index> deps);
+  Index tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, Deps deps);
+  Index exposed_collective(const TpComm& c, const Pending& p, Deps deps);
   [[nodiscard]] std::vector<TpComm> comm_plan(int layer, Pass pass) const;
-  std::vector<Index> receive(const PipeStep& step, int from_virtual, std::vector<Index> deps);
+  Deps receive(const PipeStep& step, int from_virtual, Deps deps);
   // The sends the stage's next pass waits for (their exchange blocks it: overlaps_p2p false), taken once.
-  std::vector<Index> take_blocking_sends() { return std::exchange(blocking_sends_, {}); }
-  void send(const PipeStep& step, int to_virtual, std::vector<Index> deps);
-  std::vector<Index> zero3_gather(int layer, int mb, std::vector<Index> deps);
-  std::vector<Index> backward_gather(int layer, int mb, std::vector<Index> deps, bool more);
-  std::vector<Index> gather_modules(int layer, int mb, std::vector<Index> gate);
+  Deps take_blocking_sends() { return std::exchange(blocking_sends_, {}); }
+  void send(const PipeStep& step, int to_virtual, Deps deps);
+  Deps zero3_gather(int layer, int mb, Deps deps);
+  Deps backward_gather(int layer, int mb, Deps deps, bool more);
+  Deps gather_modules(int layer, int mb, Deps gate);
   void interleave(std::size_t from, std::size_t second);
   void add_grads(Bytes bytes, bool expert, int layer, int mb, Index after);
   void flush_bucket(bool expert, int layer, int mb);
@@ -163,20 +179,20 @@ class StageBuilder {
   std::vector<Op> ops_;
   struct Bucket {
     Bytes bytes;                       // gradient bytes waiting for the next reduction
-    std::vector<Index> deps;
+    Deps deps;
   };
   std::array<Bucket, 2> buckets_;      // dense parameters' (over dp), routed experts' (over the expert dp group)
-  std::vector<Index> dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
-  std::vector<Index> last_backward_;   // the final op of the last backward step
-  std::vector<Index> blocking_sends_;  // sends whose exchange holds the stage until they arrive
-  std::vector<Index> gather_window_;   // each layer pass's last op (ZeRO-3 prefetch gates on it)
-  std::map<int, std::vector<Index>> prefetched_;   // ZeRO-3's backward: a layer's gathers, issued a layer ahead
+  Deps dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
+  Deps last_backward_;   // the final op of the last backward step
+  Deps blocking_sends_;  // sends whose exchange holds the stage until they arrive
+  Deps gather_window_;   // each layer pass's last op (ZeRO-3 prefetch gates on it)
+  std::map<int, Deps> prefetched_;   // ZeRO-3's backward: a layer's gathers, issued a layer ahead
   // overlap_param_gather: the all-gather of the bucket holding each unit's parameters (a layer, kEmbeddingUnit,
   // kLogitsUnit), until the unit's first forward has waited for it.
-  std::map<int, std::vector<Index>> param_gates_;
+  std::map<int, Deps> param_gates_;
   static constexpr int kEmbeddingUnit = -1;
   static constexpr int kLogitsUnit = -2;
-  std::vector<Index> gated(int unit, std::vector<Index> deps);
+  Deps gated(int unit, Deps deps);
   // kernel_time, memoized: a stage times the same few kernels thousands of times.
   Seconds time_of(const Kernel& k);
   using TimeKey = std::array<double, 19>;

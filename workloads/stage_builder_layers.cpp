@@ -3,7 +3,9 @@
 #include "workloads/stage_builder.hpp"
 
 #include <algorithm>
+#include <array>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "topology/error.hpp"
@@ -144,8 +146,8 @@ Seconds StageBuilder::time_of(const Kernel& k) {
   return it->second;
 }
 
-std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer,
-                                         int mb, std::vector<Index> deps) {
+Deps StageBuilder::compute(const std::vector<Kernel>& kernels, Scope scope, Pass pass, int layer,
+                                         int mb, Deps deps) {
   if (kernels.empty()) return deps;
   if (ctx_.granularity == Granularity::Layer) {
     ComputeOp op{scope, std::nullopt, pass, layer, mb, total_flops(kernels), total_bytes(kernels), Seconds(0), Seconds(0)};
@@ -165,12 +167,12 @@ std::vector<Index> StageBuilder::compute(const std::vector<Kernel>& kernels, Sco
   return {last};
 }
 
-Index StageBuilder::tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, std::vector<Index> deps) {
+Index StageBuilder::tp_collective(CollectiveKind kind, Bytes bytes, const Pending& p, Deps deps) {
   const auto purpose = ctx_.sharding.sequence_parallel ? CommPurpose::SequenceParallel : CommPurpose::TensorParallel;
   return collective(kind, Group::Tp, bytes, purpose, p.layer, p.mb, std::move(deps));
 }
 
-Index StageBuilder::exposed_collective(const TpComm& c, const Pending& p, std::vector<Index> deps) {
+Index StageBuilder::exposed_collective(const TpComm& c, const Pending& p, Deps deps) {
   if (c.group == Group::Tp) return tp_collective(c.kind, ctx_.activation, p, std::move(deps));
   const CommPurpose purpose = c.group == Group::Cp ? CommPurpose::ContextParallel : CommPurpose::ExpertParallel;
   return collective(c.kind, c.group, c.bytes, purpose, p.layer, p.mb, std::move(deps));
@@ -202,8 +204,8 @@ std::optional<Index> StageBuilder::flush(Pending& p) {
   if (op) p.deps = {*op};
   // Each collective after the one before it, or beside it (with_previous: both from the same point, the next
   // waiting for both).
-  std::vector<Index> from = p.deps;
-  std::vector<Index> ends = p.deps;
+  Deps from = p.deps;
+  Deps ends = p.deps;
   for (const TpComm& c : p.comms) {
     if (!c.with_previous) {
       from = ends;
@@ -231,7 +233,7 @@ std::optional<Index> StageBuilder::flush(Pending& p) {
 //              A). End: max(A, D) + max(R, W).
 void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std::optional<std::size_t> module,
                               std::vector<ModuleReady>* grads_ready) {
-  const auto run = [&](const std::vector<Kernel>& ks, std::vector<Index> deps) {
+  const auto run = [&](const std::vector<Kernel>& ks, Deps deps) {
     return compute(ks, Scope::Layer, p.pass, p.layer, p.mb, std::move(deps));
   };
   const Bytes b = ctx_.activation;
@@ -261,11 +263,11 @@ void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std:
     }
     case TpStyle::Bulk: {
       const auto [data, weight] = gradient_halves(k);
-      std::vector<Index> gate;
+      Deps gate;
       if (ctx_.sharding.sequence_parallel) gate.push_back(tp_collective(CollectiveKind::AllGather, b, p, p.deps));
       const auto d = run({data}, p.deps);
       const Index reduced = tp_collective(c.kind, b, p, d);
-      gate.insert(gate.end(), d.begin(), d.end());
+      gate.append(d.begin(), d.end());
       const auto w = run({weight}, std::move(gate));
       p.deps = {w.front(), reduced};
       ready = w.front();
@@ -283,7 +285,7 @@ void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std:
 // At layer granularity the kernels between two breaks (an overlapped GEMM, a module's gradients) are one op, the
 // exposed collectives among them after it: they are all on the critical path, so the pass ends as when each sits
 // where it runs.
-std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::vector<Index> deps,
+Deps StageBuilder::build_pass(int layer, int mb, Pass pass, Deps deps,
                                             std::vector<ModuleReady>* grads_ready) {
   const LayerWork& work = ctx_.work(layer);
   const auto& kernels = work.kernels[pass_index(pass)];
@@ -339,6 +341,54 @@ std::vector<Index> StageBuilder::layer_pass(int layer, int mb, Pass pass, std::v
     DTSIM_ASSERT(grads_ready->size() == work.modules.size(), "a layer's backward missed a module's gradients");
   }
   return p.deps;
+}
+
+Deps StageBuilder::layer_pass(int layer, int mb, Pass pass, Deps deps,
+                                            std::vector<ModuleReady>* grads_ready) {
+  if (!ctx_.reuse_passes) return build_pass(layer, mb, pass, std::move(deps), grads_ready);
+  const std::array<std::size_t, 4> key{ctx_.w.model.moe_layer(layer) ? 1u : 0u, pass_index(pass),
+                                       grads_ready != nullptr ? 1u : 0u, deps.size()};
+  auto it = passes_.find(key);
+  if (it == passes_.end()) {   // built once, on the caller's deps as placeholders, and taken back out of ops_
+    const std::size_t first = ops_.size();
+    Deps placeholders;
+    for (std::size_t j = 0; j < deps.size(); ++j) placeholders.push_back(kCallerDep + static_cast<Index>(j));
+    std::vector<ModuleReady> ready;
+    PassTemplate t;
+    const auto relative = [&](Index i) {
+      if (i >= kCallerDep) return i;
+      DTSIM_ASSERT(i >= first, "a layer pass waits only on its own ops and its caller's deps");
+      return static_cast<Index>(i - first);
+    };
+    for (const Index e : build_pass(layer, mb, pass, std::move(placeholders), grads_ready ? &ready : nullptr))
+      t.ends.push_back(relative(e));
+    for (ModuleReady r : ready) t.ready.push_back({r.module, relative(r.op)});
+    for (std::size_t i = first; i < ops_.size(); ++i) {
+      for (Index& d : ops_[i].deps) d = relative(d);
+      t.ops.push_back(std::move(ops_[i]));
+    }
+    ops_.resize(first);
+    it = passes_.emplace(key, std::move(t)).first;
+  }
+  const PassTemplate& t = it->second;
+  const auto base = static_cast<Index>(ops_.size());
+  const auto absolute = [&](Index i) { return i >= kCallerDep ? deps[i - kCallerDep] : base + i; };
+  for (const Op& o : t.ops) {
+    Op& op = ops_.emplace_back(o);
+    for (Index& d : op.deps) d = absolute(d);
+    std::visit([&](auto& body) {
+      if constexpr (requires { body.layer; body.micro_batch; }) {
+        body.layer = layer;
+        body.micro_batch = mb;
+      }
+    }, op.body);
+  }
+  if (grads_ready != nullptr)
+    for (const ModuleReady& r : t.ready) grads_ready->push_back({r.module, absolute(r.op)});
+  Deps ends;
+  ends.reserve(t.ends.size());
+  for (const Index e : t.ends) ends.push_back(absolute(e));
+  return ends;
 }
 
 }  // namespace dtsim::workloads::detail

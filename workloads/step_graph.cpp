@@ -108,11 +108,11 @@ LayerWork layer_work(const Context& ctx, bool moe) {
   return work;
 }
 
-Context make_context(const Workload& w, const topology::GpuSpec& gpu, Granularity granularity) {
+Context make_context(const Workload& w, const topology::GpuSpec& gpu, const GenerateOptions& options) {
   const TrainingSpec& t = *w.training;
   const Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp(), w.plan.cp};
-  Context ctx{w, t, gpu, granularity, sharding, stage_layers(w.plan, w.model.layers), {}, w.plan.pp * w.plan.vpp, {},
-              {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}, {}};
+  Context ctx{w, t, gpu, options.granularity, sharding, stage_layers(w.plan, w.model.layers), {}, w.plan.pp * w.plan.vpp,
+              {}, {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}, {}, options.reuse_passes};
   ctx.first_layer = first_layers(ctx.layers);
   const ModelSpec& m = w.model;
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
@@ -171,7 +171,7 @@ std::vector<Op> stage_ops(const Context& ctx, int stage, int micro_batches) {
 StepGraph generate_step(const Workload& w, const topology::GpuSpec& gpu, const GenerateOptions& options) {
   DTSIM_ASSERT(w.training.has_value(), "generate_step needs a training workload");
   if (w.model.kind == ModelKind::Layers) return generate_layer_list_step(w, gpu, options.granularity);
-  const Context ctx = make_context(w, gpu, options.granularity);
+  const Context ctx = make_context(w, gpu, options);
   StepGraph g{w, Placement(w.plan), options.granularity, micro_batches(w.plan, *w.training), {}};
   for (int stage = 0; stage < w.plan.pp; ++stage) {
     g.classes.push_back(stage_class(g.placement, stage, stage_ops(ctx, stage, g.micro_batches)));

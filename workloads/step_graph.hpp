@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "topology/units.hpp"
+#include "workloads/op_deps.hpp"
 #include "workloads/kernels.hpp"
 #include "workloads/plan.hpp"
 
@@ -44,6 +45,7 @@ enum class Group {
   Shard,       // hybrid FSDP: the data-parallel peers sharing this rank's shards (its node's)
   Replica,     // hybrid FSDP: the ranks holding the same shard on the other nodes
 };
+inline constexpr std::size_t kGroupCount = 11;   // the Groups, for tables indexed by one
 // Why the communication happens: for the breakdown and the trace.
 enum class CommPurpose { TensorParallel, SequenceParallel, PipelineGather, DataParallelGrads, ZeroParamGather,
                          EmbeddingGrads, ExpertParallel, ExpertGrads, ContextParallel };
@@ -67,6 +69,7 @@ struct ComputeOp {
   Bytes bytes;
   Seconds duration;                    // on the scenario's GPU, from the roofline compute model
   Seconds memory_time{};               // of `duration`, the time of its streaming kernels (bound by HBM, not SMs)
+  friend bool operator==(const ComputeOp&, const ComputeOp&) = default;
 };
 
 struct CollectiveOp {
@@ -76,6 +79,7 @@ struct CollectiveOp {
   CommPurpose purpose = CommPurpose::TensorParallel;
   int layer = -1;
   int micro_batch = -1;
+  friend bool operator==(const CollectiveOp&, const CollectiveOp&) = default;
 };
 
 // Matches a send with its recv: activations go forward (pass Forward), gradients backward (pass Backward).
@@ -90,12 +94,14 @@ struct SendOp {
   int peer_stage = 0;                  // pipeline stage of the receiver (same TP rank and replica)
   Bytes bytes;
   PipeTag tag;
+  friend bool operator==(const SendOp&, const SendOp&) = default;
 };
 
 struct RecvOp {
   int peer_stage = 0;                  // pipeline stage of the sender
   Bytes bytes;
   PipeTag tag;
+  friend bool operator==(const RecvOp&, const RecvOp&) = default;
 };
 
 // The host's work to issue one layer pass, where the host cannot run ahead of the GPU: an MoE layer's token
@@ -108,13 +114,15 @@ struct HostOp {
   int layer = -1;
   int micro_batch = -1;
   Seconds duration;
+  friend bool operator==(const HostOp&, const HostOp&) = default;
 };
 
 using OpBody = std::variant<ComputeOp, CollectiveOp, SendOp, RecvOp, HostOp>;
 
 struct Op {
   OpBody body;
-  std::vector<std::uint32_t> deps;     // indices of earlier ops in the same list
+  Deps deps;                           // indices of earlier ops in the same list
+  friend bool operator==(const Op&, const Op&) = default;
 };
 
 struct RankClass {
@@ -141,6 +149,9 @@ struct StepGraph {
 
 struct GenerateOptions {
   Granularity granularity = Granularity::Layer;
+  // Every layer of a kind passes the same way: each pass is built once per stage and copied (false: every pass
+  // built afresh, the check that copying changes nothing).
+  bool reuse_passes = true;
 };
 
 // One training step of `w` (which must hold `training` and pass check_plan) with compute durations on `gpu`.

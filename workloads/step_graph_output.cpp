@@ -18,7 +18,7 @@ constexpr NameTable<CollectiveKind, 5> kCollectiveKinds{{{CollectiveKind::AllRed
                                                          {CollectiveKind::ReduceScatter, "reduce-scatter"},
                                                          {CollectiveKind::AllToAll, "all-to-all"},
                                                          {CollectiveKind::Broadcast, "broadcast"}}};
-constexpr NameTable<Group, 11> kGroups{{{Group::Tp, "tp"},
+constexpr NameTable<Group, kGroupCount> kGroups{{{Group::Tp, "tp"},
                                        {Group::Dp, "dp"},
                                        {Group::Embedding, "embedding"},
                                        {Group::Ep, "ep"},
@@ -103,10 +103,10 @@ std::optional<CollectiveKind> parse_collective_kind(std::string_view name) { ret
 StepGraph without_host_ops(StepGraph g) {
   for (RankClass& c : g.classes) {
     std::vector<Op> kept;
-    std::vector<std::vector<std::uint32_t>> becomes(c.ops.size());   // per op: the kept ops that stand for it
+    std::vector<Deps> becomes(c.ops.size());   // per op: the kept ops that stand for it
     for (std::size_t i = 0; i < c.ops.size(); ++i) {
-      std::vector<std::uint32_t> deps;
-      for (const auto d : c.ops[i].deps) deps.insert(deps.end(), becomes[d].begin(), becomes[d].end());
+      Deps deps;
+      for (const auto d : c.ops[i].deps) deps.append(becomes[d].begin(), becomes[d].end());
       if (std::holds_alternative<HostOp>(c.ops[i].body)) {
         becomes[i] = std::move(deps);
         continue;

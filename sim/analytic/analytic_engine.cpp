@@ -1,9 +1,13 @@
 #include "sim/analytic/analytic_engine.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
-#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "topology/error.hpp"
 
@@ -17,11 +21,16 @@ using workloads::RecvOp;
 using workloads::SendOp;
 using workloads::StepGraph;
 
-// (sender stage, receiver stage, micro-batch, chunk, direction)
-using PipeKey = std::tuple<int, int, int, int, int>;
+// (sender stage, receiver stage, micro-batch, chunk, direction), packed: stages below 2^16, micro-batches below
+// 2^20, chunks below 2^8, three passes.
+using PipeKey = std::uint64_t;
 
 PipeKey key(int from, int to, const workloads::PipeTag& t) {
-  return {from, to, t.micro_batch, t.chunk, static_cast<int>(t.direction)};
+  DTSIM_ASSERT(from >= 0 && from < (1 << 16) && to >= 0 && to < (1 << 16) && t.micro_batch >= 0 &&
+                   t.micro_batch < (1 << 20) && t.chunk >= 0 && t.chunk < (1 << 8),
+               "a pipeline transfer's stages, micro-batch and chunk fit its key");
+  const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
+  return u(from) << 48 | u(to) << 32 | u(t.micro_batch) << 12 | u(t.chunk) << 4 | u(static_cast<int>(t.direction));
 }
 
 class Player {
@@ -53,7 +62,7 @@ class Player {
     Seconds compute_free;
     Seconds host_free;
     Seconds busy;
-    std::map<workloads::Group, Seconds> communicator_free;
+    std::array<Seconds, workloads::kGroupCount> communicator_free{};   // per Group
     int embedding_seen = 0;   // Embedding-group collectives reached so far
   };
 
@@ -108,7 +117,8 @@ class Player {
   // Tp and Dp groups live inside one class; the Embedding group joins the first and the last stage.
   std::optional<OpTime> collective(std::size_t c, std::size_t i, const CollectiveOp& op, Seconds ready) {
     auto& s = state_[c];
-    Seconds start = std::max(ready, s.communicator_free[op.group]);
+    Seconds& free = s.communicator_free[static_cast<std::size_t>(op.group)];
+    Seconds start = std::max(ready, free);
     if (op.group == workloads::Group::Embedding) {
       const int k = s.embedding_seen;
       embedding_ready_[{c, k}] = start;
@@ -119,15 +129,23 @@ class Player {
       ++s.embedding_seen;
     }
     const OpTime t{start, start + duration_(c, i)};
-    s.communicator_free[op.group] = t.end;
+    free = t.end;
     return t;
   }
 
   const StepGraph& g_;
   const OpDuration& duration_;
   std::vector<ClassState> state_;
-  std::map<PipeKey, Seconds> arrivals_;
+  std::unordered_map<PipeKey, Seconds> arrivals_;
   std::map<std::pair<std::size_t, int>, Seconds> embedding_ready_;
+};
+
+// What play_analytic asks CommCosts once per class: a collective (group, kind, purpose, bytes) or a send (-1, peer
+// stage, 0, bytes).
+struct CostKey {
+  int group, kind, purpose;
+  double bytes;
+  friend bool operator==(const CostKey&, const CostKey&) = default;
 };
 
 }  // namespace
@@ -140,24 +158,25 @@ CommCosts free_communication() {
 Timeline play_analytic(const StepGraph& graph, const CommCosts& costs) {
   // A collective's time depends on its kind, size, purpose and group, a send's on its size and peer (CommCosts'
   // contract): each is asked once per class, not once per op (a step repeats them every layer and micro-batch).
-  std::map<std::tuple<std::size_t, int, int, int, double>, Seconds> collectives;   // (class, group, kind, purpose, bytes)
-  std::map<std::tuple<std::size_t, int, double>, Seconds> sends;              // (class, peer stage, bytes)
+  // A class asks a few dozen distinct questions at most: a list searched in order beats hashing them.
+  std::vector<std::vector<std::pair<CostKey, Seconds>>> asked(graph.classes.size());
+  const auto answer = [&](std::size_t c, const CostKey& key, const auto& ask) {
+    auto& known = asked[c];
+    for (const auto& [k, t] : known)
+      if (k == key) return t;
+    return known.emplace_back(key, ask()).second;
+  };
   const OpDuration duration = [&](std::size_t c, std::size_t i) {
     const auto& body = graph.classes[c].ops[i].body;
     const int rank = graph.classes[c].ranks.front();
     if (const auto* comp = std::get_if<ComputeOp>(&body)) return comp->duration;
     if (const auto* host = std::get_if<workloads::HostOp>(&body)) return host->duration;
-    if (const auto* send = std::get_if<SendOp>(&body)) {
-      auto [it, added] = sends.try_emplace({c, send->peer_stage, send->bytes.value()}, Seconds(0));
-      if (added) it->second = costs.transfer(*send, rank, graph.peer_rank(rank, send->peer_stage));
-      return it->second;
-    }
+    if (const auto* send = std::get_if<SendOp>(&body))
+      return answer(c, {-1, send->peer_stage, 0, send->bytes.value()},
+                    [&] { return costs.transfer(*send, rank, graph.peer_rank(rank, send->peer_stage)); });
     const auto& op = std::get<CollectiveOp>(body);
-    auto [it, added] = collectives.try_emplace(
-        {c, static_cast<int>(op.group), static_cast<int>(op.kind), static_cast<int>(op.purpose), op.bytes.value()},
-        Seconds(0));
-    if (added) it->second = costs.collective(op, graph.group_ranks(rank, op.group));
-    return it->second;
+    return answer(c, {static_cast<int>(op.group), static_cast<int>(op.kind), static_cast<int>(op.purpose), op.bytes.value()},
+                  [&] { return costs.collective(op, graph.group_ranks(rank, op.group)); });
   };
   return Player(graph, duration).run();
 }

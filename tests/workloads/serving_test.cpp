@@ -136,7 +136,7 @@ TEST_CASE("serving: the graph has two TP all-reduces per layer, a send per stage
     CHECK(count_ops<SendOp>(c) == (c.stage == 0 ? 1 : 0));
     CHECK(count_ops<RecvOp>(c) == (c.stage == 1 ? 1 : 0));
     // Every op after the first waits for the one before it: a pass is one chain per stage.
-    for (std::size_t i = 1; i < c.ops.size(); ++i) CHECK(c.ops[i].deps == std::vector<std::uint32_t>{static_cast<std::uint32_t>(i - 1)});
+    for (std::size_t i = 1; i < c.ops.size(); ++i) CHECK(c.ops[i].deps == Deps{static_cast<std::uint32_t>(i - 1)});
   }
   for (const Op& op : g.classes[0].ops)
     if (const auto* ar = std::get_if<CollectiveOp>(&op.body)) {
