@@ -181,8 +181,12 @@ StepGraph generate_step(const Workload& w, const topology::GpuSpec& gpu, const G
 
 RankClass stage_class(const Placement& placement, int stage, std::vector<Op> ops) {
   RankClass c{stage, {}, std::move(ops)};
-  for (int r = 0; r < placement.ranks(); ++r)
-    if (placement.coord(r).pp == stage) c.ranks.push_back(r);
+  // The stage's ranks from its coordinates, not every rank's coordinates searched (pp times the ranks, per step).
+  const int tp = placement.size(Axis::Tp), dp = placement.size(Axis::Dp);
+  c.ranks.reserve(static_cast<std::size_t>(tp * dp));
+  for (int t = 0; t < tp; ++t)
+    for (int d = 0; d < dp; ++d) c.ranks.push_back(placement.rank(RankCoord{t, d, stage}));
+  std::ranges::sort(c.ranks);
   return c;
 }
 
