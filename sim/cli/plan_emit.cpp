@@ -7,6 +7,11 @@
 // names them (NVIDIA/Megatron-LM core_r0.11.0; tests/data/frameworks/megatron-lm-arguments.txt lists them and the
 // test checks every flag written against it). Data and tokenizer are left to the user: the script trains on
 // Megatron's mock data with a null tokenizer of the model's vocabulary, which runs as written.
+// deepspeed: Megatron-DeepSpeed's pretrain_gpt.py (microsoft/Megatron-DeepSpeed f4157bea) under torchrun with a
+// DeepSpeed configuration file the script writes (keys of microsoft/DeepSpeed 38327e07f), as the repository's
+// examples_deepspeed/pretrain_llama2_distributed.sh runs it; the flags and keys are checked against
+// tests/data/frameworks/megatron-deepspeed-arguments.txt and deepspeed-config-keys.txt. It has no mock data: the
+// script asks for a dataset in Megatron's format (DATA).
 #include "sim/cli/plan_emit.hpp"
 
 #include <fmt/format.h>
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "topology/error.hpp"
+#include "workloads/training.hpp"
 
 namespace dtsim::cli {
 namespace {
@@ -115,6 +121,97 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   return f;
 }
 
+// The model's shape as Megatron-DeepSpeed's flags (megatron/arguments.py).
+void megatron_deepspeed_model(const workloads::ModelSpec& m, std::vector<std::string>& f) {
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  add("--num-layers", m.layers);
+  add("--hidden-size", m.hidden);
+  add("--num-attention-heads", m.heads);
+  add("--ffn-hidden-size", m.ffn_hidden);
+  if (m.kv_heads > 0 && m.kv_heads < m.heads) add("--num-key-value-heads", m.kv_heads);
+  if (m.head_size > 0 && m.head_size * m.heads != m.hidden) add("--kv-channels", m.head_size);
+  add("--seq-length", m.seq_length);
+  add("--max-position-embeddings", m.seq_length);
+  if (m.positions == workloads::Positions::Rotary) f.emplace_back("--use-rotary-position-embeddings");
+  if (m.norm == workloads::Norm::RmsNorm) add("--normalization", "rmsnorm");
+  if (m.activation == workloads::Activation::Swiglu) f.emplace_back("--swiglu");
+  if (!m.bias) f.emplace_back("--disable-bias-linear");
+  if (!m.tied_embeddings) f.emplace_back("--untie-embeddings-and-output-weights");
+  add("--hidden-dropout", m.hidden_dropout);
+  add("--attention-dropout", m.attention_dropout);
+}
+
+std::vector<std::string> deepspeed_flags(const workloads::Workload& w) {
+  constexpr std::string_view kName = "deepspeed";
+  const auto& m = w.model;
+  const auto& t = *w.training;
+  const auto& p = w.plan;
+  if (m.kind != workloads::ModelKind::Transformer) cannot(kName, "a model given as a list of layers");
+  if (m.mla()) cannot(kName, "multi-latent attention");
+  if (m.moe() || p.ep > 1) cannot(kName, "experts (Megatron-DeepSpeed's are DeepSpeed-MoE's, not modelled)");
+  if (p.cp > 1) cannot(kName, "context parallelism (its sequence parallelism is Ulysses')");
+  if (p.vpp > 1) cannot(kName, "interleaved virtual stages (DeepSpeed's pipeline engine has none)");
+  if (p.fsdp != workloads::Fsdp::None) cannot(kName, "PyTorch FSDP (DeepSpeed shards with ZeRO stages)");
+  if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
+  if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
+  if (t.fp8 != workloads::Fp8::None) cannot(kName, "fp8 training");
+  const bool bf16 = t.precision == topology::Precision::Bf16;
+  if (!bf16 && t.precision != topology::Precision::Fp16) cannot(kName, "training in a precision other than bf16 or fp16");
+  std::vector<std::string> f;
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  add("--tensor-model-parallel-size", p.tp);
+  add("--pipeline-model-parallel-size", p.pp);
+  // Without a pipeline, the GPT model itself rather than DeepSpeed's pipeline module (pretrain_gpt.py), which ZeRO
+  // stages 2 and 3 need.
+  if (p.pp == 1) f.emplace_back("--no-pipeline-parallel");
+  if (t.sequence_parallel) f.emplace_back("--sequence-parallel");
+  add("--micro-batch-size", t.micro_batch);
+  add("--global-batch-size", t.global_batch);
+  if (t.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
+  if (t.recompute == Recompute::Full) {
+    f.emplace_back("--deepspeed-activation-checkpointing");
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", 1);
+  }
+  f.emplace_back(bf16 ? "--bf16" : "--fp16");
+  if (t.attention == workloads::AttentionKernel::Flash || t.attention == workloads::AttentionKernel::Flash2)
+    f.emplace_back("--use-flash-attn-v2");
+  megatron_deepspeed_model(m, f);
+  add("--data-path", "\"$DATA\"");
+  add("--tokenizer-type", "NullTokenizer");
+  add("--vocab-size", m.vocab);
+  add("--train-iters", 100);
+  add("--lr", "1.0e-4");
+  add("--log-interval", 1);
+  add("--eval-iters", 0);
+  f.emplace_back("--deepspeed");
+  add("--deepspeed_config", "\"$config\"");
+  add("--zero-stage", p.zero);
+  return f;
+}
+
+// The DeepSpeed configuration: the batch, the ZeRO stage with the plan's overlap and bucket (in elements of the
+// gradients' type), the precision.
+std::string deepspeed_config(const workloads::Workload& w) {
+  const auto& t = *w.training;
+  const double bucket = t.dp_bucket.value() / workloads::bytes_per_element(t.grad_dtype);
+  return fmt::format("{{\n"
+                     "  \"train_batch_size\": {},\n"
+                     "  \"train_micro_batch_size_per_gpu\": {},\n"
+                     "  \"steps_per_print\": 1,\n"
+                     "  \"gradient_clipping\": 1.0,\n"
+                     "  \"zero_optimization\": {{\n"
+                     "    \"stage\": {},\n"
+                     "    \"overlap_comm\": {},\n"
+                     "    \"reduce_bucket_size\": {:.0f}\n"
+                     "  }},\n"
+                     "  \"{}\": {{\"enabled\": true}}\n"
+                     "}}\n",
+                     t.global_batch, t.micro_batch, w.plan.zero, t.dp_overlap ? "true" : "false", bucket,
+                     t.precision == topology::Precision::Bf16 ? "bf16" : "fp16");
+}
+
 // torchtitan's llama3 flavours (torchtitan/models/llama/__init__.py at 9dec370a): dtsim's presets of the same shape.
 std::optional<std::pair<std::string, std::string>> torchtitan_flavour(const std::string& preset) {
   if (preset == "llama3-8b") return std::pair{"8B", "llama3_8b"};
@@ -170,7 +267,7 @@ std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const st
 }  // namespace
 
 void check_emit_framework(std::string_view framework) {
-  if (framework != "megatron" && framework != "torchtitan")
+  if (framework != "megatron" && framework != "torchtitan" && framework != "deepspeed")
     throw InputError("--emit", std::string(framework), "unknown framework", std::string(kEmitFrameworks));
 }
 
@@ -182,6 +279,7 @@ std::string emit_plan(std::string_view framework, const Scenario& s, const workl
   struct Launch {
     std::string_view about, home, checkout, environment, entry;
     std::vector<std::string> flags;
+    std::string setup;   // lines run before the launch
   };
   const Launch l = [&]() -> Launch {
     if (framework == "torchtitan") {
@@ -189,11 +287,20 @@ std::string emit_plan(std::string_view framework, const Scenario& s, const workl
       return {"torchtitan's train.py (options of pytorch/torchtitan 9dec370a) under torchrun, one task a node, its\n"
               "# llama3 config file with the plan's options over it.",
               "TORCHTITAN", "torchtitan", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "train.py",
-              torchtitan_flags(w, flavour ? flavour->second : "")};
+              torchtitan_flags(w, flavour ? flavour->second : ""), ""};
     }
+    if (framework == "deepspeed")
+      return {"Megatron-DeepSpeed's pretrain_gpt.py (flags of microsoft/Megatron-DeepSpeed f4157bea) under torchrun,\n"
+              "# one task a node, with the DeepSpeed configuration written below (keys of microsoft/DeepSpeed 38327e07f).\n"
+              "# Give DATA, the prefix of a dataset in Megatron's format (.bin and .idx).",
+              "MEGATRON_DEEPSPEED", "Megatron-DeepSpeed", "CUDA_DEVICE_MAX_CONNECTIONS=1", "pretrain_gpt.py",
+              deepspeed_flags(w),
+              "DATA=${DATA:?set DATA to the prefix of a dataset in the Megatron format}\n"
+              "config=\"ds_config.${SLURM_JOB_ID:-0}.json\"\n"
+              "cat > \"$config\" <<'JSON'\n" + deepspeed_config(w) + "JSON\n"};
     return {"Megatron-LM's pretrain_gpt.py (flags of NVIDIA/Megatron-LM core_r0.11.0) under torchrun, one task a node.\n"
             "# It trains on mock data as written: give --data-path and a tokenizer in place of the last lines to train.",
-            "MEGATRON", "Megatron-LM", "CUDA_DEVICE_MAX_CONNECTIONS=1", "pretrain_gpt.py", megatron_flags(w)};
+            "MEGATRON", "Megatron-LM", "CUDA_DEVICE_MAX_CONNECTIONS=1", "pretrain_gpt.py", megatron_flags(w), ""};
   }();
   std::string out = fmt::format(
       "#!/bin/bash\n"
@@ -202,11 +309,12 @@ std::string emit_plan(std::string_view framework, const Scenario& s, const workl
       "#SBATCH --exclusive\nset -euo pipefail\n"
       "{6}=${{{6}:-$PWD/{7}}}\n"
       "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+      "{10}"
       "export {8}\n"
       "srun torchrun --nnodes {3} --nproc-per-node {4} --rdzv-backend c10d --rdzv-endpoint \"$head:29500\" \\\n"
       "  \"${6}/{9}\"",
       framework, job_name(s.name), step_s, s.cluster.nodes, s.cluster.gpus_per_node, l.about, l.home, l.checkout,
-      l.environment, l.entry);
+      l.environment, l.entry, l.setup);
   for (const std::string& f : l.flags) out += " \\\n  " + f;
   return out + "\n";
 }

@@ -1,7 +1,12 @@
 // `dtsim plan --emit`: the best plan as a framework's own launch in a Slurm script, every flag checked against the
 // framework's own list (tests/data/frameworks), and the plans and names it cannot write as one-line errors.
 #include <cstdlib>
+#include <algorithm>
 #include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -81,7 +86,7 @@ TEST_CASE("plan --emit: an unknown framework, a plan it cannot run and several p
   const fs::path s = small_scenario("emit-bad", "simulation: {engine: analytic}\n");
   const auto unknown = dtsim("plan " + s.string() + " --confirm 0 --emit alpa");
   CHECK(unknown.status == 2);
-  CHECK(unknown.err.find("dtsim: error: --emit: unknown framework 'alpa' (allowed: megatron, torchtitan)") == 0);
+  CHECK(unknown.err.find("dtsim: error: --emit: unknown framework 'alpa' (allowed: megatron, torchtitan, deepspeed)") == 0);
   // ZeRO-3 (no pipeline) fixed by the scenario: Megatron-LM has no flag for it.
   const fs::path z = small_scenario("emit-zero3", "simulation: {engine: analytic}\nparallelism: {zero: 3, tp: 1, pp: 1}\n");
   const auto zero3 = dtsim("plan " + z.string() + " --confirm 0 --emit megatron");
@@ -147,5 +152,98 @@ TEST_CASE("plan --emit torchtitan: the best plan as torchtitan's own options ove
   CHECK(gpt.err.find("--emit: cannot run the best plan: model 'gpt-1.7b' (torchtitan's flavours: llama3-8b, "
                      "llama3-70b, llama3-405b)") != std::string::npos);
   CHECK(std::count(gpt.err.begin(), gpt.err.end(), '\n') == 1);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// The names a list in tests/data/frameworks holds: its lines that are not comments.
+std::set<std::string> listed(const std::string& file) {
+  std::set<std::string> names;
+  std::istringstream in(slurp(src("tests/data/frameworks/" + file)));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && !line.starts_with("#")) names.insert(line);
+  return names;
+}
+
+// `j`'s keys, nested ones dotted.
+void dotted_keys(const json& j, const std::string& prefix, std::vector<std::string>& out) {
+  for (const auto& [key, value] : j.items()) {
+    out.push_back(prefix + key);
+    if (value.is_object()) dotted_keys(value, prefix + key + ".", out);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed configuration that the script writes, all theirs") {
+  const fs::path dir = fresh_dir("plan", "emit-deepspeed");
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "s.yaml") << "name: llama3-8b-zero3\n"
+                                   "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                   "model: {preset: llama3-8b}\n"
+                                   "training: {framework: deepspeed, global_batch: 64}\n"
+                                   "parallelism: {zero: 3, tp: 1, pp: 1}\n"
+                                   "simulation: {engine: analytic}\n";
+  const auto r = dtsim("plan " + (dir / "s.yaml").string() + " --confirm 0 --emit deepspeed");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const fs::path job = dir / "job.sbatch";
+  std::ofstream(job) << r.out;
+  CHECK(std::system(("bash -n " + job.string()).c_str()) == 0);
+  // Run the script with Slurm's commands stubbed: srun writes the arguments it was given, one a line.
+  std::ofstream(dir / "bin" / "scontrol") << "#!/bin/sh\necho node1\n";
+  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
+  fs::permissions(dir / "bin" / "scontrol", fs::perms::owner_all);
+  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+  const std::string env = fmt::format("cd {} && PATH={}:$PATH SLURM_JOB_ID=7 SLURM_JOB_NODELIST=node1 SRUN_ARGS={} ",
+                                      dir.string(), (dir / "bin").string(), (dir / "args").string());
+  // Without a dataset it stops before launching, saying what to give.
+  CHECK(std::system((env + "bash " + job.string() + " 2> " + (dir / "err").string()).c_str()) != 0);
+  CHECK(slurp(dir / "err").find("set DATA to the prefix of a dataset") != std::string::npos);
+  CHECK(!fs::exists(dir / "args"));
+  REQUIRE(std::system((env + "DATA=/data/pile bash " + job.string()).c_str()) == 0);
+  std::vector<std::string> args;
+  std::istringstream launched(slurp(dir / "args"));
+  for (std::string a; std::getline(launched, a);) args.push_back(a);
+  const auto after = [&](const std::string& flag) {
+    const auto it = std::ranges::find(args, flag);
+    return it == args.end() || it + 1 == args.end() ? std::string("(absent)") : *(it + 1);
+  };
+  // Every flag is Megatron-DeepSpeed's (or DeepSpeed's own two), none twice.
+  const auto flags_known = listed("megatron-deepspeed-arguments.txt");
+  REQUIRE(flags_known.size() > 300);
+  std::vector<std::string> flags;
+  for (const auto& a : args)
+    if (a.starts_with("--") && a != "--nnodes" && a != "--nproc-per-node" && a != "--rdzv-backend" && a != "--rdzv-endpoint")
+      flags.push_back(a);
+  for (const auto& f : flags) CHECK_MESSAGE(flags_known.count(f) == 1, f);
+  CHECK(std::set<std::string>(flags.begin(), flags.end()).size() == flags.size());
+  CHECK(after("--zero-stage") == "3");
+  CHECK(after("--data-path") == "/data/pile");
+  CHECK(after("--deepspeed_config") == "ds_config.7.json");
+  CHECK(after("--global-batch-size") == "64");
+  CHECK(after("--num-key-value-heads") == "8");
+  CHECK(std::ranges::find(args, "--no-pipeline-parallel") != args.end());
+  // The configuration it wrote: DeepSpeed's keys only, and the plan's batch and stage.
+  const json config = json::parse(slurp(dir / "ds_config.7.json"));
+  std::vector<std::string> keys;
+  dotted_keys(config, "", keys);
+  const auto keys_known = listed("deepspeed-config-keys.txt");
+  REQUIRE(keys_known.size() > 100);
+  for (const auto& k : keys) CHECK_MESSAGE(keys_known.count(k) == 1, k);
+  CHECK(config["train_batch_size"] == 64);
+  CHECK(config["zero_optimization"]["stage"] == 3);
+  CHECK(config["bf16"]["enabled"] == true);
+  CHECK(config["train_micro_batch_size_per_gpu"].get<int>() == std::stoi(after("--micro-batch-size")));
+  // A plan it cannot run (experts) is the one-line error.
+  std::ofstream(dir / "moe.yaml") << "name: mixtral\n"
+                                     "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch, nodes: 8,\n"
+                                     "  inter: fat-tree, inter_link: ib-ndr, nics_per_node: 8}\n"
+                                     "model: {preset: mixtral-8x7b}\ntraining: {global_batch: 256}\n"
+                                     "parallelism: {tp: 1, pp: 4, ep: 8}\nsimulation: {engine: analytic}\n";
+  const auto moe = dtsim("plan " + (dir / "moe.yaml").string() + " --confirm 0 --emit deepspeed");
+  CHECK(moe.status == 2);
+  CHECK(moe.err.find("--emit: cannot run the best plan: experts") != std::string::npos);
+  CHECK(std::count(moe.err.begin(), moe.err.end(), '\n') == 1);
   fs::remove_all(dir);
 }
