@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <stdexcept>
 
 namespace dtsim::workloads {
 
@@ -59,6 +60,7 @@ class Deps {
   void clear() { size_ = 0; }
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
+    if (n > kMostDeps) throw std::length_error("an op waits on more than 2^32 - 1 others");
     auto grown = std::make_unique<std::uint32_t[]>(n);
     std::copy(begin(), end(), grown.get());
     heap_ = std::move(grown);
@@ -68,15 +70,33 @@ class Deps {
     if (size_ == capacity_) reserve(2 * std::size_t{capacity_});
     data()[size_++] = value;
   }
+  // [first, last) may be this Deps' own: it is read from the old buffer before that is freed.
   template <std::input_iterator It>
   void append(It first, It last) {
+    if constexpr (std::forward_iterator<It>) {
+      const auto n = static_cast<std::size_t>(std::distance(first, last));
+      if (size_ + n > capacity_) {
+        Deps grown;
+        grown.reserve(std::max(size_ + n, 2 * std::size_t{capacity_}));
+        grown.append_in_place(begin(), end());
+        grown.append_in_place(first, last);
+        *this = std::move(grown);
+        return;
+      }
+    }
     for (; first != last; ++first) push_back(static_cast<std::uint32_t>(*first));
   }
 
   friend bool operator==(const Deps& a, const Deps& b) { return std::ranges::equal(a, b); }
 
  private:
-  static constexpr std::uint32_t kInline = 4;   // as many as fit beside the counts in a pointer's alignment
+  static constexpr std::uint32_t kInline = 4;
+  static constexpr std::size_t kMostDeps = 0xffffffffU;
+
+  template <std::input_iterator It>
+  void append_in_place(It first, It last) {   // within the capacity reserved
+    for (; first != last; ++first) data()[size_++] = static_cast<std::uint32_t>(*first);
+  }   // as many as fit beside the counts in a pointer's alignment
 
   std::uint32_t* data() { return heap_ ? heap_.get() : in_place_.data(); }
   [[nodiscard]] const std::uint32_t* data() const { return heap_ ? heap_.get() : in_place_.data(); }

@@ -351,6 +351,7 @@ Deps StageBuilder::layer_pass(int layer, int mb, Pass pass, Deps deps,
   auto it = passes_.find(key);
   if (it == passes_.end()) {   // built once, on the caller's deps as placeholders, and taken back out of ops_
     const std::size_t first = ops_.size();
+    DTSIM_ASSERT(first < kCallerDep / 2, "a stage's op indices stay below the marker of a caller's dep");
     Deps placeholders;
     for (std::size_t j = 0; j < deps.size(); ++j) placeholders.push_back(kCallerDep + static_cast<Index>(j));
     std::vector<ModuleReady> ready;

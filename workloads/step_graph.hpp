@@ -46,6 +46,7 @@ enum class Group {
   Replica,     // hybrid FSDP: the ranks holding the same shard on the other nodes
 };
 inline constexpr std::size_t kGroupCount = 11;   // the Groups, for tables indexed by one
+static_assert(static_cast<std::size_t>(Group::Replica) + 1 == kGroupCount, "kGroupCount counts every Group");
 // Why the communication happens: for the breakdown and the trace.
 enum class CommPurpose { TensorParallel, SequenceParallel, PipelineGather, DataParallelGrads, ZeroParamGather,
                          EmbeddingGrads, ExpertParallel, ExpertGrads, ContextParallel };

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdint>
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -21,16 +21,22 @@ using workloads::RecvOp;
 using workloads::SendOp;
 using workloads::StepGraph;
 
-// (sender stage, receiver stage, micro-batch, chunk, direction), packed: stages below 2^16, micro-batches below
-// 2^20, chunks below 2^8, three passes.
-using PipeKey = std::uint64_t;
+// (sender stage, receiver stage, micro-batch, chunk, direction)
+struct PipeKey {
+  int from, to, micro_batch, chunk, direction;
+  friend bool operator==(const PipeKey&, const PipeKey&) = default;
+};
+struct PipeKeyHash {
+  std::size_t operator()(const PipeKey& k) const {
+    std::size_t h = 0;
+    for (const int v : {k.from, k.to, k.micro_batch, k.chunk, k.direction})
+      h = h * 0x100000001b3ULL ^ static_cast<std::size_t>(static_cast<unsigned>(v));
+    return h;
+  }
+};
 
 PipeKey key(int from, int to, const workloads::PipeTag& t) {
-  DTSIM_ASSERT(from >= 0 && from < (1 << 16) && to >= 0 && to < (1 << 16) && t.micro_batch >= 0 &&
-                   t.micro_batch < (1 << 20) && t.chunk >= 0 && t.chunk < (1 << 8),
-               "a pipeline transfer's stages, micro-batch and chunk fit its key");
-  const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
-  return u(from) << 48 | u(to) << 32 | u(t.micro_batch) << 12 | u(t.chunk) << 4 | u(static_cast<int>(t.direction));
+  return {from, to, t.micro_batch, t.chunk, static_cast<int>(t.direction)};
 }
 
 class Player {
@@ -136,7 +142,7 @@ class Player {
   const StepGraph& g_;
   const OpDuration& duration_;
   std::vector<ClassState> state_;
-  std::unordered_map<PipeKey, Seconds> arrivals_;
+  std::unordered_map<PipeKey, Seconds, PipeKeyHash> arrivals_;
   std::map<std::pair<std::size_t, int>, Seconds> embedding_ready_;
 };
 

@@ -99,6 +99,18 @@ std::vector<ReuseCase> reuse_cases() {
         w.plan.zero = 1;
         w.training->overlap_moe_expert_parallel_comm = true;
       }));
+  add("mixtral, every second layer MoE (dense and MoE passes alternating), full recompute",
+      reuse_job("mixtral-8x7b", 6, 1, 2, 4, 32, [](Workload& w) {
+        w.model.moe_layer_freq = 2;
+        w.plan.ep = 4;
+        w.plan.zero = 1;
+        w.training->recompute = Recompute::Full;
+      }));
+  add("llama under torchtitan, tp 2, per-op recompute", reuse_job("llama3-8b", 4, 2, 1, 2, 4, [](Workload& w) {
+        apply_framework(*w.training, Framework::Torchtitan);
+        w.training->sequence_parallel = true;
+        w.training->recompute = Recompute::Op;
+      }));
   return out;
 }
 
@@ -160,4 +172,16 @@ TEST_CASE("Deps: in place up to four, on the heap past them, copied and moved wh
   small_moved.clear();
   CHECK(small_moved.empty());
   CHECK(!(small_moved == copy));
+  // Appended to itself, in place and past its capacity on the heap: read before the old buffer goes.
+  Deps self{1, 2};
+  self.append(self.begin(), self.end());
+  CHECK(self == Deps{1, 2, 1, 2});
+  self.append(self.begin(), self.end());
+  CHECK(self == Deps{1, 2, 1, 2, 1, 2, 1, 2});
+  self.append(self.begin(), self.end());
+  CHECK(self.size() == 16);
+  CHECK(self[15] == 2);
+  // A heap one assigned from one in place.
+  self = Deps{9};
+  CHECK(self == Deps{9});
 }
