@@ -125,7 +125,7 @@ int dispatch(int argc, char** argv) {
   plan->add_option("--objective", plan_opts.objective, "time | cost | energy (default time)");
   plan->add_option("--out", plan_opts.out, "directory for plans.json and plans.csv");
   plan->add_option("--emit", plan_opts.emit,
-                   "write the best plan as a framework's launch in a Slurm script: megatron, torchtitan, deepspeed (to --out DIR/NAME.FRAMEWORK.sbatch, "
+                   "write the best plan as a framework's launch in a Slurm script: megatron, torchtitan, deepspeed, nemo (to --out DIR/NAME.FRAMEWORK.sbatch, "
                    "else on standard output)");
   auto* compare = app.add_subcommand("compare", "each cluster of the scenario's sweep with its best plan: time, cost "
                                                "and energy to train, side by side, the Pareto front marked");

@@ -10,7 +10,7 @@
 
 namespace dtsim::cli {
 
-inline constexpr std::string_view kEmitFrameworks = "megatron, torchtitan, deepspeed";
+inline constexpr std::string_view kEmitFrameworks = "megatron, torchtitan, deepspeed, nemo";
 
 // Throws InputError ("--emit") unless `framework` is one of kEmitFrameworks.
 void check_emit_framework(std::string_view framework);

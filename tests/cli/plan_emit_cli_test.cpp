@@ -86,7 +86,7 @@ TEST_CASE("plan --emit: an unknown framework, a plan it cannot run and several p
   const fs::path s = small_scenario("emit-bad", "simulation: {engine: analytic}\n");
   const auto unknown = dtsim("plan " + s.string() + " --confirm 0 --emit alpa");
   CHECK(unknown.status == 2);
-  CHECK(unknown.err.find("dtsim: error: --emit: unknown framework 'alpa' (allowed: megatron, torchtitan, deepspeed)") == 0);
+  CHECK(unknown.err.find("dtsim: error: --emit: unknown framework 'alpa' (allowed: megatron, torchtitan, deepspeed, nemo)") == 0);
   // ZeRO-3 (no pipeline) fixed by the scenario: Megatron-LM has no flag for it.
   const fs::path z = small_scenario("emit-zero3", "simulation: {engine: analytic}\nparallelism: {zero: 3, tp: 1, pp: 1}\n");
   const auto zero3 = dtsim("plan " + z.string() + " --confirm 0 --emit megatron");
@@ -245,5 +245,75 @@ TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed con
   CHECK(moe.status == 2);
   CHECK(moe.err.find("--emit: cannot run the best plan: experts") != std::string::npos);
   CHECK(std::count(moe.err.begin(), moe.err.end(), '\n') == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan --emit nemo: Megatron-Bridge's Llama 3 recipe with the plan's overrides, one task a GPU, every key its own") {
+  const fs::path dir = fresh_dir("plan", "emit-nemo");
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "s.yaml") << "name: llama3-70b-32xh100\n"
+                                   "cluster: {preset: dgx-h100, nodes: 4}\n"
+                                   "model: {preset: llama3-70b}\n"
+                                   "training: {framework: megatron-core, global_batch: 128}\n"
+                                   "simulation: {engine: analytic}\n";
+  const auto r = dtsim("plan " + (dir / "s.yaml").string() + " --confirm 0 --emit nemo");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const std::string& script = r.out;
+  CHECK(script.find("#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n") != std::string::npos);
+  const fs::path job = dir / "job.sbatch";
+  std::ofstream(job) << script;
+  CHECK(std::system(("bash -n " + job.string()).c_str()) == 0);
+  // Run with srun stubbed: it writes the arguments it was given, one a line.
+  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
+  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+  REQUIRE(std::system(fmt::format("cd {} && PATH={}:$PATH SRUN_ARGS={} MEGATRON_BRIDGE=/opt/Megatron-Bridge bash {}",
+                                  dir.string(), (dir / "bin").string(), (dir / "args").string(), job.string())
+                          .c_str()) == 0);
+  std::vector<std::string> args;
+  std::istringstream launched(slurp(dir / "args"));
+  for (std::string a; std::getline(launched, a);) args.push_back(a);
+  REQUIRE(args.size() > 8);
+  CHECK(args[0] == "python");
+  CHECK(args[1] == "/opt/Megatron-Bridge/scripts/training/run_recipe.py");
+  CHECK(args[2] == "--recipe");
+  CHECK(args[3] == "llama3_70b_pretrain_config");
+  CHECK(args[4] == "--mode");
+  CHECK(args[6] == "--dataset");
+  CHECK(args[7] == "mock");
+  // Every override a key of the recipe's configuration (Hydra refuses others), none twice.
+  const auto keys_known = listed("megatron-bridge-keys.txt");
+  REQUIRE(keys_known.size() > 700);
+  std::map<std::string, std::string> value;
+  for (std::size_t i = 8; i < args.size(); ++i) {
+    const auto eq = args[i].find('=');
+    REQUIRE(eq != std::string::npos);
+    const std::string key = args[i].substr(0, eq);
+    CHECK_MESSAGE(keys_known.count(key) == 1, key);
+    CHECK_MESSAGE(value.count(key) == 0, key);
+    value[key] = args[i].substr(eq + 1);
+  }
+  // The degrees divide the 32 GPUs, and the batch is the scenario's.
+  const int tp = std::stoi(value.at("model.transformer.tensor_model_parallel_size"));
+  const int pp = std::stoi(value.at("model.transformer.pipeline_model_parallel_size"));
+  const int cp = std::stoi(value.at("model.transformer.context_parallel_size"));
+  CHECK(32 % (tp * pp * cp) == 0);
+  CHECK(value.at("train.global_batch_size") == "128");
+  CHECK(value.at("dataset.seq_length") == "8192");
+  CHECK(value.at("checkpoint.save") == "null");
+  // A model without a recipe, and fp8 on the 8B recipe (whose precision is a name), are one-line errors.
+  std::ofstream(dir / "gpt.yaml") << "name: gpt\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                     "model: {preset: gpt-1.7b}\ntraining: {global_batch: 32}\n"
+                                     "simulation: {engine: analytic}\n";
+  const auto gpt = dtsim("plan " + (dir / "gpt.yaml").string() + " --confirm 0 --emit nemo");
+  CHECK(gpt.status == 2);
+  CHECK(gpt.err.find("--emit: cannot run the best plan: model 'gpt-1.7b' (Megatron-Bridge's Llama 3 recipes") !=
+        std::string::npos);
+  std::ofstream(dir / "fp8.yaml") << "name: l8\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                     "model: {preset: llama3-8b}\ntraining: {global_batch: 32, fp8: hybrid}\nparallelism: {zero: 1}\n"
+                                     "simulation: {engine: analytic}\n";
+  const auto fp8 = dtsim("plan " + (dir / "fp8.yaml").string() + " --confirm 0 --emit nemo");
+  CHECK(fp8.status == 2);
+  CHECK(fp8.err.find("fp8 on the 8B recipe") != std::string::npos);
+  for (const auto* e : {&gpt, &fp8}) CHECK(std::count(e->err.begin(), e->err.end(), '\n') == 1);
   fs::remove_all(dir);
 }

@@ -1,0 +1,348 @@
+// The flags and configuration files of the frameworks `dtsim plan --emit` writes for (plan_emit_flags.hpp).
+//
+// torchtitan: its train.py under torchrun, the llama3 config file of the model's flavour with the plan's options
+// over it, as torchtitan/config_manager.py names them (pytorch/torchtitan 9dec370a, the version the validation
+// table cites; tests/data/frameworks/torchtitan-arguments.txt).
+// megatron: Megatron-LM's pretrain_gpt.py under torchrun, one task per node, flags as megatron/training/arguments.py
+// names them (NVIDIA/Megatron-LM core_r0.11.0; tests/data/frameworks/megatron-lm-arguments.txt lists them and the
+// test checks every flag written against it). Data and tokenizer are left to the user: the script trains on
+// Megatron's mock data with a null tokenizer of the model's vocabulary, which runs as written.
+// deepspeed: Megatron-DeepSpeed's pretrain_gpt.py (microsoft/Megatron-DeepSpeed f4157bea) under torchrun with a
+// DeepSpeed configuration file the script writes (keys of microsoft/DeepSpeed 38327e07f), as the repository's
+// examples_deepspeed/pretrain_llama2_distributed.sh runs it; the flags and keys are checked against
+// tests/data/frameworks/megatron-deepspeed-arguments.txt and deepspeed-config-keys.txt. It has no mock data: the
+// script asks for a dataset in Megatron's format (DATA).
+// nemo: Megatron-Bridge's scripts/training/run_recipe.py (NVIDIA-NeMo/Megatron-Bridge 067f987d, NeMo's LLM training
+// since 2025), one task a GPU as its own Slurm launcher runs it, the Llama 3 recipe of the model with the plan's
+// overrides (Hydra's dotted keys, strict: tests/data/frameworks/megatron-bridge-keys.txt lists them), on mock data.
+#include "sim/cli/plan_emit_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topology/error.hpp"
+#include "workloads/training.hpp"
+
+namespace dtsim::cli::emit {
+
+using workloads::Recompute;
+
+[[noreturn]] void cannot(std::string_view framework, const std::string& what) {
+  throw InputError("--emit", std::string(framework), "cannot run the best plan: " + what, "a plan it has flags for");
+}
+
+std::vector<std::string> megatron_flags(const workloads::Workload& w) {
+  constexpr std::string_view kName = "megatron";
+  const auto& m = w.model;
+  const auto& t = *w.training;
+  const auto& p = w.plan;
+  if (m.kind != workloads::ModelKind::Transformer) cannot(kName, "a model given as a list of layers");
+  if (m.mla()) cannot(kName, "multi-latent attention (its flags came after core_r0.11.0)");
+  if (p.zero >= 2) cannot(kName, fmt::format("ZeRO stage {} (Megatron-LM shards optimizer states only)", p.zero));
+  if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
+  if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
+  std::vector<std::string> f;
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  // The plan.
+  add("--tensor-model-parallel-size", p.tp);
+  add("--pipeline-model-parallel-size", p.pp);
+  if (p.vpp > 1) {
+    if (m.layers % (p.pp * p.vpp) != 0)
+      cannot(kName, fmt::format("{} layers in {} x {} virtual stages (Megatron-LM needs equal ones)", m.layers, p.pp, p.vpp));
+    add("--num-layers-per-virtual-pipeline-stage", m.layers / (p.pp * p.vpp));
+  }
+  if (p.cp > 1) add("--context-parallel-size", p.cp);
+  if (p.ep > 1) add("--expert-model-parallel-size", p.ep);
+  if (p.etp > 0 && p.etp != p.tp) add("--expert-tensor-parallel-size", p.etp);
+  if (t.sequence_parallel) f.emplace_back("--sequence-parallel");
+  add("--micro-batch-size", t.micro_batch);
+  add("--global-batch-size", t.global_batch);
+  const bool distributed_optimizer = p.zero == 1 || t.distributed_optimizer;
+  if (distributed_optimizer) f.emplace_back("--use-distributed-optimizer");
+  if (t.dp_overlap) f.emplace_back("--overlap-grad-reduce");
+  if (t.overlap_param_gather && distributed_optimizer) f.emplace_back("--overlap-param-gather");
+  if (t.tp_comm_overlap) f.emplace_back("--tp-comm-overlap");
+  if (t.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
+  if (t.recompute == Recompute::Full) {
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", 1);
+  }
+  // Precision.
+  if (t.precision == topology::Precision::Bf16) f.emplace_back("--bf16");
+  else if (t.precision == topology::Precision::Fp16) f.emplace_back("--fp16");
+  else cannot(kName, "training in a precision other than bf16 or fp16");
+  if (t.fp8 == workloads::Fp8::Hybrid) add("--fp8-format", "hybrid");
+  if (t.fp8 == workloads::Fp8::E4m3) add("--fp8-format", "e4m3");
+  // The model.
+  add("--num-layers", m.layers);
+  add("--hidden-size", m.hidden);
+  add("--num-attention-heads", m.heads);
+  add("--ffn-hidden-size", m.ffn_hidden);
+  if (m.kv_heads > 0 && m.kv_heads < m.heads) {
+    f.emplace_back("--group-query-attention");
+    add("--num-query-groups", m.kv_heads);
+  }
+  if (m.head_size > 0 && m.head_size * m.heads != m.hidden) add("--kv-channels", m.head_size);
+  add("--seq-length", m.seq_length);
+  add("--max-position-embeddings", m.seq_length);
+  if (m.positions == workloads::Positions::Rotary) add("--position-embedding-type", "rope");
+  if (m.norm == workloads::Norm::RmsNorm) add("--normalization", "RMSNorm");
+  if (m.activation == workloads::Activation::Swiglu) f.emplace_back("--swiglu");
+  if (!m.bias) f.emplace_back("--disable-bias-linear");
+  if (!m.tied_embeddings) f.emplace_back("--untie-embeddings-and-output-weights");
+  add("--hidden-dropout", m.hidden_dropout);
+  add("--attention-dropout", m.attention_dropout);
+  if (m.moe()) {
+    add("--num-experts", m.experts);
+    add("--moe-router-topk", m.experts_per_token);
+    if (m.expert_ffn_hidden > 0) add("--moe-ffn-hidden-size", m.expert_ffn_hidden);
+    if (m.shared_experts > 0)
+      add("--moe-shared-expert-intermediate-size", m.shared_experts * (m.expert_ffn_hidden > 0 ? m.expert_ffn_hidden : m.ffn_hidden));
+    f.emplace_back("--moe-grouped-gemm");
+  }
+  // What runs it as written: mock data, a null tokenizer of the model's vocabulary, a short run.
+  f.emplace_back("--mock-data");
+  add("--tokenizer-type", "NullTokenizer");
+  add("--vocab-size", m.vocab);
+  add("--train-iters", 100);
+  add("--lr", "1.0e-4");
+  add("--log-interval", 1);
+  add("--eval-iters", 0);
+  return f;
+}
+
+namespace {
+
+// The model's shape as Megatron-DeepSpeed's flags (megatron/arguments.py).
+void megatron_deepspeed_model(const workloads::ModelSpec& m, std::vector<std::string>& f) {
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  add("--num-layers", m.layers);
+  add("--hidden-size", m.hidden);
+  add("--num-attention-heads", m.heads);
+  add("--ffn-hidden-size", m.ffn_hidden);
+  if (m.kv_heads > 0 && m.kv_heads < m.heads) add("--num-key-value-heads", m.kv_heads);
+  if (m.head_size > 0 && m.head_size * m.heads != m.hidden) add("--kv-channels", m.head_size);
+  add("--seq-length", m.seq_length);
+  add("--max-position-embeddings", m.seq_length);
+  if (m.positions == workloads::Positions::Rotary) f.emplace_back("--use-rotary-position-embeddings");
+  if (m.norm == workloads::Norm::RmsNorm) add("--normalization", "rmsnorm");
+  if (m.activation == workloads::Activation::Swiglu) f.emplace_back("--swiglu");
+  if (!m.bias) f.emplace_back("--disable-bias-linear");
+  if (!m.tied_embeddings) f.emplace_back("--untie-embeddings-and-output-weights");
+  add("--hidden-dropout", m.hidden_dropout);
+  add("--attention-dropout", m.attention_dropout);
+}
+
+}  // namespace
+
+std::vector<std::string> deepspeed_flags(const workloads::Workload& w) {
+  constexpr std::string_view kName = "deepspeed";
+  const auto& m = w.model;
+  const auto& t = *w.training;
+  const auto& p = w.plan;
+  if (m.kind != workloads::ModelKind::Transformer) cannot(kName, "a model given as a list of layers");
+  if (m.mla()) cannot(kName, "multi-latent attention");
+  if (m.moe() || p.ep > 1) cannot(kName, "experts (Megatron-DeepSpeed's are DeepSpeed-MoE's, not modelled)");
+  if (p.cp > 1) cannot(kName, "context parallelism (its sequence parallelism is Ulysses')");
+  if (p.vpp > 1) cannot(kName, "interleaved virtual stages (DeepSpeed's pipeline engine has none)");
+  if (p.fsdp != workloads::Fsdp::None) cannot(kName, "PyTorch FSDP (DeepSpeed shards with ZeRO stages)");
+  if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
+  if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
+  if (t.fp8 != workloads::Fp8::None) cannot(kName, "fp8 training");
+  const bool bf16 = t.precision == topology::Precision::Bf16;
+  if (!bf16 && t.precision != topology::Precision::Fp16) cannot(kName, "training in a precision other than bf16 or fp16");
+  std::vector<std::string> f;
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  add("--tensor-model-parallel-size", p.tp);
+  add("--pipeline-model-parallel-size", p.pp);
+  // Without a pipeline, the GPT model itself rather than DeepSpeed's pipeline module (pretrain_gpt.py), which ZeRO
+  // stages 2 and 3 need.
+  if (p.pp == 1) f.emplace_back("--no-pipeline-parallel");
+  if (t.sequence_parallel) f.emplace_back("--sequence-parallel");
+  add("--micro-batch-size", t.micro_batch);
+  add("--global-batch-size", t.global_batch);
+  if (t.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
+  if (t.recompute == Recompute::Full) {
+    f.emplace_back("--deepspeed-activation-checkpointing");
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", 1);
+  }
+  f.emplace_back(bf16 ? "--bf16" : "--fp16");
+  if (t.attention == workloads::AttentionKernel::Flash || t.attention == workloads::AttentionKernel::Flash2)
+    f.emplace_back("--use-flash-attn-v2");
+  megatron_deepspeed_model(m, f);
+  add("--data-path", "\"$DATA\"");
+  add("--tokenizer-type", "NullTokenizer");
+  add("--vocab-size", m.vocab);
+  add("--train-iters", 100);
+  add("--lr", "1.0e-4");
+  add("--log-interval", 1);
+  add("--eval-iters", 0);
+  f.emplace_back("--deepspeed");
+  add("--deepspeed_config", "\"$config\"");
+  add("--zero-stage", p.zero);
+  return f;
+}
+
+// The DeepSpeed configuration: the batch, the ZeRO stage with the plan's overlap and bucket (in elements of the
+// gradients' type), the precision.
+std::string deepspeed_config(const workloads::Workload& w) {
+  const auto& t = *w.training;
+  const double bucket = t.dp_bucket.value() / workloads::bytes_per_element(t.grad_dtype);
+  return fmt::format("{{\n"
+                     "  \"train_batch_size\": {},\n"
+                     "  \"train_micro_batch_size_per_gpu\": {},\n"
+                     "  \"steps_per_print\": 1,\n"
+                     "  \"gradient_clipping\": 1.0,\n"
+                     "  \"zero_optimization\": {{\n"
+                     "    \"stage\": {},\n"
+                     "    \"overlap_comm\": {},\n"
+                     "    \"reduce_bucket_size\": {:.0f}\n"
+                     "  }},\n"
+                     "  \"{}\": {{\"enabled\": true}}\n"
+                     "}}\n",
+                     t.global_batch, t.micro_batch, w.plan.zero, t.dp_overlap ? "true" : "false", bucket,
+                     t.precision == topology::Precision::Bf16 ? "bf16" : "fp16");
+}
+
+// torchtitan's llama3 flavours (torchtitan/models/llama/__init__.py at 9dec370a): dtsim's presets of the same shape.
+std::optional<std::pair<std::string, std::string>> torchtitan_flavour(const std::string& preset) {
+  if (preset == "llama3-8b") return std::pair{"8B", "llama3_8b"};
+  if (preset == "llama3-70b") return std::pair{"70B", "llama3_70b"};
+  if (preset == "llama3-405b") return std::pair{"405B", "llama3_405b"};
+  return std::nullopt;
+}
+
+std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const std::string& config) {
+  constexpr std::string_view kName = "torchtitan";
+  const auto& m = w.model;
+  const auto& t = *w.training;
+  const auto& p = w.plan;
+  const auto flavour = torchtitan_flavour(m.name);
+  if (!flavour) cannot(kName, fmt::format("model '{}' (torchtitan's flavours: llama3-8b, llama3-70b, llama3-405b)", m.name));
+  if (p.vpp > 1) cannot(kName, "interleaved virtual stages (its split points are given by hand)");
+  if (p.ep > 1 || m.moe()) cannot(kName, "experts");
+  if (p.zero == 1 || p.zero == 2) cannot(kName, fmt::format("ZeRO stage {} (torchtitan shards with FSDP or replicates)", p.zero));
+  if (p.tp > 1 && !t.sequence_parallel) cannot(kName, "tensor parallelism without sequence parallelism");
+  if (t.recompute == Recompute::Selective) cannot(kName, "Megatron's selective recomputation (torchtitan's is per op or per layer)");
+  if (t.precision != topology::Precision::Bf16) cannot(kName, "training in a precision other than bf16");
+  const int local = t.global_batch / p.dp;
+  if (p.pp == 1 && t.micro_batch != local)
+    cannot(kName, "gradient accumulation (without a pipeline it runs a replica's batch in one pass)");
+  std::vector<std::string> f;
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  add("--job.config_file", "\"$TORCHTITAN/train_configs/" + config + ".toml\"");
+  add("--model.name", "llama3");
+  add("--model.flavor", flavour->first);
+  add("--training.data_parallel_shard_degree", p.zero == 3 ? p.dp : 1);
+  add("--training.data_parallel_replicate_degree", p.zero == 3 ? 1 : p.dp);
+  add("--training.tensor_parallel_degree", p.tp);
+  if (t.tp_comm_overlap) f.emplace_back("--experimental.enable_async_tensor_parallel");
+  if (p.pp > 1) {
+    add("--experimental.pipeline_parallel_degree", p.pp);
+    add("--experimental.pipeline_parallel_microbatches", local / t.micro_batch);
+  }
+  if (p.cp > 1) add("--experimental.context_parallel_degree", p.cp);
+  add("--training.batch_size", local);
+  add("--training.seq_len", m.seq_length);
+  if (t.recompute == Recompute::None) add("--activation_checkpoint.mode", "none");
+  if (t.recompute == Recompute::Full) add("--activation_checkpoint.mode", "full");
+  if (t.recompute == Recompute::Op) {
+    add("--activation_checkpoint.mode", "selective");
+    add("--activation_checkpoint.selective_ac_option", "op");
+  }
+  if (t.fp8 != workloads::Fp8::None) f.emplace_back("--float8.enable_float8_linear");
+  f.emplace_back("--training.compile");
+  add("--training.steps", 100);
+  return f;
+}
+namespace {
+
+// Megatron-Bridge's Llama 3 pretraining recipes (src/megatron/bridge/recipes/llama/llama3.py's names): dtsim's
+// presets of the same shape, and whether the recipe holds comm_overlap and mixed_precision sections (the 70B and
+// 405B ones; the 8B recipe has neither, and Hydra's strict overrides cannot reach into what is not there).
+struct BridgeRecipe {
+  std::string name;
+  bool sections;
+};
+
+std::optional<BridgeRecipe> bridge_recipe(const std::string& preset) {
+  if (preset == "llama3-8b") return BridgeRecipe{"llama3_8b_pretrain_config", false};
+  if (preset == "llama3-70b") return BridgeRecipe{"llama3_70b_pretrain_config", true};
+  if (preset == "llama3-405b") return BridgeRecipe{"llama31_405b_pretrain_config", true};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> bridge_recipe_name(const std::string& preset) {
+  const auto r = bridge_recipe(preset);
+  return r ? std::optional<std::string>(r->name) : std::nullopt;
+}
+
+std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
+  constexpr std::string_view kName = "nemo";
+  const auto& m = w.model;
+  const auto& t = *w.training;
+  const auto& p = w.plan;
+  const auto recipe = bridge_recipe(m.name);
+  if (!recipe)
+    cannot(kName, fmt::format("model '{}' (Megatron-Bridge's Llama 3 recipes: llama3-8b, llama3-70b, llama3-405b)", m.name));
+  if (p.zero >= 2 || p.fsdp != workloads::Fsdp::None) cannot(kName, "ZeRO stages 2 and 3 (Megatron-FSDP is not written)");
+  if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
+  if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
+  if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0)
+    cannot(kName, fmt::format("{} layers in {} x {} virtual stages (Megatron needs equal ones)", m.layers, p.pp, p.vpp));
+  if (t.precision != topology::Precision::Bf16) cannot(kName, "training in a precision other than bf16");
+  if (!recipe->sections && t.fp8 != workloads::Fp8::None) cannot(kName, "fp8 on the 8B recipe (its precision is a name)");
+  if (!recipe->sections && t.tp_comm_overlap) cannot(kName, "TP communication overlap on the 8B recipe (no comm_overlap)");
+  std::vector<std::string> f;
+  const auto set = [&f](std::string_view key, const auto& value) { f.push_back(fmt::format("{}={}", key, value)); };
+  const auto flag = [](bool b) { return b ? "true" : "false"; };
+  set("model.transformer.tensor_model_parallel_size", p.tp);
+  set("model.transformer.pipeline_model_parallel_size", p.pp);
+  if (p.vpp > 1) set("model.transformer.virtual_pipeline_model_parallel_size", p.vpp);
+  else set("model.transformer.virtual_pipeline_model_parallel_size", "null");
+  set("model.transformer.context_parallel_size", p.cp);
+  set("model.transformer.sequence_parallel", flag(t.sequence_parallel));
+  set("train.micro_batch_size", t.micro_batch);
+  set("train.global_batch_size", t.global_batch);
+  set("dataset.seq_length", m.seq_length);
+  // Recomputation: TransformerConfig wants a method and a layer count with full, none with selective.
+  if (t.recompute == Recompute::None) set("model.transformer.recompute_granularity", "null");
+  if (t.recompute == Recompute::Selective) {
+    set("model.transformer.recompute_granularity", "selective");
+    set("model.transformer.recompute_num_layers", "null");
+  }
+  if (t.recompute == Recompute::Full) {
+    set("model.transformer.recompute_granularity", "full");
+    set("model.transformer.recompute_method", "uniform");
+    set("model.transformer.recompute_num_layers", 1);
+  }
+  // The distributed optimizer, in both places the container reads it (config.py makes them agree).
+  const bool distributed = p.zero == 1 || t.distributed_optimizer;
+  set("ddp.use_distributed_optimizer", flag(distributed));
+  set("optimizer.use_distributed_optimizer", flag(distributed));
+  // Overlaps: the comm_overlap section, where the recipe has one, decides over the ddp keys.
+  const std::string_view where = recipe->sections ? "comm_overlap" : "ddp";
+  set(fmt::format("{}.overlap_grad_reduce", where), flag(t.dp_overlap));
+  set(fmt::format("{}.overlap_param_gather", where), flag(t.overlap_param_gather && distributed));
+  if (recipe->sections) set("comm_overlap.tp_comm_overlap", flag(t.tp_comm_overlap));
+  if (recipe->sections && t.fp8 != workloads::Fp8::None) {
+    set("mixed_precision.fp8", t.fp8 == workloads::Fp8::E4m3 ? "e4m3" : "hybrid");
+    set("mixed_precision.fp8_recipe", "delayed");   // Transformer Engine's delayed scaling, as dtsim's fp8 models it
+  }
+  // A short run that neither loads nor writes checkpoints.
+  set("train.train_iters", 100);
+  set("checkpoint.save", "null");
+  set("checkpoint.load", "null");
+  set("logger.log_interval", 1);
+  return f;
+}
+
+}  // namespace dtsim::cli::emit
