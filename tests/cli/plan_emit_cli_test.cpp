@@ -166,6 +166,22 @@ std::set<std::string> listed(const std::string& file) {
   return names;
 }
 
+// A stub of srun in DIR/bin that writes the arguments it is given to $SRUN_ARGS, one a line (and of scontrol, which
+// names node1); the arguments it was given, read back.
+void stub_slurm(const fs::path& dir) {
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "bin" / "scontrol") << "#!/bin/sh\necho node1\n";
+  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
+  fs::permissions(dir / "bin" / "scontrol", fs::perms::owner_all);
+  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+}
+std::vector<std::string> srun_arguments(const fs::path& file) {
+  std::vector<std::string> args;
+  std::istringstream launched(slurp(file));
+  for (std::string a; std::getline(launched, a);) args.push_back(a);
+  return args;
+}
+
 // `j`'s keys, nested ones dotted.
 void dotted_keys(const json& j, const std::string& prefix, std::vector<std::string>& out) {
   for (const auto& [key, value] : j.items()) {
@@ -178,7 +194,7 @@ void dotted_keys(const json& j, const std::string& prefix, std::vector<std::stri
 
 TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed configuration that the script writes, all theirs") {
   const fs::path dir = fresh_dir("plan", "emit-deepspeed");
-  fs::create_directories(dir / "bin");
+  fs::create_directories(dir);
   std::ofstream(dir / "s.yaml") << "name: llama3-8b-zero3\n"
                                    "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
                                    "model: {preset: llama3-8b}\n"
@@ -190,11 +206,8 @@ TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed con
   const fs::path job = dir / "job.sbatch";
   std::ofstream(job) << r.out;
   CHECK(std::system(("bash -n " + job.string()).c_str()) == 0);
-  // Run the script with Slurm's commands stubbed: srun writes the arguments it was given, one a line.
-  std::ofstream(dir / "bin" / "scontrol") << "#!/bin/sh\necho node1\n";
-  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
-  fs::permissions(dir / "bin" / "scontrol", fs::perms::owner_all);
-  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+  // Run the script with Slurm's commands stubbed.
+  stub_slurm(dir);
   const std::string env = fmt::format("cd {} && PATH={}:$PATH SLURM_JOB_ID=7 SLURM_JOB_NODELIST=node1 SRUN_ARGS={} ",
                                       dir.string(), (dir / "bin").string(), (dir / "args").string());
   // Without a dataset it stops before launching, saying what to give.
@@ -202,9 +215,7 @@ TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed con
   CHECK(slurp(dir / "err").find("set DATA to the prefix of a dataset") != std::string::npos);
   CHECK(!fs::exists(dir / "args"));
   REQUIRE(std::system((env + "DATA=/data/pile bash " + job.string()).c_str()) == 0);
-  std::vector<std::string> args;
-  std::istringstream launched(slurp(dir / "args"));
-  for (std::string a; std::getline(launched, a);) args.push_back(a);
+  const auto args = srun_arguments(dir / "args");
   const auto after = [&](const std::string& flag) {
     const auto it = std::ranges::find(args, flag);
     return it == args.end() || it + 1 == args.end() ? std::string("(absent)") : *(it + 1);
@@ -250,7 +261,7 @@ TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed con
 
 TEST_CASE("plan --emit nemo: Megatron-Bridge's Llama 3 recipe with the plan's overrides, one task a GPU, every key its own") {
   const fs::path dir = fresh_dir("plan", "emit-nemo");
-  fs::create_directories(dir / "bin");
+  fs::create_directories(dir);
   std::ofstream(dir / "s.yaml") << "name: llama3-70b-32xh100\n"
                                    "cluster: {preset: dgx-h100, nodes: 4}\n"
                                    "model: {preset: llama3-70b}\n"
@@ -263,15 +274,11 @@ TEST_CASE("plan --emit nemo: Megatron-Bridge's Llama 3 recipe with the plan's ov
   const fs::path job = dir / "job.sbatch";
   std::ofstream(job) << script;
   CHECK(std::system(("bash -n " + job.string()).c_str()) == 0);
-  // Run with srun stubbed: it writes the arguments it was given, one a line.
-  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
-  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+  stub_slurm(dir);
   REQUIRE(std::system(fmt::format("cd {} && PATH={}:$PATH SRUN_ARGS={} MEGATRON_BRIDGE=/opt/Megatron-Bridge bash {}",
                                   dir.string(), (dir / "bin").string(), (dir / "args").string(), job.string())
                           .c_str()) == 0);
-  std::vector<std::string> args;
-  std::istringstream launched(slurp(dir / "args"));
-  for (std::string a; std::getline(launched, a);) args.push_back(a);
+  const auto args = srun_arguments(dir / "args");
   REQUIRE(args.size() > 8);
   CHECK(args[0] == "python");
   CHECK(args[1] == "/opt/Megatron-Bridge/scripts/training/run_recipe.py");
