@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 

@@ -29,12 +29,12 @@ std::vector<std::string> emitted_flags(const std::string& script) {
   return out;
 }
 
-// Megatron-LM's flag names (core_r0.11.0's megatron/training/arguments.py; the file cites the commit).
-std::set<std::string> megatron_flag_names() {
+// The names a list in tests/data/frameworks holds: its lines that are not comments.
+std::set<std::string> listed(const std::string& file) {
   std::set<std::string> names;
-  std::istringstream in(slurp(src("tests/data/frameworks/megatron-lm-arguments.txt")));
+  std::istringstream in(slurp(src("tests/data/frameworks/" + file)));
   for (std::string line; std::getline(in, line);)
-    if (line.starts_with("--")) names.insert(line);
+    if (!line.empty() && !line.starts_with("#")) names.insert(line);
   return names;
 }
 
@@ -63,7 +63,7 @@ TEST_CASE("plan --emit megatron: the best plan as Megatron-LM's own flags in a S
   CHECK(std::system(("bash -n " + file.string()).c_str()) == 0);
   // Every flag is one of Megatron-LM's, none twice, and the plan's own are the best plan's.
   const auto flags = emitted_flags(script);
-  const auto names = megatron_flag_names();
+  const auto names = listed("megatron-lm-arguments.txt");   // core_r0.11.0's arguments.py; the file cites it
   REQUIRE(names.size() > 300);
   for (const auto& f : flags) CHECK_MESSAGE(names.count(f) == 1, f);
   CHECK(std::set<std::string>(flags.begin(), flags.end()).size() == flags.size());
@@ -116,10 +116,7 @@ TEST_CASE("plan --emit torchtitan: the best plan as torchtitan's own options ove
   const auto from = script.find("\"$TORCHTITAN/train.py\"");
   REQUIRE(from != std::string::npos);
   // Every option is one of torchtitan's (9dec370a's torchtitan/config_manager.py; the file cites the commit).
-  std::set<std::string> names;
-  std::istringstream list(slurp(src("tests/data/frameworks/torchtitan-arguments.txt")));
-  for (std::string line; std::getline(list, line);)
-    if (line.starts_with("--")) names.insert(line);
+  const auto names = listed("torchtitan-arguments.txt");
   REQUIRE(names.size() > 60);
   std::map<std::string, std::string> value;
   std::istringstream words(script.substr(from));
@@ -156,15 +153,6 @@ TEST_CASE("plan --emit torchtitan: the best plan as torchtitan's own options ove
 }
 
 namespace {
-
-// The names a list in tests/data/frameworks holds: its lines that are not comments.
-std::set<std::string> listed(const std::string& file) {
-  std::set<std::string> names;
-  std::istringstream in(slurp(src("tests/data/frameworks/" + file)));
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && !line.starts_with("#")) names.insert(line);
-  return names;
-}
 
 // A stub of srun in DIR/bin that writes the arguments it is given to $SRUN_ARGS, one a line (and of scontrol, which
 // names node1); the arguments it was given, read back.
