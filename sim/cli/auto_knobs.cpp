@@ -17,7 +17,7 @@ std::string chosen_value(const std::string& key, const workloads::Workload& w) {
   return std::string(to_string(w.training->recompute));
 }
 
-bool left(const Scenario& s, const char* key) { return std::ranges::find(s.auto_keys, key) != s.auto_keys.end(); }
+bool left(const scenario::Scenario& s, const char* key) { return std::ranges::find(s.auto_keys, key) != s.auto_keys.end(); }
 
 }  // namespace
 
@@ -37,7 +37,7 @@ std::vector<int> auto_vpp_choices(int layers, int pp, workloads::Framework f) {
   return out;
 }
 
-Scenario resolve_auto(Scenario s) {
+scenario::Scenario resolve_auto(scenario::Scenario s) {
   if (s.auto_keys.empty() || !s.workload || !s.workload->training) {
     s.auto_keys.clear();
     return s;

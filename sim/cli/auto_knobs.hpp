@@ -6,13 +6,13 @@
 // misses memory by the least, so that the run reports by how much.
 #pragma once
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace dtsim::cli {
 
 // `s` with its auto knobs chosen (Scenario::auto_chosen says what; auto_keys is then empty). A scenario with none
 // left is returned as it is. InputError (located) when its cluster cannot be built.
-Scenario resolve_auto(Scenario s);
+scenario::Scenario resolve_auto(scenario::Scenario s);
 
 // The interleaving depths auto tries on `pp` stages of `layers` layers under framework `f`: every depth that
 // gives each virtual stage the same whole number of layers (one layer a chunk included), as Megatron's

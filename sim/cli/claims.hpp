@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "workloads/memory_plan.hpp"
 
 namespace dtsim::cli {
@@ -26,8 +26,8 @@ class ClaimContext {
  public:
   explicit ClaimContext(std::string dir) : dir_(std::move(dir)) {}
 
-  const Scenario& doc(const std::string& file, const std::string& name);
-  std::vector<Scenario>& docs(const std::string& file);
+  const scenario::Scenario& doc(const std::string& file, const std::string& name);
+  std::vector<scenario::Scenario>& docs(const std::string& file);
   workloads::MemoryPlan memory(const std::string& file, const std::string& name);
   const nlohmann::json& run(const std::string& file, const std::string& name);   // run_point's row
   double step(const std::string& file, const std::string& name);
@@ -37,7 +37,7 @@ class ClaimContext {
 
  private:
   std::string dir_;
-  std::map<std::string, std::vector<Scenario>> files_;
+  std::map<std::string, std::vector<scenario::Scenario>> files_;
   std::map<std::string, nlohmann::json> runs_;
   std::set<std::string> read_;
 };

@@ -22,7 +22,7 @@
 
 #include "sim/cli/claims.hpp"
 #include "sim/cli/command_support.hpp"
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 
 #ifndef DTSIM_SOURCE_DIR
 #error "DTSIM_SOURCE_DIR must name the source tree (the default claims directory)"
@@ -57,24 +57,24 @@ struct Claim {
 
 // ---- claims.yaml ------------------------------------------------------------------------------------------
 
-std::vector<std::string> string_list(const YamlMap& m, const YAML::Node& node, const std::string& key,
+std::vector<std::string> string_list(const scenario::YamlMap& m, const YAML::Node& node, const std::string& key,
                                      const std::string& file) {
   std::vector<std::string> out;
   const YAML::Node list = node[key];
   if (!list.IsDefined() || list.IsNull()) return out;
   if (!list.IsSequence()) m.fail(key, "...", "not a list", "a list of file names");
   for (const auto& item : list) {
-    if (!item.IsScalar()) throw InputError(m.dotted(key), "...", "not a file name", "a list of file names", location(file, item));
+    if (!item.IsScalar()) throw InputError(m.dotted(key), "...", "not a file name", "a list of file names", scenario::location(file, item));
     out.push_back(item.Scalar());
   }
   return out;
 }
 
 Figure read_figure(const YAML::Node& node, const std::string& path, const std::string& file) {
-  YamlMap m(node, path, file, nullptr);
+  scenario::YamlMap m(node, path, file, nullptr);
   m.allow_only({"key", "what", "article", "tolerance"});
   Figure f;
-  f.where = location(file, node);
+  f.where = scenario::location(file, node);
   f.key = m.text("key").value_or("");
   if (f.key.empty()) m.fail("key", "", "missing", "the name of a figure dtsim computes");
   f.what = m.text("what").value_or("");
@@ -103,17 +103,17 @@ std::vector<Claim> read_claims(const std::string& file) {
   } catch (const YAML::Exception& e) {
     throw InputError("claims", e.msg, "not valid YAML", "a YAML file", fmt::format("{}:{}", file, e.mark.line + 1));
   }
-  YamlMap top(root, "", file, nullptr);
+  scenario::YamlMap top(root, "", file, nullptr);
   top.allow_only({"claims"});
   const YAML::Node list = root["claims"];
   if (!list.IsSequence()) top.fail("claims", "...", "not a list", "a list of claims");
   std::vector<Claim> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string path = fmt::format("claims[{}]", i);
-    YamlMap m(list[i], path, file, nullptr);
+    scenario::YamlMap m(list[i], path, file, nullptr);
     m.allow_only({"id", "section", "claim", "status", "missing", "part", "scenarios", "figures", "why"});
     Claim c;
-    c.where = location(file, list[i]);
+    c.where = scenario::location(file, list[i]);
     c.id = m.text("id").value_or("");
     if (c.id.empty()) m.fail("id", "", "missing", "S1 ... S21");
     if (std::any_of(out.begin(), out.end(), [&](const Claim& o) { return o.id == c.id; }))

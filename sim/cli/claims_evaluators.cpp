@@ -16,27 +16,27 @@ namespace dtsim::cli {
 using nlohmann::json;
 using topology::Precision;
 
-const Scenario& ClaimContext::doc(const std::string& file, const std::string& name) {
+const scenario::Scenario& ClaimContext::doc(const std::string& file, const std::string& name) {
   for (const auto& s : docs(file))
     if (s.name == name) return s;
   throw InputError("claims", file == "default" ? "the default scenario" : fmt::format("{}/{}", dir_, file),
                    fmt::format("has no document named {}", name), "the scenario documents claims_evaluators.cpp reads");
 }
 
-std::vector<Scenario>& ClaimContext::docs(const std::string& file) {
+std::vector<scenario::Scenario>& ClaimContext::docs(const std::string& file) {
   read_.insert(file);
   auto it = files_.find(file);
   if (it == files_.end()) {
-    auto loaded = file == "default" ? load_scenarios(default_scenario_text(), "<default scenario>")
-                                    : load_scenario_file(dir_ + "/" + file);
-    for (Scenario& s : loaded) s = resolve_auto(std::move(s));
+    auto loaded = file == "default" ? scenario::load_scenarios(scenario::default_scenario_text(), "<default scenario>")
+                                    : scenario::load_scenario_file(dir_ + "/" + file);
+    for (scenario::Scenario& s : loaded) s = resolve_auto(std::move(s));
     it = files_.emplace(file, std::move(loaded)).first;
   }
   return it->second;
 }
 
 workloads::MemoryPlan ClaimContext::memory(const std::string& file, const std::string& name) {
-  const Scenario& s = doc(file, name);
+  const scenario::Scenario& s = doc(file, name);
   return workloads::plan_memory(*s.workload, s.cluster.gpu);
 }
 
@@ -61,7 +61,7 @@ double part(const workloads::MemoryPlan& p, Bytes Parts::*field) { return (p.par
 
 // Weights + gradients + optimizer states of the whole model: the plan's parts for an unsplit, unsharded plan.
 double states(ClaimContext& cx, const std::string& file, const std::string& name) {
-  const Scenario& s = cx.doc(file, name);
+  const scenario::Scenario& s = cx.doc(file, name);
   const auto& plan = s.workload->plan;
   if (plan.tp * plan.pp * plan.dp != 1)
     throw InputError("claims", name, "splits the model; the whole model's states need", "tp = pp = dp = 1");
@@ -82,7 +82,7 @@ double kv_GB(ClaimContext& cx, const std::string& file, const std::string& name)
 double dense_peak(const topology::GpuSpec& gpu, Precision p) { return gpu.peak_for(p).value_or(FlopsPerSecond(0)).value(); }
 
 // One all-reduce of `bytes` over every GPU of the scenario's cluster, as the scenario's collectives run.
-Seconds all_reduce_over(const Scenario& s, double bytes) {
+Seconds all_reduce_over(const scenario::Scenario& s, double bytes) {
   return collective_times(s.cluster, workloads::CollectiveKind::AllReduce, s.simulation.collective_algo, {Bytes(bytes)},
                           s.simulation.max_channels)
       .at(0)
@@ -163,7 +163,7 @@ ClaimValues s7(ClaimContext& cx) {
 double serving_utilisation_pct(ClaimContext& cx, const std::string& file, const std::string& name, const char* phase) {
   const json& r = cx.run(file, name);
   const json& p = r.at("phases").at(phase);
-  const Scenario& s = cx.doc(file, name);
+  const scenario::Scenario& s = cx.doc(file, name);
   const auto precision = topology::parse_precision(r.at("compute_precision").get<std::string>());
   const double peak = s.cluster.gpu.peak_for(*precision)->value() * r.at("gpus").get<double>();
   return 100 * p.at("flops").get<double>() / p.at("time_s").get<double>() / peak;
@@ -186,12 +186,12 @@ ClaimValues s9(ClaimContext& cx) {
     const auto& w = *cx.doc(f, name).workload;
     return workloads::decode_step(w.model, *w.inference).intensity();
   };
-  const Scenario& one = cx.doc(f, "s09-gpt3-175b-decode-batch1");
+  const scenario::Scenario& one = cx.doc(f, "s09-gpt3-175b-decode-batch1");
   const double ridge = one.cluster.gpu.ridge_point(one.workload->inference->weights);
   const double b1 = intensity("s09-gpt3-175b-decode-batch1");
   // The step timed on eight H100s against the time its bytes take at full HBM bandwidth.
   const json& timed = cx.run(f, "s09-gpt3-175b-decode-8xh100");
-  const Scenario& eight = cx.doc(f, "s09-gpt3-175b-decode-8xh100");
+  const scenario::Scenario& eight = cx.doc(f, "s09-gpt3-175b-decode-8xh100");
   const double decode_s = timed.at("tpot_s").get<double>();
   const double bound_s = timed.at("phases").at("decode").at("bytes").get<double>() /
                          (eight.cluster.gpu.memory_bandwidth.value() * timed.at("gpus").get<double>());
@@ -282,7 +282,7 @@ ClaimValues s17(ClaimContext& cx) {
 constexpr double kSyncPeriod = 0.010;
 
 ClaimValues s18(ClaimContext& cx) {
-  const Scenario& s = cx.doc("s18-70b-gradient-sync.yaml", "s18-llama2-70b-8xh100");
+  const scenario::Scenario& s = cx.doc("s18-70b-gradient-sync.yaml", "s18-llama2-70b-8xh100");
   const auto& w = *s.workload;
   const double grads = workloads::parameter_count(w.model) * workloads::bytes_per_element(w.training->grad_dtype);
   const int n = s.cluster.gpus();
@@ -307,7 +307,7 @@ ClaimValues s19(ClaimContext& cx) {
     const std::string& tag = model.first;
     const std::string& preset = model.second;
     const auto docs = cx.docs(f);
-    const auto doc = std::ranges::find_if(docs, [&](const Scenario& s) { return s.workload && s.workload->model.name == preset; });
+    const auto doc = std::ranges::find_if(docs, [&](const scenario::Scenario& s) { return s.workload && s.workload->model.name == preset; });
     if (doc == docs.end()) throw InputError("claims", f, fmt::format("has no document for {}", preset), "one per model");
     const auto smallest = smallest_cluster(*doc, kMostGpus);
     if (!smallest)

@@ -15,21 +15,21 @@
 
 namespace dtsim::cli {
 
-std::vector<Scenario> load(const ScenarioArgs& args, bool keep_invalid_points = false);
+std::vector<scenario::Scenario> load(const ScenarioArgs& args, bool keep_invalid_points = false);
 
 // Errors raised while building know the key, not the file: add where the scenario gave that key.
 template <class Fn>
-auto located(const Scenario& s, Fn fn) {
+auto located(const scenario::Scenario& s, Fn fn) {
   try {
     return fn();
   } catch (const InputError& e) {
     if (!e.location().empty()) throw;
-    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), locate(s, e.key()));
+    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), scenario::locate(s, e.key()));
   }
 }
 
 // A sweep point as rows carry it: {"index": i, "values": {dotted key: value}}.
-nlohmann::json point_json(const SweepPoint& point);
+nlohmann::json point_json(const scenario::SweepPoint& point);
 
 // A trace to write beside a run: its file (none when empty) and what it shows.
 struct TraceRequest {
@@ -39,17 +39,17 @@ struct TraceRequest {
 
 // One scenario point simulated in its own process: its result object (run_json), with `point` and the resolved
 // `scenario`; writes its Perfetto trace as `trace` asks.
-nlohmann::json run_point(const Scenario& s, const TraceRequest& trace = {});
+nlohmann::json run_point(const scenario::Scenario& s, const TraceRequest& trace = {});
 
 // A sweep's default output directory: `out/<scenario name>/`, the name without the point's suffix.
-std::string default_out(const Scenario& s);
+std::string default_out(const scenario::Scenario& s);
 
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
-int cluster_gpus(const Scenario& s);
+int cluster_gpus(const scenario::Scenario& s);
 
 // The analytic engine's closed-form costs on `topo` (the scenario's built cluster) with the scenario's collective
 // algorithm, channels and routing, and NVLS where its switches reduce.
-sim::CommCosts scenario_costs(const Scenario& s, const topology::Topology& topo);
+sim::CommCosts scenario_costs(const scenario::Scenario& s, const topology::Topology& topo);
 
 // One collective over every GPU of `cluster`, timed by the SimGrid engine (in a child process) at each size,
 // with the algorithm and protocol the lowering chose for it; `max_channels` as simulation.max_channels; a

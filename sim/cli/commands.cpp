@@ -37,10 +37,10 @@ struct Described {
   topology::BillOfMaterials bom;
 };
 
-std::vector<Described> describe_all(const std::vector<Scenario>& scenarios) {
+std::vector<Described> describe_all(const std::vector<scenario::Scenario>& scenarios) {
   std::vector<Described> out;
   out.reserve(scenarios.size());
-  for (const Scenario& s : scenarios) {
+  for (const scenario::Scenario& s : scenarios) {
     auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
     auto props = topology::describe(built);
     auto bom = scenario_bom(s, built.topology);
@@ -61,32 +61,32 @@ int print_json(const std::vector<Described>& described) {
 }
 
 // The plan is checked against the cluster first, so a bad degree is reported at its key, not as a wrong plan.
-workloads::MemoryPlan plan_memory(const Scenario& s) {
+workloads::MemoryPlan plan_memory(const scenario::Scenario& s) {
   if (!s.workload)
     throw InputError("model", "", "missing section: the memory command needs a model section to plan",
                      "a scenario with model (preset or shape) and training or inference", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  const Scenario resolved = resolve_auto(s);
+  const scenario::Scenario resolved = resolve_auto(s);
   return workloads::plan_memory(*resolved.workload, resolved.cluster.gpu);
 }
 
-workloads::StepGraph step_graph(const Scenario& s, workloads::Granularity granularity) {
+workloads::StepGraph step_graph(const scenario::Scenario& s, workloads::Granularity granularity) {
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: the graph command needs a model and a training section to build",
                      "a scenario with model and training", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  const Scenario resolved = resolve_auto(s);
+  const scenario::Scenario resolved = resolve_auto(s);
   return located(s, [&] { return workloads::generate_step(*resolved.workload, s.cluster.gpu, {granularity}); });
 }
 
 
 }  // namespace
 
-Override parse_set(const std::string& text) {
+scenario::Override parse_set(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError("--set", text, "malformed override", "key=value, e.g. cluster.intra=ring", "--set");
-  return Override{text.substr(0, eq), text.substr(eq + 1)};
+  return scenario::Override{text.substr(0, eq), text.substr(eq + 1)};
 }
 
 int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
@@ -112,7 +112,7 @@ int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
 int memory_command(const ScenarioArgs& args) {
   const auto scenarios = load(args);
   std::vector<workloads::MemoryPlan> plans;
-  for (const Scenario& s : scenarios) plans.push_back(plan_memory(s));
+  for (const scenario::Scenario& s : scenarios) plans.push_back(plan_memory(s));
   if (args.format == Format::Json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& p : plans) rows.push_back(results::memory_json(p));
@@ -130,7 +130,7 @@ int graph_command(const ScenarioArgs& args, const std::string& dot_file, bool ke
     throw InputError("--dot", dot_file, fmt::format("the scenario holds {} documents; --dot takes", scenarios.size()),
                      "a scenario with one document");
   nlohmann::json rows = nlohmann::json::array();
-  for (const Scenario& s : scenarios) {
+  for (const scenario::Scenario& s : scenarios) {
     const auto graph = step_graph(s, kernels ? workloads::Granularity::Kernel : workloads::Granularity::Layer);
     const auto timeline = sim::play_analytic(graph, sim::free_communication());
     if (!dot_file.empty()) write_file(dot_file, located(s, [&] { return workloads::to_dot(graph); }), "--dot");
@@ -147,22 +147,22 @@ int catalog_command(Format format) {
   return 0;
 }
 
-std::vector<Scenario> load(const ScenarioArgs& args, bool keep_invalid_points) {
-  std::vector<Override> overrides;
+std::vector<scenario::Scenario> load(const ScenarioArgs& args, bool keep_invalid_points) {
+  std::vector<scenario::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(parse_set(s));
-  if (args.text) return load_scenarios(*args.text, "<dict>", overrides, keep_invalid_points);
+  if (args.text) return scenario::load_scenarios(*args.text, "<dict>", overrides, keep_invalid_points);
   if (args.file.empty())
-    return load_scenarios(default_scenario_text(), "<default scenario>", overrides, keep_invalid_points);
-  return load_scenario_file(args.file, overrides, keep_invalid_points);
+    return scenario::load_scenarios(scenario::default_scenario_text(), "<default scenario>", overrides, keep_invalid_points);
+  return scenario::load_scenario_file(args.file, overrides, keep_invalid_points);
 }
 
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
-int cluster_gpus(const Scenario& s) {
+int cluster_gpus(const scenario::Scenario& s) {
   if (!s.cluster.graph) return s.cluster.gpus();
   return located(s, [&] { return static_cast<int>(topology::read_user_graph(*s.cluster.graph).gpus().size()); });
 }
 
-sim::CommCosts scenario_costs(const Scenario& s, const topology::Topology& topo) {
+sim::CommCosts scenario_costs(const scenario::Scenario& s, const topology::Topology& topo) {
   const bool nvls = s.cluster.intra == topology::IntraKind::NvSwitch && s.cluster.intra_link.switch_reduction;
   return sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(), s.simulation.max_channels);
 }

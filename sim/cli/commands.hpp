@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "results/report.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace dtsim::cli {
 
@@ -138,6 +138,6 @@ const std::vector<std::pair<std::string, std::string>>& validation_scenarios();
 double parse_size(const std::string& text, const std::string& key);
 
 // "key=value" -> Override; throws InputError for a malformed one.
-Override parse_set(const std::string& text);
+scenario::Override parse_set(const std::string& text);
 
 }  // namespace dtsim::cli

@@ -122,7 +122,7 @@ int compare_command(const ScenarioArgs& args, const CompareArgs& compare) {
   if (!compare.out.empty()) make_directory(compare.out);
   json rows = json::array();
   Axes axes{true};
-  for (const Scenario& s : load(args)) {
+  for (const scenario::Scenario& s : load(args)) {
     const PointPlans p = plan_point(s, 1, compare.confirm, objective, false);
     const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
     const auto bom = scenario_bom(s, built.topology);

@@ -8,7 +8,7 @@ namespace dtsim::cli {
 
 using nlohmann::json;
 
-topology::BillOfMaterials scenario_bom(const Scenario& s, const topology::Topology& topo) {
+topology::BillOfMaterials scenario_bom(const scenario::Scenario& s, const topology::Topology& topo) {
   auto bom = topology::bill_of_materials(s.cluster, topo);
   for (auto& item : bom.items) {
     if (item.kind == topology::PartKind::Gpu && s.cost.gpu_usd) item.unit = Dollars(*s.cost.gpu_usd);
@@ -20,7 +20,7 @@ topology::BillOfMaterials scenario_bom(const Scenario& s, const topology::Topolo
   return bom;
 }
 
-results::Prices scenario_prices(const Scenario& s, const topology::BillOfMaterials& bom) {
+results::Prices scenario_prices(const scenario::Scenario& s, const topology::BillOfMaterials& bom) {
   results::Prices p;
   p.mode = s.cost.mode;
   p.gpu_hour = Dollars(s.cost.gpu_hour_usd.value_or(s.cluster.gpu.price_per_hour.value()));
@@ -39,7 +39,7 @@ results::Prices scenario_prices(const Scenario& s, const topology::BillOfMateria
   return p;
 }
 
-results::RunLength run_length(const Scenario& s) {
+results::RunLength run_length(const scenario::Scenario& s) {
   if (!s.workload || !s.workload->training) return {};
   return {s.workload->training->tokens, s.workload->training->steps};
 }
@@ -48,7 +48,7 @@ double tokens_per_step(const workloads::Workload& w) {
   return static_cast<double>(w.training->global_batch) * w.model.seq_length;
 }
 
-Accounting account(const Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step) {
+Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step) {
   Accounting a;
   a.prices = scenario_prices(s, bom);
   a.tokens_per_step = tokens_per_step(*s.workload);

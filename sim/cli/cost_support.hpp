@@ -5,18 +5,18 @@
 #include <nlohmann/json.hpp>
 
 #include "results/cost.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "topology/bill_of_materials.hpp"
 
 namespace dtsim::cli {
 
 // The bill of `s`'s cluster with the scenario's `cost` prices and powers over the catalog's.
-topology::BillOfMaterials scenario_bom(const Scenario& s, const topology::Topology& topo);
+topology::BillOfMaterials scenario_bom(const scenario::Scenario& s, const topology::Topology& topo);
 
 // Prices resolved; ownership of a bill with an unpriced part is an InputError naming the part.
-results::Prices scenario_prices(const Scenario& s, const topology::BillOfMaterials& bom);
+results::Prices scenario_prices(const scenario::Scenario& s, const topology::BillOfMaterials& bom);
 
-results::RunLength run_length(const Scenario& s);
+results::RunLength run_length(const scenario::Scenario& s);
 double tokens_per_step(const workloads::Workload& w);
 
 struct Accounting {
@@ -26,7 +26,7 @@ struct Accounting {
   double tokens_per_step = 0;
 };
 // The step's energy and cost, from its GPUs' energy and its time.
-Accounting account(const Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step);
+Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step);
 
 // Adds `energy` and `cost` (results/cost.hpp) to a result object.
 void add_accounting(nlohmann::json& row, const Accounting& a, Seconds step);

@@ -78,7 +78,7 @@ std::string why_it_wins(const PointPlans& p, Objective o) {
   return out;
 }
 
-std::string table(const Scenario& s, const PointPlans& p, Objective o) {
+std::string table(const scenario::Scenario& s, const PointPlans& p, Objective o) {
   const auto& r = p.search;
   const auto more = r.pruned.find(std::string(sim::search::kRecomputesMore));
   const std::size_t untimed = more == r.pruned.end() ? 0 : more->second;
@@ -112,7 +112,7 @@ std::string table(const Scenario& s, const PointPlans& p, Objective o) {
   return out + why_it_wins(p, o);
 }
 
-[[noreturn]] void nothing_fits(const Scenario& s, const sim::search::SearchResult& r, int gpus) {
+[[noreturn]] void nothing_fits(const scenario::Scenario& s, const sim::search::SearchResult& r, int gpus) {
   if (!r.nearest)
     throw InputError("parallelism", "", fmt::format("no candidate of the {} is a valid plan for this model on {} GPUs "
                                                     "(most common reason: {}); the search space has",
@@ -229,7 +229,7 @@ std::string nothing_fits_text(const sim::search::SearchResult& r, int gpus) {
                      gpus, -to_gibibytes(r.nearest->memory.margin));
 }
 
-std::optional<SmallestCluster> smallest_cluster(const Scenario& s, int most_gpus) {
+std::optional<SmallestCluster> smallest_cluster(const scenario::Scenario& s, int most_gpus) {
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: sizing searches a training step's parallel plan",
                      "a scenario with model and training sections", s.file);
@@ -247,9 +247,9 @@ std::optional<SmallestCluster> smallest_cluster(const Scenario& s, int most_gpus
       n["cluster"].remove("nics_per_node");
       n["cluster"].remove("fabric");
     }
-    auto loaded = load_scenarios(YAML::Dump(n), s.file);
+    auto loaded = scenario::load_scenarios(YAML::Dump(n), s.file);
     DTSIM_ASSERT(loaded.size() == 1, "a resized scenario is one scenario");
-    Scenario sized = std::move(loaded.front());
+    scenario::Scenario sized = std::move(loaded.front());
     sized.name = s.name;
     const int gpus = nodes * gpn;
     const Template t = make_template(sized);
@@ -263,7 +263,7 @@ std::optional<SmallestCluster> smallest_cluster(const Scenario& s, int most_gpus
   return std::nullopt;
 }
 
-PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective, bool nothing_fits_is_error) {
+PointPlans plan_point(const scenario::Scenario& s, int top, int confirm, Objective objective, bool nothing_fits_is_error) {
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: plan searches a training step's parallel plan",
                      "a scenario with model and training sections", s.file);
@@ -327,7 +327,7 @@ namespace {
 
 // The best plan the framework can run: the first of the ranked rows (confirmed first), then of every fitting plan
 // the search ranked, that it has flags for; none: the error about the best one.
-std::string emit_best(const std::string& framework, const Scenario& s, const PointPlans& p) {
+std::string emit_best(const std::string& framework, const scenario::Scenario& s, const PointPlans& p) {
   std::optional<InputError> first;
   const auto attempt = [&](const sim::search::Candidate& c, double step) -> std::optional<std::string> {
     try {
@@ -355,11 +355,11 @@ int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
   std::vector<std::pair<std::string, json>> points;
   std::string text;
   if (!plan.emit.empty()) check_emit_framework(plan.emit);   // before any search
-  const std::vector<Scenario> scenarios = load(args);
+  const std::vector<scenario::Scenario> scenarios = load(args);
   if (!plan.emit.empty() && plan.out.empty() && scenarios.size() > 1)
     throw InputError("--emit", plan.emit, fmt::format("writes one script a point, and the scenario has {}:", scenarios.size()),
                      "--out DIR for the scripts");
-  for (const Scenario& s : scenarios) {
+  for (const scenario::Scenario& s : scenarios) {
     const PointPlans p = plan_point(s, plan.top, plan.confirm, objective);
     if (!plan.emit.empty()) {
       const std::string script = emit_best(plan.emit, s, p);

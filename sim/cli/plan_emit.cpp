@@ -30,7 +30,7 @@ void check_emit_framework(std::string_view framework) {
     throw InputError("--emit", std::string(framework), "unknown framework", std::string(kEmitFrameworks));
 }
 
-std::string emit_plan(std::string_view framework, const Scenario& s, const workloads::Workload& w, double step_s) {
+std::string emit_plan(std::string_view framework, const scenario::Scenario& s, const workloads::Workload& w, double step_s) {
   check_emit_framework(framework);
   if (!w.training) emit::cannot(framework, "a serving scenario (the serving engines' launches are not written yet)");
   // Each framework: what the script's comment says it runs, its checkout's variable and default, the environment

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "workloads/plan.hpp"
 
 namespace dtsim::cli {
@@ -17,7 +17,7 @@ void check_emit_framework(std::string_view framework);
 
 // The script for `w` (the plan's resolved workload) on `s`'s cluster. Throws InputError ("--emit") when the
 // framework is unknown or cannot run the plan (a choice it has no flag for), naming what it lacks.
-std::string emit_plan(std::string_view framework, const Scenario& s, const workloads::Workload& w, double step_s);
+std::string emit_plan(std::string_view framework, const scenario::Scenario& s, const workloads::Workload& w, double step_s);
 
 // The script's file name for a scenario point: "NAME.FRAMEWORK.sbatch", the name reduced to letters, digits, '.',
 // '_' and '-'.

@@ -36,7 +36,7 @@ struct PointPlans {
 // Searches `s`'s plan, confirms the best `confirm` on the SimGrid engine, keeps the best `top`. Nothing fits:
 // InputError naming the nearest plan and the memory it lacks, or, with `nothing_fits_is_error` false, no rows
 // (`search.nearest` then names that plan).
-PointPlans plan_point(const Scenario& s, int top, int confirm, Objective objective, bool nothing_fits_is_error = true);
+PointPlans plan_point(const scenario::Scenario& s, int top, int confirm, Objective objective, bool nothing_fits_is_error = true);
 
 // "no plan of the N fits in memory on G GPUs; the nearest lacks X GiB per GPU" for a search where nothing fits.
 std::string nothing_fits_text(const sim::search::SearchResult& r, int gpus);
@@ -46,11 +46,11 @@ std::string nothing_fits_text(const sim::search::SearchResult& r, int gpus);
 // scenario of that size (its plan keys left to the search) and the first plan found to fit; nullopt when none
 // fits up to `most_gpus`.
 struct SmallestCluster {
-  Scenario scenario;
+  scenario::Scenario scenario;
   sim::search::PlanChoice plan;
   int gpus = 0;
 };
-std::optional<SmallestCluster> smallest_cluster(const Scenario& s, int most_gpus);
+std::optional<SmallestCluster> smallest_cluster(const scenario::Scenario& s, int most_gpus);
 
 std::string plan_label(const sim::search::PlanChoice& c, int gpus);
 nlohmann::json plan_row_json(const PlanRow& r, int gpus);

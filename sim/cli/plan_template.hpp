@@ -7,16 +7,16 @@
 #include <string>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/search/plan_search.hpp"
 
 namespace dtsim::cli {
 
 // `key` (dotted) was written by the scenario, its sweep point or --set, and not as `auto`.
-bool given(const Scenario& s, const std::string& key);
+bool given(const scenario::Scenario& s, const std::string& key);
 
 struct Template {
-  const Scenario& base;
+  const scenario::Scenario& base;
   YAML::Node node;
   sim::search::Fixed fixed;   // what the scenario gives (the rest is searched)
   std::optional<int> dp;      // parallelism.dp when given
@@ -24,11 +24,11 @@ struct Template {
 };
 
 // `s` as a template: every plan key it did not give left to the search.
-Template make_template(const Scenario& s);
+Template make_template(const scenario::Scenario& s);
 
 // The candidate `c` of `t` on `gpus` GPUs as a scenario, on the SimGrid engine or the analytic one (InputError when
 // it is not a valid plan).
-Scenario candidate(const Template& t, const sim::search::PlanChoice& c, int gpus, bool simgrid);
+scenario::Scenario candidate(const Template& t, const sim::search::PlanChoice& c, int gpus, bool simgrid);
 
 // The candidate's workload, or the one-line reason it is not a plan (for sim::search::search).
 sim::search::Made make(const Template& t, const sim::search::PlanChoice& c, int gpus);

@@ -50,8 +50,8 @@ json yaml_to_json(const YAML::Node& n) {
 }
 
 // `trace`: the engine records every network transfer (the trace's link counters need them).
-sim::Timeline play_engine(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
-  if (s.simulation.engine == EngineKind::Analytic) {
+sim::Timeline play_engine(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+  if (s.simulation.engine == scenario::EngineKind::Analytic) {
     auto t = sim::play_analytic(g, scenario_costs(s, topo));
     t.network_model = "analytic: closed form per transfer (route latency + bytes / narrowest link x efficiency), no contention";
     return t;
@@ -67,14 +67,14 @@ sim::Timeline play_engine(const Scenario& s, const workloads::StepGraph& g, cons
   return sim::play_simgrid(g, topo, options);
 }
 
-sim::Timeline play(const Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+sim::Timeline play(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
   sim::Timeline t = play_engine(s, g, topo, trace);
   if (!s.simulation.interference) return t;
   return sim::with_interference(g, std::move(t), topo, s.cluster.gpu);
 }
 
 // One point, start to finish: runs in a child process.
-json simulate(const Scenario& s, const TraceRequest& trace) {
+json simulate(const scenario::Scenario& s, const TraceRequest& trace) {
   const auto& w = *s.workload;
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto bom = scenario_bom(s, built.topology);
@@ -89,12 +89,12 @@ json simulate(const Scenario& s, const TraceRequest& trace) {
                "--trace");
   results::RunInfo info{s.name,
                         s.cluster.graph ? *s.cluster.graph : results::cluster_layout(s.cluster),
-                        s.simulation.engine == EngineKind::Simgrid ? "simgrid" : "analytic",
+                        s.simulation.engine == scenario::EngineKind::Simgrid ? "simgrid" : "analytic",
                         timeline.network_model,
                         std::string(sim::to_string(s.simulation.collective_algo)),
                         s.reference.source,
                         s.reference.baseline.empty() ? s.reference.values : std::map<std::string, double>{}};
-  if (s.simulation.engine == EngineKind::Simgrid)
+  if (s.simulation.engine == scenario::EngineKind::Simgrid)
     info.shortcuts = {{"memoized_collectives", timeline.memoized_collectives},
                       {"memo_refused_collectives", timeline.memo_refused_collectives},
                       {"memo_shapes", timeline.memo_shapes},
@@ -112,17 +112,17 @@ std::string json_text(const std::vector<json>& rows, bool sweep) {
   return json(rows).dump(2) + "\n";
 }
 
-void write_outputs(const std::string& dir, const std::vector<Scenario>& scenarios, const std::vector<json>& rows, bool sweep) {
+void write_outputs(const std::string& dir, const std::vector<scenario::Scenario>& scenarios, const std::vector<json>& rows, bool sweep) {
   write_file(dir + "/result.json", json_text(rows, sweep), "--out");
   write_file(dir + "/result.csv", results::run_csv(rows), "--out");
   std::string yaml;
-  for (const auto& s : scenarios) yaml += (yaml.empty() ? "" : "---\n") + to_yaml(s);
+  for (const auto& s : scenarios) yaml += (yaml.empty() ? "" : "---\n") + scenario::to_yaml(s);
   write_file(dir + "/scenario.resolved.yaml", yaml, "--out");
 }
 
 }  // namespace
 
-json point_json(const SweepPoint& point) {
+json point_json(const scenario::SweepPoint& point) {
   json values = json::object();
   for (const auto& [k, v] : point.values) values[k] = yaml_to_json(YAML::Load(v));
   return {{"index", point.index}, {"values", values}};
@@ -132,24 +132,24 @@ namespace {
 
 // `given` checked (its plan against its cluster, so that a bad degree is reported at its key, before any search),
 // its auto knobs chosen, and the plan they make checked again.
-Scenario runnable(const Scenario& given) {
+scenario::Scenario runnable(const scenario::Scenario& given) {
   if (!given.workload)
     throw InputError("model", "", "missing section: run simulates a training step or a serving batch",
                      "a scenario with model and training or inference sections; for the topology alone, dtsim topo",
                      given.file);
   located(given, [&] { workloads::check_plan(*given.workload, cluster_gpus(given)); });
-  Scenario s = resolve_auto(given);
+  scenario::Scenario s = resolve_auto(given);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
   return s;
 }
 
 }  // namespace
 
-json run_point(const Scenario& given, const TraceRequest& trace) {
+json run_point(const scenario::Scenario& given, const TraceRequest& trace) {
   // simulation.max_seconds: the whole point (resolving `auto`, generating, simulating) in a process of its own,
   // ended when it runs past the limit; the rows and files already written stay.
   if (const auto limit = given.simulation.max_seconds) {
-    Scenario unlimited = given;
+    scenario::Scenario unlimited = given;
     unlimited.simulation.max_seconds.reset();
     try {
       return json::parse(sim::run_isolated([&] { return run_point(unlimited, trace).dump(); }, *limit));
@@ -159,12 +159,12 @@ json run_point(const Scenario& given, const TraceRequest& trace) {
                        "a limit the job meets, or none (the key left out)", given.file);
     }
   }
-  const Scenario s = runnable(given);
+  const scenario::Scenario s = runnable(given);
   if (!trace.path.empty()) results::check_trace_ranks(trace.options.ranks, cluster_gpus(s));
   // A SimGrid run in a process of its own (one engine per process); the analytic engine keeps no state between
   // runs, so it runs here, without a fork.
   const auto isolated = [&](const std::function<std::string()>& work) {
-    return s.simulation.engine == EngineKind::Simgrid ? sim::run_isolated(work) : work();
+    return s.simulation.engine == scenario::EngineKind::Simgrid ? sim::run_isolated(work) : work();
   };
   json row;
   if (s.workload->inference) {
@@ -194,7 +194,7 @@ json run_point(const Scenario& given, const TraceRequest& trace) {
   for (const auto& [key, value] : s.auto_chosen) chosen[key] = yaml_to_json(YAML::Load(value));
   row["auto_chosen"] = chosen;
   if (s.point.index >= 0) row["point"] = point_json(s.point);
-  row["scenario"] = yaml_to_json(YAML::Load(to_yaml(s)));
+  row["scenario"] = yaml_to_json(YAML::Load(scenario::to_yaml(s)));
   return row;
 }
 
@@ -206,7 +206,7 @@ int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
                      "shapes a trace, and none is written without", "--trace FILE or --out DIR");
   if (outputs.trace_links)
     for (const auto& s : scenarios)
-      if (s.simulation.engine == EngineKind::Analytic)
+      if (s.simulation.engine == scenario::EngineKind::Analytic)
         throw InputError("--trace-links", "", "counts the transfers the SimGrid engine plays; the analytic engine plays none, so",
                          "simulation.engine: simgrid", s.file);
   if (trace.path.empty() && !outputs.dir.empty() && scenarios.size() == 1) trace.path = outputs.dir + "/trace.json";
@@ -215,7 +215,7 @@ int run_command(const ScenarioArgs& args, const RunOutputs& outputs) {
                      "a scenario without sweep axes (one point's resolved scenario is in --out DIR)");
   if (!outputs.dir.empty()) make_directory(outputs.dir);   // before the runs: the trace goes there
   std::vector<json> rows;
-  std::vector<Scenario> resolved;   // as run: what auto chose written into the resolved scenario
+  std::vector<scenario::Scenario> resolved;   // as run: what auto chose written into the resolved scenario
   for (const auto& s : scenarios) {
     resolved.push_back(runnable(s));
     rows.push_back(run_point(resolved.back(), trace));

@@ -30,7 +30,7 @@ struct Phase {
   Joules gpu_energy;  // every GPU of the cluster's replicas over the pass (results/energy.hpp)
 };
 
-Phase play_phase(const Scenario& s, const topology::Topology& topo, ServingPhase which, const PlayServing& play,
+Phase play_phase(const scenario::Scenario& s, const topology::Topology& topo, ServingPhase which, const PlayServing& play,
                  bool trace) {
   const auto& w = *s.workload;
   Phase p{workloads::serving_pass(*w.inference, which), {}, 0, 0, Seconds(0), Joules(0)};
@@ -55,7 +55,7 @@ Phase play_phase(const Scenario& s, const topology::Topology& topo, ServingPhase
 // What an hour of serving costs and what a token takes in energy (rental: the GPUs' hourly rate; ownership: the
 // bill of materials over its service life plus the facility's electricity at the decode step's power), from the
 // decode step (or the prefill, for an encoder).
-void add_serving_accounting(const Scenario& s, const topology::Topology& topo, const Phase& step, double step_tokens,
+void add_serving_accounting(const scenario::Scenario& s, const topology::Topology& topo, const Phase& step, double step_tokens,
                             double tokens_per_s, json& row) {
   const auto bom = scenario_bom(s, topo);
   const auto prices = scenario_prices(s, bom);
@@ -101,8 +101,8 @@ long long max_batch_that_fits(workloads::Workload w, const topology::GpuSpec& gp
     return workloads::plan_memory(w, gpu).fits;
   };
   long long lo = 0, hi = 1;
-  while (hi <= kMaxSequences && fits(hi)) lo = hi, hi *= 2;
-  hi = std::min(hi, kMaxSequences + 1);
+  while (hi <= scenario::kMaxSequences && fits(hi)) lo = hi, hi *= 2;
+  hi = std::min(hi, scenario::kMaxSequences + 1);
   while (hi - lo > 1) {
     const long long mid = lo + (hi - lo) / 2;
     (fits(mid) ? lo : hi) = mid;
@@ -137,7 +137,7 @@ std::string merged_trace(const Phase& prefill, const Phase* decode) {
   return out.dump();
 }
 
-json simulate_serving(const Scenario& s, const PlayServing& play, const std::string& trace_path) {
+json simulate_serving(const scenario::Scenario& s, const PlayServing& play, const std::string& trace_path) {
   const auto& w = *s.workload;
   const auto& inf = *w.inference;
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
@@ -151,7 +151,7 @@ json simulate_serving(const Scenario& s, const PlayServing& play, const std::str
   json row = {{"name", s.name},
               {"gpus", gpus},
               {"layout", s.cluster.graph ? *s.cluster.graph : results::cluster_layout(s.cluster)},
-              {"engine", s.simulation.engine == EngineKind::Simgrid ? "simgrid" : "analytic"},
+              {"engine", s.simulation.engine == scenario::EngineKind::Simgrid ? "simgrid" : "analytic"},
               {"network_model", prefill.timing.network_model},
               {"collective_algo", std::string(sim::to_string(s.simulation.collective_algo))},
               {"compute_precision", std::string(to_string(precision))},

@@ -4,7 +4,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include <string>
 #include <vector>
 #include "topology/topology.hpp"
@@ -26,11 +26,11 @@ using PlayServing = std::function<PassTiming(const workloads::StepGraph&, const 
 // The serving result object (DESIGN.md: ttft_s, tpot_s, tokens_per_s, tokens_per_s_per_gpu, max_batch_that_fits;
 // with phases {prefill, decode} each with its time, FLOPs, bytes, intensity and roofline regime, and memory).
 // With `trace_path`, the batch's prefill and one decode step after it are written there as one Perfetto trace.
-nlohmann::json simulate_serving(const Scenario& s, const PlayServing& play, const std::string& trace_path = "");
+nlohmann::json simulate_serving(const scenario::Scenario& s, const PlayServing& play, const std::string& trace_path = "");
 
 // The served stream of `inference.requests` on the built cluster `topo` (sim/cli/serving_stream.cpp): adds to `row`
 // DESIGN.md's p50/p99 fields, `throughput_tokens_per_s` and a `stream` object (with `disaggregation` when the
 // scenario splits prefill and decode).
-void serve_stream(const Scenario& s, const topology::Topology& topo, nlohmann::json& row);
+void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, nlohmann::json& row);
 
 }  // namespace dtsim::cli

@@ -23,7 +23,7 @@ using workloads::SchedulerLimits;
 // KV-cache blocks one GPU of `w` holds beside the weights and a full iteration's decode workspace (max_sequences
 // sequences over the whole context): what vLLM gives the cache after profiling a peak batch. Throws when nothing
 // is left; `key` names the scenario key to blame.
-long long kv_blocks_that_fit(const Scenario& s, workloads::Workload w, const SchedulerLimits& l, const std::string& key) {
+long long kv_blocks_that_fit(const scenario::Scenario& s, workloads::Workload w, const SchedulerLimits& l, const std::string& key) {
   workloads::InferenceSpec& inf = *w.inference;
   inf.batch = l.max_sequences;
   const auto plan = workloads::plan_memory(w, s.cluster.gpu);
@@ -85,7 +85,7 @@ std::vector<std::vector<Request>> deal(const std::vector<Request>& requests, int
 }
 
 // The colocated stream: each data-parallel replica serves its share, prefill and decode.
-std::vector<Served> serve_colocated(const Scenario& s, const topology::Topology& topo, const std::vector<Request>& requests,
+std::vector<Served> serve_colocated(const scenario::Scenario& s, const topology::Topology& topo, const std::vector<Request>& requests,
                                     SchedulerLimits limits, Work& work, json& details) {
   const auto& w = *s.workload;
   const bool planned = limits.kv_blocks == 0;
@@ -105,7 +105,7 @@ std::vector<Served> serve_colocated(const Scenario& s, const topology::Topology&
 }
 
 // A pool of the cluster as a workload: `pool.tp`-GPU replicas, pipeline 1.
-workloads::Workload pool_workload(const Scenario& s, const workloads::ServingPool& pool, const char* name) {
+workloads::Workload pool_workload(const scenario::Scenario& s, const workloads::ServingPool& pool, const char* name) {
   workloads::Workload w = *s.workload;
   w.plan.tp = pool.tp;
   w.plan.pp = 1;
@@ -122,7 +122,7 @@ workloads::Workload pool_workload(const Scenario& s, const workloads::ServingPoo
 
 // The disaggregated stream: prefill replicas, KV transfers (one at a time out of each prefill replica), decode
 // replicas.
-std::vector<Served> serve_disaggregated(const Scenario& s, const topology::Topology& topo,
+std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topology::Topology& topo,
                                         const std::vector<Request>& requests, const SchedulerLimits& given,
                                         Work& work, json& details) {
   const auto& d = *s.workload->inference->disaggregation;
@@ -227,7 +227,7 @@ std::vector<Served> serve_disaggregated(const Scenario& s, const topology::Topol
 
 }  // namespace
 
-void serve_stream(const Scenario& s, const topology::Topology& topo, json& row) {
+void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, json& row) {
   const auto& inf = *s.workload->inference;
   const auto requests = workloads::draw_requests(*inf.requests);
   Work work;

@@ -63,9 +63,9 @@ struct Stamp {
   int count = 0;
 };
 
-Stamp stamp_of(const std::vector<Scenario>& scenarios) {
+Stamp stamp_of(const std::vector<scenario::Scenario>& scenarios) {
   Stamp st;
-  for (const Scenario& s : scenarios) st.points.push_back(digest(s.invalid.empty() ? to_yaml(s) : s.invalid));
+  for (const scenario::Scenario& s : scenarios) st.points.push_back(digest(s.invalid.empty() ? scenario::to_yaml(s) : s.invalid));
   std::string all;
   for (const auto& d : st.points) all += d;
   st.sweep = digest(all);
@@ -81,7 +81,7 @@ void stamp(json& row, const Stamp& st) {
 }
 
 // A point that cannot be simulated (an invalid plan, an internal error) is a row with the reason.
-json error_row(const Scenario& s, const std::string& reason) {
+json error_row(const scenario::Scenario& s, const std::string& reason) {
   return {{"name", s.name}, {"point", point_json(s.point)}, {"error", reason}};
 }
 
@@ -112,7 +112,7 @@ Dispositions install_stop_handlers() {
 
 // One point in a forked worker: its row as JSON text on `fd`. The worker is a process group of its own, so the
 // sweep can stop it and its simulation process together; it dies of the signals the sweep had before it began.
-[[noreturn]] void work(const Scenario& s, int fd, const Dispositions& restore) {
+[[noreturn]] void work(const scenario::Scenario& s, int fd, const Dispositions& restore) {
   ::setpgid(0, 0);
   ::sigaction(SIGINT, &restore.interrupt, nullptr);
   ::sigaction(SIGTERM, &restore.terminate, nullptr);
@@ -130,7 +130,7 @@ Dispositions install_stop_handlers() {
 
 struct Worker {
   pid_t pid = 0;
-  const Scenario* scenario = nullptr;
+  const scenario::Scenario* scenario = nullptr;
   std::string out;
 };
 
@@ -173,10 +173,10 @@ std::string ending(int status) {
 // Runs `todo` in up to `jobs` workers, adding each finished row to `rows` and to the files as it arrives (the CSV
 // at most once a second, and at the end). A worker that ends without a result (killed, out of memory) leaves no
 // row: its point is returned, for a later --resume to run again.
-std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo, int jobs, const Files& files,
+std::vector<const scenario::Scenario*> run_points(const std::vector<const scenario::Scenario*>& todo, int jobs, const Files& files,
                                         const Stamp& st, Rows& rows, Progress& progress, const Dispositions& restore) {
   std::map<int, Worker> running;   // by the pipe's read end
-  std::vector<const Scenario*> lost;
+  std::vector<const scenario::Scenario*> lost;
   std::size_t next = 0;
   auto csv_written = std::chrono::steady_clock::now();
   // Ends every running worker's group; their points are lost (--resume runs them). Rows already written stay whole.
@@ -260,7 +260,7 @@ std::vector<const Scenario*> run_points(const std::vector<const Scenario*>& todo
 
 }  // namespace
 
-std::string default_out(const Scenario& s) {
+std::string default_out(const scenario::Scenario& s) {
   const std::string name = s.name.substr(0, s.name.find('['));
   return "out/" + (name.empty() ? std::string("sweep") : name);
 }
@@ -290,12 +290,12 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
   make_directory(dir);
   const Files files = files_of(dir, sweep.shard);
   std::string resolved;   // every point's resolved scenario, next to the rows (an invalid point: its reason)
-  for (const Scenario& s : scenarios)
+  for (const scenario::Scenario& s : scenarios)
     resolved += (resolved.empty() ? "" : "---\n") +
-                (s.invalid.empty() ? to_yaml(s) : fmt::format("# {}: not loaded: {}\n", s.name, s.invalid));
+                (s.invalid.empty() ? scenario::to_yaml(s) : fmt::format("# {}: not loaded: {}\n", s.name, s.invalid));
   replace_file(dir + "/scenario.resolved.yaml", resolved);
-  std::vector<const Scenario*> mine;
-  for (const Scenario& s : scenarios)
+  std::vector<const scenario::Scenario*> mine;
+  for (const scenario::Scenario& s : scenarios)
     if (s.point.index % sweep.shard.count == sweep.shard.index - 1) mine.push_back(&s);
   const Stamp st = stamp_of(scenarios);
   Rows rows;
@@ -306,8 +306,8 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
           !died(row.value("error", std::string())))   // a dead process's row (written before this was checked)
         rows.emplace(index, std::move(row));
   write_both(files, rows);   // drops a torn line; without --resume, starts afresh
-  std::vector<const Scenario*> todo;
-  for (const Scenario* s : mine) {
+  std::vector<const scenario::Scenario*> todo;
+  for (const scenario::Scenario* s : mine) {
     if (rows.contains(s->point.index)) continue;
     if (!s->invalid.empty()) {   // no worker needed
       json row = error_row(*s, s->invalid);

@@ -16,24 +16,24 @@ namespace dtsim::cli {
 namespace {
 
 // --only: every name must be a row of some table; the error lists the names there are.
-void check_only(const std::vector<std::string>& only, const std::vector<const std::vector<Scenario>*>& tables) {
+void check_only(const std::vector<std::string>& only, const std::vector<const std::vector<scenario::Scenario>*>& tables) {
   std::set<std::string> names;
   for (const auto* table : tables)
-    for (const Scenario& s : *table) names.insert(s.name);
+    for (const scenario::Scenario& s : *table) names.insert(s.name);
   for (const auto& n : only)
     if (!names.contains(n))
       throw InputError("--only", n, "no validation row has this name", fmt::format("{}", fmt::join(names, ", ")));
 }
 
 // The rows of one table (`only` selects, their baselines run with them), run and paired with their references.
-results::ValidationTable run_table(const std::string& name, const std::vector<Scenario>& scenarios,
+results::ValidationTable run_table(const std::string& name, const std::vector<scenario::Scenario>& scenarios,
                                    const std::vector<std::string>& only) {
   results::ValidationTable t{name, {}, {}};
-  const auto selected = [&](const Scenario& s) { return only.empty() || std::ranges::find(only, s.name) != only.end(); };
+  const auto selected = [&](const scenario::Scenario& s) { return only.empty() || std::ranges::find(only, s.name) != only.end(); };
   // Ratio rows: each names its baseline, a row of the same file, which runs with it.
   std::set<std::string> names, baselines;
-  for (const Scenario& s : scenarios) names.insert(s.name);
-  for (const Scenario& s : scenarios) {
+  for (const scenario::Scenario& s : scenarios) names.insert(s.name);
+  for (const scenario::Scenario& s : scenarios) {
     const std::string& b = s.reference.baseline;
     if (b.empty()) continue;
     if (b == s.name || !names.contains(b))
@@ -42,14 +42,14 @@ results::ValidationTable run_table(const std::string& name, const std::vector<Sc
     if (selected(s)) baselines.insert(b);
   }
   std::map<std::string, nlohmann::json> runs;
-  for (const Scenario& s : scenarios) {
+  for (const scenario::Scenario& s : scenarios) {
     if (!selected(s) && !baselines.contains(s.name)) continue;
     if (s.reference.values.empty() && !baselines.contains(s.name))
       throw InputError("reference", "", "missing: validate compares a scenario's published figures with dtsim's",
                        "a reference section with at least one figure (see docs/validation.md)", s.file);
     runs[s.name] = run_point(s);
   }
-  for (const Scenario& s : scenarios) {
+  for (const scenario::Scenario& s : scenarios) {
     if (!selected(s) || s.reference.values.empty()) continue;   // a baseline only
     nlohmann::json row = runs.at(s.name);
     if (!s.reference.baseline.empty()) {
@@ -62,8 +62,8 @@ results::ValidationTable run_table(const std::string& name, const std::vector<Sc
 }
 
 // The keys a table's rows set that its source does not state (the first row's reference.unstated).
-std::vector<std::string> unstated_keys(const std::vector<Scenario>& scenarios) {
-  for (const Scenario& s : scenarios)
+std::vector<std::string> unstated_keys(const std::vector<scenario::Scenario>& scenarios) {
+  for (const scenario::Scenario& s : scenarios)
     if (!s.reference.unstated.empty()) return s.reference.unstated;
   return {};
 }
@@ -72,26 +72,26 @@ std::vector<std::string> unstated_keys(const std::vector<Scenario>& scenarios) {
 
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format) {
-  std::vector<Override> overrides;
+  std::vector<scenario::Override> overrides;
   for (const auto& s : sets) overrides.push_back(parse_set(s));
   // (file, its rows as written, its rows from the source's stated columns only)
   struct Table {
     std::string name;
-    std::vector<Scenario> written, stated;
+    std::vector<scenario::Scenario> written, stated;
   };
   std::vector<Table> tables;
-  const auto add = [&](const std::string& name, std::vector<Scenario> written, const std::string& text) {
-    auto stated = unstated_keys(written).empty() ? std::vector<Scenario>{} : load_stated_only(text, name, overrides);
+  const auto add = [&](const std::string& name, std::vector<scenario::Scenario> written, const std::string& text) {
+    auto stated = unstated_keys(written).empty() ? std::vector<scenario::Scenario>{} : scenario::load_stated_only(text, name, overrides);
     tables.push_back({name, std::move(written), std::move(stated)});
   };
   if (files.empty())
-    for (const auto& [origin, text] : validation_scenarios()) add(origin, load_scenarios(text, origin, overrides), text);
+    for (const auto& [origin, text] : validation_scenarios()) add(origin, scenario::load_scenarios(text, origin, overrides), text);
   for (const auto& f : files) {
-    const std::string text = read_scenario_text(f);
-    add(f, load_scenarios(text, f, overrides), text);
+    const std::string text = scenario::read_scenario_text(f);
+    add(f, scenario::load_scenarios(text, f, overrides), text);
   }
   {
-    std::vector<const std::vector<Scenario>*> written;   // the rows as written name every row there is
+    std::vector<const std::vector<scenario::Scenario>*> written;   // the rows as written name every row there is
     for (const auto& t : tables) written.push_back(&t.written);
     check_only(only, written);
   }

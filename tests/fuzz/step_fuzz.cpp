@@ -11,7 +11,7 @@
 #include <string>
 
 #include "sim/cli/command_support.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
 
 namespace {
@@ -21,7 +21,7 @@ constexpr int kMostLayers = 16;
 constexpr int kMostMicroBatches = 16;
 constexpr int kMostOutputTokens = 64;
 
-bool small(const dtsim::cli::Scenario& s) {
+bool small(const dtsim::scenario::Scenario& s) {
   if (!s.workload || s.cluster.gpus() > kMostGpus) return false;
   const auto& w = *s.workload;
   if (w.model.layers > kMostLayers) return false;
@@ -36,9 +36,9 @@ bool small(const dtsim::cli::Scenario& s) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    for (dtsim::cli::Scenario& s : dtsim::cli::load_scenarios(text, "fuzz.yaml", {}, false, 1)) {
+    for (dtsim::scenario::Scenario& s : dtsim::scenario::load_scenarios(text, "fuzz.yaml", {}, false, 1)) {
       if (!small(s)) continue;
-      s.simulation.engine = dtsim::cli::EngineKind::Analytic;
+      s.simulation.engine = dtsim::scenario::EngineKind::Analytic;
       (void)dtsim::cli::run_point(s);
     }
   } catch (const dtsim::InputError&) {

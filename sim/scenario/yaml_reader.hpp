@@ -1,6 +1,6 @@
 // A strict reader over one YAML map: typed getters that reject wrong types and out-of-range values, and a
 // check that rejects unknown keys. Every error names file:line, the dotted key, the value and what is allowed.
-// Private to the scenario loader: no YAML type leaves sim/cli.
+// Private to the scenario loader: no YAML type leaves sim/scenario.
 #pragma once
 
 #include <initializer_list>
@@ -11,7 +11,7 @@
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 // Parses every document of `text` (file names `file` in errors) and checks what yaml-cpp lets through: every map
 // key a single value, no key twice in one map (yaml-cpp keeps the first silently). Syntax errors, nesting past
@@ -74,4 +74,4 @@ std::string resolve_path(const std::string& scenario_file, const std::string& pa
 // "file:line" of a node (1-based), or "file" when it has no position (a --set override says "--set").
 std::string location(const std::string& file, const YAML::Node& node);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -1,10 +1,10 @@
 // The `simulation` and `reference` sections. Private to the scenario loader.
 #pragma once
 
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 SimulationSpec read_simulation(const YamlMap& m);
 // What a reference may quote: a training step's figures, a served batch's, or a served stream's and its batch's.
@@ -17,4 +17,4 @@ void resolve_cost(CostSpec& c, const topology::GpuSpec& gpu);
 // The result fields a `reference` may give, as "a, b, ...".
 std::string reference_keys(ReferenceKind kind);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

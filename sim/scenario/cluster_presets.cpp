@@ -1,17 +1,17 @@
 // Cluster presets (`cluster.preset`): named machines, as data. Each is the cluster keys of one scenario file in
 // scenarios/topologies/ (where the sources are cited); the keys a scenario gives beside `preset` replace the
 // preset's. Node counts are the scenario's to give (default 1).
-#include "sim/cli/cluster_presets.hpp"
+#include "sim/scenario/cluster_presets.hpp"
 
 #include <array>
 #include <string>
 
 #include <fmt/format.h>
 
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 #include "topology/error.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 struct Preset {
@@ -59,4 +59,4 @@ void apply_cluster_preset(YAML::Node cluster, const std::string& file) {
   cluster.remove("preset");
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "workloads/layer_list.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 void emit_link(YAML::Emitter& out, const char* key, const topology::LinkSpec& l) {
@@ -359,4 +359,4 @@ std::string to_yaml(const Scenario& scenario) {
   return std::string(out.c_str()) + "\n";
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -1,13 +1,13 @@
-#include "sim/cli/simulation_reader.hpp"
+#include "sim/scenario/simulation_reader.hpp"
 
 #include <algorithm>
 #include <array>
 #include <fmt/format.h>
 #include <string_view>
 
-#include "sim/cli/workload_reader.hpp"
+#include "sim/scenario/workload_reader.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 constexpr double kMostSeconds = 7 * 24 * 3600.0;   // simulation.max_seconds: a week of wall time at most
@@ -131,4 +131,4 @@ Reference read_reference(const YamlMap& m, ReferenceKind kind) {
   return r;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

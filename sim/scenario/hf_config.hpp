@@ -6,7 +6,7 @@
 
 #include "workloads/model.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 // The model `path` describes: Llama, Mistral, Qwen2 and Qwen3 (decoders with RMSNorm, rotary positions, SwiGLU,
 // grouped KV heads), their mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE, DeepSeek-V3 (multi-head latent
@@ -17,4 +17,4 @@ namespace dtsim::cli {
 workloads::ModelSpec read_hf_config(const std::string& path, const std::string& written, const std::string& key,
                                     const std::string& where);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

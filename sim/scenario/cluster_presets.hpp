@@ -5,7 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 // Fills `cluster` (a scenario's cluster map) with its preset's keys, those it gives itself kept, and removes
 // `preset`; no-op without one. An unknown name is an InputError at the key's file:line, listing the presets.
@@ -14,4 +14,4 @@ void apply_cluster_preset(YAML::Node cluster, const std::string& file);
 // The preset names, comma-separated.
 std::string cluster_preset_names();
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -15,9 +15,9 @@
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 struct ExpandedPoint {
   YAML::Node doc;
@@ -37,4 +37,4 @@ void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value
 // Removes the dotted `key` from the map `root`; false when it was not there (a step of its path absent or no map).
 bool erase_dotted(YAML::Node root, const std::string& key);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

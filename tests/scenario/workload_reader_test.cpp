@@ -4,13 +4,13 @@
 
 #include <array>
 
-#include "cli/scenario_support.hpp"
-#include "sim/cli/scenario.hpp"
+#include "scenario/scenario_support.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
 
 using namespace dtsim;
-using namespace dtsim::cli;
-using namespace dtsim::cli::test;
+using namespace dtsim::scenario;
+using namespace dtsim::scenario::test;
 
 TEST_CASE("a preset gives the model, training takes mixed-precision defaults, dp is what tp x pp leave") {
   const Scenario s = load_one(kLlamaTp8);

@@ -1,11 +1,11 @@
-#include "sim/cli/sweep.hpp"
+#include "sim/scenario/sweep.hpp"
 
 #include <fmt/format.h>
 
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 #include "topology/error.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 // One axis: keys that advance together (one key unless zipped) and their values, position by position.
@@ -151,4 +151,4 @@ std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string
   return out;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -4,14 +4,14 @@
 
 #include <string>
 
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 #include "topology/catalog.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 topology::GpuSpec read_gpu(const YamlMap& parent, const std::string& key);
 topology::LinkSpec read_link(const YamlMap& parent, const std::string& key);
 // The link at `key`, or the catalog entry `fallback` when the key is absent.
 topology::LinkSpec read_link_or(const YamlMap& parent, const std::string& key, const std::string& fallback);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

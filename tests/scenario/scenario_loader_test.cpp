@@ -7,13 +7,13 @@
 #include <filesystem>
 
 #include "results/catalog_report.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
-#include "cli/scenario_support.hpp"
+#include "scenario/scenario_support.hpp"
 
 using namespace dtsim;
-using namespace dtsim::cli;
-using namespace dtsim::cli::test;
+using namespace dtsim::scenario;
+using namespace dtsim::scenario::test;
 
 TEST_CASE("a minimal cluster gets the documented defaults") {
   Scenario s = load_one("cluster: {gpu: a100-sxm4-80gb}");

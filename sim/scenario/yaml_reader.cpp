@@ -1,4 +1,4 @@
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 
 #include <filesystem>
 
@@ -14,7 +14,7 @@
 
 #include "topology/error.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 std::string location(const std::string& file, const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -295,4 +295,4 @@ std::string resolve_path(const std::string& scenario_file, const std::string& pa
   return (std::filesystem::path(scenario_file).parent_path() / p).lexically_normal().string();
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

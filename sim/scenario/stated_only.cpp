@@ -3,12 +3,12 @@
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/sweep.hpp"
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/sweep.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 #include "topology/error.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 // Removes `key` from the axes of one sweep map (the sweep itself or its zip): an axis that is the key goes; an
@@ -56,4 +56,4 @@ std::vector<Scenario> load_stated_only(const std::string& text, const std::strin
   return load_scenarios(kept, file, overrides);
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/section_readers.hpp"
-#include "sim/cli/workload_reader.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/section_readers.hpp"
+#include "sim/scenario/workload_reader.hpp"
 #include "topology/error.hpp"
 
-namespace dtsim::cli::detail {
+namespace dtsim::scenario::detail {
 namespace {
 
 using topology::Precision;
@@ -174,4 +174,4 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
   return i;
 }
 
-}  // namespace dtsim::cli::detail
+}  // namespace dtsim::scenario::detail

@@ -19,7 +19,7 @@ namespace YAML {
 class Node;
 }
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 enum class EngineKind { Simgrid, Analytic };
 
@@ -89,7 +89,7 @@ struct Scenario {
   std::string invalid;
   std::map<std::string, std::string> origin; // dotted key -> "file:line" (or "--set") where it was given
   // The knobs left to `auto` (absent or written `auto`: training.micro_batch, parallelism.vpp, training.recompute):
-  // loaded at the framework's default, chosen by resolve_auto (sim/cli/auto_knobs.hpp), then empty.
+  // loaded at the framework's default, chosen by resolve_auto (the drivers' auto_knobs.hpp), then empty.
   std::vector<std::string> auto_keys;
   // What resolve_auto chose: dotted key -> value as the resolved scenario writes it, in auto_keys' order.
   std::vector<std::pair<std::string, std::string>> auto_chosen;
@@ -146,4 +146,4 @@ std::string locate(const Scenario& scenario, const std::string& key);
 // The embedded default scenario of `./dtsim run` with no file.
 const std::string& default_scenario_text();
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -5,11 +5,11 @@
 #include <initializer_list>
 #include <string>
 
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 #include "workloads/model.hpp"
 #include "workloads/training.hpp"
 
-namespace dtsim::cli::detail {
+namespace dtsim::scenario::detail {
 
 // `key` of `m` as one of the `allowed` precisions (absent: `fallback`); anything else fails with the list.
 topology::Precision read_precision(const YamlMap& m, const std::string& key, topology::Precision fallback,
@@ -19,4 +19,4 @@ topology::Precision read_precision(const YamlMap& m, const std::string& key, top
 // precisions; `model` gives the default context.
 workloads::InferenceSpec read_inference(const YamlMap& m, const workloads::ModelSpec& model);
 
-}  // namespace dtsim::cli::detail
+}  // namespace dtsim::scenario::detail

@@ -10,12 +10,12 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 #include "topology/error.hpp"
 #include "topology/cluster.hpp"
 #include "workloads/plan.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 
 // The model keys' limits (the reader's and hf_config's, so that what either reads writes back and loads).
 inline constexpr long long kMaxLayers = 100'000;
@@ -66,4 +66,4 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
                                                  const std::string& scenario_name, const std::string& file,
                                                  std::vector<std::string>* auto_keys = nullptr);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -4,7 +4,7 @@
 // training: workloads::training_defaults(precision), then the explicit keys. inference: bf16 weights and KV
 // cache, one sequence, the model's seq_length as context. parallelism: tp = pp = vpp = 1, 1f1b, tp-dp-pp,
 // ZeRO 0, scatter/gather on, dp = GPUs / (tp x pp).
-#include "sim/cli/workload_reader.hpp"
+#include "sim/scenario/workload_reader.hpp"
 
 #include <algorithm>
 #include <array>
@@ -13,13 +13,13 @@
 #include <fmt/format.h>
 #include <initializer_list>
 
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/section_readers.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/section_readers.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
 #include "workloads/layer_list.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace detail {
 
 topology::Precision read_precision(const YamlMap& m, const std::string& key, topology::Precision fallback,
@@ -49,7 +49,7 @@ using workloads::TrainingSpec;
 
 constexpr double kMaxBucketMB = 1e6;
 
-// `key` of `m` is `auto`: left to resolve_auto (sim/cli/auto_knobs.hpp), the reader keeps its default for now.
+// `key` of `m` is `auto`: left to resolve_auto (the drivers' auto_knobs.hpp), the reader keeps its default for now.
 bool is_auto(const YamlMap& m, const std::string& key) { return m.has(key) && m.text(key) == std::string(kAuto); }
 
 constexpr std::initializer_list<Precision> kComputePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16,
@@ -386,4 +386,4 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
   return w;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -4,13 +4,13 @@
 
 #include <fmt/format.h>
 
-#include "cli/scenario_support.hpp"
-#include "sim/cli/scenario.hpp"
+#include "scenario/scenario_support.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "workloads/model.hpp"
 
 using namespace dtsim;
-using namespace dtsim::cli;
-using namespace dtsim::cli::test;
+using namespace dtsim::scenario;
+using namespace dtsim::scenario::test;
 
 namespace {
 

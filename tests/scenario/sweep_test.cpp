@@ -1,11 +1,11 @@
 // `sweep:` axes, `simulation` and `reference` sections in the scenario loader.
 #include <doctest/doctest.h>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
 
 using namespace dtsim;
-using namespace dtsim::cli;
+using namespace dtsim::scenario;
 
 namespace {
 

@@ -6,17 +6,17 @@
 #include <optional>
 #include <sstream>
 
-#include "sim/cli/cluster_presets.hpp"
-#include "sim/cli/hardware_reader.hpp"
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/simulation_reader.hpp"
-#include "sim/cli/sweep.hpp"
-#include "sim/cli/workload_reader.hpp"
-#include "sim/cli/yaml_reader.hpp"
+#include "sim/scenario/cluster_presets.hpp"
+#include "sim/scenario/hardware_reader.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/simulation_reader.hpp"
+#include "sim/scenario/sweep.hpp"
+#include "sim/scenario/workload_reader.hpp"
+#include "sim/scenario/yaml_reader.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 using topology::ClusterSpec;
@@ -268,4 +268,4 @@ std::string locate(const Scenario& scenario, const std::string& key) {
   }
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -5,11 +5,11 @@
 
 #include <fmt/format.h>
 
-#include "sim/cli/hf_config.hpp"
-#include "sim/cli/workload_reader.hpp"
+#include "sim/scenario/hf_config.hpp"
+#include "sim/scenario/workload_reader.hpp"
 #include "workloads/layer_list.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 using workloads::ModelSpec;
@@ -169,4 +169,4 @@ ModelSpec read_model(const YamlMap& m, const std::string& scenario_name, const s
 }
 
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -1,11 +1,11 @@
-#include "sim/cli/hardware_reader.hpp"
+#include "sim/scenario/hardware_reader.hpp"
 
 #include <limits>
 
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 using topology::GpuSpec;
@@ -122,4 +122,4 @@ LinkSpec read_link_or(const YamlMap& parent, const std::string& key, const std::
   return topology::find_link(fallback, parent.dotted(key));
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
 
-namespace dtsim::cli::test {
+namespace dtsim::scenario::test {
 
 inline Scenario load_one(const std::string& text, const std::vector<Override>& o = {}) {
   auto all = load_scenarios(text, "test.yaml", o);
@@ -41,4 +41,4 @@ training: {global_batch: 64}
 parallelism: {tp: 8}
 )";
 
-}  // namespace dtsim::cli::test
+}  // namespace dtsim::scenario::test

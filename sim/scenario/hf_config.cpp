@@ -1,8 +1,8 @@
 // Field names are the transformers library's configuration classes' (LlamaConfig, MistralConfig, MixtralConfig,
 // Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GPT2Config, BertConfig); defaults
 // are theirs where a config.json may leave a field out.
-#include "sim/cli/hf_config.hpp"
-#include "sim/cli/workload_reader.hpp"
+#include "sim/scenario/hf_config.hpp"
+#include "sim/scenario/workload_reader.hpp"
 
 #include <array>
 #include <filesystem>
@@ -14,7 +14,7 @@
 
 #include "topology/error.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 using nlohmann::json;
@@ -269,4 +269,4 @@ ModelSpec read_hf_config(const std::string& path, const std::string& written, co
   return m;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario
