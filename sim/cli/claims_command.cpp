@@ -20,7 +20,7 @@
 #include <regex>
 #include <set>
 
-#include "sim/cli/claims.hpp"
+#include "sim/drivers/claims.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/scenario/yaml_reader.hpp"
 
@@ -32,7 +32,7 @@ namespace dtsim::cli {
 namespace {
 
 using nlohmann::json;
-using Value = ClaimValue;
+using Value = drivers::ClaimValue;
 
 struct Figure {
   std::string key;
@@ -167,7 +167,7 @@ std::string show(const Value& v) {
   return fmt::format("{:.4g}", d);
 }
 
-Evaluated evaluate(const Claim& c, ClaimContext& cx, const std::string& file) {
+Evaluated evaluate(const Claim& c, drivers::ClaimContext& cx, const std::string& file) {
   Evaluated e{&c, {}, "", ""};
   if (c.status == "waiting") {
     e.verdict = "waiting";
@@ -177,12 +177,12 @@ Evaluated evaluate(const Claim& c, ClaimContext& cx, const std::string& file) {
     e.verdict = "outside a simulator's reach";
     return e;
   }
-  const auto it = claim_evaluators().find(c.id);
-  if (it == claim_evaluators().end())
+  const auto it = drivers::claim_evaluators().find(c.id);
+  if (it == drivers::claim_evaluators().end())
     throw InputError("claims", c.id, "no evaluator for this claim", "a claim dtsim computes figures for, or status: waiting",
                      c.where);
   cx.begin_claim();
-  const ClaimValues values = it->second(cx);
+  const drivers::ClaimValues values = it->second(cx);
   const std::set<std::string> listed(c.scenarios.begin(), c.scenarios.end());
   if (listed != cx.files_read())
     throw InputError(fmt::format("{}.scenarios", c.id), fmt::format("[{}]", fmt::join(c.scenarios, ", ")),
@@ -317,14 +317,14 @@ int claims_command(const std::string& dir_arg, const std::string& out, Format fo
       for (const auto& c : claims) ids += (ids.empty() ? "" : ", ") + c.id;
       throw InputError("--only", id, "no such claim", ids);
     }
-  ClaimContext cx(dir);
+  drivers::ClaimContext cx(dir);
   std::vector<Evaluated> all;
   for (const auto& c : claims)
     if (only.empty() || std::find(only.begin(), only.end(), c.id) != only.end()) all.push_back(evaluate(c, cx, file));
   const std::string text = format == Format::Json ? to_json(all).dump(2) + "\n" : markdown(all);
-  if (!json_out.empty()) write_file(json_out, to_json(all).dump(2) + "\n", "--json");
+  if (!json_out.empty()) results::write_file(json_out, to_json(all).dump(2) + "\n", "--json");
   if (out.empty()) std::cout << text;
-  else write_file(out, text, "--out");
+  else results::write_file(out, text, "--out");
   return 0;
 }
 

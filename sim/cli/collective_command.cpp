@@ -11,6 +11,7 @@
 #include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/collective_options.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/drivers/collective.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
 #include "topology/builders.hpp"
 
@@ -19,44 +20,8 @@ namespace {
 
 using workloads::CollectiveKind;
 
-std::string serialize(const std::vector<Seconds>& times) {
-  std::string out;
-  for (auto t : times) out += fmt::format("{:.17g}\n", t.value());
-  return out;
-}
-
-std::vector<Seconds> deserialize(const std::string& text) {
-  std::vector<Seconds> out;
-  std::istringstream in(text);
-  for (double v; in >> v;) out.emplace_back(v);
-  return out;
-}
-
 }  // namespace
 
-std::vector<CollectiveTiming> collective_times(const topology::ClusterSpec& cluster, CollectiveKind kind,
-                                               sim::Algorithm algorithm, const std::vector<Bytes>& points,
-                                               int max_channels, int root) {
-  const auto built = topology::build_cluster(cluster);
-  const bool nvls = cluster.intra == topology::IntraKind::NvSwitch && cluster.intra_link.switch_reduction;
-  std::vector<int> ranks(static_cast<std::size_t>(cluster.gpus()));
-  for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
-  // A broadcast chains (or trees) out of its group's first rank: the group listed from the root.
-  if (kind == CollectiveKind::Broadcast && root > 0 && root < static_cast<int>(ranks.size()))
-    std::rotate(ranks.begin(), ranks.begin() + root, ranks.end());
-  const auto layout = sim::group_layout(ranks, built.topology, nvls);
-  const sim::CollectiveTuning tuning = sim::collective_tuning(max_channels);
-  std::vector<CollectiveTiming> out;
-  for (const auto& s : points) {   // lowering first: an algorithm that cannot run here fails before any simulation
-    const sim::Lowered l = sim::lower_periodic(kind, s, layout, algorithm, sim::Protocol::Auto, tuning);
-    out.push_back({Seconds(0), std::string(sim::to_string(l.algorithm)), std::string(sim::to_string(l.protocol))});
-  }
-  const auto times = deserialize(sim::run_isolated(
-      [&] { return serialize(sim::time_collectives(kind, points, ranks, built.topology, layout, algorithm,
-                                                       cluster.effective_routing(), true, max_channels)); }));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i].time = times.at(i);
-  return out;
-}
 
 int collective_command(const CollectiveArgs& a) {
   const auto request = check_collective(a);
@@ -66,7 +31,7 @@ int collective_command(const CollectiveArgs& a) {
   const auto& points = request.sizes;
   const auto timings = [&] {
     try {
-      return collective_times(cluster, kind, algorithm, points, a.max_channels, std::max(request.root, 0));
+      return drivers::collective_times(cluster, kind, algorithm, points, a.max_channels, std::max(request.root, 0));
     } catch (const InputError& e) {   // the library names the scenario key; here the user gave a flag
       if (e.key() != "simulation.collective_algo") throw;
       throw InputError("--algo", e.value(), e.reason(), e.allowed());

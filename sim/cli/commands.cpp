@@ -20,12 +20,12 @@
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/process.hpp"
 #include "results/topology_report.hpp"
-#include "sim/cli/cost_support.hpp"
+#include "sim/drivers/cost.hpp"
 #include "topology/builders.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
 #include "workloads/memory_plan.hpp"
-#include "sim/cli/auto_knobs.hpp"
+#include "sim/drivers/auto_knobs.hpp"
 #include "workloads/step_graph.hpp"
 
 namespace dtsim::cli {
@@ -41,9 +41,9 @@ std::vector<Described> describe_all(const std::vector<scenario::Scenario>& scena
   std::vector<Described> out;
   out.reserve(scenarios.size());
   for (const scenario::Scenario& s : scenarios) {
-    auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
+    auto built = drivers::located(s, [&] { return topology::build_cluster(s.cluster); });
     auto props = topology::describe(built);
-    auto bom = scenario_bom(s, built.topology);
+    auto bom = drivers::scenario_bom(s, built.topology);
     out.push_back(Described{std::move(built), results::TopologyRow{s.name, &s.cluster, props}, std::move(bom)});
   }
   return out;
@@ -54,7 +54,7 @@ int print_json(const std::vector<Described>& described) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& d : described) {
     rows.push_back(results::topology_json(d.row));
-    rows.back()["bill_of_materials"] = bom_json(d.bom);
+    rows.back()["bill_of_materials"] = drivers::bom_json(d.bom);
   }
   std::cout << (rows.size() == 1 ? rows[0] : rows).dump(2) << "\n";
   return 0;
@@ -65,8 +65,8 @@ workloads::MemoryPlan plan_memory(const scenario::Scenario& s) {
   if (!s.workload)
     throw InputError("model", "", "missing section: the memory command needs a model section to plan",
                      "a scenario with model (preset or shape) and training or inference", s.file);
-  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  const scenario::Scenario resolved = resolve_auto(s);
+  drivers::located(s, [&] { workloads::check_plan(*s.workload, drivers::cluster_gpus(s)); });
+  const scenario::Scenario resolved = drivers::resolve_auto(s);
   return workloads::plan_memory(*resolved.workload, resolved.cluster.gpu);
 }
 
@@ -74,9 +74,9 @@ workloads::StepGraph step_graph(const scenario::Scenario& s, workloads::Granular
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: the graph command needs a model and a training section to build",
                      "a scenario with model and training", s.file);
-  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  const scenario::Scenario resolved = resolve_auto(s);
-  return located(s, [&] { return workloads::generate_step(*resolved.workload, s.cluster.gpu, {granularity}); });
+  drivers::located(s, [&] { workloads::check_plan(*s.workload, drivers::cluster_gpus(s)); });
+  const scenario::Scenario resolved = drivers::resolve_auto(s);
+  return drivers::located(s, [&] { return workloads::generate_step(*resolved.workload, s.cluster.gpu, {granularity}); });
 }
 
 
@@ -96,7 +96,7 @@ int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
     if (described.size() != 1)
       throw InputError("--dot", dot_file, fmt::format("the scenario holds {} topologies; --dot takes", described.size()),
                        "a scenario with one topology");
-    write_file(dot_file, topology::to_dot(described.front().built.topology), "--dot");
+    results::write_file(dot_file, topology::to_dot(described.front().built.topology), "--dot");
   }
   if (args.format == Format::Json) return print_json(described);
   if (described.size() > 1) {   // several documents or sweep points: side by side
@@ -105,7 +105,7 @@ int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
     std::cout << results::topology_comparison(rows);
     return 0;
   }
-  std::cout << results::topology_table(described.front().row) << bom_table(described.front().bom);
+  std::cout << results::topology_table(described.front().row) << drivers::bom_table(described.front().bom);
   return 0;
 }
 
@@ -133,7 +133,7 @@ int graph_command(const ScenarioArgs& args, const std::string& dot_file, bool ke
   for (const scenario::Scenario& s : scenarios) {
     const auto graph = step_graph(s, kernels ? workloads::Granularity::Kernel : workloads::Granularity::Layer);
     const auto timeline = sim::play_analytic(graph, sim::free_communication());
-    if (!dot_file.empty()) write_file(dot_file, located(s, [&] { return workloads::to_dot(graph); }), "--dot");
+    if (!dot_file.empty()) results::write_file(dot_file, drivers::located(s, [&] { return workloads::to_dot(graph); }), "--dot");
     if (args.format == Format::Json) rows.push_back(results::step_graph_json(graph, timeline));
     else std::cout << (&s == &scenarios.front() ? "" : "\n") << results::step_graph_table(s.name, graph, timeline);
   }
@@ -154,81 +154,6 @@ std::vector<scenario::Scenario> load(const ScenarioArgs& args, bool keep_invalid
   if (args.file.empty())
     return scenario::load_scenarios(scenario::default_scenario_text(), "<default scenario>", overrides, keep_invalid_points);
   return scenario::load_scenario_file(args.file, overrides, keep_invalid_points);
-}
-
-// GPUs the scenario's cluster has: the builders' count, or the user graph's.
-int cluster_gpus(const scenario::Scenario& s) {
-  if (!s.cluster.graph) return s.cluster.gpus();
-  return located(s, [&] { return static_cast<int>(topology::read_user_graph(*s.cluster.graph).gpus().size()); });
-}
-
-sim::CommCosts scenario_costs(const scenario::Scenario& s, const topology::Topology& topo) {
-  const bool nvls = s.cluster.intra == topology::IntraKind::NvSwitch && s.cluster.intra_link.switch_reduction;
-  return sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(), s.simulation.max_channels);
-}
-
-void make_directory(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw InputError("--out", dir, fmt::format("cannot create directory ({})", ec.message()), "a writable path");
-}
-
-namespace {
-
-[[noreturn]] void cannot_write(const std::string& key, const std::string& path, const char* step, int error) {
-  throw InputError(key, path, fmt::format("cannot write file ({} failed: {})", step, std::strerror(error)),
-                   "a writable path on a disk with room");
-}
-
-}  // namespace
-
-void write_file(const std::string& path, const std::string& text, const std::string& key) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (std::filesystem::is_directory(status)) throw InputError(key, path, "is a directory, not a file:", "a file path");
-  // A regular file is written beside itself and renamed over: readers see the old file or the whole new one, never
-  // a torn one. A device or FIFO (/dev/stdout, /dev/full) is written in place.
-  const bool in_place = std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
-  const std::string target = in_place ? path : fmt::format("{}.{}.tmp", path, ::getpid());
-  const int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) cannot_write(key, path, "open", errno);
-  const auto give_up = [&](const char* step) {
-    const int error = errno;
-    ::close(fd);
-    if (!in_place) ::unlink(target.c_str());
-    cannot_write(key, path, step, error);
-  };
-  if (!sim::write_all(fd, text)) give_up("write");
-  if (!in_place && ::fsync(fd) != 0) give_up("fsync");
-  if (::close(fd) != 0) {
-    const int error = errno;
-    if (!in_place) ::unlink(target.c_str());
-    cannot_write(key, path, "close", error);
-  }
-  if (!in_place && ::rename(target.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(target.c_str());
-    cannot_write(key, path, "rename", error);
-  }
-}
-
-void append_file(const std::string& path, const std::string& text, const std::string& key) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) cannot_write(key, path, "open", errno);
-  struct stat before {};
-  if (::fstat(fd, &before) != 0) {
-    const int error = errno;
-    ::close(fd);
-    cannot_write(key, path, "fstat", error);
-  }
-  if (!sim::write_all(fd, text) || ::fsync(fd) != 0) {
-    // A disk that filled mid-write keeps what the file held before, never part of `text`.
-    const int error = errno;
-    (void)::ftruncate(fd, before.st_size);
-    ::close(fd);
-    cannot_write(key, path, "append", error);
-  }
-  if (::close(fd) != 0) cannot_write(key, path, "close", errno);
 }
 
 }  // namespace dtsim::cli

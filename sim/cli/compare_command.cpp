@@ -10,7 +10,7 @@
 #include "results/cost.hpp"
 #include "results/run_report.hpp"
 #include "sim/cli/command_support.hpp"
-#include "sim/cli/plan_support.hpp"
+#include "sim/drivers/plan.hpp"
 #include "topology/builders.hpp"
 
 namespace dtsim::cli {
@@ -118,14 +118,14 @@ std::string csv(const json& doc) {
 
 int compare_command(const ScenarioArgs& args, const CompareArgs& compare) {
   if (compare.confirm < 0) throw InputError("--confirm", std::to_string(compare.confirm), "out of range", "an integer >= 0");
-  const Objective objective = parse_objective(compare.objective);
-  if (!compare.out.empty()) make_directory(compare.out);
+  const drivers::Objective objective = drivers::parse_objective(compare.objective);
+  if (!compare.out.empty()) results::make_directory(compare.out);
   json rows = json::array();
   Axes axes{true};
   for (const scenario::Scenario& s : load(args)) {
-    const PointPlans p = plan_point(s, 1, compare.confirm, objective, false);
-    const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
-    const auto bom = scenario_bom(s, built.topology);
+    const drivers::PointPlans p = drivers::plan_point(s, 1, compare.confirm, objective, false);
+    const auto built = drivers::located(s, [&] { return topology::build_cluster(s.cluster); });
+    const auto bom = drivers::scenario_bom(s, built.topology);
     json row = {{"name", s.name},
                 {"cluster", cluster_label(s.cluster)},
                 {"gpu", s.cluster.gpu.name},
@@ -137,14 +137,14 @@ int compare_command(const ScenarioArgs& args, const CompareArgs& compare) {
                 {"fits", !p.rows.empty()},
                 {"pareto", false}};
     if (p.rows.empty()) {
-      row["why"] = nothing_fits_text(p.search, p.gpus);
+      row["why"] = drivers::nothing_fits_text(p.search, p.gpus);
       if (p.search.nearest) {
-        row["nearest"] = plan_label(p.search.nearest->choice, p.gpus);
+        row["nearest"] = drivers::plan_label(p.search.nearest->choice, p.gpus);
         row["lacks_bytes"] = -p.search.nearest->memory.margin.value();
       }
     } else {
-      row["plan"] = plan_row_json(p.rows.front(), p.gpus);
-      row["plan_label"] = plan_label(p.rows.front().candidate.choice, p.gpus);
+      row["plan"] = drivers::plan_row_json(p.rows.front(), p.gpus);
+      row["plan_label"] = drivers::plan_label(p.rows.front().candidate.choice, p.gpus);
       axes.length = axes.length && !row["plan"]["cost"]["days"].is_null();
     }
     rows.push_back(std::move(row));
@@ -155,8 +155,8 @@ int compare_command(const ScenarioArgs& args, const CompareArgs& compare) {
                                          : json{{"time", "s_per_million_tokens"}, {"cost", "usd_per_million_tokens"}}},
                     {"clusters", rows}};
   if (!compare.out.empty()) {
-    write_file(compare.out + "/compare.json", doc.dump(2) + "\n", "--out");
-    write_file(compare.out + "/compare.csv", csv(doc), "--out");
+    results::write_file(compare.out + "/compare.json", doc.dump(2) + "\n", "--out");
+    results::write_file(compare.out + "/compare.csv", csv(doc), "--out");
   }
   if (args.format == Format::Json) std::cout << doc.dump(2) << "\n";
   else if (args.format == Format::Csv) std::cout << csv(doc);

@@ -153,12 +153,12 @@ std::vector<std::string> write_report(const std::string& dir, const results::Cha
     throw InputError("report", dir + "/" + source, e.what(),
                      compare.is_null() ? "at least one simulated row" : "a compare.json in which a cluster fits");
   }
-  make_directory(dir + "/plots");
+  results::make_directory(dir + "/plots");
   // The summary last: it links charts, so it is written only once they are drawn.
   const results::ReportFile* summary = nullptr;
   for (const auto& f : report.files)
     if (f.path == "report.md") summary = &f;
-    else write_file(dir + "/" + f.path, f.text, "report");
+    else results::write_file(dir + "/" + f.path, f.text, "report");
   std::vector<std::string> charts;
   for (const auto& script : report.scripts) {
     const fs::path p(script);
@@ -167,7 +167,7 @@ std::vector<std::string> write_report(const std::string& dir, const results::Cha
       throw std::runtime_error(failed);
     charts.push_back(dir + "/" + fs::path(p).replace_extension(".png").string());
   }
-  if (summary) write_file(dir + "/" + summary->path, summary->text, "report");
+  if (summary) results::write_file(dir + "/" + summary->path, summary->text, "report");
   return charts;
 }
 

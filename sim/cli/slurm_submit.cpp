@@ -111,9 +111,9 @@ int submit_sweep_array(const ScenarioArgs& args, const SweepArgs& sweep) {
   if (scenarios.front().point.index < 0)
     throw InputError("sweep", "", "the scenario has no sweep axes; to simulate one point", "dtsim run", args.file);
   const std::string dir = fs::absolute(sweep.out.empty() ? default_out(scenarios.front()) : sweep.out).lexically_normal().string();
-  make_directory(dir);
+  results::make_directory(dir);
   const std::string script = dir + "/sweep.sbatch";
-  write_file(script, slurm_sweep_script(), "--out");
+  results::write_file(script, slurm_sweep_script(), "--out");
   fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
   const std::string binary = self_path();
   std::vector<std::string> argv = {"sbatch", "--parsable", fmt::format("--array=1-{}", sweep.slurm),

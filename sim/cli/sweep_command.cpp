@@ -29,6 +29,7 @@
 
 #include "results/run_report.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/scenario/scenario_json.hpp"
 #include "sim/cli/sweep_rows.hpp"
 #include "sim/process.hpp"
 
@@ -82,7 +83,7 @@ void stamp(json& row, const Stamp& st) {
 
 // A point that cannot be simulated (an invalid plan, an internal error) is a row with the reason.
 json error_row(const scenario::Scenario& s, const std::string& reason) {
-  return {{"name", s.name}, {"point", point_json(s.point)}, {"error", reason}};
+  return {{"name", s.name}, {"point", scenario::point_json(s.point)}, {"error", reason}};
 }
 
 // A simulation process that died (a signal, a crash) gave no result: no row, so --resume runs the point again.
@@ -118,7 +119,7 @@ Dispositions install_stop_handlers() {
   ::sigaction(SIGTERM, &restore.terminate, nullptr);
   std::string text;
   try {
-    text = run_point(s).dump();
+    text = drivers::run_point(s).dump();
   } catch (const std::exception& e) {
     if (died(e.what())) sim::exit_child(1);
     text = error_row(s, e.what()).dump();
@@ -245,7 +246,7 @@ std::vector<const scenario::Scenario*> run_points(const std::vector<const scenar
         continue;
       }
       stamp(row, st);
-      append_file(files.jsonl, row.dump() + "\n", "--out");
+      results::append_file(files.jsonl, row.dump() + "\n", "--out");
       rows.emplace(w.scenario->point.index, std::move(row));
       if (std::chrono::steady_clock::now() - csv_written >= std::chrono::seconds(1)) {
         replace_file(files.csv, csv_text(rows));
@@ -287,7 +288,7 @@ int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
       throw InputError("sweep", "", "the file has several YAML documents; a sweep is", "one document with sweep axes",
                        args.file);
   const std::string dir = sweep.out.empty() ? default_out(scenarios.front()) : sweep.out;
-  make_directory(dir);
+  results::make_directory(dir);
   const Files files = files_of(dir, sweep.shard);
   std::string resolved;   // every point's resolved scenario, next to the rows (an invalid point: its reason)
   for (const scenario::Scenario& s : scenarios)

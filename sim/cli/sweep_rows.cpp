@@ -34,7 +34,7 @@ Files files_of(const std::string& dir, const Shard& shard) {
 }
 
 void replace_file(const std::string& path, const std::string& text) {
-  write_file(path, text, "--out");   // beside itself (a name per process: shards may write one file at once), renamed
+  results::write_file(path, text, "--out");   // beside itself (a name per process: shards may write one file at once), renamed
 }
 
 std::string csv_text(const Rows& rows) {

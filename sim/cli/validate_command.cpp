@@ -47,7 +47,7 @@ results::ValidationTable run_table(const std::string& name, const std::vector<sc
     if (s.reference.values.empty() && !baselines.contains(s.name))
       throw InputError("reference", "", "missing: validate compares a scenario's published figures with dtsim's",
                        "a reference section with at least one figure (see docs/validation.md)", s.file);
-    runs[s.name] = run_point(s);
+    runs[s.name] = drivers::run_point(s);
   }
   for (const scenario::Scenario& s : scenarios) {
     if (!selected(s) || s.reference.values.empty()) continue;   // a baseline only

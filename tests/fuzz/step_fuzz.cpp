@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/cli/command_support.hpp"
+#include "sim/drivers/run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
 
@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (dtsim::scenario::Scenario& s : dtsim::scenario::load_scenarios(text, "fuzz.yaml", {}, false, 1)) {
       if (!small(s)) continue;
       s.simulation.engine = dtsim::scenario::EngineKind::Analytic;
-      (void)dtsim::cli::run_point(s);
+      (void)dtsim::drivers::run_point(s);
     }
   } catch (const dtsim::InputError&) {
   }

@@ -1,10 +1,10 @@
-#include "sim/cli/cost_support.hpp"
+#include "sim/drivers/cost.hpp"
 
 #include <fmt/format.h>
 
 #include "topology/error.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 using nlohmann::json;
 
@@ -99,4 +99,4 @@ std::string bom_table(const topology::BillOfMaterials& bom) {
   return out;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

@@ -1,4 +1,4 @@
-// `dtsim run` on an `inference:` scenario (sim/cli/serving_run.cpp).
+// `dtsim run` on an `inference:` scenario (serving.cpp).
 #pragma once
 
 #include <functional>
@@ -10,7 +10,7 @@
 #include "topology/topology.hpp"
 #include "workloads/step_graph.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 // What a serving pass's play gives: its time, each class's compute time, how the network was timed.
 struct PassTiming {
@@ -28,9 +28,9 @@ using PlayServing = std::function<PassTiming(const workloads::StepGraph&, const 
 // With `trace_path`, the batch's prefill and one decode step after it are written there as one Perfetto trace.
 nlohmann::json simulate_serving(const scenario::Scenario& s, const PlayServing& play, const std::string& trace_path = "");
 
-// The served stream of `inference.requests` on the built cluster `topo` (sim/cli/serving_stream.cpp): adds to `row`
+// The served stream of `inference.requests` on the built cluster `topo` (serving_stream.cpp): adds to `row`
 // DESIGN.md's p50/p99 fields, `throughput_tokens_per_s` and a `stream` object (with `disaggregation` when the
 // scenario splits prefill and decode).
 void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, nlohmann::json& row);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

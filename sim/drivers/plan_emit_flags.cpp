@@ -15,7 +15,7 @@
 // nemo: Megatron-Bridge's scripts/training/run_recipe.py (NVIDIA-NeMo/Megatron-Bridge 067f987d, NeMo's LLM training
 // since 2025), one task a GPU as its own Slurm launcher runs it, the Llama 3 recipe of the model with the plan's
 // overrides (Hydra's dotted keys, strict: tests/data/frameworks/megatron-bridge-keys.txt lists them), on mock data.
-#include "sim/cli/plan_emit_flags.hpp"
+#include "sim/drivers/plan_emit_flags.hpp"
 
 #include <fmt/format.h>
 
@@ -26,7 +26,7 @@
 #include "topology/error.hpp"
 #include "workloads/training.hpp"
 
-namespace dtsim::cli::emit {
+namespace dtsim::drivers::emit {
 
 using workloads::Recompute;
 
@@ -345,4 +345,4 @@ std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
   return f;
 }
 
-}  // namespace dtsim::cli::emit
+}  // namespace dtsim::drivers::emit

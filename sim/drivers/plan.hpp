@@ -1,5 +1,5 @@
 // The plan search of one scenario point, wired: what `dtsim plan` prints per point and `dtsim compare` keeps the
-// best of (plan_command.cpp).
+// best of.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/commands.hpp"
-#include "sim/cli/cost_support.hpp"
+#include "sim/drivers/cost.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/search/plan_search.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 enum class Objective { Time, Cost, Energy };
 Objective parse_objective(const std::string& text);   // InputError naming --objective
@@ -53,6 +53,8 @@ struct SmallestCluster {
 std::optional<SmallestCluster> smallest_cluster(const scenario::Scenario& s, int most_gpus);
 
 std::string plan_label(const sim::search::PlanChoice& c, int gpus);
+// The reason the search dropped most plans for, with its count ("" when none was dropped but for recomputing more).
+std::string most_common_reason(std::map<std::string, std::size_t> pruned);
 nlohmann::json plan_row_json(const PlanRow& r, int gpus);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

@@ -1,7 +1,7 @@
 // `dtsim plan --emit`: the best plan as a framework's launch (plan_emit.hpp).
 //
 // The script around each framework's launch; the launches themselves are plan_emit_flags.cpp's.
-#include "sim/cli/plan_emit.hpp"
+#include "sim/drivers/plan_emit.hpp"
 
 #include <fmt/format.h>
 
@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "sim/cli/plan_emit_flags.hpp"
+#include "sim/drivers/plan_emit_flags.hpp"
 #include "topology/error.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 namespace {
 
 // A Slurm job name: letters, digits, '.', '_' and '-' only (the scenario's name may hold anything).
@@ -104,4 +104,4 @@ std::string emit_file_name(std::string_view framework, const std::string& scenar
   return fmt::format("{}.{}.sbatch", job_name(scenario_name), framework);
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

@@ -11,7 +11,7 @@
 
 #include "workloads/plan.hpp"
 
-namespace dtsim::cli::emit {
+namespace dtsim::drivers::emit {
 
 // Throws InputError("--emit", framework): "cannot run the best plan: <what>".
 [[noreturn]] void cannot(std::string_view framework, const std::string& what);
@@ -28,4 +28,4 @@ std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const st
 std::optional<std::string> bridge_recipe_name(const std::string& preset);
 std::vector<std::string> bridge_overrides(const workloads::Workload& w);
 
-}  // namespace dtsim::cli::emit
+}  // namespace dtsim::drivers::emit

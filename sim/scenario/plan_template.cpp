@@ -1,4 +1,4 @@
-#include "sim/cli/plan_template.hpp"
+#include "sim/scenario/plan_template.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -6,7 +6,7 @@
 #include "sim/scenario/sweep.hpp"
 #include "topology/error.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::scenario {
 namespace {
 
 // The keys the search sets, and those the loader resolves from them: a scenario that does not give one of these
@@ -19,18 +19,18 @@ constexpr const char* kDerivedKeys[] = {"training.tp_comm_overlap", "training.dp
 
 }  // namespace
 
-bool given(const scenario::Scenario& s, const std::string& key) {
+bool given(const Scenario& s, const std::string& key) {
   if (std::ranges::find(s.auto_keys, key) != s.auto_keys.end()) return false;
   if (s.origin.count(key) > 0) return true;
   return std::ranges::any_of(s.point.values, [&](const auto& kv) { return kv.first == key || key.starts_with(kv.first + "."); });
 }
 
-Template make_template(const scenario::Scenario& s) {
-  Template t{s, YAML::Load(scenario::to_yaml(s)), {}, {}, s.workload->plan.cp};
+Template make_template(const Scenario& s) {
+  Template t{s, YAML::Load(to_yaml(s)), {}, {}, s.workload->plan.cp};
   for (const char* key : kPlanKeys)
-    if (!given(s, key)) scenario::erase_dotted(t.node, key);
+    if (!given(s, key)) erase_dotted(t.node, key);
   for (const char* key : kDerivedKeys)
-    if (!given(s, key)) scenario::erase_dotted(t.node, key);
+    if (!given(s, key)) erase_dotted(t.node, key);
   t.node.remove("sweep");
   const auto& w = *s.workload;
   if (given(s, "parallelism.tp")) t.fixed.tp = w.plan.tp;
@@ -45,7 +45,7 @@ Template make_template(const scenario::Scenario& s) {
   return t;
 }
 
-scenario::Scenario candidate(const Template& t, const sim::search::PlanChoice& c, int gpus, bool simgrid) {
+Scenario candidate(const Template& t, const sim::search::PlanChoice& c, int gpus, bool simgrid) {
   YAML::Node n = YAML::Clone(t.node);
   n["parallelism"]["tp"] = c.tp;
   n["parallelism"]["pp"] = c.pp;
@@ -57,7 +57,7 @@ scenario::Scenario candidate(const Template& t, const sim::search::PlanChoice& c
   n["training"]["recompute"] = std::string(to_string(c.recompute));
   n["training"]["sequence_parallel"] = c.sequence_parallel;
   n["simulation"]["engine"] = simgrid ? "simgrid" : "analytic";
-  scenario::Scenario s = scenario::load_scenario(std::move(n), t.base.file);
+  Scenario s = load_scenario(std::move(n), t.base.file);
   s.name = t.base.name;
   s.point = t.base.point;
   workloads::check_plan(*s.workload, gpus);
@@ -73,4 +73,4 @@ sim::search::Made make(const Template& t, const sim::search::PlanChoice& c, int 
   }
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::scenario

@@ -4,14 +4,16 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-#include "sim/cli/claims.hpp"
-#include "sim/cli/command_support.hpp"
-#include "sim/cli/plan_support.hpp"
+#include "sim/drivers/claims.hpp"
+#include "sim/drivers/collective.hpp"
+#include "sim/drivers/common.hpp"
+#include "sim/drivers/run.hpp"
+#include "sim/drivers/plan.hpp"
 #include "topology/number_formats.hpp"
 #include "workloads/decode.hpp"
-#include "sim/cli/auto_knobs.hpp"
+#include "sim/drivers/auto_knobs.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 using nlohmann::json;
 using topology::Precision;
@@ -348,4 +350,4 @@ const std::map<std::string, ClaimEvaluator>& claim_evaluators() {
   return m;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

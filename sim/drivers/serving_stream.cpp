@@ -8,12 +8,13 @@
 #include <cmath>
 
 #include "sim/analytic/serving_iterations.hpp"
-#include "sim/cli/command_support.hpp"
-#include "sim/cli/serving_run.hpp"
+#include "sim/drivers/common.hpp"
+#include "sim/drivers/run.hpp"
+#include "sim/drivers/serving.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/serving_scheduler.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 namespace {
 
 using nlohmann::json;
@@ -280,4 +281,4 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
   row["stream"] = stream;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

@@ -1,12 +1,13 @@
-#include "sim/cli/auto_knobs.hpp"
+#include "sim/drivers/auto_knobs.hpp"
 
 #include <algorithm>
 
-#include "sim/cli/command_support.hpp"
-#include "sim/cli/plan_template.hpp"
+#include "sim/drivers/common.hpp"
+#include "sim/drivers/run.hpp"
+#include "sim/scenario/plan_template.hpp"
 #include "topology/builders.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 namespace {
 
 constexpr int kSearchChunks = 8;   // the plan search's own interleaving depths (sim/search/plan_search.cpp)
@@ -43,7 +44,7 @@ scenario::Scenario resolve_auto(scenario::Scenario s) {
     return s;
   }
   const auto& w = *s.workload;
-  Template t = make_template(s);
+  scenario::Template t = make_template(s);
   // Everything but the auto knobs as loaded: the search varies only what the scenario left open.
   t.fixed.tp = w.plan.tp;
   t.fixed.pp = w.plan.pp;
@@ -76,4 +77,4 @@ scenario::Scenario resolve_auto(scenario::Scenario s) {
   return s;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

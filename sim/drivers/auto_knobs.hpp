@@ -8,7 +8,7 @@
 
 #include "sim/scenario/scenario.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 // `s` with its auto knobs chosen (Scenario::auto_chosen says what; auto_keys is then empty). A scenario with none
 // left is returned as it is. InputError (located) when its cluster cannot be built.
@@ -21,4 +21,4 @@ scenario::Scenario resolve_auto(scenario::Scenario s);
 // stages or fewer).
 std::vector<int> auto_vpp_choices(int layers, int pp, workloads::Framework f);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

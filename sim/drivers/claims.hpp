@@ -14,7 +14,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "workloads/memory_plan.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 using ClaimValue = std::variant<double, bool>;
 using ClaimValues = std::map<std::string, ClaimValue>;
@@ -46,4 +46,4 @@ using ClaimEvaluator = std::function<ClaimValues(ClaimContext&)>;
 // By claim id ("S1" ... "S21"): the claims dtsim computes figures for.
 const std::map<std::string, ClaimEvaluator>& claim_evaluators();
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

@@ -8,7 +8,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "topology/bill_of_materials.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 // The bill of `s`'s cluster with the scenario's `cost` prices and powers over the catalog's.
 topology::BillOfMaterials scenario_bom(const scenario::Scenario& s, const topology::Topology& topo);
@@ -35,4 +35,4 @@ void add_accounting(nlohmann::json& row, const Accounting& a, Seconds step);
 nlohmann::json bom_json(const topology::BillOfMaterials& bom);
 std::string bom_table(const topology::BillOfMaterials& bom);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

@@ -8,14 +8,15 @@
 #include "results/energy.hpp"
 #include "results/memory_report.hpp"
 #include "results/topology_report.hpp"
-#include "sim/cli/command_support.hpp"
-#include "sim/cli/cost_support.hpp"
-#include "sim/cli/serving_run.hpp"
+#include "sim/drivers/common.hpp"
+#include "sim/drivers/run.hpp"
+#include "sim/drivers/cost.hpp"
+#include "sim/drivers/serving.hpp"
 #include "topology/builders.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/serving.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 namespace {
 
 using nlohmann::json;
@@ -181,7 +182,7 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
   row["memory"] = results::memory_json(memory);
   row["max_batch_that_fits"] = max_batch_that_fits(w, s.cluster.gpu);
   if (inf.requests) serve_stream(s, built.topology, row);
-  if (trace) write_file(trace_path, merged_trace(prefill, decode_phase ? &*decode_phase : nullptr), "--trace");
+  if (trace) results::write_file(trace_path, merged_trace(prefill, decode_phase ? &*decode_phase : nullptr), "--trace");
   json reference = json::object();
   if (!s.reference.source.empty()) reference["source"] = s.reference.source;
   for (const auto& [k, v] : s.reference.values) reference[k] = v;
@@ -189,4 +190,4 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
   return row;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

@@ -8,7 +8,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "workloads/plan.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 inline constexpr std::string_view kEmitFrameworks = "megatron, torchtitan, deepspeed, nemo";
 
@@ -23,4 +23,4 @@ std::string emit_plan(std::string_view framework, const scenario::Scenario& s, c
 // '_' and '-'.
 std::string emit_file_name(std::string_view framework, const std::string& scenario_name);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

@@ -1,0 +1,18 @@
+#include "sim/drivers/common.hpp"
+
+#include "sim/analytic/analytic_costs.hpp"
+#include "topology/user_graph.hpp"
+
+namespace dtsim::drivers {
+
+int cluster_gpus(const scenario::Scenario& s) {
+  if (!s.cluster.graph) return s.cluster.gpus();
+  return located(s, [&] { return static_cast<int>(topology::read_user_graph(*s.cluster.graph).gpus().size()); });
+}
+
+sim::CommCosts scenario_costs(const scenario::Scenario& s, const topology::Topology& topo) {
+  const bool nvls = s.cluster.intra == topology::IntraKind::NvSwitch && s.cluster.intra_link.switch_reduction;
+  return sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(), s.simulation.max_channels);
+}
+
+}  // namespace dtsim::drivers

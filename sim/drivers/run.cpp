@@ -1,0 +1,165 @@
+// `dtsim run`'s simulation of one scenario point, start to finish: a training step or a serving batch or stream
+// (each SimGrid play in a process of its own: one engine per process), its result object returned.
+#include "sim/drivers/run.hpp"
+
+#include <fmt/format.h>
+#include <functional>
+
+#include "results/energy.hpp"
+#include "results/roofline.hpp"
+#include "results/run_report.hpp"
+#include "results/topology_report.hpp"
+#include "results/trace.hpp"
+#include "results/files.hpp"
+#include "sim/analytic/analytic_costs.hpp"
+#include "sim/analytic/interference.hpp"
+#include "sim/drivers/auto_knobs.hpp"
+#include "sim/drivers/common.hpp"
+#include "sim/drivers/cost.hpp"
+#include "sim/drivers/serving.hpp"
+#include "sim/process.hpp"
+#include "sim/scenario/scenario_json.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
+#include "topology/builders.hpp"
+
+namespace dtsim::drivers {
+namespace {
+
+using nlohmann::json;
+
+using nlohmann::json;
+
+// `trace`: the engine records every network transfer (the trace's link counters need them).
+sim::Timeline play_engine(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+  if (s.simulation.engine == scenario::EngineKind::Analytic) {
+    auto t = sim::play_analytic(g, scenario_costs(s, topo));
+    t.network_model = "analytic: closed form per transfer (route latency + bytes / narrowest link x efficiency), no contention";
+    return t;
+  }
+  sim::SimgridOptions options;
+  options.algorithm = s.simulation.collective_algo;
+  options.max_channels = s.simulation.max_channels;
+  options.record_transfers = trace;
+  options.routing = s.cluster.effective_routing();
+  options.memoize = s.simulation.memoize;
+  options.aggregate = s.simulation.aggregate;
+  options.symmetry = s.simulation.symmetry;
+  return sim::play_simgrid(g, topo, options);
+}
+
+sim::Timeline play(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+  sim::Timeline t = play_engine(s, g, topo, trace);
+  if (!s.simulation.interference) return t;
+  return sim::with_interference(g, std::move(t), topo, s.cluster.gpu);
+}
+
+// One point, start to finish: runs in a child process.
+json simulate(const scenario::Scenario& s, const TraceRequest& trace) {
+  const auto& w = *s.workload;
+  const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
+  const auto bom = scenario_bom(s, built.topology);
+  scenario_prices(s, bom);   // a bill ownership cannot price is an error before the simulation, not after
+  const auto graph = located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); });
+  const auto memory = workloads::plan_memory(w, s.cluster.gpu);
+  const auto timeline = play(s, graph, built.topology, !trace.path.empty() && trace.options.links);
+  const auto metrics = results::step_metrics(graph, timeline, s.cluster.gpu, results::single_gpu_compute(w, s.cluster.gpu));
+  if (!trace.path.empty())
+    results::write_file(trace.path,
+               results::trace_json(graph, timeline, built.topology, s.cluster.effective_routing(), trace.options),
+               "--trace");
+  results::RunInfo info{s.name,
+                        s.cluster.graph ? *s.cluster.graph : results::cluster_layout(s.cluster),
+                        s.simulation.engine == scenario::EngineKind::Simgrid ? "simgrid" : "analytic",
+                        timeline.network_model,
+                        std::string(sim::to_string(s.simulation.collective_algo)),
+                        s.reference.source,
+                        s.reference.baseline.empty() ? s.reference.values : std::map<std::string, double>{}};
+  if (s.simulation.engine == scenario::EngineKind::Simgrid)
+    info.shortcuts = {{"memoized_collectives", timeline.memoized_collectives},
+                      {"memo_refused_collectives", timeline.memo_refused_collectives},
+                      {"memo_shapes", timeline.memo_shapes},
+                      {"aggregated_collectives", timeline.aggregated_collectives},
+                      {"symmetry", timeline.symmetry}};
+  json row = results::run_json(info, metrics, memory);
+  const Joules gpu_energy = results::gpu_step_energy(graph, timeline, s.cluster.gpu, topology::power_model());
+  add_accounting(row, account(s, bom, gpu_energy, timeline.step_time), timeline.step_time);
+  row["roofline"] = results::roofline_json(w, s.cluster.gpu);
+  return row;
+}
+
+}  // namespace
+
+// `given` checked (its plan against its cluster, so that a bad degree is reported at its key, before any search),
+// its auto knobs chosen, and the plan they make checked again.
+scenario::Scenario runnable(const scenario::Scenario& given) {
+  if (!given.workload)
+    throw InputError("model", "", "missing section: run simulates a training step or a serving batch",
+                     "a scenario with model and training or inference sections; for the topology alone, dtsim topo",
+                     given.file);
+  located(given, [&] { workloads::check_plan(*given.workload, cluster_gpus(given)); });
+  scenario::Scenario s = resolve_auto(given);
+  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+  return s;
+}
+
+json run_point(const scenario::Scenario& given, const TraceRequest& trace) {
+  // simulation.max_seconds: the whole point (resolving `auto`, generating, simulating) in a process of its own,
+  // ended when it runs past the limit; the rows and files already written stay.
+  if (const auto limit = given.simulation.max_seconds) {
+    scenario::Scenario unlimited = given;
+    unlimited.simulation.max_seconds.reset();
+    try {
+      return json::parse(sim::run_isolated([&] { return run_point(unlimited, trace).dump(); }, *limit));
+    } catch (const sim::TimeLimitExceeded&) {
+      throw InputError("simulation.max_seconds", fmt::format("{:g}", *limit),
+                       fmt::format("point {} ran past its limit of wall-clock seconds and was stopped:", given.name),
+                       "a limit the job meets, or none (the key left out)", given.file);
+    }
+  }
+  const scenario::Scenario s = runnable(given);
+  if (!trace.path.empty()) results::check_trace_ranks(trace.options.ranks, cluster_gpus(s));
+  // A SimGrid run in a process of its own (one engine per process); the analytic engine keeps no state between
+  // runs, so it runs here, without a fork.
+  const auto isolated = [&](const std::function<std::string()>& work) {
+    return s.simulation.engine == scenario::EngineKind::Simgrid ? sim::run_isolated(work) : work();
+  };
+  json row;
+  if (s.workload->inference) {
+    // Each pass on its own engine (a process of its own on SimGrid); serving passes have no communication beside
+    // compute, so no interference to add.
+    row = simulate_serving(
+        s,
+        [&](const workloads::StepGraph& g, const topology::Topology& topo, bool traced) {
+          const json t = json::parse(isolated([&] {
+            const sim::Timeline timeline = play_engine(s, g, topo, traced && trace.options.links);
+            json busy = json::array();
+            for (const auto& c : timeline.classes) busy.push_back(c.compute_busy.value());
+            const std::string events =
+                traced ? results::trace_json(g, timeline, topo, s.cluster.effective_routing(), trace.options) : std::string();
+            return json{{"time", timeline.step_time.value()}, {"busy", busy}, {"network", timeline.network_model},
+                        {"trace", events}}
+                .dump();
+          }));
+          return PassTiming{t.at("time").get<double>(), t.at("busy").get<std::vector<double>>(),
+                            t.at("network").get<std::string>(), t.at("trace").get<std::string>()};
+        },
+        trace.path);
+  } else {
+    row = json::parse(isolated([&] { return simulate(s, trace).dump(); }));
+  }
+  row["auto_chosen"] = scenario::auto_chosen_json(s);
+  if (s.point.index >= 0) row["point"] = scenario::point_json(s.point);
+  row["scenario"] = scenario::to_json(s);
+  return row;
+}
+
+RunResult run(const std::vector<scenario::Scenario>& scenarios, const TraceRequest& trace) {
+  RunResult out;
+  for (const auto& s : scenarios) {
+    out.resolved.push_back(runnable(s));
+    out.rows.push_back(run_point(out.resolved.back(), trace));
+  }
+  return out;
+}
+
+}  // namespace dtsim::drivers
