@@ -23,7 +23,7 @@ using workloads::CollectiveKind;
 }  // namespace
 
 
-int collective_command(const CollectiveArgs& a) {
+CollectiveResult collective(const CollectiveArgs& a) {
   const auto request = check_collective(a);
   const auto kind = request.kind;
   const auto algorithm = request.algorithm;
@@ -58,6 +58,11 @@ int collective_command(const CollectiveArgs& a) {
       .count_ranks = per_rank ? a.gpus : 1,
       .iters = a.iters,
       .warmup_iters = a.warmup_iters};
+  return {run, rows};
+}
+
+int collective_command(const CollectiveArgs& a) {
+  const auto [run, rows] = collective(a);
   if (a.format == Format::Json) {
     std::cout << results::collective_json(run, rows).dump(2) << "\n";
     return 0;

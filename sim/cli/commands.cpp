@@ -60,16 +60,6 @@ int print_json(const std::vector<Described>& described) {
   return 0;
 }
 
-// The plan is checked against the cluster first, so a bad degree is reported at its key, not as a wrong plan.
-workloads::MemoryPlan plan_memory(const scenario::Scenario& s) {
-  if (!s.workload)
-    throw InputError("model", "", "missing section: the memory command needs a model section to plan",
-                     "a scenario with model (preset or shape) and training or inference", s.file);
-  drivers::located(s, [&] { workloads::check_plan(*s.workload, drivers::cluster_gpus(s)); });
-  const scenario::Scenario resolved = drivers::resolve_auto(s);
-  return workloads::plan_memory(*resolved.workload, resolved.cluster.gpu);
-}
-
 workloads::StepGraph step_graph(const scenario::Scenario& s, workloads::Granularity granularity) {
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: the graph command needs a model and a training section to build",
@@ -81,13 +71,6 @@ workloads::StepGraph step_graph(const scenario::Scenario& s, workloads::Granular
 
 
 }  // namespace
-
-scenario::Override parse_set(const std::string& text) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw InputError("--set", text, "malformed override", "key=value, e.g. cluster.intra=ring", "--set");
-  return scenario::Override{text.substr(0, eq), text.substr(eq + 1)};
-}
 
 int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
   const auto scenarios = load(args);
@@ -112,7 +95,7 @@ int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
 int memory_command(const ScenarioArgs& args) {
   const auto scenarios = load(args);
   std::vector<workloads::MemoryPlan> plans;
-  for (const scenario::Scenario& s : scenarios) plans.push_back(plan_memory(s));
+  for (const scenario::Scenario& s : scenarios) plans.push_back(drivers::memory_plan(s));
   if (args.format == Format::Json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& p : plans) rows.push_back(results::memory_json(p));
@@ -148,12 +131,7 @@ int catalog_command(Format format) {
 }
 
 std::vector<scenario::Scenario> load(const ScenarioArgs& args, bool keep_invalid_points) {
-  std::vector<scenario::Override> overrides;
-  for (const auto& s : args.sets) overrides.push_back(parse_set(s));
-  if (args.text) return scenario::load_scenarios(*args.text, "<dict>", overrides, keep_invalid_points);
-  if (args.file.empty())
-    return scenario::load_scenarios(scenario::default_scenario_text(), "<default scenario>", overrides, keep_invalid_points);
-  return scenario::load_scenario_file(args.file, overrides, keep_invalid_points);
+  return scenario::load({args.file, args.text, args.sets}, keep_invalid_points);
 }
 
 }  // namespace dtsim::cli

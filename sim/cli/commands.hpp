@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "results/collective_report.hpp"
 #include "results/report.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -68,6 +69,12 @@ struct CollectiveArgs {
 };
 
 int collective_command(const CollectiveArgs& args);
+// What collective_command prints: the run's header and one row a size (no printing; the Python module calls it).
+struct CollectiveResult {
+  results::CollectiveRun run;
+  std::vector<results::CollectiveRow> rows;
+};
+CollectiveResult collective(const CollectiveArgs& args);
 
 // `dtsim plan`: the scenario's parallel plan searched (sim/search), the best `top` printed, the first `confirm` of
 // the analytic ranking run on the SimGrid engine.
@@ -136,8 +143,5 @@ int validate_command(const std::vector<std::string>& files, const std::vector<st
 const std::vector<std::pair<std::string, std::string>>& validation_scenarios();
 // "128M" -> 134217728: bytes with an optional K, M or G suffix (powers of 1024, as nccl-tests reads them).
 double parse_size(const std::string& text, const std::string& key);
-
-// "key=value" -> Override; throws InputError for a malformed one.
-scenario::Override parse_set(const std::string& text);
 
 }  // namespace dtsim::cli

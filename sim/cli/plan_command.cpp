@@ -193,13 +193,7 @@ int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
       }
       results::write_file(plan.out + "/" + drivers::emit_file_name(plan.emit, s.name), script, "--out");
     }
-    json plans = json::array();
-    for (const drivers::PlanRow& r : p.rows) plans.push_back(drivers::plan_row_json(r, p.gpus));
-    points.emplace_back(s.name, json{{"name", s.name},
-                                     {"objective", std::string(to_string(objective))},
-                                     {"plans", plans},
-                                     {"candidates", p.search.candidates},
-                                     {"pruned", p.search.pruned}});
+    points.emplace_back(s.name, drivers::plan_json(s, p, objective));
     text += table(s, p, objective);
   }
   json all = json::array();

@@ -73,7 +73,7 @@ std::vector<std::string> unstated_keys(const std::vector<scenario::Scenario>& sc
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format) {
   std::vector<scenario::Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_set(s));
+  for (const auto& s : sets) overrides.push_back(scenario::parse_set(s));
   // (file, its rows as written, its rows from the source's stated columns only)
   struct Table {
     std::string name;

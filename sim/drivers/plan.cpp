@@ -200,4 +200,14 @@ PointPlans plan_point(const scenario::Scenario& s, int top, int confirm, Objecti
   return out;
 }
 
+json plan_json(const scenario::Scenario& s, const PointPlans& p, Objective objective) {
+  json plans = json::array();
+  for (const PlanRow& r : p.rows) plans.push_back(plan_row_json(r, p.gpus));
+  return {{"name", s.name},
+          {"objective", std::string(to_string(objective))},
+          {"plans", plans},
+          {"candidates", p.search.candidates},
+          {"pruned", p.search.pruned}};
+}
+
 }  // namespace dtsim::drivers

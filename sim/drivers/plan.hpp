@@ -56,5 +56,8 @@ std::string plan_label(const sim::search::PlanChoice& c, int gpus);
 // The reason the search dropped most plans for, with its count ("" when none was dropped but for recomputing more).
 std::string most_common_reason(std::map<std::string, std::size_t> pruned);
 nlohmann::json plan_row_json(const PlanRow& r, int gpus);
+// One point's search as `dtsim plan --format json` gives it: {"name", "objective", "plans": plan_row_json each,
+// "candidates", "pruned"}.
+nlohmann::json plan_json(const scenario::Scenario& s, const PointPlans& p, Objective objective);
 
 }  // namespace dtsim::drivers

@@ -153,6 +153,15 @@ json run_point(const scenario::Scenario& given, const TraceRequest& trace) {
   return row;
 }
 
+workloads::MemoryPlan memory_plan(const scenario::Scenario& s) {
+  if (!s.workload)
+    throw InputError("model", "", "missing section: the memory command needs a model section to plan",
+                     "a scenario with model (preset or shape) and training or inference", s.file);
+  located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
+  const scenario::Scenario resolved = resolve_auto(s);
+  return workloads::plan_memory(*resolved.workload, resolved.cluster.gpu);
+}
+
 RunResult run(const std::vector<scenario::Scenario>& scenarios, const TraceRequest& trace) {
   RunResult out;
   for (const auto& s : scenarios) {

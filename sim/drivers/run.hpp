@@ -8,6 +8,7 @@
 
 #include "results/trace.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "workloads/memory_plan.hpp"
 
 namespace dtsim::drivers {
 
@@ -24,6 +25,10 @@ scenario::Scenario runnable(const scenario::Scenario& given);
 // One scenario point simulated in its own process: its result object (run_json), with `auto_chosen`, `point` and
 // the resolved `scenario`; writes its Perfetto trace as `trace` asks.
 nlohmann::json run_point(const scenario::Scenario& s, const TraceRequest& trace = {});
+
+// The memory plan per GPU of `s` with its `auto` knobs chosen (`dtsim memory`). The plan is checked against the
+// cluster first, so a bad degree is reported at its key, not as a wrong plan; InputError without a model section.
+workloads::MemoryPlan memory_plan(const scenario::Scenario& s);
 
 // Every point of `scenarios`, in order: as run (what `auto` chose written in) and its result object.
 struct RunResult {

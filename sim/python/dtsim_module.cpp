@@ -1,80 +1,118 @@
-// The compiled half of the Python module `dtsim` (sim/python/dtsim/__init__.py is the other): each function runs one
-// of the program's commands with --format json on arguments from Python and returns the JSON it printed, as text,
-// so Python gets exactly the fields the program writes. Bad input raises dtsim.InputError (a ValueError) with the
-// program's one-line message.
+// The compiled half of the Python module `dtsim` (sim/python/dtsim/__init__.py is the other): each function calls
+// a driver of the library (sim/drivers/) on a scenario from Python and returns its result objects as Python data,
+// the same fields `--format json` prints, converted value by value (no text in between, nothing printed). Bad
+// input raises dtsim.InputError (a ValueError) with the program's one-line message.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <csignal>
 #include <fmt/format.h>
-#include <iostream>
-#include <stdexcept>
 #include <optional>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "results/catalog_report.hpp"
+#include "results/collective_report.hpp"
+#include "results/memory_report.hpp"
+#include "results/run_report.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/drivers/compare.hpp"
+#include "sim/drivers/plan.hpp"
+#include "sim/drivers/run.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
 
 namespace py = pybind11;
-using dtsim::cli::Format;
+using nlohmann::json;
 
 namespace {
 
-// Runs `command` with std::cout captured: what it printed.
-template <class Fn>
-std::string captured(Fn command) {
-  std::ostringstream out;
-  std::streambuf* was = std::cout.rdbuf(out.rdbuf());
-  try {
-    command();
-  } catch (...) {
-    std::cout.rdbuf(was);
-    throw;
+// A result object as Python data: objects to dicts, arrays to lists, numbers, strings, booleans and null as themselves.
+py::object to_python(const json& j) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      py::dict d;
+      for (const auto& [k, v] : j.items()) d[py::str(k)] = to_python(v);
+      return d;
+    }
+    case json::value_t::array: {
+      py::list l;
+      for (const auto& v : j) l.append(to_python(v));
+      return l;
+    }
+    case json::value_t::string: return py::str(j.get<std::string>());
+    case json::value_t::boolean: return py::bool_(j.get<bool>());
+    case json::value_t::number_integer: return py::int_(j.get<long long>());
+    case json::value_t::number_unsigned: return py::int_(j.get<unsigned long long>());
+    case json::value_t::number_float: return py::float_(j.get<double>());
+    default: return py::none();
   }
-  std::cout.rdbuf(was);
-  return out.str();
 }
 
-dtsim::cli::ScenarioArgs scenario_args(const std::optional<std::string>& path, const std::optional<std::string>& text,
-                                       const std::vector<std::string>& sets) {
-  dtsim::cli::ScenarioArgs a;
-  a.file = path.value_or("");
-  a.text = text;
-  a.sets = sets;
-  a.format = Format::Json;
-  return a;
+py::list to_python(const std::vector<json>& rows) {
+  py::list out;
+  for (const auto& r : rows) out.append(to_python(r));
+  return out;
 }
+
+std::vector<dtsim::scenario::Scenario> load(const std::optional<std::string>& path, const std::optional<std::string>& text,
+                                            const std::vector<std::string>& sets) {
+  return dtsim::scenario::load({path.value_or(""), text, sets});
+}
+
+bool swept(const std::vector<dtsim::scenario::Scenario>& scenarios) { return scenarios.front().point.index >= 0; }
 
 }  // namespace
 
 PYBIND11_MODULE(_dtsim, m) {
-  m.doc() = "dtsim's commands, each returning the JSON the program prints with --format json";
+  namespace drivers = dtsim::drivers;
+  m.doc() = "dtsim's drivers, each returning its result objects as Python data";
   py::register_exception<dtsim::InputError>(m, "InputError", PyExc_ValueError);
   m.def(
       "run",
-      [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets) {
-        return captured([&] { dtsim::cli::run_command(scenario_args(path, text, sets), {}); });
+      [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets,
+         bool serving) {
+        const auto scenarios = load(path, text, sets);
+        if (serving)   // dtsim.serve: checked before anything runs
+          for (const auto& s : scenarios)
+            if (!s.workload || !s.workload->inference)
+              throw dtsim::InputError("inference", "", "missing section: serve simulates serving",
+                                      "a scenario with model and inference sections; for a training step, dtsim.run",
+                                      s.file);
+        return py::make_tuple(to_python(drivers::run(scenarios).rows), swept(scenarios));
       },
-      py::arg("path"), py::arg("text"), py::arg("sets"));
+      py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("serving"));
   m.def(
       "memory",
       [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets) {
-        return captured([&] { dtsim::cli::memory_command(scenario_args(path, text, sets)); });
+        const auto scenarios = load(path, text, sets);
+        std::vector<json> rows;
+        for (const auto& s : scenarios) rows.push_back(dtsim::results::memory_json(drivers::memory_plan(s)));
+        return to_python(rows);
       },
       py::arg("path"), py::arg("text"), py::arg("sets"));
   m.def(
       "plan",
       [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets,
-         int top, int confirm, const std::string& objective) {
-        dtsim::cli::PlanArgs plan;
-        plan.top = top;
-        plan.confirm = confirm;
-        plan.objective = objective;
-        return captured([&] { dtsim::cli::plan_command(scenario_args(path, text, sets), plan); });
+         int top, int confirm, const std::string& objective_name) {
+        if (top < 1) throw dtsim::InputError("top", std::to_string(top), "out of range", "an integer >= 1");
+        if (confirm < 0) throw dtsim::InputError("confirm", std::to_string(confirm), "out of range", "an integer >= 0");
+        const auto objective = drivers::parse_objective(objective_name);
+        std::vector<json> points;
+        for (const auto& s : load(path, text, sets))
+          points.push_back(drivers::plan_json(s, drivers::plan_point(s, top, confirm, objective), objective));
+        return to_python(points);
       },
       py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("top"), py::arg("confirm"), py::arg("objective"));
+  m.def(
+      "compare",
+      [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets,
+         int confirm, const std::string& objective_name) {
+        if (confirm < 0) throw dtsim::InputError("confirm", std::to_string(confirm), "out of range", "an integer >= 0");
+        return to_python(drivers::compare(load(path, text, sets), confirm, drivers::parse_objective(objective_name)));
+      },
+      py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("confirm"), py::arg("objective"));
   m.def(
       "collective",
       [](const std::string& gpu, int gpus, const std::string& intra, const std::string& intra_link, int nodes,
@@ -100,8 +138,8 @@ PYBIND11_MODULE(_dtsim, m) {
         a.datatype = datatype;
         a.redop = redop;
         a.root = root;
-        a.format = Format::Json;
-        return captured([&] { dtsim::cli::collective_command(a); });
+        const auto [run, rows] = dtsim::cli::collective(a);
+        return to_python(dtsim::results::collective_json(run, rows));
       },
       py::arg("gpu"), py::arg("gpus"), py::arg("intra"), py::arg("intra_link"), py::arg("nodes"), py::arg("inter"),
       py::arg("inter_link"), py::arg("nics_per_node"), py::arg("routing"), py::arg("max_channels"), py::arg("op"),
@@ -111,13 +149,17 @@ PYBIND11_MODULE(_dtsim, m) {
       "sweep",
       [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets,
          int jobs, const std::string& out, bool resume) {
+        dtsim::cli::ScenarioArgs args;
+        args.file = path.value_or("");
+        args.text = text;
+        args.sets = sets;
         dtsim::cli::SweepArgs sweep;
         sweep.jobs = jobs;
         sweep.resume = resume;
         sweep.out = out;
         sweep.report = false;
-        int status = 0;
-        captured([&] { status = dtsim::cli::sweep_command(scenario_args(path, text, sets), sweep); });
+        // The sweep writes its rows to `out` and its progress to stderr; nothing to stdout.
+        const int status = dtsim::cli::sweep_command(args, sweep);
         // Stopped by a signal (Ctrl-C reaches the sweep's own handler, not Python's): raised as Python would.
         if (status == 128 + SIGINT) {
           PyErr_SetNone(PyExc_KeyboardInterrupt);
@@ -130,5 +172,10 @@ PYBIND11_MODULE(_dtsim, m) {
                                                   "call with out= and resume=True runs them");
       },
       py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("jobs"), py::arg("out"), py::arg("resume"));
-  m.def("catalog", [] { return captured([] { dtsim::cli::catalog_command(Format::Json); }); });
+  m.def("catalog", [] { return to_python(dtsim::results::catalog_json()); });
+  // Run or sweep rows (as JSON text, from Python's data) as result.csv writes them: dtsim.to_frame's columns.
+  m.def(
+      "run_csv",
+      [](const std::string& rows) { return dtsim::results::run_csv(json::parse(rows).get<std::vector<json>>()); },
+      py::arg("rows"));
 }

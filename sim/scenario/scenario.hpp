@@ -146,4 +146,17 @@ std::string locate(const Scenario& scenario, const std::string& key);
 // The embedded default scenario of `./dtsim run` with no file.
 const std::string& default_scenario_text();
 
+// Where a scenario comes from: the text itself (named "<dict>": the Python module's dicts, as JSON), else a file,
+// else (`file` empty) the embedded default; `sets` are --set's "key=value" overrides.
+struct Source {
+  std::string file;
+  std::optional<std::string> text;
+  std::vector<std::string> sets;
+};
+// Every scenario point of `source`, as load_scenarios loads them (InputError with the one-line message).
+std::vector<Scenario> load(const Source& source, bool keep_invalid_points = false);
+
+// "key=value" -> Override; throws InputError for a malformed one.
+Override parse_set(const std::string& text);
+
 }  // namespace dtsim::scenario

@@ -93,6 +93,93 @@ class Commands(unittest.TestCase):
         self.assertIn("tp", plans[0]["parallelism"])
 
 
+def yaml_file(scenario):
+    """A temporary scenario file holding `scenario` (JSON is YAML); the caller removes it."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        json.dump(scenario, f)
+    return f.name
+
+
+SMALL_COMPARE = {"name": "two-gpus", "cluster": {"gpu": "a100-sxm4-80gb", "gpus_per_node": 8},
+                 "model": {"preset": "gpt-1.7b"}, "training": {"global_batch": 32},
+                 "sweep": {"cluster.gpu": ["a100-sxm4-80gb", "h100-sxm5-80gb"]}}
+
+
+class ResultObjects(unittest.TestCase):
+    def test_fields_are_attributes_and_to_dict_is_the_programs_json(self):
+        status, out, _ = program("run", TP8, "--format", "json")
+        self.assertEqual(status, 0)
+        row = dtsim.run(TP8)
+        self.assertIsInstance(row, dtsim.Result)
+        self.assertEqual(row.step_time_s, row["step_time_s"])
+        self.assertEqual(row.breakdown_s.exposed_comm, json.loads(out)["breakdown_s"]["exposed_comm"])
+        self.assertIs(type(row.to_dict()), dict)
+        self.assertIs(type(row.to_dict()["memory"]), dict)
+        self.assertEqual(row.to_dict(), json.loads(out))
+        with self.assertRaises(AttributeError) as caught:
+            row.step_time
+        self.assertIn("step_time_s", str(caught.exception))
+
+    def test_keyword_sections_are_the_dict(self):
+        sections = {"cluster": {"gpu": "a100-sxm4-80gb", "gpus_per_node": 4}, "model": {"preset": "gpt-1.7b"},
+                    "training": {"global_batch": 8}, "parallelism": {"tp": 4}}
+        self.assertEqual(dtsim.run(**sections), dtsim.run(sections))
+        self.assertEqual(dtsim.run(**sections), dtsim.run(dtsim.scenario(**sections)))
+        with self.assertRaises(TypeError):
+            dtsim.run(TP8, model={"preset": "gpt-1.7b"})
+
+    def test_serve_gives_the_programs_serving_rows_and_refuses_a_training_step(self):
+        serving = os.path.join(SOURCE, "scenarios/serving/llama2-70b-8xh100.yaml")
+        status, out, _ = program("run", serving, "--format", "json")
+        self.assertEqual(status, 0)
+        self.assertEqual(dtsim.serve(serving), json.loads(out))
+        with self.assertRaises(dtsim.InputError) as caught:
+            dtsim.serve(TP8)
+        self.assertIn("inference", str(caught.exception))
+
+    def test_compare_gives_the_programs_document(self):
+        path = yaml_file(SMALL_COMPARE)
+        try:
+            status, out, _ = program("compare", path, "--confirm", "0", "--format", "json")
+        finally:
+            os.unlink(path)
+        self.assertEqual(status, 0)
+        got = dtsim.compare(SMALL_COMPARE, confirm=0)
+        self.assertEqual(got, json.loads(out))
+        self.assertEqual([c.gpu for c in got.clusters], ["a100-sxm4-80gb", "h100-sxm5-80gb"])
+
+    def test_a_call_prints_nothing(self):
+        code = ("import dtsim; dtsim.run({0!r}); dtsim.memory({0!r}); dtsim.plan({0!r}, top=1, confirm=0); "
+                "dtsim.catalog()").format(TP8)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(p.stderr, "")
+
+
+class Frames(unittest.TestCase):
+    def setUp(self):
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            self.skipTest("python3-pandas not installed (./dtsim test installs it as root)")
+
+    def test_to_frame_has_the_csv_columns_and_values(self):
+        import csv
+        import io
+        status, out, _ = program("run", SMALL, "--format", "csv")
+        self.assertEqual(status, 0)
+        table = list(csv.DictReader(io.StringIO(out)))
+        frame = dtsim.to_frame(dtsim.run(SMALL))
+        self.assertEqual(list(frame.columns), list(table[0].keys()))
+        self.assertEqual(len(frame), len(table))
+        for i, want in enumerate(table):
+            for column in ("step_time_s", "mfu", "breakdown_s.exposed_comm", "memory.margin_bytes"):
+                self.assertAlmostEqual(float(frame[column][i]), float(want[column].lstrip("'")), places=9)
+            self.assertEqual(frame["name"][i], want["name"])
+        self.assertEqual(frame["step_time_s"].dtype.kind, "f")
+
+
 class Errors(unittest.TestCase):
     def test_bad_input_raises_input_error_with_the_programs_line(self):
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
@@ -118,19 +205,28 @@ class Errors(unittest.TestCase):
             dtsim.run(42)
 
 
-class ReadmeExample(unittest.TestCase):
-    def test_the_pandas_example_runs_where_pandas_and_matplotlib_are_installed(self):
+class Examples(unittest.TestCase):
+    def test_the_python_page_shows_the_example_as_it_is(self):
+        with open(os.path.join(SOURCE, "docs/python.md")) as f:
+            page = f.read()
+        with open(os.path.join(SOURCE, "docs/examples/tp_two_clusters.py")) as f:
+            example = f.read()
+        self.assertIn("```python\n" + example + "```\n", page)
+
+    def test_tp_on_two_clusters_draws_its_chart(self):
         try:
             import matplotlib  # noqa: F401
             import pandas  # noqa: F401
         except ImportError:
-            self.skipTest("python3-pandas or python3-matplotlib not installed (./dtsim python installs them)")
+            self.skipTest("python3-pandas or python3-matplotlib not installed (./dtsim test installs them as root)")
         with tempfile.TemporaryDirectory() as out:
-            chart = os.path.join(out, "step_time.png")
-            p = subprocess.run([sys.executable, os.path.join(SOURCE, "docs/examples/sweep_pandas.py"), chart],
-                               cwd=SOURCE, capture_output=True, text=True)
+            chart = os.path.join(out, "tp.png")
+            p = subprocess.run([sys.executable, os.path.join(SOURCE, "docs/examples/tp_two_clusters.py"), chart],
+                               cwd=out, capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stderr)
-            self.assertIn("a100-sxm4-40gb", p.stdout)
+            lines = p.stdout.splitlines()
+            self.assertTrue(lines[0].startswith("fastest: "), p.stdout)
+            self.assertEqual(sum(1 for line in lines if line.split()[:1] in (["nvswitch"], ["pcie"])), 8, p.stdout)
             with open(chart, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
