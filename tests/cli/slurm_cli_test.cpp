@@ -9,7 +9,7 @@
 
 using namespace cli_support;
 
-TEST_CASE("sweep --slurm: the README's script written beside the rows and submitted as an array of N shards") {
+TEST_CASE("sweep --slurm: docs/sweeps.md's script written beside the rows and submitted as an array of N shards") {
   const fs::path dir = fresh_dir("slurm", "submit");
   fs::create_directories(dir / "bin");
   // The stand-in prints a job id as `sbatch --parsable` does and keeps its arguments, one a line.
@@ -23,7 +23,7 @@ TEST_CASE("sweep --slurm: the README's script written beside the rows and submit
   CHECK(r.out.find("sweep: submitted Slurm job 4242, 4 array tasks of 12 points") == 0);
   CHECK(r.out.find("when every task has finished: dtsim merge " + (dir / "out").string()) != std::string::npos);
   CHECK(slurp(dir / "out/sweep.sbatch") == slurp(src("scripts/slurm/sweep.sbatch")));
-  CHECK(slurp(src("README.md")).find(slurp(src("scripts/slurm/sweep.sbatch"))) != std::string::npos);   // shown whole
+  CHECK(slurp(src("docs/sweeps.md")).find(slurp(src("scripts/slurm/sweep.sbatch"))) != std::string::npos);   // shown whole
   std::vector<std::string> args;
   std::istringstream in(slurp(dir / "args.txt"));
   for (std::string a; std::getline(in, a);) args.push_back(a);
