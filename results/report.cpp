@@ -172,61 +172,79 @@ std::string scaling_script(const Curves& c, bool strong, bool weak) {
   return out + "unset multiplot\n" + footer();
 }
 
-// Kernels with matrix FLOPs, placed on the roofline; element-wise ones (0 FLOPs) are summarised in the text.
+// Kernels with matrix FLOPs, placed on the roofline; element-wise ones (0 FLOPs) are summarised in the text. One
+// chart per GPU type and precision holds every row's kernels: a colour per kernel, a point shape per row.
 struct RooflinePlot {
   std::string data;
   std::string script;
-  double elementwise_share = 0;   // of the layer's kernel time, forward + backward + recompute
+  double elementwise_low = 1, elementwise_high = 0;   // share of a layer's kernel time, over the chart's rows
   double ridge = 0;
   std::string label;
+  std::size_t rows = 0;
 };
 
-RooflinePlot roofline_plot(const json& row, const std::string& stem) {
-  const json& rf = row.at("roofline");
+inline constexpr int kRowShapes[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10, 12, 14};
+
+RooflinePlot roofline_plot(const std::vector<const json*>& rows, const std::string& stem) {
+  const json& first = rows.front()->at("roofline");
   RooflinePlot p;
-  p.ridge = number(rf, "ridge_flop_per_byte");
-  const double peak = number(rf, "peak_tflops");
-  const double bw = number(rf, "memory_bandwidth_GBps");
-  const std::string gpu = gpu_of(row);
-  p.label = fmt::format("{} ({}, {})", name_of(row), gpu.empty() ? "GPU" : gpu, rf.value("precision", std::string()));
-  double lo = p.ridge, hi = p.ridge, lowest = peak, layer_time = 0, elementwise_time = 0;
-  p.data = "# flop_per_byte\tachieved_tflops\tkernel\tpass\n";
+  p.rows = rows.size();
+  p.ridge = number(first, "ridge_flop_per_byte");
+  const double peak = number(first, "peak_tflops");
+  const double bw = number(first, "memory_bandwidth_GBps");
+  const std::string gpu = gpu_of(*rows.front());
+  p.label = fmt::format("{} ({}, {})", rows.size() == 1 ? name_of(*rows.front()) : fmt::format("{} rows", rows.size()),
+                        gpu.empty() ? "GPU" : gpu, first.value("precision", std::string()));
+  double lo = p.ridge, hi = p.ridge, lowest = peak;
+  p.data = "# flop_per_byte\tachieved_tflops\tkernel\tpass\trow\tpoint_type\n";
   std::vector<std::string> kinds;   // kernels with matrix FLOPs, in first-seen order: one colour each
-  for (const auto& k : rf.at("kernels")) {
-    const double t = number(k, "time_s");
-    const std::string scope = k.value("scope", std::string());
-    if (scope == "layer") layer_time += t;
-    if (number(k, "flops") <= 0) {
-      if (scope == "layer") elementwise_time += t;
-      continue;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    double layer_time = 0, elementwise_time = 0;
+    const int shape = kRowShapes[i % std::size(kRowShapes)];
+    for (const auto& k : rows[i]->at("roofline").at("kernels")) {
+      const double t = number(k, "time_s");
+      const std::string scope = k.value("scope", std::string());
+      if (scope == "layer") layer_time += t;
+      if (number(k, "flops") <= 0) {
+        if (scope == "layer") elementwise_time += t;
+        continue;
+      }
+      const double x = number(k, "flop_per_byte");
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+      if (number(k, "achieved_tflops") > 0) lowest = std::min(lowest, number(k, "achieved_tflops"));
+      const std::string kind = plain(k.value("kernel", std::string()));
+      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+      p.data += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", cell(x), cell(number(k, "achieved_tflops")), kind,
+                            plain(k.value("pass", std::string())), plain(name_of(*rows[i])), shape);
     }
-    const double x = number(k, "flop_per_byte");
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-    if (number(k, "achieved_tflops") > 0) lowest = std::min(lowest, number(k, "achieved_tflops"));
-    const std::string kind = plain(k.value("kernel", std::string()));
-    const std::string pass = plain(k.value("pass", std::string()));
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
-    p.data += fmt::format("{}\t{}\t{}\t{}\n", cell(x), cell(number(k, "achieved_tflops")), kind, pass);
+    const double share = layer_time > 0 ? elementwise_time / layer_time : 0;
+    p.elementwise_low = std::min(p.elementwise_low, share);
+    p.elementwise_high = std::max(p.elementwise_high, share);
   }
-  p.elementwise_share = layer_time > 0 ? elementwise_time / layer_time : 0;
   const double xmin = std::pow(10.0, std::floor(std::log10(std::max(std::min(lo / 4, p.ridge / 30), 1e-3))));
   const double xmax = std::pow(10.0, std::ceil(std::log10(hi * 4)));
   p.script = header(stem, "Roofline: " + p.label);
   p.script += fmt::format(
       "set logscale xy\nset xlabel \"arithmetic intensity (FLOP/byte)\"\nset ylabel \"TFLOP/s\"\n"
-      "set xrange [{0}:{1}]\nset yrange [{2}:{3}]\nset key outside right top vertical Left reverse\n"
+      "set xrange [{0}:{1}]\nset yrange [{2}:{3}]\n"
+      "if (dtsim_w_in < 5) {{ set key outside below horizontal Left reverse maxcols 3 font \",6\" }} "
+      "else {{ set key outside right top vertical Left reverse }}\n"
       "set samples 400\npeak = {4}\nbw = {5}\nroof(x) = x * bw / 1000 < peak ? x * bw / 1000 : peak\n"
       "set arrow from {6},{2} to {6},peak nohead dt 2 lc rgb \"#888888\"\n"
       "set label \"ridge point {6:.0f} FLOP/byte\" at {6},peak * 0.4 offset 0.5,0 font \",9\"\n"
       "plot roof(x) with lines lw 3 lc rgb \"#333333\" title sprintf(\"roofline %.0f TFLOP/s, %.0f GB/s\", peak, bw)",
       cell(xmin), cell(xmax), cell(std::min(peak / 100, lowest / 2)), cell(peak * 2), cell(peak), cell(bw), p.ridge);
-  // One colour and shape per kernel; its passes (forward, backward, recompute) share them.
-  static const int shapes[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10};
+  // One colour per kernel (its passes share it), the point's shape its row's (column 6).
   for (std::size_t i = 0; i < kinds.size(); ++i)
-    p.script += fmt::format(", \\\n  \"{}.dat\" using (stringcolumn(3) eq {} ? $1 : NaN):2 with points pt {} "
-                            "ps 1.5 lc rgb \"{}\" title {}",
-                            stem, gp_string(kinds[i]), shapes[i % std::size(shapes)], colour(i), gp_string(kinds[i]));
+    p.script += fmt::format(", \\\n  \"{0}.dat\" using (stringcolumn(3) eq {1} ? $1 : NaN):2:6 with points pt variable "
+                            "ps 1.5 lc rgb \"{2}\" notitle, \\\n  NaN with points pt 7 ps 1.5 lc rgb \"{2}\" title {1}",
+                            stem, gp_string(kinds[i]), colour(i));
+  // The rows' shapes in the key (the first twelve; rows past them share shapes).
+  if (rows.size() > 1)
+    for (std::size_t i = 0; i < std::min(rows.size(), std::size(kRowShapes)); ++i)
+      p.script += fmt::format(", \\\n  NaN with points pt {} ps 1.5 lc rgb \"#555555\" title {}", kRowShapes[i],
+                              gp_string(name_of(*rows[i])));
   p.script += "\n" + footer();
   return p;
 }
@@ -307,10 +325,14 @@ std::string summary(const std::vector<json>& rows, const std::vector<const json*
   else out += "No scaling chart: every simulated row has the same GPU count.\n\n";
   for (std::size_t i = 0; i < rooflines.size(); ++i) {
     const auto& p = rooflines[i];
-    out += fmt::format("![roofline {1}](plots/roofline-{1}.png)\n\nRoofline of {0}: ridge point {2:.0f} FLOP/byte. "
+    const std::string share = p.elementwise_high - p.elementwise_low < 5e-4
+                                  ? fmt::format("{:.1f} %", 100 * p.elementwise_high)
+                                  : fmt::format("{:.1f} to {:.1f} %", 100 * p.elementwise_low, 100 * p.elementwise_high);
+    out += fmt::format("![roofline {1}](plots/roofline-{1}.png)\n\nRoofline of {0}: ridge point {2:.0f} FLOP/byte{4}. "
                        "Element-wise kernels (norms, softmax, dropout, activation, residual) count no matrix FLOPs, "
-                       "so they are not on the chart; they take {3:.1f} % of a layer's kernel time.\n\n",
-                       md_cell(p.label), i + 1, p.ridge, 100 * p.elementwise_share);
+                       "so they are not on the chart; they take {3} of a layer's kernel time.\n\n",
+                       md_cell(p.label), i + 1, p.ridge, share,
+                       p.rows > 1 ? ", each row's kernels in its own point shape" : "");
   }
   out += "Each chart is drawn by gnuplot from the `.gp` script and `.dat` data beside it in `plots/`, as PNG, SVG and "
          "PDF.\n";
@@ -367,6 +389,14 @@ std::string row_problem(const json& row) {
   return "";
 }
 
+std::string chart_size_gp(ChartSize size) {
+  // A page: 11 x 5.6 in at 10 pt, PNG at 100 pixels an inch; a paper column (3.3 in wide): 8 pt, PNG at 200.
+  return size == ChartSize::Column ? "# --size column: one paper column\ndtsim_w_in = 3.3\ndtsim_h_in = 2.4\n"
+                                     "dtsim_font_pt = 8\ndtsim_png_dpi = 200\n"
+                                   : "# --size page\ndtsim_w_in = 11\ndtsim_h_in = 5.6\ndtsim_font_pt = 10\n"
+                                     "dtsim_png_dpi = 100\n";
+}
+
 Report build_report(const std::vector<json>& rows, const std::string& title, const std::string& source,
                     const ChartChoice& choice) {
   std::vector<const json*> ok;
@@ -396,14 +426,19 @@ Report build_report(const std::vector<json>& rows, const std::string& title, con
     add("plots/scaling.dat", scaling_data(curves), false);
     add("plots/scaling.gp", scaling_script(curves, has("strong_scaling_efficiency"), has("weak_scaling_efficiency")), true);
   }
-  // One roofline per GPU type and precision: the first row that has it.
-  std::vector<RooflinePlot> rooflines;
-  std::set<std::string> seen;
+  // One roofline per GPU type and precision, every row of that kind on it.
+  std::vector<std::pair<std::string, std::vector<const json*>>> kinds;
   for (const json* r : ok) {
     if (!r->contains("roofline")) continue;
-    if (!seen.insert(gpu_of(*r) + "/" + (*r)["roofline"].value("precision", std::string())).second) continue;
+    const std::string kind = gpu_of(*r) + "/" + (*r)["roofline"].value("precision", std::string());
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
+    if (it == kinds.end()) it = kinds.insert(kinds.end(), {kind, {}});
+    it->second.push_back(r);
+  }
+  std::vector<RooflinePlot> rooflines;
+  for (const auto& [kind, of_kind] : kinds) {
     const std::string stem = fmt::format("roofline-{}", rooflines.size() + 1);
-    rooflines.push_back(roofline_plot(*r, stem));
+    rooflines.push_back(roofline_plot(of_kind, stem));
     add("plots/" + stem + ".dat", rooflines.back().data, false);
     add("plots/" + stem + ".gp", rooflines.back().script, true);
   }

@@ -24,10 +24,16 @@ struct ReportFile {
   std::string text;
 };
 
-// `dtsim report --x KEY --series KEY --facet KEY`: which swept axis goes along x, which leads the lines' labels,
-// which splits the chart into panels (empty: the defaults, results/sweep_charts.hpp).
+// How large the charts are drawn: a page's width (11 x 5.6 in at 10 pt) or one paper column's (3.3 x 2.4 in at
+// 8 pt, PNG at 200 pixels an inch). Written to `plots/size.gp`, which every chart script loads.
+enum class ChartSize { Page, Column };
+std::string chart_size_gp(ChartSize size);
+
+// `dtsim report --x KEY --series KEY --facet KEY --size page|column`: which swept axis goes along x, which leads the
+// lines' labels, which splits the chart into panels (empty: the defaults, results/sweep_charts.hpp), and how large.
 struct ChartChoice {
   std::string x, series, facet;
+  ChartSize size = ChartSize::Page;
 };
 
 struct Report {

@@ -10,11 +10,14 @@
 
 namespace dtsim::results::report_support {
 
-// The three outputs of every chart: PNG for the page, SVG and PDF for a paper (gnuplot's cairo and svg terminals).
+// The three outputs of every chart: PNG for the page, SVG and PDF for a paper (gnuplot's cairo and svg terminals),
+// at the size `size.gp` beside the script gives (results::chart_size_gp).
 inline constexpr const char* kTerminals =
-    "  if (ext eq \"png\") { set terminal pngcairo size 1100,560 font \"sans,10\" noenhanced }\n"
-    "  if (ext eq \"svg\") { set terminal svg size 1100,560 dynamic font \"sans,10\" noenhanced background \"white\" }\n"
-    "  if (ext eq \"pdf\") { set terminal pdfcairo size 11in,5.6in font \"sans,10\" noenhanced }\n";
+    "  if (ext eq \"png\") { set terminal pngcairo size dtsim_w_in * dtsim_png_dpi, dtsim_h_in * dtsim_png_dpi "
+    "font \"sans,\" . (dtsim_font_pt * dtsim_png_dpi / 100) noenhanced }\n"
+    "  if (ext eq \"svg\") { set terminal svg size dtsim_w_in * 100, dtsim_h_in * 100 dynamic font \"sans,\" . dtsim_font_pt "
+    "noenhanced background \"white\" }\n"
+    "  if (ext eq \"pdf\") { set terminal pdfcairo size dtsim_w_in, dtsim_h_in font \"sans,\" . dtsim_font_pt noenhanced }\n";
 
 // One colour per curve, kernel or line, the same in every chart (Tableau 10); `colour(i)` wraps around.
 inline constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -67,7 +70,7 @@ inline std::string pct(double v) { return std::isnan(v) ? "" : fmt::format("{:.1
 // and a light grid. The script ends with `footer()`.
 inline std::string header(const std::string& stem, const std::string& title) {
   return fmt::format("# {0}.png, {0}.svg and {0}.pdf: {1}. Run from this directory: gnuplot {0}.gp\n"
-                     "do for [ext in \"png svg pdf\"] {{\n{2}  set output \"{0}.\".ext\n  reset\n"
+                     "load \"size.gp\"\ndo for [ext in \"png svg pdf\"] {{\n{2}  set output \"{0}.\".ext\n  reset\n"
                      "set datafile separator \"\\t\"\nset title {3}\nset grid ytics lc rgb \"#dddddd\"\n",
                      stem, plain(title), kTerminals, gp_string(title));
 }

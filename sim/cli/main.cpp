@@ -104,6 +104,9 @@ int dispatch(int argc, char** argv) {
   report->add_option("--x", chart_choice.x, "the swept axis along x (default: the first numeric one, else gpus)");
   report->add_option("--series", chart_choice.series, "the swept axis that leads the lines' labels (default: all that vary)");
   report->add_option("--facet", chart_choice.facet, "a swept axis to split each chart into panels by");
+  report->add_option("--size", chart_choice.size, "page (11 x 5.6 in, 10 pt) or column (3.3 x 2.4 in, 8 pt: a paper column)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, dtsim::results::ChartSize>{
+          {"page", dtsim::results::ChartSize::Page}, {"column", dtsim::results::ChartSize::Column}}));
   auto* topo = app.add_subcommand("topo", "describe a scenario's topology: devices, links, diameter, bisection");
   add_scenario_options(topo, topo_args, true);
   topo->add_option("--dot", dot_file, "write the topology as Graphviz DOT to FILE");

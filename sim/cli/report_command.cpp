@@ -154,6 +154,7 @@ std::vector<std::string> write_report(const std::string& dir, const results::Cha
                      compare.is_null() ? "at least one simulated row" : "a compare.json in which a cluster fits");
   }
   results::make_directory(dir + "/plots");
+  report.files.push_back({"plots/size.gp", results::chart_size_gp(choice.size)});
   // The summary last: it links charts, so it is written only once they are drawn.
   const results::ReportFile* summary = nullptr;
   for (const auto& f : report.files)

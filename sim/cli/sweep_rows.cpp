@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -47,7 +48,8 @@ std::string csv_text(const Rows& rows) {
 // row): strong, the same problem on more GPUs, (t0 x g0) / (t x g) from step times; weak, the work growing with
 // the GPUs, model TFLOP/s per GPU over the smallest's. Rows with an error get neither. Only a complete sweep (or
 // a merge) knows its smallest configuration, so the columns appear when it completes. Serving rows (no training
-// step) get neither: their scaling is tokens per second per GPU, already in the row.
+// step) get neither: their scaling is tokens per second per GPU, already in the row. A sweep whose rows all have one
+// GPU count gets neither either.
 void add_scaling(Rows& rows) {
   const auto training = [](const json& row) { return !row.contains("error") && row.contains("step_time_s"); };
   const json* small = nullptr;
@@ -55,6 +57,11 @@ void add_scaling(Rows& rows) {
     if (training(row) && (small == nullptr || row["gpus"].get<double>() < (*small)["gpus"].get<double>()))
       small = &row;
   if (small == nullptr) return;
+  // One GPU count throughout (a sweep over plans or models on one cluster): there is no scaling to show.
+  const bool one_size = std::all_of(rows.begin(), rows.end(), [&](const auto& kv) {
+    return !training(kv.second) || kv.second["gpus"].template get<double>() == (*small)["gpus"].template get<double>();
+  });
+  if (one_size) return;
   const double g0 = (*small)["gpus"].get<double>(), t0 = (*small)["step_time_s"].get<double>();
   const double f0 = (*small)["tflops_per_gpu"].get<double>();
   for (auto& [index, row] : rows) {

@@ -146,14 +146,39 @@ TEST_CASE("report: two GPU types get two rooflines, one GPU count no scaling cha
   check_charts(dir, 6);   // step time, throughput, MFU, breakdown, roofline of the SXM4 and of the PCIe card
   const std::string md = slurp(dir / "report.md");
   CHECK(md.find("No scaling chart: every simulated row has the same GPU count.") != std::string::npos);
-  CHECK(md.find("(a100-sxm4-80gb, bf16): ridge point 153 FLOP/byte") != std::string::npos);
   CHECK(md.find("(a100-pcie-80gb, bf16)") != std::string::npos);
   CHECK(md.find("| 8xa100-nvswitch | scaling_efficiency | 92.0 % |") != std::string::npos);   // the article's S15
+  // One GPU count throughout: no strong or weak scaling, in the rows or the summary.
+  for (const json& row : jsonl(dir / "results.jsonl")) {
+    CHECK_FALSE(row.contains("strong_scaling_efficiency"));
+    CHECK_FALSE(row.contains("weak_scaling_efficiency"));
+  }
+  CHECK(md.find("strong") == std::string::npos);
+  // Every SXM4 row's kernels are on its roofline (four interconnects of one GPU), each in its own shape.
+  const std::string sxm4 = slurp(dir / "plots" / "roofline-1.dat");
+  for (const char* name : {"8xa100-nvswitch", "8xa100-full-mesh", "8xa100-ring", "8xa100-star"})
+    CHECK_MESSAGE(sxm4.find(std::string("\t") + name + "\t") != std::string::npos, name);
+  CHECK(md.find("Roofline of 4 rows (a100-sxm4-80gb, bf16): ridge point 153 FLOP/byte, each row's kernels in its own "
+                "point shape") != std::string::npos);
   const fs::path run = fresh_report("run");
   REQUIRE(dtsim("run " + src("tests/data/scenarios/small-tp4.yaml") + " --out " + run.string()).status == 0);
   const Result r = dtsim("report " + run.string());
   CHECK(r.status == 0);
   check_charts(run, 5);   // three points on 4 GPUs each: the three line charts, breakdown, roofline; no scaling
+  // --size column: the charts drawn one paper column wide (3.3 x 2.4 in; PNG at 200 pixels an inch).
+  REQUIRE(dtsim("report " + run.string() + " --size column").status == 0);
+  CHECK(slurp(run / "plots" / "size.gp").find("dtsim_w_in = 3.3") != std::string::npos);
+  const std::string png = slurp(run / "plots" / "breakdown.png");
+  REQUIRE(png.size() > 24);
+  const auto be32 = [&](std::size_t at) {
+    return (static_cast<unsigned>(static_cast<unsigned char>(png[at])) << 24) |
+           (static_cast<unsigned>(static_cast<unsigned char>(png[at + 1])) << 16) |
+           (static_cast<unsigned>(static_cast<unsigned char>(png[at + 2])) << 8) |
+           static_cast<unsigned>(static_cast<unsigned char>(png[at + 3]));
+  };
+  CHECK(be32(16) == 660);   // the IHDR's width and height
+  CHECK(be32(20) == 480);
+  CHECK(dtsim("report " + run.string() + " --size letter").status == 2);
   fs::remove_all(dir);
   fs::remove_all(run);
 }
