@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "sim/process.hpp"
+#include <zlib.h>
 #include "topology/error.hpp"
 
 namespace dtsim::results {
@@ -29,7 +31,39 @@ namespace {
 
 }  // namespace
 
+std::string gzipped(const std::string& text) {
+  z_stream z{};
+  // windowBits 15 + 16: a gzip stream (header and CRC), which gzip, zcat and Perfetto's UI read.
+  DTSIM_ASSERT(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK, "zlib initialises");
+  std::string out;
+  constexpr std::size_t kChunk = std::size_t{1} << 26;   // zlib counts in 32 bits: text and output go by chunks
+  std::size_t fed = 0;
+  int status = Z_OK;
+  while (status != Z_STREAM_END) {
+    if (z.avail_in == 0 && fed < text.size()) {
+      const std::size_t n = std::min(kChunk, text.size() - fed);
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data() + fed));
+      z.avail_in = static_cast<uInt>(n);
+      fed += n;
+    }
+    const std::size_t before = out.size();
+    out.resize(before + kChunk / 4);
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + before);
+    z.avail_out = static_cast<uInt>(kChunk / 4);
+    status = deflate(&z, fed == text.size() ? Z_FINISH : Z_NO_FLUSH);
+    DTSIM_ASSERT(status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR, "deflate runs");
+    out.resize(before + kChunk / 4 - z.avail_out);
+  }
+  deflateEnd(&z);
+  return out;
+}
+
 void write_file(const std::string& path, const std::string& text, const std::string& key) {
+  if (path.size() > 3 && path.ends_with(".gz")) return write_plain_file(path, gzipped(text), key);
+  write_plain_file(path, text, key);
+}
+
+void write_plain_file(const std::string& path, const std::string& text, const std::string& key) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (std::filesystem::is_directory(status)) throw InputError(key, path, "is a directory, not a file:", "a file path");

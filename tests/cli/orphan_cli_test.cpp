@@ -46,7 +46,13 @@ std::vector<pid_t> live_in_session(pid_t sid, pid_t except) {
   while (const dirent* e = ::readdir(proc)) {
     const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0 || pid == except) continue;
-    const std::string stat = slurp(fs::path("/proc") / e->d_name / "stat");
+    // A process may end between readdir and the read (ESRCH): then it is not live.
+    std::string stat;
+    try {
+      stat = slurp(fs::path("/proc") / e->d_name / "stat");
+    } catch (const std::exception&) {
+      continue;
+    }
     // pid (comm) state ppid pgrp session ...: comm may hold spaces, so read after its closing parenthesis.
     const auto close = stat.rfind(')');
     if (close == std::string::npos) continue;

@@ -1,5 +1,7 @@
 // `dtsim run --trace`: traces that a strict reader of the Trace Event Format accepts, small by default (one rank per
 // pipeline stage, no link counters), with flows from each pipeline send to its receive.
+#include <cstdlib>
+
 #include "cli/cli_support.hpp"
 #include "cli/trace_format.hpp"
 
@@ -101,4 +103,21 @@ TEST_CASE("trace: bad --trace-ranks gets one line and exit 2, before the simulat
     CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
   }
   CHECK(!fs::exists("/tmp/dtsim_never.json"));
+}
+
+TEST_CASE("trace: a --trace path ending in .gz is the same trace gzip-compressed, about a tenth of its size") {
+  const fs::path dir = fresh_dir("trace", "gz");
+  fs::create_directories(dir);
+  const std::string run = "run " + src("scenarios/models/gpt-22b-tp8.yaml") + " --trace-ranks all --trace ";
+  REQUIRE(dtsim(run + (dir / "t.json").string()).status == 0);
+  REQUIRE(dtsim(run + (dir / "t.json.gz").string()).status == 0);
+  const std::string plain = slurp(dir / "t.json"), packed = slurp(dir / "t.json.gz");
+  REQUIRE(packed.size() > 2);
+  CHECK(static_cast<unsigned char>(packed[0]) == 0x1f);   // gzip's magic number
+  CHECK(static_cast<unsigned char>(packed[1]) == 0x8b);
+  CHECK(packed.size() * 5 < plain.size());
+  const std::string unpack = "gzip -dc " + (dir / "t.json.gz").string() + " > " + (dir / "unpacked.json").string();
+  REQUIRE(std::system(unpack.c_str()) == 0);
+  CHECK(slurp(dir / "unpacked.json") == plain);
+  fs::remove_all(dir);
 }
