@@ -139,8 +139,6 @@ int claims_command(const std::string& dir, const std::string& out, Format format
 
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format);
-// The embedded validation scenarios: (origin, YAML text).
-const std::vector<std::pair<std::string, std::string>>& validation_scenarios();
 // "128M" -> 134217728: bytes with an optional K, M or G suffix (powers of 1024, as nccl-tests reads them).
 double parse_size(const std::string& text, const std::string& key);
 

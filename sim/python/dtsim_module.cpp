@@ -20,6 +20,7 @@
 #include "sim/drivers/compare.hpp"
 #include "sim/drivers/plan.hpp"
 #include "sim/drivers/run.hpp"
+#include "sim/drivers/validate.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
 
@@ -172,6 +173,18 @@ PYBIND11_MODULE(_dtsim, m) {
                                                   "call with out= and resume=True runs them");
       },
       py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("jobs"), py::arg("out"), py::arg("resume"));
+  m.def(
+      "validate",
+      [](const std::vector<std::string>& files, const std::vector<std::string>& sets, const std::vector<std::string>& only) {
+        std::vector<dtsim::scenario::Override> overrides;
+        for (const auto& s : sets) overrides.push_back(dtsim::scenario::parse_set(s));
+        std::vector<drivers::ValidationSource> sources;
+        if (files.empty())
+          for (const auto& [origin, text] : dtsim::scenario::validation_scenarios()) sources.push_back({origin, text});
+        for (const auto& f : files) sources.push_back({f, dtsim::scenario::read_scenario_text(f)});
+        return to_python(dtsim::results::validation_json(drivers::validate(sources, overrides, only)));
+      },
+      py::arg("files"), py::arg("sets"), py::arg("only"));
   m.def("catalog", [] { return to_python(dtsim::results::catalog_json()); });
   // Run or sweep rows (as JSON text, from Python's data) as result.csv writes them: dtsim.to_frame's columns.
   m.def(

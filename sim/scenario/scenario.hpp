@@ -145,6 +145,8 @@ std::string locate(const Scenario& scenario, const std::string& key);
 
 // The embedded default scenario of `./dtsim run` with no file.
 const std::string& default_scenario_text();
+// The embedded validation scenarios of `./dtsim validate` with no file: (origin, YAML text), scenarios/validation's.
+const std::vector<std::pair<std::string, std::string>>& validation_scenarios();
 
 // Where a scenario comes from: the text itself (named "<dict>": the Python module's dicts, as JSON), else a file,
 // else (`file` empty) the embedded default; `sets` are --set's "key=value" overrides.

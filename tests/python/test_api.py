@@ -148,6 +148,14 @@ class ResultObjects(unittest.TestCase):
         self.assertEqual(got, json.loads(out))
         self.assertEqual([c.gpu for c in got.clusters], ["a100-sxm4-80gb", "h100-sxm5-80gb"])
 
+    def test_validate_gives_the_programs_tables(self):
+        table = os.path.join(SOURCE, "tests/data/scenarios/validation-small.yaml")
+        status, out, _ = program("validate", table, "--format", "json")
+        self.assertEqual(status, 0)
+        self.assertEqual(dtsim.validate(table), json.loads(out))
+        with self.assertRaises(dtsim.InputError):
+            dtsim.validate(table, only="no-such-row")
+
     def test_a_call_prints_nothing(self):
         code = ("import dtsim; dtsim.run({0!r}); dtsim.memory({0!r}); dtsim.plan({0!r}, top=1, confirm=0); "
                 "dtsim.catalog()").format(TP8)

@@ -24,7 +24,7 @@ from . import _dtsim
 InputError = _dtsim.InputError
 
 __all__ = ["InputError", "Result", "scenario", "run", "serve", "sweep", "memory", "plan", "compare", "collective",
-           "catalog", "to_frame"]
+           "catalog", "validate", "to_frame"]
 
 
 class Result(dict):
@@ -153,6 +153,17 @@ def collective(gpu, gpus=8, op="allreduce", algo="auto", min="8", max="8G", step
     return _wrap(_dtsim.collective(gpu, gpus, intra, intra_link, nodes, inter, inter_link, nics_per_node, routing,
                                    max_channels, op, algo, str(min), str(max), float(step_factor), datatype, redop,
                                    root))
+
+
+def validate(files=None, set=None, only=None):
+    """Published measurements against dtsim (`./dtsim validate --format json`): `files` (paths; None: the twelve
+    embedded tables, about 90 s), `set` overriding keys on every row, `only` some rows by name. A Result with each
+    table's rows (published beside dtsim's figure, the error) and its mean and max."""
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    if isinstance(only, str):
+        only = [only]
+    return _wrap(_dtsim.validate([os.fspath(f) for f in files or []], _sets(set), list(only or [])))
 
 
 def catalog():
