@@ -8,6 +8,7 @@
 
 #include "results/collective_report.hpp"
 #include "results/report.hpp"
+#include "sim/drivers/sweep_rows.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace dtsim::cli {
@@ -101,13 +102,9 @@ int compare_command(const ScenarioArgs& args, const CompareArgs& compare);
 // per row, the published figures of its `reference` beside dtsim's with the error, and per table the mean and
 // largest absolute error.
 // `dtsim sweep`: the sweep's points in up to `jobs` processes, rows streamed to OUT/results.{jsonl,csv}.
-struct Shard {
-  int index = 1;   // 1..count
-  int count = 1;
-};
 struct SweepArgs {
   int jobs = 1;
-  Shard shard;
+  drivers::Shard shard;
   bool resume = false;
   std::string out;   // empty: out/<scenario name>
   bool report = true;   // draw DIR/report.md and its charts when the sweep completes (not for a shard)
@@ -116,7 +113,7 @@ struct SweepArgs {
   std::string time;
   int cpus = 2;
 };
-Shard parse_shard(const std::string& text);   // "I/N"
+drivers::Shard parse_shard(const std::string& text);   // "I/N"
 int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep);
 // `dtsim sweep --slurm N`: writes OUT/sweep.sbatch (scripts/slurm/sweep.sbatch, `slurm_sweep_script()`) and submits
 // it as an array of N tasks, each `--shard I/N --resume`; prints the job and the merge command.

@@ -20,6 +20,7 @@
 #include "sim/drivers/compare.hpp"
 #include "sim/drivers/plan.hpp"
 #include "sim/drivers/run.hpp"
+#include "sim/drivers/sweep.hpp"
 #include "sim/drivers/validate.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
@@ -150,17 +151,10 @@ PYBIND11_MODULE(_dtsim, m) {
       "sweep",
       [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets,
          int jobs, const std::string& out, bool resume) {
-        dtsim::cli::ScenarioArgs args;
-        args.file = path.value_or("");
-        args.text = text;
-        args.sets = sets;
-        dtsim::cli::SweepArgs sweep;
-        sweep.jobs = jobs;
-        sweep.resume = resume;
-        sweep.out = out;
-        sweep.report = false;
-        // The sweep writes its rows to `out` and its progress to stderr; nothing to stdout.
-        const int status = dtsim::cli::sweep_command(args, sweep);
+        // Silent: the rows go to `out`, nothing is printed.
+        const auto r = drivers::sweep(dtsim::scenario::load({path.value_or(""), text, sets}, true), out,
+                                      {jobs, {}, resume});
+        const int status = r.signal != 0 ? 128 + r.signal : r.lost > 0 ? 1 : 0;
         // Stopped by a signal (Ctrl-C reaches the sweep's own handler, not Python's): raised as Python would.
         if (status == 128 + SIGINT) {
           PyErr_SetNone(PyExc_KeyboardInterrupt);

@@ -1,5 +1,5 @@
-// Private to `dtsim sweep` and `dtsim merge` (sweep_command.cpp): a sweep's rows and the files that hold them,
-// OUT/results.jsonl and OUT/results.csv (or a shard's), each rewritten whole through a temporary file.
+// A sweep's rows and the files that hold them (sweep.cpp), OUT/results.jsonl and OUT/results.csv (or a shard's),
+// each rewritten whole through a temporary file.
 #pragma once
 
 #include <map>
@@ -7,11 +7,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/cli/commands.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 
 using Rows = std::map<int, nlohmann::json>;   // by point index: sweep order
+
+// Which slice of a sweep's points a process runs: those whose index is index-1 modulo count.
+struct Shard {
+  int index = 1;   // 1..count
+  int count = 1;
+};
 
 struct Files {
   std::string jsonl;
@@ -31,4 +36,4 @@ void write_both(const Files& files, const Rows& rows);
 // The rows of a JSONL file; a last line cut short by a kill is dropped.
 Rows read_rows(const std::string& path);
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers

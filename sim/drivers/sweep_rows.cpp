@@ -1,5 +1,5 @@
 // A sweep's rows and their files (sweep_rows.hpp).
-#include "sim/cli/sweep_rows.hpp"
+#include "sim/drivers/sweep_rows.hpp"
 
 #include <unistd.h>
 
@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 
 #include "results/run_report.hpp"
-#include "sim/cli/command_support.hpp"
+#include "results/files.hpp"
 
-namespace dtsim::cli {
+namespace dtsim::drivers {
 namespace {
 
 using nlohmann::json;
@@ -95,4 +95,4 @@ Rows read_rows(const std::string& path) {
   return rows;
 }
 
-}  // namespace dtsim::cli
+}  // namespace dtsim::drivers
