@@ -34,13 +34,18 @@ using workloads::Recompute;
   throw InputError("--emit", std::string(framework), "cannot run the best plan: " + what, "a plan it has flags for");
 }
 
+// What no Megatron-style launcher here takes: a model given as layers, and multi-latent attention (`mla_why`).
+void check_transformer(std::string_view framework, const workloads::ModelSpec& m, const char* mla_why) {
+  if (m.kind != workloads::ModelKind::Transformer) cannot(framework, "a model given as a list of layers");
+  if (m.mla()) cannot(framework, mla_why);
+}
+
 std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   constexpr std::string_view kName = "megatron";
   const auto& m = w.model;
   const auto& t = *w.training;
   const auto& p = w.plan;
-  if (m.kind != workloads::ModelKind::Transformer) cannot(kName, "a model given as a list of layers");
-  if (m.mla()) cannot(kName, "multi-latent attention (its flags came after core_r0.11.0)");
+  check_transformer(kName, m, "multi-latent attention (its flags came after core_r0.11.0)");
   if (p.zero >= 2) cannot(kName, fmt::format("ZeRO stage {} (Megatron-LM shards optimizer states only)", p.zero));
   if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
   if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
@@ -144,8 +149,7 @@ std::vector<std::string> deepspeed_flags(const workloads::Workload& w) {
   const auto& m = w.model;
   const auto& t = *w.training;
   const auto& p = w.plan;
-  if (m.kind != workloads::ModelKind::Transformer) cannot(kName, "a model given as a list of layers");
-  if (m.mla()) cannot(kName, "multi-latent attention");
+  check_transformer(kName, m, "multi-latent attention");
   if (m.moe() || p.ep > 1) cannot(kName, "experts (Megatron-DeepSpeed's are DeepSpeed-MoE's, not modelled)");
   if (p.cp > 1) cannot(kName, "context parallelism (its sequence parallelism is Ulysses')");
   if (p.vpp > 1) cannot(kName, "interleaved virtual stages (DeepSpeed's pipeline engine has none)");

@@ -2,6 +2,8 @@
 // schedule and bytes (and the all-gather variant's), the memory plan's share, the plan checks.
 #include <doctest/doctest.h>
 
+#include "workloads/gpt_job.hpp"
+
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::plan_error;
 using dtsim::test::tally_collectives;
 
 namespace {
@@ -36,15 +39,6 @@ Workload cp_job(int tp, int cp, int dp, int layers = 4) {
   w.plan.zero = 1;
   check_plan(w, tp * cp * dp);
   return w;
-}
-
-std::string cp_plan_error(const Workload& w, int gpus) {
-  try {
-    check_plan(w, gpus);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace
@@ -137,12 +131,12 @@ TEST_CASE("context parallelism's plan checks name the key and what is allowed") 
   w.plan.dp = 2;
   w.training->global_batch = 4;
   w.model.seq_length = 8191;
-  CHECK(cp_plan_error(w, 6) == "parallelism.cp: does not divide model.seq_length 8191 into 6 equal chunks (2 x cp): cp "
+  CHECK(plan_error(w, 6) == "parallelism.cp: does not divide model.seq_length 8191 into 6 equal chunks (2 x cp): cp "
                                "'3' (allowed: a cp whose 2 x cp (x tp with sequence parallelism) divides seq_length)");
   w.model.seq_length = 8192 * 3;
   w.training->attention = AttentionKernel::Unfused;
-  CHECK(cp_plan_error(w, 6).starts_with("training.attention: cannot run context parallelism"));
+  CHECK(plan_error(w, 6).starts_with("training.attention: cannot run context parallelism"));
   w.training->attention = AttentionKernel::Flash;
-  CHECK(cp_plan_error(w, 8) == "parallelism.dp: tp 1 x pp 1 x cp 3 x dp 2 = 6 GPUs, but the cluster has 8; dp '2' "
+  CHECK(plan_error(w, 8) == "parallelism.dp: tp 1 x pp 1 x cp 3 x dp 2 = 6 GPUs, but the cluster has 8; dp '2' "
                                "(allowed: degrees whose product is 8)");
 }

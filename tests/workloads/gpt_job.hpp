@@ -1,10 +1,23 @@
 // A GPT-shaped job for tests (MHA, ffn = 4h), where Megatron's closed forms hold exactly.
 #pragma once
 
+#include <string>
+
 #include "topology/catalog.hpp"
+#include "topology/error.hpp"
 #include "workloads/plan.hpp"
 
 namespace dtsim::test {
+
+// check_plan's one-line message for `w` on `gpus` GPUs, or "no error".
+inline std::string plan_error(const workloads::Workload& w, int gpus) {
+  try {
+    workloads::check_plan(w, gpus);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 // The GPU the workload tests time kernels on.
 inline const topology::GpuSpec& a100() { return topology::find_gpu("a100-sxm4-80gb"); }

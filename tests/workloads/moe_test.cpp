@@ -3,6 +3,8 @@
 // and the plan checks.
 #include <doctest/doctest.h>
 
+#include "workloads/gpt_job.hpp"
+
 #include <cmath>
 #include <array>
 #include <map>
@@ -21,6 +23,7 @@
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::plan_error;
 using dtsim::test::tally_collectives;
 
 namespace {
@@ -44,15 +47,6 @@ Workload moe_job(int tp, int pp, int dp, int ep, int etp = 0, int layers = 4) {
   w.plan.zero = 1;   // the distributed optimizer, as Megatron-Core's recipes run
   check_plan(w, tp * pp * dp);
   return w;
-}
-
-std::string plan_error(const Workload& w, int gpus) {
-  try {
-    check_plan(w, gpus);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace
