@@ -182,3 +182,41 @@ TEST_CASE("docs: docs/results.md defines every field a training step, a serving 
     }
   }
 }
+
+namespace {
+
+// Every key a reader accepts: the quoted names in each `allow_only({...})` of the scenario's and the topology's
+// readers (their source is the list; a key added there and not documented fails here).
+std::set<std::string> accepted_keys() {
+  std::set<std::string> out;
+  for (const char* folder : {"sim/scenario", "topology"})
+    for (const auto& e : fs::directory_iterator(src(folder))) {
+      if (e.path().extension() != ".cpp") continue;
+      const std::string text = slurp(e.path());
+      for (std::size_t at = text.find("allow_only({"); at != std::string::npos; at = text.find("allow_only({", at + 1)) {
+        const std::size_t end = text.find('}', at);
+        for (std::size_t q = text.find('"', at); q < end; q = text.find('"', q + 1)) {
+          const std::size_t close = text.find('"', q + 1);
+          out.insert(text.substr(q + 1, close - q - 1));
+          q = close;
+        }
+      }
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("docs: every key a scenario or user graph may hold is named in docs/") {
+  std::string pages;
+  for (const auto& e : fs::directory_iterator(src("docs")))
+    if (e.path().extension() == ".md" && e.path().filename() != "seed-claims.md") pages += slurp(e.path());
+  const auto keys = accepted_keys();
+  CHECK(keys.size() > 100);   // the readers' lists were found
+  for (const auto& key : keys) {
+    bool named = false;
+    for (const char* form : {"`{}", "{}:", ".{}", "{{{}"})
+      named = named || pages.find(fmt::format(fmt::runtime(form), key)) != std::string::npos;
+    CHECK_MESSAGE(named, "a key no docs page names: ", key);
+  }
+}
