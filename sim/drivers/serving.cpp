@@ -12,6 +12,8 @@
 #include "sim/drivers/run.hpp"
 #include "sim/drivers/cost.hpp"
 #include "sim/drivers/serving.hpp"
+
+#include "results/files.hpp"
 #include "topology/builders.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/serving.hpp"

@@ -34,6 +34,7 @@
 #include "sim/scenario/scenario_json.hpp"
 #include "sim/process.hpp"
 #include "sim/simgrid/isolated.hpp"
+#include "topology/error.hpp"
 
 namespace dtsim::drivers {
 namespace {
