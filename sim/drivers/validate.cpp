@@ -72,6 +72,14 @@ std::vector<std::string> unstated_keys(const std::vector<scenario::Scenario>& sc
 
 }  // namespace
 
+std::vector<ValidationSource> validation_sources(const std::vector<std::string>& files) {
+  std::vector<ValidationSource> out;
+  if (files.empty())
+    for (const auto& [origin, text] : scenario::validation_scenarios()) out.push_back({origin, text});
+  for (const auto& f : files) out.push_back({f, scenario::read_scenario_text(f)});
+  return out;
+}
+
 std::vector<results::ValidationTable> validate(const std::vector<ValidationSource>& sources,
                                                const std::vector<scenario::Override>& overrides,
                                                const std::vector<std::string>& only) {

@@ -15,6 +15,9 @@ struct ValidationSource {
   std::string text;
 };
 
+// The tables of `files`, or with none the embedded ones (scenarios/validation's, compiled in).
+std::vector<ValidationSource> validation_sources(const std::vector<std::string>& files);
+
 // Each table's rows run with `overrides`, paired with their references (`only`: these rows, by name; InputError
 // listing the names for one no row has); a table with `reference.unstated` keys runs again from its stated
 // columns only, right after it.

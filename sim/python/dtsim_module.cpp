@@ -170,13 +170,8 @@ PYBIND11_MODULE(_dtsim, m) {
   m.def(
       "validate",
       [](const std::vector<std::string>& files, const std::vector<std::string>& sets, const std::vector<std::string>& only) {
-        std::vector<dtsim::scenario::Override> overrides;
-        for (const auto& s : sets) overrides.push_back(dtsim::scenario::parse_set(s));
-        std::vector<drivers::ValidationSource> sources;
-        if (files.empty())
-          for (const auto& [origin, text] : dtsim::scenario::validation_scenarios()) sources.push_back({origin, text});
-        for (const auto& f : files) sources.push_back({f, dtsim::scenario::read_scenario_text(f)});
-        return to_python(dtsim::results::validation_json(drivers::validate(sources, overrides, only)));
+        const auto overrides = dtsim::scenario::parse_sets(sets);
+        return to_python(dtsim::results::validation_json(drivers::validate(drivers::validation_sources(files), overrides, only)));
       },
       py::arg("files"), py::arg("sets"), py::arg("only"));
   m.def("catalog", [] { return to_python(dtsim::results::catalog_json()); });

@@ -160,5 +160,7 @@ std::vector<Scenario> load(const Source& source, bool keep_invalid_points = fals
 
 // "key=value" -> Override; throws InputError for a malformed one.
 Override parse_set(const std::string& text);
+// Each of --set's "key=value" texts, in order.
+std::vector<Override> parse_sets(const std::vector<std::string>& texts);
 
 }  // namespace dtsim::scenario

@@ -13,9 +13,14 @@ Override parse_set(const std::string& text) {
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }
 
+std::vector<Override> parse_sets(const std::vector<std::string>& texts) {
+  std::vector<Override> out;
+  for (const auto& t : texts) out.push_back(parse_set(t));
+  return out;
+}
+
 std::vector<Scenario> load(const Source& source, bool keep_invalid_points) {
-  std::vector<Override> overrides;
-  for (const auto& s : source.sets) overrides.push_back(parse_set(s));
+  const auto overrides = parse_sets(source.sets);
   if (source.text) return load_scenarios(*source.text, "<dict>", overrides, keep_invalid_points);
   if (source.file.empty())
     return load_scenarios(default_scenario_text(), "<default scenario>", overrides, keep_invalid_points);
