@@ -40,11 +40,62 @@ void check_transformer(std::string_view framework, const workloads::ModelSpec& m
   if (m.mla()) cannot(framework, mla_why);
 }
 
+namespace {
+
+// What one framework's flags are written from: its name (for the refusals) and the job's model, training and plan.
+struct Job {
+  std::string_view name;
+  const workloads::ModelSpec& m;
+  const workloads::TrainingSpec& t;
+  const workloads::ParallelPlan& p;
+};
+
+// The model's shape as the flags of Megatron-LM (megatron/training/arguments.py) or of its fork Megatron-DeepSpeed
+// (megatron/arguments.py), which spells grouped-query attention, rotary positions and RMSNorm its own way.
+enum class Dialect { Megatron, MegatronDeepSpeed };
+
+void model_flags(const workloads::ModelSpec& m, Dialect d, std::vector<std::string>& f) {
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  const bool lm = d == Dialect::Megatron;
+  add("--num-layers", m.layers);
+  add("--hidden-size", m.hidden);
+  add("--num-attention-heads", m.heads);
+  add("--ffn-hidden-size", m.ffn_hidden);
+  if (m.kv_heads > 0 && m.kv_heads < m.heads) {
+    if (lm) f.emplace_back("--group-query-attention");
+    add(lm ? "--num-query-groups" : "--num-key-value-heads", m.kv_heads);
+  }
+  if (m.head_size > 0 && m.head_size * m.heads != m.hidden) add("--kv-channels", m.head_size);
+  add("--seq-length", m.seq_length);
+  add("--max-position-embeddings", m.seq_length);
+  if (m.positions == workloads::Positions::Rotary) {
+    if (lm) add("--position-embedding-type", "rope");
+    else f.emplace_back("--use-rotary-position-embeddings");
+  }
+  if (m.norm == workloads::Norm::RmsNorm) add("--normalization", lm ? "RMSNorm" : "rmsnorm");
+  if (m.activation == workloads::Activation::Swiglu) f.emplace_back("--swiglu");
+  if (!m.bias) f.emplace_back("--disable-bias-linear");
+  if (!m.tied_embeddings) f.emplace_back("--untie-embeddings-and-output-weights");
+  add("--hidden-dropout", m.hidden_dropout);
+  add("--attention-dropout", m.attention_dropout);
+}
+
+// What both Megatron launchers end with, so that the script runs as written: a null tokenizer of the model's
+// vocabulary and a short run, logged at each step.
+void short_run_flags(const workloads::ModelSpec& m, std::vector<std::string>& f) {
+  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
+  add("--tokenizer-type", "NullTokenizer");
+  add("--vocab-size", m.vocab);
+  add("--train-iters", 100);
+  add("--lr", "1.0e-4");
+  add("--log-interval", 1);
+  add("--eval-iters", 0);
+}
+
+}  // namespace
+
 std::vector<std::string> megatron_flags(const workloads::Workload& w) {
-  constexpr std::string_view kName = "megatron";
-  const auto& m = w.model;
-  const auto& t = *w.training;
-  const auto& p = w.plan;
+  const auto& [kName, m, t, p] = Job{"megatron", w.model, *w.training, w.plan};
   check_transformer(kName, m, "multi-latent attention (its flags came after core_r0.11.0)");
   if (p.zero >= 2) cannot(kName, fmt::format("ZeRO stage {} (Megatron-LM shards optimizer states only)", p.zero));
   if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
@@ -82,25 +133,7 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   else cannot(kName, "training in a precision other than bf16 or fp16");
   if (t.fp8 == workloads::Fp8::Hybrid) add("--fp8-format", "hybrid");
   if (t.fp8 == workloads::Fp8::E4m3) add("--fp8-format", "e4m3");
-  // The model.
-  add("--num-layers", m.layers);
-  add("--hidden-size", m.hidden);
-  add("--num-attention-heads", m.heads);
-  add("--ffn-hidden-size", m.ffn_hidden);
-  if (m.kv_heads > 0 && m.kv_heads < m.heads) {
-    f.emplace_back("--group-query-attention");
-    add("--num-query-groups", m.kv_heads);
-  }
-  if (m.head_size > 0 && m.head_size * m.heads != m.hidden) add("--kv-channels", m.head_size);
-  add("--seq-length", m.seq_length);
-  add("--max-position-embeddings", m.seq_length);
-  if (m.positions == workloads::Positions::Rotary) add("--position-embedding-type", "rope");
-  if (m.norm == workloads::Norm::RmsNorm) add("--normalization", "RMSNorm");
-  if (m.activation == workloads::Activation::Swiglu) f.emplace_back("--swiglu");
-  if (!m.bias) f.emplace_back("--disable-bias-linear");
-  if (!m.tied_embeddings) f.emplace_back("--untie-embeddings-and-output-weights");
-  add("--hidden-dropout", m.hidden_dropout);
-  add("--attention-dropout", m.attention_dropout);
+  model_flags(m, Dialect::Megatron, f);
   if (m.moe()) {
     add("--num-experts", m.experts);
     add("--moe-router-topk", m.experts_per_token);
@@ -109,46 +142,15 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
       add("--moe-shared-expert-intermediate-size", m.shared_experts * (m.expert_ffn_hidden > 0 ? m.expert_ffn_hidden : m.ffn_hidden));
     f.emplace_back("--moe-grouped-gemm");
   }
-  // What runs it as written: mock data, a null tokenizer of the model's vocabulary, a short run.
+  // What runs it as written: mock data.
   f.emplace_back("--mock-data");
-  add("--tokenizer-type", "NullTokenizer");
-  add("--vocab-size", m.vocab);
-  add("--train-iters", 100);
-  add("--lr", "1.0e-4");
-  add("--log-interval", 1);
-  add("--eval-iters", 0);
+  short_run_flags(m, f);
   return f;
 }
 
-namespace {
-
-// The model's shape as Megatron-DeepSpeed's flags (megatron/arguments.py).
-void megatron_deepspeed_model(const workloads::ModelSpec& m, std::vector<std::string>& f) {
-  const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
-  add("--num-layers", m.layers);
-  add("--hidden-size", m.hidden);
-  add("--num-attention-heads", m.heads);
-  add("--ffn-hidden-size", m.ffn_hidden);
-  if (m.kv_heads > 0 && m.kv_heads < m.heads) add("--num-key-value-heads", m.kv_heads);
-  if (m.head_size > 0 && m.head_size * m.heads != m.hidden) add("--kv-channels", m.head_size);
-  add("--seq-length", m.seq_length);
-  add("--max-position-embeddings", m.seq_length);
-  if (m.positions == workloads::Positions::Rotary) f.emplace_back("--use-rotary-position-embeddings");
-  if (m.norm == workloads::Norm::RmsNorm) add("--normalization", "rmsnorm");
-  if (m.activation == workloads::Activation::Swiglu) f.emplace_back("--swiglu");
-  if (!m.bias) f.emplace_back("--disable-bias-linear");
-  if (!m.tied_embeddings) f.emplace_back("--untie-embeddings-and-output-weights");
-  add("--hidden-dropout", m.hidden_dropout);
-  add("--attention-dropout", m.attention_dropout);
-}
-
-}  // namespace
 
 std::vector<std::string> deepspeed_flags(const workloads::Workload& w) {
-  constexpr std::string_view kName = "deepspeed";
-  const auto& m = w.model;
-  const auto& t = *w.training;
-  const auto& p = w.plan;
+  const auto& [kName, m, t, p] = Job{"deepspeed", w.model, *w.training, w.plan};
   check_transformer(kName, m, "multi-latent attention");
   if (m.moe() || p.ep > 1) cannot(kName, "experts (Megatron-DeepSpeed's are DeepSpeed-MoE's, not modelled)");
   if (p.cp > 1) cannot(kName, "context parallelism (its sequence parallelism is Ulysses')");
@@ -179,14 +181,9 @@ std::vector<std::string> deepspeed_flags(const workloads::Workload& w) {
   f.emplace_back(bf16 ? "--bf16" : "--fp16");
   if (t.attention == workloads::AttentionKernel::Flash || t.attention == workloads::AttentionKernel::Flash2)
     f.emplace_back("--use-flash-attn-v2");
-  megatron_deepspeed_model(m, f);
+  model_flags(m, Dialect::MegatronDeepSpeed, f);
   add("--data-path", "\"$DATA\"");
-  add("--tokenizer-type", "NullTokenizer");
-  add("--vocab-size", m.vocab);
-  add("--train-iters", 100);
-  add("--lr", "1.0e-4");
-  add("--log-interval", 1);
-  add("--eval-iters", 0);
+  short_run_flags(m, f);
   f.emplace_back("--deepspeed");
   add("--deepspeed_config", "\"$config\"");
   add("--zero-stage", p.zero);
@@ -223,10 +220,7 @@ std::optional<std::pair<std::string, std::string>> torchtitan_flavour(const std:
 }
 
 std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const std::string& config) {
-  constexpr std::string_view kName = "torchtitan";
-  const auto& m = w.model;
-  const auto& t = *w.training;
-  const auto& p = w.plan;
+  const auto& [kName, m, t, p] = Job{"torchtitan", w.model, *w.training, w.plan};
   const auto flavour = torchtitan_flavour(m.name);
   if (!flavour) cannot(kName, fmt::format("model '{}' (torchtitan's flavours: llama3-8b, llama3-70b, llama3-405b)", m.name));
   if (p.vpp > 1) cannot(kName, "interleaved virtual stages (its split points are given by hand)");
@@ -290,10 +284,7 @@ std::optional<std::string> bridge_recipe_name(const std::string& preset) {
 }
 
 std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
-  constexpr std::string_view kName = "nemo";
-  const auto& m = w.model;
-  const auto& t = *w.training;
-  const auto& p = w.plan;
+  const auto& [kName, m, t, p] = Job{"nemo", w.model, *w.training, w.plan};
   const auto recipe = bridge_recipe(m.name);
   if (!recipe)
     cannot(kName, fmt::format("model '{}' (Megatron-Bridge's Llama 3 recipes: llama3-8b, llama3-70b, llama3-405b)", m.name));

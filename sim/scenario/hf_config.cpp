@@ -206,37 +206,46 @@ ModelSpec deepseek_v3(const Config& c) {
   return m;
 }
 
-// GPT-2: LayerNorm, learned positions, GELU, biases everywhere, the output layer tied to the embedding.
-ModelSpec gpt2(const Config& c) {
+// GPT-2's and BERT's configs: the same layer (LayerNorm, learned positions, GELU, biases everywhere, the output
+// layer tied to the embedding) under each one's own field names.
+struct Gpt2Fields {
+  const char* layers;
+  const char* hidden;
+  const char* heads;
+  const char* ffn;
+  const char* positions;
+  const char* hidden_dropout;
+  const char* attention_dropout;
+};
+
+ModelSpec gpt2_layer(const Config& c, const Gpt2Fields& f, bool ffn_optional) {
   ModelSpec m;
-  m.layers = c.integer("n_layer", kMaxLayers);
-  m.hidden = c.integer("n_embd", kMaxWidth);
-  m.heads = c.integer("n_head", kMaxWidth);
+  m.layers = c.integer(f.layers, kMaxLayers);
+  m.hidden = c.integer(f.hidden, kMaxWidth);
+  m.heads = c.integer(f.heads, kMaxWidth);
   m.kv_heads = m.heads;
-  m.ffn_hidden = c.integer("n_inner", kMaxWidth, 4LL * m.hidden);
+  m.ffn_hidden = c.integer(f.ffn, kMaxWidth, ffn_optional ? std::optional<long long>(4LL * m.hidden) : std::nullopt);
   m.vocab = c.integer("vocab_size", kMaxTokens);
-  m.seq_length = c.integer("n_positions", kMaxTokens);
+  m.seq_length = c.integer(f.positions, kMaxTokens);
   m.tied_embeddings = c.boolean("tie_word_embeddings", true);
-  m.hidden_dropout = c.probability("resid_pdrop", 0.1);
-  m.attention_dropout = c.probability("attn_pdrop", 0.1);
+  m.hidden_dropout = c.probability(f.hidden_dropout, 0.1);
+  m.attention_dropout = c.probability(f.attention_dropout, 0.1);
   return m;
+}
+
+// GPT-2: n_inner, when absent, is four times the width.
+ModelSpec gpt2(const Config& c) {
+  return gpt2_layer(c, {"n_layer", "n_embd", "n_head", "n_inner", "n_positions", "resid_pdrop", "attn_pdrop"}, true);
 }
 
 // BERT: GPT-2's layer, attending both ways. Its pooler, token-type embeddings and the MLM head's transform are not
 // counted (BERT-base: 0.6 M of 109.5 M), as in the presets.
 ModelSpec bert(const Config& c) {
-  ModelSpec m;
-  m.layers = c.integer("num_hidden_layers", kMaxLayers);
-  m.hidden = c.integer("hidden_size", kMaxWidth);
-  m.heads = c.integer("num_attention_heads", kMaxWidth);
-  m.kv_heads = m.heads;
-  m.ffn_hidden = c.integer("intermediate_size", kMaxWidth);
-  m.vocab = c.integer("vocab_size", kMaxTokens);
-  m.seq_length = c.integer("max_position_embeddings", kMaxTokens);
+  ModelSpec m = gpt2_layer(c,
+                           {"num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+                            "max_position_embeddings", "hidden_dropout_prob", "attention_probs_dropout_prob"},
+                           false);
   m.causal = false;
-  m.tied_embeddings = c.boolean("tie_word_embeddings", true);
-  m.hidden_dropout = c.probability("hidden_dropout_prob", 0.1);
-  m.attention_dropout = c.probability("attention_probs_dropout_prob", 0.1);
   return m;
 }
 

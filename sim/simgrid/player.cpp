@@ -19,7 +19,6 @@ using workloads::ComputeOp;
 using workloads::Op;
 using workloads::RecvOp;
 using workloads::SendOp;
-using workloads::StepGraph;
 
 }  // namespace
 
@@ -49,7 +48,7 @@ ClassIndex index_class(const workloads::RankClass& c) {
   return ix;
 }
 
-Player::Player(const StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans,
+Player::Player(const workloads::StepGraph& g, const topology::Topology& topo, Simulation& sim, PlanCache& plans,
                const Sites& sites, std::vector<TransferRecord>* record, const Memo* memo, Aggregates* aggregates,
                const std::vector<int>* representative, const std::vector<std::vector<int>>* lanes)
     : g_(g),

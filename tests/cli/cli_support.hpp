@@ -61,6 +61,13 @@ inline fs::path fresh_dir(const std::string& suite, const std::string& tag) {
   return dir;
 }
 
+// `text` written as dir/name, the directory made first: the file's path.
+inline fs::path written(const fs::path& dir, const std::string& name, const std::string& text) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
 // The rows of a JSON-lines text, one object per line.
 inline std::vector<nlohmann::json> json_lines(const std::string& text) {
   std::vector<nlohmann::json> out;

@@ -121,9 +121,8 @@ TEST_CASE("plan: nothing fits names the nearest plan and the memory it lacks, an
 // Three cluster options for GPT 1.7B, and one on which it cannot train: a row each, the Pareto front by hand.
 TEST_CASE("compare: one row per cluster with its best plan, the Pareto front, a cluster that does not fit, the chart") {
   const fs::path dir = fresh_dir("compare", "four");
-  fs::create_directories(dir);
-  std::ofstream(dir / "c.yaml")
-      << "name: gpt-1.7b\n"
+  const std::string c = written(dir, "c.yaml",
+      "name: gpt-1.7b\n"
          "cluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
          "model: {preset: gpt-1.7b}\n"
          "training: {global_batch: 32, tokens: 1e9}\n"
@@ -134,9 +133,9 @@ TEST_CASE("compare: one row per cluster with its best plan, the Pareto front, a 
          "      - {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
          "      - {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
          "      - {gpu: a100-pcie-80gb, gpus_per_node: 8, intra: pcie}\n"
-         "      - {gpu: l4, gpus_per_node: 1}\n";
+         "      - {gpu: l4, gpus_per_node: 1}\n");
   const fs::path out = dir / "out";
-  const auto r = dtsim("compare " + (dir / "c.yaml").string() + " --confirm 1 --format json --out " + out.string());
+  const auto r = dtsim("compare " + c + " --confirm 1 --format json --out " + out.string());
   REQUIRE_MESSAGE(r.status == 0, r.err);
   const json j = json::parse(r.out);
   CHECK(j.at("objective") == "time");
@@ -186,11 +185,11 @@ TEST_CASE("compare: one row per cluster with its best plan, the Pareto front, a 
   CHECK(md.find("does not fit") != std::string::npos);
   CHECK(md.find("plots/time_cost.png") != std::string::npos);
   // The table: a row per cluster, the front starred.
-  const auto table = dtsim("compare " + (dir / "c.yaml").string() + " --confirm 0");
+  const auto table = dtsim("compare " + c + " --confirm 0");
   REQUIRE(table.status == 0);
   CHECK(table.out.find("* h100-nvswitch") != std::string::npos);
   CHECK(table.out.find("l4-one") != std::string::npos);
-  const auto bad = dtsim("compare " + (dir / "c.yaml").string() + " --objective speed");
+  const auto bad = dtsim("compare " + c + " --objective speed");
   CHECK(bad.status == 2);
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }
@@ -232,16 +231,14 @@ TEST_CASE("plan: on SC'21 table 1's 1.7B row, the best plan found is at least as
 // part prices overridden, and the bad prices and unpriced bills that exit 2 with one line.
 TEST_CASE("run and topo: cost and energy objects, ownership priced from the bill of materials, overrides and bad prices") {
   const fs::path dir = fresh_dir("plan", "own");
-  fs::create_directories(dir);
-  std::ofstream(dir / "own.yaml")
-      << "name: own\n"
+  const std::string own = written(dir, "own.yaml",
+      "name: own\n"
          "cluster: {gpu: a100-sxm4-80gb, nodes: 2, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, inter_link: ib-hdr}\n"
          "model: {preset: gpt-1.7b}\n"
          "training: {global_batch: 32, micro_batch: 1, steps: 1000}\n"
          "parallelism: {tp: 1}\n"
          "simulation: {engine: analytic}\n"
-         "cost: {mode: ownership, years: 4, kwh_usd: 0.1, pue: 1.5}\n";
-  const std::string own = (dir / "own.yaml").string();
+         "cost: {mode: ownership, years: 4, kwh_usd: 0.1, pue: 1.5}\n");
   const auto topo = dtsim("topo " + own + " --format json");
   REQUIRE_MESSAGE(topo.status == 0, topo.err);
   const json bom = json::parse(topo.out).at("bill_of_materials");

@@ -18,6 +18,14 @@ using plan_test_support::small_scenario;
 
 namespace {
 
+// `yaml` written as dir/name, and what `plan --confirm 0 --emit framework` gives on it.
+cli_support::Result emit(const fs::path& dir, const std::string& name, const std::string& yaml,
+                         const std::string& framework) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << yaml;
+  return dtsim("plan " + (dir / name).string() + " --confirm 0 --emit " + framework);
+}
+
 // The `--name` tokens of the command a script runs (after pretrain_gpt.py), in order.
 std::vector<std::string> emitted_flags(const std::string& script) {
   std::vector<std::string> out;
@@ -102,13 +110,13 @@ TEST_CASE("plan --emit: an unknown framework, a plan it cannot run and several p
 
 TEST_CASE("plan --emit torchtitan: the best plan as torchtitan's own options over its llama3 config, every option one it has") {
   const fs::path dir = fresh_dir("plan", "emit-titan");
-  fs::create_directories(dir);
-  std::ofstream(dir / "s.yaml") << "name: llama3-8b-8xh100\n"
-                                   "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
-                                   "model: {preset: llama3-8b}\n"
-                                   "training: {framework: torchtitan, global_batch: 64}\n"
-                                   "simulation: {engine: analytic}\n";
-  const auto r = dtsim("plan " + (dir / "s.yaml").string() + " --confirm 0 --emit torchtitan");
+  const auto r = emit(dir, "s.yaml",
+                  "name: llama3-8b-8xh100\n"
+                  "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                  "model: {preset: llama3-8b}\n"
+                  "training: {framework: torchtitan, global_batch: 64}\n"
+                  "simulation: {engine: analytic}\n",
+                  "torchtitan");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   const std::string& script = r.out;
   std::ofstream(dir / "job.sbatch") << script;
@@ -141,10 +149,11 @@ TEST_CASE("plan --emit torchtitan: the best plan as torchtitan's own options ove
   CHECK(std::stoi(value.at("--training.batch_size")) * shard * replicate == 64);
   CHECK(value.at("--training.seq_len") == "8192");
   // A model torchtitan has no flavour for is the one-line error.
-  std::ofstream(dir / "gpt.yaml") << "name: gpt\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
-                                     "model: {preset: gpt-1.7b}\ntraining: {framework: torchtitan, global_batch: 32}\n"
-                                     "simulation: {engine: analytic}\n";
-  const auto gpt = dtsim("plan " + (dir / "gpt.yaml").string() + " --confirm 0 --emit torchtitan");
+  const auto gpt = emit(dir, "gpt.yaml",
+                  "name: gpt\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                  "model: {preset: gpt-1.7b}\ntraining: {framework: torchtitan, global_batch: 32}\n"
+                  "simulation: {engine: analytic}\n",
+                  "torchtitan");
   CHECK(gpt.status == 2);
   CHECK(gpt.err.find("--emit: cannot run the best plan: model 'gpt-1.7b' (torchtitan's flavours: llama3-8b, "
                      "llama3-70b, llama3-405b)") != std::string::npos);
@@ -182,14 +191,14 @@ void dotted_keys(const json& j, const std::string& prefix, std::vector<std::stri
 
 TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed configuration that the script writes, all theirs") {
   const fs::path dir = fresh_dir("plan", "emit-deepspeed");
-  fs::create_directories(dir);
-  std::ofstream(dir / "s.yaml") << "name: llama3-8b-zero3\n"
-                                   "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
-                                   "model: {preset: llama3-8b}\n"
-                                   "training: {framework: deepspeed, global_batch: 64}\n"
-                                   "parallelism: {zero: 3, tp: 1, pp: 1}\n"
-                                   "simulation: {engine: analytic}\n";
-  const auto r = dtsim("plan " + (dir / "s.yaml").string() + " --confirm 0 --emit deepspeed");
+  const auto r = emit(dir, "s.yaml",
+                  "name: llama3-8b-zero3\n"
+                  "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                  "model: {preset: llama3-8b}\n"
+                  "training: {framework: deepspeed, global_batch: 64}\n"
+                  "parallelism: {zero: 3, tp: 1, pp: 1}\n"
+                  "simulation: {engine: analytic}\n",
+                  "deepspeed");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   const fs::path job = dir / "job.sbatch";
   std::ofstream(job) << r.out;
@@ -235,12 +244,13 @@ TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed con
   CHECK(config["bf16"]["enabled"] == true);
   CHECK(config["train_micro_batch_size_per_gpu"].get<int>() == std::stoi(after("--micro-batch-size")));
   // A plan it cannot run (experts) is the one-line error.
-  std::ofstream(dir / "moe.yaml") << "name: mixtral\n"
-                                     "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch, nodes: 8,\n"
-                                     "  inter: fat-tree, inter_link: ib-ndr, nics_per_node: 8}\n"
-                                     "model: {preset: mixtral-8x7b}\ntraining: {global_batch: 256}\n"
-                                     "parallelism: {tp: 1, pp: 4, ep: 8}\nsimulation: {engine: analytic}\n";
-  const auto moe = dtsim("plan " + (dir / "moe.yaml").string() + " --confirm 0 --emit deepspeed");
+  const auto moe = emit(dir, "moe.yaml",
+                  "name: mixtral\n"
+                  "cluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch, nodes: 8,\n"
+                  "  inter: fat-tree, inter_link: ib-ndr, nics_per_node: 8}\n"
+                  "model: {preset: mixtral-8x7b}\ntraining: {global_batch: 256}\n"
+                  "parallelism: {tp: 1, pp: 4, ep: 8}\nsimulation: {engine: analytic}\n",
+                  "deepspeed");
   CHECK(moe.status == 2);
   CHECK(moe.err.find("--emit: cannot run the best plan: experts") != std::string::npos);
   CHECK(std::count(moe.err.begin(), moe.err.end(), '\n') == 1);
@@ -249,13 +259,13 @@ TEST_CASE("plan --emit deepspeed: Megatron-DeepSpeed's flags and a DeepSpeed con
 
 TEST_CASE("plan --emit nemo: Megatron-Bridge's Llama 3 recipe with the plan's overrides, one task a GPU, every key its own") {
   const fs::path dir = fresh_dir("plan", "emit-nemo");
-  fs::create_directories(dir);
-  std::ofstream(dir / "s.yaml") << "name: llama3-70b-32xh100\n"
-                                   "cluster: {preset: dgx-h100, nodes: 4}\n"
-                                   "model: {preset: llama3-70b}\n"
-                                   "training: {framework: megatron-core, global_batch: 128}\n"
-                                   "simulation: {engine: analytic}\n";
-  const auto r = dtsim("plan " + (dir / "s.yaml").string() + " --confirm 0 --emit nemo");
+  const auto r = emit(dir, "s.yaml",
+                  "name: llama3-70b-32xh100\n"
+                  "cluster: {preset: dgx-h100, nodes: 4}\n"
+                  "model: {preset: llama3-70b}\n"
+                  "training: {framework: megatron-core, global_batch: 128}\n"
+                  "simulation: {engine: analytic}\n",
+                  "nemo");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   const std::string& script = r.out;
   CHECK(script.find("#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n") != std::string::npos);
@@ -296,17 +306,19 @@ TEST_CASE("plan --emit nemo: Megatron-Bridge's Llama 3 recipe with the plan's ov
   CHECK(value.at("dataset.seq_length") == "8192");
   CHECK(value.at("checkpoint.save") == "null");
   // A model without a recipe, and fp8 on the 8B recipe (whose precision is a name), are one-line errors.
-  std::ofstream(dir / "gpt.yaml") << "name: gpt\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
-                                     "model: {preset: gpt-1.7b}\ntraining: {global_batch: 32}\n"
-                                     "simulation: {engine: analytic}\n";
-  const auto gpt = dtsim("plan " + (dir / "gpt.yaml").string() + " --confirm 0 --emit nemo");
+  const auto gpt = emit(dir, "gpt.yaml",
+                  "name: gpt\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                  "model: {preset: gpt-1.7b}\ntraining: {global_batch: 32}\n"
+                  "simulation: {engine: analytic}\n",
+                  "nemo");
   CHECK(gpt.status == 2);
   CHECK(gpt.err.find("--emit: cannot run the best plan: model 'gpt-1.7b' (Megatron-Bridge's Llama 3 recipes") !=
         std::string::npos);
-  std::ofstream(dir / "fp8.yaml") << "name: l8\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
-                                     "model: {preset: llama3-8b}\ntraining: {global_batch: 32, fp8: hybrid}\nparallelism: {zero: 1}\n"
-                                     "simulation: {engine: analytic}\n";
-  const auto fp8 = dtsim("plan " + (dir / "fp8.yaml").string() + " --confirm 0 --emit nemo");
+  const auto fp8 = emit(dir, "fp8.yaml",
+                  "name: l8\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                  "model: {preset: llama3-8b}\ntraining: {global_batch: 32, fp8: hybrid}\nparallelism: {zero: 1}\n"
+                  "simulation: {engine: analytic}\n",
+                  "nemo");
   CHECK(fp8.status == 2);
   CHECK(fp8.err.find("fp8 on the 8B recipe") != std::string::npos);
   for (const auto* e : {&gpt, &fp8}) CHECK(std::count(e->err.begin(), e->err.end(), '\n') == 1);

@@ -14,14 +14,28 @@
 using namespace cli_support;
 using nlohmann::json;
 
-TEST_CASE("validate: each published figure beside run's, with the error, and the table's mean and max") {
-  const std::string file = src("tests/data/scenarios/validation-small.yaml");
-  const auto v = dtsim("validate " + file + " --format json");
+namespace {
+
+// `validate ARGS --format json`'s report.
+json validate_json(const std::string& args) {
+  const auto v = dtsim("validate " + args + " --format json");
   REQUIRE_MESSAGE(v.status == 0, v.err);
+  return json::parse(v.out);
+}
+
+// `validate` and `run` on one scenario file, both as JSON: the report, and the runs it compares with.
+std::pair<json, json> validate_and_run(const std::string& file) {
+  json report = validate_json(file);
   const auto r = dtsim("run " + file + " --format json");
   REQUIRE_MESSAGE(r.status == 0, r.err);
-  const json report = json::parse(v.out);
-  const json runs = json::parse(r.out);
+  return {report, json::parse(r.out)};
+}
+
+}  // namespace
+
+TEST_CASE("validate: each published figure beside run's, with the error, and the table's mean and max") {
+  const std::string file = src("tests/data/scenarios/validation-small.yaml");
+  const auto [report, runs] = validate_and_run(file);
   REQUIRE(report.at("tables").size() == 1);
   const json& table = report.at("tables").at(0);
   CHECK(table.at("source") == "made-up figures for the tests");
@@ -55,13 +69,8 @@ TEST_CASE("validate: each published figure beside run's, with the error, and the
 // ratio beside an absolute figure.
 TEST_CASE("validate: a ratio row's dtsim figure is its run figure over its baseline's") {
   const std::string file = src("tests/data/scenarios/validation-ratio.yaml");
-  const auto v = dtsim("validate " + file + " --format json");
-  REQUIRE_MESSAGE(v.status == 0, v.err);
-  const auto r = dtsim("run " + file + " --format json");
-  REQUIRE_MESSAGE(r.status == 0, r.err);
-  const json runs = json::parse(r.out);
+  const auto [report, runs] = validate_and_run(file);
   REQUIRE(runs.size() == 2);
-  const json report = json::parse(v.out);
   const json& rows = report.at("tables").at(0).at("rows");
   REQUIRE(rows.size() == 1);
   CHECK(rows.at(0).at("name") == "fast-links / slow-links");
@@ -89,9 +98,7 @@ TEST_CASE("validate: a ratio row's dtsim figure is its run figure over its basel
 // A --set applies to both runs.
 TEST_CASE("validate: a table's rows also run from their stated columns only, auto choosing what they left out") {
   const std::string file = src("tests/data/scenarios/validation-unstated.yaml");
-  const auto v = dtsim("validate " + file + " --format json");
-  REQUIRE_MESSAGE(v.status == 0, v.err);
-  const json tables = json::parse(v.out).at("tables");
+  const json tables = validate_json(file).at("tables");
   REQUIRE(tables.size() == 2);
   CHECK_FALSE(tables.at(0).at("stated_only").get<bool>());
   CHECK(tables.at(1).at("stated_only").get<bool>());
@@ -171,9 +178,7 @@ void check_stated(const json& t, std::size_t rows, Recorded recorded) {
 // `misses`: rows past the bound, held within a point of the error docs/validation.md records for them.
 void check_table(const std::string& file, std::size_t rows, std::optional<Recorded> stated = std::nullopt,
                  const std::map<std::string, double>& misses = {}) {
-  const auto v = dtsim("validate " + src(file) + " --format json");
-  REQUIRE_MESSAGE(v.status == 0, v.err);
-  const json report = json::parse(v.out);
+  const json report = validate_json(src(file));
   REQUIRE(report.at("tables").size() == (stated ? 2U : 1U));
   if (stated) check_stated(report.at("tables").at(1), rows, *stated);
   const json& t = report.at("tables").at(0);
@@ -203,11 +208,10 @@ void check_table(const std::string& file, std::size_t rows, std::optional<Record
 }  // namespace
 
 TEST_CASE("validate: with no file it runs the twelve shipped tables, in order") {
-  const auto v = dtsim("validate --only 1.7b-32,ptdp-175b-384,1.7b-48,gpt3-5b-64,eos-512,h100-sxm-1gpu,h100-7b-128-128,"
-                       "ttft-h100-7b-128,vllm-h100-8b,online-8b-tp1-qps2,mixtral-8x7b-64,llama3-8b-fsdp-8 --format json");
-  REQUIRE_MESSAGE(v.status == 0, v.err);
   std::vector<std::string> names;
-  const json report = json::parse(v.out);
+  const json report = validate_json("--only 1.7b-32,ptdp-175b-384,1.7b-48,gpt3-5b-64,eos-512,h100-sxm-1gpu,"
+                                    "h100-7b-128-128,ttft-h100-7b-128,vllm-h100-8b,online-8b-tp1-qps2,mixtral-8x7b-64,"
+                                    "llama3-8b-fsdp-8");
   for (const json& t : report.at("tables")) names.push_back(t.at("name").get<std::string>());
   // Each table whose rows set keys its source does not state is followed by its run from the stated columns only.
   CHECK(names == std::vector<std::string>{"scenarios/validation/megatron-sc21-table1.yaml",
@@ -264,9 +268,7 @@ TEST_CASE("validate: every cross-fabric pair stays within 5 %, the one recorded 
 // MoE rows dtsim misses; docs/validation.md).
 void check_figures(const std::string& file, std::size_t figures, double each, double mean,
                    const std::vector<std::string>& skip = {}) {
-  const auto v = dtsim("validate " + src(file) + " --format json");
-  REQUIRE_MESSAGE(v.status == 0, v.err);
-  const json report = json::parse(v.out);
+  const json report = validate_json(src(file));
   const json& t = report.at("tables").at(0);
   CHECK(t.at("rows").size() == figures);
   double sum = 0;
@@ -306,10 +308,8 @@ TEST_CASE("validate: Megatron-Core's MoE runs on H100, 5 of 7 rows, 5 % each and
 // Rows dtsim misses, held where docs/validation.md records them (within 5 points): a change that moves one must
 // update that record.
 void check_recorded(const std::string& file, const std::map<std::string, double>& recorded) {
-  const auto v = dtsim("validate " + src(file) + " --format json");
-  REQUIRE_MESSAGE(v.status == 0, v.err);
   std::size_t seen = 0;
-  const json report = json::parse(v.out);
+  const json report = validate_json(src(file));
   for (const json& row : report.at("tables").at(0).at("rows")) {
     const auto it = recorded.find(row.at("name").get<std::string>());
     if (it == recorded.end()) continue;

@@ -5,12 +5,17 @@
 #include <optional>
 #include <utility>
 
+#include "topology/catalog.hpp"
 #include "workloads/memory_plan.hpp"
+#include "workloads/model_shapes.hpp"
 #include "workloads/schedule.hpp"
 
 namespace dtsim::workloads::memory_cases {
 
 using topology::Precision;
+using topology::find_gpu;
+using namespace test_shapes;  // the shapes and units every memory case is written in
+using namespace dtsim::literals;
 
 inline ParallelPlan par(int tp, int pp = 1, int dp = 1, int vpp = 1) {
   ParallelPlan p;

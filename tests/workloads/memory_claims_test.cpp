@@ -1,23 +1,14 @@
 // The memory plan against the article's memory claims (S1, S3-S7, S9, S13, S14, S19, S21), worked by hand.
 #include <doctest/doctest.h>
 
-#include "topology/catalog.hpp"
 #include "workloads/decode.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/schedule.hpp"
-#include "workloads/model_shapes.hpp"
 #include "workloads/memory_cases.hpp"
-
-namespace {
 
 using namespace dtsim;
 using namespace dtsim::workloads;
-using namespace dtsim::literals;
-using topology::find_gpu;
-using namespace dtsim::workloads::test_shapes;
 using namespace dtsim::workloads::memory_cases;
-
-}  // namespace
 
 TEST_CASE("parameter counts of the shapes the claims use") {
   CHECK(parameter_count(llama2_7b()) == kLlama7bParams);

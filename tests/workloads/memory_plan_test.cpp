@@ -2,23 +2,14 @@
 // micro-batches, the fit verdict (the article's memory claims: memory_claims_test.cpp).
 #include <doctest/doctest.h>
 
-#include "topology/catalog.hpp"
 #include "workloads/decode.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/schedule.hpp"
-#include "workloads/model_shapes.hpp"
 #include "workloads/memory_cases.hpp"
-
-namespace {
 
 using namespace dtsim;
 using namespace dtsim::workloads;
-using namespace dtsim::literals;
-using topology::find_gpu;
-using namespace dtsim::workloads::test_shapes;
 using namespace dtsim::workloads::memory_cases;
-
-}  // namespace
 
 TEST_CASE("Korthikanti et al.: the GPT-3 layer reproduces eq. 1-3 and the recompute variants exactly") {
   const ModelSpec m = gpt3_175b();
