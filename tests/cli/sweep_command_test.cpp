@@ -72,8 +72,7 @@ TEST_CASE("sweep: rows in sweep order, the same bytes with --jobs 1 and --jobs 2
   CHECK(separators == 2);
   CHECK(resolved.find("small-tp4[intra_link=#2]") != std::string::npos);
   CHECK(resolved.find("dp_bucket_MB") != std::string::npos);
-  fs::remove_all(one);
-  fs::remove_all(two);
+  for (const fs::path& d : {one, two}) fs::remove_all(d);
 }
 
 TEST_CASE("sweep: --resume after a kill mid-write keeps the whole rows, drops the torn one, runs the rest") {
@@ -97,8 +96,7 @@ TEST_CASE("sweep: --resume after a kill mid-write keeps the whole rows, drops th
   // Without --resume the directory starts afresh, to the same bytes.
   REQUIRE(sweep(kSmall, cut).status == 0);
   check_same(cut, want);
-  fs::remove_all(full);
-  fs::remove_all(cut);
+  for (const fs::path& d : {full, cut}) fs::remove_all(d);
 }
 
 TEST_CASE("sweep: a full disk stops it with the path and errno, leaves whole rows only, and --resume completes it") {
@@ -119,8 +117,7 @@ TEST_CASE("sweep: a full disk stops it with the path and errno, leaves whole row
   REQUIRE_MESSAGE(resumed.status == 0, resumed.err);
   CHECK(resumed.err.find("2/3 rows") != std::string::npos);   // the whole row was kept
   check_same(cut, want);
-  fs::remove_all(full);
-  fs::remove_all(cut);
+  for (const fs::path& d : {full, cut}) fs::remove_all(d);
 }
 
 TEST_CASE("sweep: killed (SIGKILL) at several moments and resumed, the files end as an uninterrupted run's") {
@@ -190,8 +187,7 @@ TEST_CASE("sweep: one worker killed leaves no row for its point, status 1, and -
   CHECK(resumed.err.find("3/3 rows") != std::string::npos);   // only the lost point ran: progress goes 2 -> 3
   CHECK(resumed.err.find("1/3 rows") == std::string::npos);
   check_same(dir, want);
-  fs::remove_all(full);
-  fs::remove_all(dir);
+  for (const fs::path& d : {full, dir}) fs::remove_all(d);
 }
 
 TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full sweep's bytes") {
@@ -207,8 +203,7 @@ TEST_CASE("sweep: --shard I/N slices by index modulo N, and merge gives the full
   const auto merged = dtsim("merge " + dir.string());
   REQUIRE_MESSAGE(merged.status == 0, merged.err);
   check_same(dir, want);
-  fs::remove_all(full);
-  fs::remove_all(dir);
+  for (const fs::path& d : {full, dir}) fs::remove_all(d);
 }
 
 TEST_CASE("sweep: a point that cannot run is a row with its reason, never the end of the sweep") {
@@ -278,8 +273,7 @@ TEST_CASE("sweep: --resume reruns the points whose resolved scenario changed, an
   REQUIRE(sweep(kSmall, fresh_run, "--set model.layers=8").status == 0);
   CHECK(slurp(dir / "results.jsonl") == slurp(fresh_run / "results.jsonl"));
   CHECK(slurp(dir / "results.jsonl") != before);
-  fs::remove_all(dir);
-  fs::remove_all(fresh_run);
+  for (const fs::path& d : {dir, fresh_run}) fs::remove_all(d);
 }
 
 TEST_CASE("sweep: shards started at once all succeed, and merge refuses a short shard and another sweep's shard") {
@@ -310,8 +304,7 @@ TEST_CASE("sweep: shards started at once all succeed, and merge refuses a short 
   CHECK(foreign.err.find("another sweep") != std::string::npos);
   std::ofstream(cut) << shard2;
   CHECK(dtsim("merge " + dir.string()).status == 0);
-  fs::remove_all(full);
-  fs::remove_all(dir);
+  for (const fs::path& d : {full, dir}) fs::remove_all(d);
   fs::remove_all(other);
 }
 

@@ -66,10 +66,7 @@ TEST_CASE("plan search: a torchtitan plan that fits with per-op recomputation is
   const EightA100 node;
   const auto& costs = node.costs;
   Workload w = test::gpt_job(1, 1, 8, 16, 16);
-  w.model.hidden = 4096;
-  w.model.heads = 32;
-  w.model.kv_heads = 8;
-  w.model.ffn_hidden = 14336;
+  test::set_width(w, 4096, 32, 8, 14336);
   w.model.activation = workloads::Activation::Swiglu;
   w.model.bias = false;
   w.model.seq_length = 8192;
@@ -166,10 +163,7 @@ TEST_CASE("plan search: plans that do not fit are dropped and counted, and with 
   const EightA100 node;
   const auto& costs = node.costs;
   Workload w = test::gpt_job(1, 1, 8, 64, 96);
-  w.model.hidden = 12288;
-  w.model.heads = 96;
-  w.model.kv_heads = 96;
-  w.model.ffn_hidden = 4 * 12288;
+  test::set_width(w, 12288, 96, 96, 4 * 12288);
   Fixed fixed;
   fixed.micro_batch = 1;
   fixed.recompute = Recompute::Full;

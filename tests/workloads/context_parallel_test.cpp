@@ -17,19 +17,15 @@
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::h100;
 using dtsim::test::plan_error;
 using dtsim::test::tally_collectives;
 
 namespace {
 
-const topology::GpuSpec& h100_gpu() { return topology::find_gpu("h100-sxm5-80gb"); }
-
 // Llama-3-8B's layers, 4 of them, a sequence of 8192, on tp x cp x dp GPUs.
 Workload cp_job(int tp, int cp, int dp, int layers = 4) {
-  Workload w;
-  w.model = find_model("llama3-8b");
-  w.model.layers = layers;
-  w.training = training_defaults(topology::Precision::Bf16);
+  Workload w = test::preset_job("llama3-8b", layers);
   w.training->global_batch = 2 * dp;
   w.training->sequence_parallel = tp > 1;
   w.training->attention = AttentionKernel::Flash;   // Megatron-Core's default, which context parallelism needs
@@ -70,21 +66,21 @@ TEST_CASE("context parallelism: a rank computes 1 / cp of the layer, attention i
       CHECK(k.flops.value() == doctest::Approx(4.0 * 32 * 8192.0 * 8192 * 128 / 4));
     }
   // The whole step: the same model FLOPs on 2 x 4 GPUs as on 8 data-parallel ones.
-  const StepGraph ring = generate_step(cp_job(1, 4, 2), h100_gpu());
+  const StepGraph ring = generate_step(cp_job(1, 4, 2), h100());
   Workload flat_job = cp_job(1, 1, 8);
   flat_job.training->global_batch = 4;   // the same sequences as the 2 replicas' 2 each
   flat_job.plan.dp = 4;
   flat_job.plan.tp = 2;
   flat_job.training->sequence_parallel = true;
   check_plan(flat_job, 8);
-  const StepGraph flat = generate_step(flat_job, h100_gpu());
+  const StepGraph flat = generate_step(flat_job, h100());
   CHECK(model_flops(ring).value() == doctest::Approx(model_flops(flat).value()).epsilon(1e-9));
   CHECK(context_kv_bytes(m, t, Sharding{1, false, 1, 1, 4}, 1).value() == 8192.0 * 2 * 8 * 128 * 2);
 }
 
 TEST_CASE("ring attention: one KV all-gather over cp a layer each way, the attention core in cp chunks around it") {
   const Workload w = cp_job(1, 4, 2);
-  const StepGraph g = generate_step(w, h100_gpu(), GenerateOptions{Granularity::Kernel});
+  const StepGraph g = generate_step(w, h100(), GenerateOptions{Granularity::Kernel});
   const auto n = tally_collectives(g.classes[0]);
   const int passes = 4 * 2;   // 4 layers x 2 micro-batches
   const double kv = context_kv_bytes(w.model, *w.training, Sharding{1, false, 1, 1, 4}, 1).value();
@@ -108,19 +104,19 @@ TEST_CASE("ring attention: one KV all-gather over cp a layer each way, the atten
   // The all-gather variant: exposed, and backward a reduce-scatter of the gradients after the core.
   Workload gathered = w;
   gathered.training->cp_comm = CpComm::AllGather;
-  const auto a = tally_collectives(generate_step(gathered, h100_gpu()).classes[0]);
+  const auto a = tally_collectives(generate_step(gathered, h100()).classes[0]);
   CHECK(a.at({CollectiveKind::AllGather, Group::Cp}).count == 2 * passes);
   CHECK(a.at({CollectiveKind::ReduceScatter, Group::Cp}).count == passes);
   // Selective recomputation reruns the attention core, and with it the ring.
   Workload selective = w;
   selective.training->recompute = Recompute::Selective;
-  CHECK(tally_collectives(generate_step(selective, h100_gpu()).classes[0]).at({CollectiveKind::AllGather, Group::Cp}).count ==
+  CHECK(tally_collectives(generate_step(selective, h100()).classes[0]).at({CollectiveKind::AllGather, Group::Cp}).count ==
         3 * passes);
 }
 
 TEST_CASE("context parallelism: activations per GPU are 1 / cp, the parameters' shard over dp x cp") {
-  const MemoryPlan one = plan_memory(cp_job(1, 1, 8), h100_gpu());
-  const MemoryPlan four = plan_memory(cp_job(1, 4, 2), h100_gpu());
+  const MemoryPlan one = plan_memory(cp_job(1, 1, 8), h100());
+  const MemoryPlan four = plan_memory(cp_job(1, 4, 2), h100());
   CHECK(four.parts.activations.value() == doctest::Approx(one.parts.activations.value() / 4));
   CHECK(four.parts.optimizer.value() == doctest::Approx(one.parts.optimizer.value()));   // 8 ranks share the states either way
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/analytic/analytic_engine.hpp"
+#include "workloads/gpt_job.hpp"
 #include "topology/catalog.hpp"
 #include "workloads/host_model.hpp"
 #include "workloads/step_graph.hpp"
@@ -17,20 +18,16 @@
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::h100;
 
 namespace {
-
-const topology::GpuSpec& h100_gpu() { return topology::find_gpu("h100-sxm5-80gb"); }
 
 // `preset`'s layer shape, `layers` layers of which the first is dense, on 16 GPUs `ep`-way expert parallel, two
 // micro-batches of 4096 tokens on each.
 Workload host_job(const char* preset, int layers, int ep = 16) {
-  Workload w;
-  w.model = find_model(preset);
-  w.model.layers = layers;
+  Workload w = test::preset_job(preset, layers);
   w.model.dense_layers = 1;
   w.model.seq_length = 4096;
-  w.training = training_defaults(topology::Precision::Bf16);
   apply_framework(*w.training, Framework::MegatronCore);
   w.training->global_batch = 32;
   w.training->micro_batch = 1;
@@ -61,7 +58,7 @@ TEST_CASE("host model: forward 3.26 ms a pass, backward 1.75 times it, a recompu
 }
 
 TEST_CASE("host model: each MoE layer pass has one host op, a dense layer's none, and what follows the pass waits for it") {
-  const StepGraph g = generate_step(host_job("qwen3-30b-a3b", 3), h100_gpu());
+  const StepGraph g = generate_step(host_job("qwen3-30b-a3b", 3), h100());
   const auto hosts = host_ops(g);
   const auto& ops = g.classes.front().ops;
   // Layers 1 and 2 are MoE, two micro-batches, forward and backward (no recomputation).
@@ -89,7 +86,7 @@ TEST_CASE("host model: each MoE layer pass has one host op, a dense layer's none
   // A dense model has none.
   Workload dense = host_job("qwen3-30b-a3b", 3);
   dense.model.dense_layers = 3;
-  CHECK(host_ops(generate_step(dense, h100_gpu())).empty());
+  CHECK(host_ops(generate_step(dense, h100())).empty());
 }
 
 TEST_CASE("host model: small experts' layer passes take the host's time, large experts' their own") {
@@ -99,7 +96,7 @@ TEST_CASE("host model: small experts' layer passes take the host's time, large e
   for (const char* preset : {"qwen3-30b-a3b", "mixtral-8x7b"}) {
     CAPTURE(preset);
     const bool small = std::string(preset) == "qwen3-30b-a3b";
-    const StepGraph g = generate_step(host_job(preset, 3, small ? 16 : 8), h100_gpu());
+    const StepGraph g = generate_step(host_job(preset, 3, small ? 16 : 8), h100());
     const sim::Timeline t = sim::play_analytic(g, sim::free_communication());
     const auto& ops = g.classes.front().ops;
     const auto& times = t.classes.front().ops;
@@ -137,13 +134,13 @@ TEST_CASE("host model: small experts' layer passes take the host's time, large e
 TEST_CASE("host model: a host-bound step is the same at layer and at kernel granularity") {
   const Workload w = host_job("qwen3-30b-a3b", 3);
   const auto step = [&](Granularity granularity) {
-    const StepGraph g = generate_step(w, h100_gpu(), GenerateOptions{granularity});
+    const StepGraph g = generate_step(w, h100(), GenerateOptions{granularity});
     return sim::play_analytic(g, sim::free_communication()).step_time.value();
   };
   const double layer = step(Granularity::Layer);
   CHECK(step(Granularity::Kernel) == doctest::Approx(layer).epsilon(1e-9));
   // And longer than without the host ops.
   const double bare =
-      sim::play_analytic(without_host_ops(generate_step(w, h100_gpu())), sim::free_communication()).step_time.value();
+      sim::play_analytic(without_host_ops(generate_step(w, h100())), sim::free_communication()).step_time.value();
   CHECK(layer > bare * 1.05);
 }

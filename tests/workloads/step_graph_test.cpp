@@ -1,5 +1,6 @@
 // The step graph of a training step: FLOPs against the closed forms, op counts per rank class, pipeline sends,
-// data-parallel buckets and ZeRO-3 prefetch, the schedule's bubble, kernel granularity, the summary and DOT output.
+// data-parallel buckets and ZeRO-3 prefetch, the schedule's bubble (kernel granularity and the printed forms:
+// step_graph_output_test.cpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -278,9 +279,7 @@ TEST_CASE("ZeRO-3 prefetch: a layer's gathers wait for the layer pass two back, 
 TEST_CASE("ZeRO-3 prefetch auto: the step graph drops the prefetch where the memory plan cannot hold it") {
   // Megatron-LM SC'21's ZeRO-3 530B row on 640 A100s (memory_plan_test: one gathered layer fits, two do not).
   auto w = gpt_job(1, 1, 640, 2560, 105);
-  w.model.hidden = 20480;
-  w.model.heads = w.model.kv_heads = 128;
-  w.model.ffn_hidden = 81920;
+  test::set_width(w, 20480, 128, 128, 81920);
   w.plan.zero = 3;
   w.training->micro_batch = 4;
   w.training->recompute = Recompute::Full;
@@ -374,43 +373,4 @@ TEST_CASE("pipeline exchanges block the stage where the framework's do, and trai
   const double blocking = sim::play_analytic(job(Framework::Megatron2021, 1, std::nullopt), costs).step_time.value();
   const double overlapped = sim::play_analytic(job(Framework::Megatron2021, 1, true), costs).step_time.value();
   CHECK(blocking > overlapped + 1e-3);
-}
-
-TEST_CASE("kernel granularity holds the same work as layer granularity") {
-  auto w = gpt_job(4, 2, 1, 4);
-  w.training->recompute = Recompute::Selective;
-  const auto coarse = generate_step(w, a100());
-  const auto fine = generate_step(w, a100(), {Granularity::Kernel});
-  CHECK(hardware_flops(fine).value() == doctest::Approx(hardware_flops(coarse).value()).epsilon(1e-12));
-  const auto a = sim::play_analytic(coarse, sim::free_communication());
-  const auto b = sim::play_analytic(fine, sim::free_communication());
-  CHECK(fine.classes[0].ops.size() > 3 * coarse.classes[0].ops.size());
-  CHECK(b.classes[0].compute_busy.value() == doctest::Approx(a.classes[0].compute_busy.value()).epsilon(1e-12));
-  CHECK(b.step_time.value() == doctest::Approx(a.step_time.value()).epsilon(1e-9));
-  // Each TP all-reduce follows the row-parallel GEMM (forward) or the column-parallel one (backward).
-  int reduces = 0;
-  for (const Op& op : fine.classes[0].ops) {
-    const auto* k = std::get_if<CollectiveOp>(&op.body);
-    if (!k || k->group != Group::Tp || k->kind != CollectiveKind::AllReduce) continue;
-    ++reduces;
-    REQUIRE(op.deps.size() == 1);
-    const auto& before = std::get<ComputeOp>(fine.classes[0].ops[op.deps[0]].body);
-    const auto kind = before.kernel.value();
-    if (before.pass == Pass::Forward) CHECK((kind == KernelClass::ProjGemm || kind == KernelClass::MlpDownGemm));
-    else CHECK((kind == KernelClass::QkvGemm || kind == KernelClass::MlpUpGemm));
-  }
-  CHECK(reduces == 4 * 4 * 4);   // 4 micro-batches x 4 layers per stage x 2 passes x 2
-}
-
-TEST_CASE("the step graph prints a summary and dumps DOT with the pipeline edges") {
-  const auto g = generate_step(gpt_job(2, 2, 1, 2, 2), a100());
-  const std::string s = summary(g);
-  CHECK(s.find("2 rank classes") != std::string::npos);
-  CHECK(s.find("all-reduce over tp") != std::string::npos);
-  const std::string dot = to_dot(g);
-  CHECK(dot.rfind("digraph step {", 0) == 0);
-  int dashed = 0;
-  for (std::size_t p = dot.find("style=dashed"); p != std::string::npos; p = dot.find("style=dashed", p + 1)) ++dashed;
-  CHECK(dashed == 4);   // 2 micro-batches x (activation forward + gradient back)
-  CHECK_THROWS_AS(to_dot(generate_step(gpt_job(8, 1, 1, 64), a100()), 100), InputError);
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
 #include "topology/catalog.hpp"
@@ -36,11 +37,11 @@ double flops_of(const std::vector<Kernel>& ks, KernelClass kind) {
   return sum;
 }
 
-// Llama-3-8B's block, two layers, one sequence a step on `tp` GPUs (sequence-parallel where tp > 1), torchtitan's
-// defaults with recomputation `r` (unchecked: the caller checks or expects a refusal).
-Workload titan_job(Recompute r, int tp = 1) {
+// `model`'s block (Llama-3-8B's by default), two layers, one sequence a step on `tp` GPUs (sequence-parallel where
+// tp > 1), torchtitan's defaults with recomputation `r` (unchecked: the caller checks or expects a refusal).
+Workload titan_job(Recompute r, int tp = 1, std::string_view model = "llama3-8b") {
   Workload w;
-  w.model = find_model("llama3-8b");
+  w.model = find_model(model);
   w.model.layers = 2;
   w.training = titan_training(r);
   w.training->global_batch = 1;
@@ -190,9 +191,7 @@ TEST_CASE("recompute op is refused off a Llama block: biases, a plain MLP, unfus
 }
 
 TEST_CASE("recompute op is refused on an MoE model or MLA, and flash2 runs context parallelism") {
-  Workload w;
-  w.model = find_model("mixtral-8x7b");
-  w.training = titan_training(Recompute::Op);
+  Workload w = titan_job(Recompute::Op, 1, "mixtral-8x7b");
   w.training->global_batch = 8;
   w.plan.dp = 8;
   w.plan.ep = 8;
@@ -204,9 +203,7 @@ TEST_CASE("recompute op is refused on an MoE model or MLA, and flash2 runs conte
   w.model.shared_experts = 0;
   w.plan.ep = 1;
   CHECK_THROWS_WITH_AS(check_plan(w, 8), doctest::Contains("multi-head latent attention"), InputError);
-  Workload cp;
-  cp.model = find_model("llama3-8b");
-  cp.training = titan_training(Recompute::Full);
+  Workload cp = titan_job(Recompute::Full);
   cp.training->global_batch = 4;
   cp.plan.dp = 4;
   cp.plan.cp = 2;
