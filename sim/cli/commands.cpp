@@ -1,56 +1,33 @@
+// `topo`, `memory`, `graph` and `catalog`: a driver's result through a writer of results/, and the scenario loading
+// every command shares.
 #include "sim/cli/commands.hpp"
 
-#include "sim/analytic/analytic_costs.hpp"
-#include "sim/cli/command_support.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "results/catalog_report.hpp"
+#include "results/files.hpp"
 #include "results/memory_report.hpp"
 #include "results/step_graph_report.hpp"
-#include "sim/analytic/analytic_engine.hpp"
-#include "sim/process.hpp"
 #include "results/topology_report.hpp"
+#include "sim/analytic/analytic_costs.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#include "sim/cli/command_support.hpp"
+#include "sim/drivers/common.hpp"
 #include "sim/drivers/cost.hpp"
-#include "topology/builders.hpp"
+#include "sim/drivers/inspect.hpp"
+#include "sim/drivers/run.hpp"
 #include "topology/error.hpp"
 #include "topology/user_graph.hpp"
 #include "workloads/memory_plan.hpp"
-#include "sim/drivers/auto_knobs.hpp"
 #include "workloads/step_graph.hpp"
 
 namespace dtsim::cli {
 namespace {
 
-struct Described {
-  topology::BuiltTopology built;
-  results::TopologyRow row;
-  topology::BillOfMaterials bom;
-};
-
-std::vector<Described> describe_all(const std::vector<scenario::Scenario>& scenarios) {
-  std::vector<Described> out;
-  out.reserve(scenarios.size());
-  for (const scenario::Scenario& s : scenarios) {
-    auto built = drivers::located(s, [&] { return topology::build_cluster(s.cluster); });
-    auto props = topology::describe(built);
-    auto bom = drivers::scenario_bom(s, built.topology);
-    out.push_back(Described{std::move(built), results::TopologyRow{s.name, &s.cluster, props}, std::move(bom)});
-  }
-  return out;
-}
-
 // One configuration prints one object, several an array.
-int print_json(const std::vector<Described>& described) {
+int print_json(const std::vector<drivers::DescribedTopology>& described) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& d : described) {
     rows.push_back(results::topology_json(d.row));
@@ -60,21 +37,12 @@ int print_json(const std::vector<Described>& described) {
   return 0;
 }
 
-workloads::StepGraph step_graph(const scenario::Scenario& s, workloads::Granularity granularity) {
-  if (!s.workload || !s.workload->training)
-    throw InputError("training", "", "missing section: the graph command needs a model and a training section to build",
-                     "a scenario with model and training", s.file);
-  drivers::located(s, [&] { workloads::check_plan(*s.workload, drivers::cluster_gpus(s)); });
-  const scenario::Scenario resolved = drivers::resolve_auto(s);
-  return drivers::located(s, [&] { return workloads::generate_step(*resolved.workload, s.cluster.gpu, {granularity}); });
-}
-
-
 }  // namespace
 
 int topo_command(const ScenarioArgs& args, const std::string& dot_file) {
   const auto scenarios = load(args);
-  const auto described = describe_all(scenarios);
+  std::vector<drivers::DescribedTopology> described;
+  for (const scenario::Scenario& s : scenarios) described.push_back(drivers::describe_topology(s));
   if (!dot_file.empty()) {
     if (described.size() != 1)
       throw InputError("--dot", dot_file, fmt::format("the scenario holds {} topologies; --dot takes", described.size()),
@@ -114,7 +82,7 @@ int graph_command(const ScenarioArgs& args, const std::string& dot_file, bool ke
                      "a scenario with one document");
   nlohmann::json rows = nlohmann::json::array();
   for (const scenario::Scenario& s : scenarios) {
-    const auto graph = step_graph(s, kernels ? workloads::Granularity::Kernel : workloads::Granularity::Layer);
+    const auto graph = drivers::step_graph(s, kernels ? workloads::Granularity::Kernel : workloads::Granularity::Layer);
     const auto timeline = sim::play_analytic(graph, sim::free_communication());
     if (!dot_file.empty()) results::write_file(dot_file, drivers::located(s, [&] { return workloads::to_dot(graph); }), "--dot");
     if (args.format == Format::Json) rows.push_back(results::step_graph_json(graph, timeline));

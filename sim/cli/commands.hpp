@@ -2,6 +2,8 @@
 // InputError and are turned into one line and status 2 by main().
 #pragma once
 
+#include "sim/drivers/collective.hpp"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,40 +44,12 @@ int memory_command(const ScenarioArgs& args);
 // timeline; optionally as Graphviz DOT (`dot_file`), with one op per kernel when `kernels`.
 int graph_command(const ScenarioArgs& args, const std::string& dot_file, bool kernels);
 
-// `dtsim collective` flags (DESIGN.md): the cluster, the operation and algorithm, the sizes.
-struct CollectiveArgs {
-  std::string gpu;
-  int gpus = 8;
-  std::string intra = "nvswitch";
-  std::string intra_link;            // empty: the GPU's own link
-  int nodes = 1;
-  std::string inter = "none";
-  std::string inter_link;            // empty: the cluster default
-  int nics_per_node = 0;             // 0: one per GPU
-  std::string routing;               // cluster.routing; empty: the fabric's default
-  bool ecmp = false;                 // the fabric's default routing (cluster.ecmp, the old name): as no --routing
-  int max_channels = 0;              // rings across machines (simulation.max_channels), 0 = one per local rank
-  std::string op = "allreduce";
-  std::string algo = "auto";
-  std::string min = "8";
-  std::string max = "8G";
-  double step_factor = 2.0;
-  std::string datatype = "float";    // nccl-tests' -d: the element type of the count column
-  std::string redop = "sum";         // nccl-tests' -o
-  int root = 0;                      // nccl-tests' -r: broadcast's root rank
-  int iters = 1;                     // nccl-tests' -n and -w, printed in its header: every iteration of a
-  int warmup_iters = 0;              // simulation takes the same time, so the mean is one iteration's
-  int check = 0;                     // nccl-tests' -c: 0 only (dtsim moves no data to check)
+// `dtsim collective` flags (DESIGN.md): the collective's options and the output format.
+struct CollectiveArgs : drivers::CollectiveOptions {
   Format format = Format::Table;
 };
 
 int collective_command(const CollectiveArgs& args);
-// What collective_command prints: the run's header and one row a size (no printing; the Python module calls it).
-struct CollectiveResult {
-  results::CollectiveRun run;
-  std::vector<results::CollectiveRow> rows;
-};
-CollectiveResult collective(const CollectiveArgs& args);
 
 // `dtsim plan`: the scenario's parallel plan searched (sim/search), the best `top` printed, the first `confirm` of
 // the analytic ranking run on the SimGrid engine.
@@ -136,7 +110,5 @@ int claims_command(const std::string& dir, const std::string& out, Format format
 
 int validate_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
                      const std::vector<std::string>& only, Format format);
-// "128M" -> 134217728: bytes with an optional K, M or G suffix (powers of 1024, as nccl-tests reads them).
-double parse_size(const std::string& text, const std::string& key);
 
 }  // namespace dtsim::cli

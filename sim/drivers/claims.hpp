@@ -1,6 +1,6 @@
 // The founding article's claims as `dtsim claims` evaluates them: what dtsim computes for each claim (one
 // evaluator per claim id, claims_evaluators.cpp), from the claim scenarios it loads through a ClaimContext. The
-// article's figures, tolerances and explanations are data (scenarios/claims/claims.yaml, claims_command.cpp).
+// article's figures, tolerances and explanations are data (scenarios/claims/claims.yaml, read by sim/scenario/claims_reader).
 #pragma once
 
 #include <functional>
@@ -11,12 +11,14 @@
 #include <variant>
 #include <vector>
 
+#include "results/claims_report.hpp"
+#include "sim/scenario/claims_reader.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/memory_plan.hpp"
 
 namespace dtsim::drivers {
 
-using ClaimValue = std::variant<double, bool>;
+using ClaimValue = results::ClaimValue;
 using ClaimValues = std::map<std::string, ClaimValue>;
 
 // The claim scenarios, loaded once, with their documents' memory plans and simulated steps. `file` is a name in
@@ -45,5 +47,10 @@ class ClaimContext {
 using ClaimEvaluator = std::function<ClaimValues(ClaimContext&)>;
 // By claim id ("S1" ... "S21"): the claims dtsim computes figures for.
 const std::map<std::string, ClaimEvaluator>& claim_evaluators();
+
+// The claims of DIR/claims.yaml (those of `only`, when given), each evaluated from the claim scenarios in DIR: its
+// figures beside the article's and its verdict. A key the data names and no evaluator computes (or the reverse),
+// a scenario list that is not what the evaluator read, an unknown id in `only`: one-line InputErrors.
+std::vector<results::EvaluatedClaim> claims(const std::string& dir, const std::vector<std::string>& only = {});
 
 }  // namespace dtsim::drivers

@@ -16,7 +16,7 @@
 #include "results/collective_report.hpp"
 #include "results/memory_report.hpp"
 #include "results/run_report.hpp"
-#include "sim/cli/commands.hpp"
+#include "sim/drivers/collective.hpp"
 #include "sim/drivers/compare.hpp"
 #include "sim/drivers/plan.hpp"
 #include "sim/drivers/run.hpp"
@@ -121,7 +121,7 @@ PYBIND11_MODULE(_dtsim, m) {
          const std::string& inter, const std::string& inter_link, int nics_per_node, const std::string& routing,
          int max_channels, const std::string& op, const std::string& algo, const std::string& min,
          const std::string& max, double step_factor, const std::string& datatype, const std::string& redop, int root) {
-        dtsim::cli::CollectiveArgs a;
+        dtsim::drivers::CollectiveOptions a;
         a.gpu = gpu;
         a.gpus = gpus;
         a.intra = intra;
@@ -140,7 +140,7 @@ PYBIND11_MODULE(_dtsim, m) {
         a.datatype = datatype;
         a.redop = redop;
         a.root = root;
-        const auto [run, rows] = dtsim::cli::collective(a);
+        const auto [run, rows] = dtsim::drivers::collective(a);
         return to_python(dtsim::results::collective_json(run, rows));
       },
       py::arg("gpu"), py::arg("gpus"), py::arg("intra"), py::arg("intra_link"), py::arg("nodes"), py::arg("inter"),

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/cli/collective_options.hpp"
+#include "sim/drivers/collective.hpp"
 #include "topology/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -26,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   try {
-    (void)dtsim::cli::check_collective(args);
+    (void)dtsim::drivers::check_collective(args);
   } catch (const dtsim::InputError&) {
   }
   return 0;
