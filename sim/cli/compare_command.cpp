@@ -7,6 +7,7 @@
 #include "results/cost.hpp"
 #include "results/run_report.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/drivers/common.hpp"
 #include "sim/drivers/compare.hpp"
 #include "sim/drivers/plan.hpp"
 #include "topology/builders.hpp"
@@ -83,7 +84,7 @@ std::string csv(const json& doc) {
 }  // namespace
 
 int compare_command(const ScenarioArgs& args, const CompareArgs& compare) {
-  if (compare.confirm < 0) throw InputError("--confirm", std::to_string(compare.confirm), "out of range", "an integer >= 0");
+  drivers::check_count("--confirm", compare.confirm, 0);
   const drivers::Objective objective = drivers::parse_objective(compare.objective);
   if (!compare.out.empty()) results::make_directory(compare.out);
   const json doc = drivers::compare(load(args), compare.confirm, objective);

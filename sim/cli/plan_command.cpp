@@ -11,6 +11,7 @@
 #include "results/run_report.hpp"
 #include "sim/analytic/analytic_costs.hpp"
 #include "sim/cli/command_support.hpp"
+#include "sim/drivers/common.hpp"
 #include "sim/drivers/plan_emit.hpp"
 #include "sim/drivers/plan.hpp"
 #include "sim/scenario/plan_template.hpp"
@@ -172,8 +173,8 @@ std::string emit_best(const std::string& framework, const scenario::Scenario& s,
 }  // namespace
 
 int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
-  if (plan.top < 1) throw InputError("--top", std::to_string(plan.top), "out of range", "an integer >= 1");
-  if (plan.confirm < 0) throw InputError("--confirm", std::to_string(plan.confirm), "out of range", "an integer >= 0");
+  drivers::check_count("--top", plan.top, 1);
+  drivers::check_count("--confirm", plan.confirm, 0);
   const drivers::Objective objective = drivers::parse_objective(plan.objective);
   if (!plan.out.empty()) results::make_directory(plan.out);
   std::vector<std::pair<std::string, json>> points;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "sim/cli/command_support.hpp"
+#include "sim/drivers/common.hpp"
 #include "sim/drivers/sweep.hpp"
 
 namespace dtsim::cli {
@@ -75,8 +76,7 @@ drivers::Shard parse_shard(const std::string& text) {
 }
 
 int sweep_command(const ScenarioArgs& args, const SweepArgs& sweep) {
-  if (sweep.jobs < 1)
-    throw InputError("--jobs", std::to_string(sweep.jobs), "out of range", "an integer >= 1");
+  drivers::check_count("--jobs", sweep.jobs, 1);   // before loading, as the driver checks it again
   const auto scenarios = load(args, true);
   drivers::check_sweep(scenarios);
   const std::string dir = sweep.out.empty() ? default_out(scenarios.front()) : sweep.out;

@@ -1,5 +1,9 @@
 #include "sim/drivers/common.hpp"
 
+#include <fmt/format.h>
+
+#include <string>
+
 #include "sim/analytic/analytic_costs.hpp"
 #include "topology/user_graph.hpp"
 
@@ -13,6 +17,11 @@ int cluster_gpus(const scenario::Scenario& s) {
 sim::CommCosts scenario_costs(const scenario::Scenario& s, const topology::Topology& topo) {
   const bool nvls = s.cluster.intra == topology::IntraKind::NvSwitch && s.cluster.intra_link.switch_reduction;
   return sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(), s.simulation.max_channels);
+}
+
+void check_count(std::string_view key, int value, int least) {
+  if (value < least)
+    throw InputError(std::string(key), std::to_string(value), "out of range", fmt::format("an integer >= {}", least));
 }
 
 }  // namespace dtsim::drivers

@@ -2,6 +2,8 @@
 // engine's costs on it.
 #pragma once
 
+#include <string_view>
+
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "topology/error.hpp"
@@ -22,6 +24,10 @@ auto located(const scenario::Scenario& s, Fn fn) {
 
 // GPUs the scenario's cluster has: the builders' count, or the user graph's.
 int cluster_gpus(const scenario::Scenario& s);
+
+// A count option (`--top`, `--confirm`, `--jobs`, or the Python keyword) checked: below `least` it is the one-line
+// InputError naming `key`.
+void check_count(std::string_view key, int value, int least);
 
 // The analytic engine's closed-form costs on `topo` (the scenario's built cluster) with the scenario's collective
 // algorithm, channels and routing, and NVLS where its switches reduce.

@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 
 #include "results/run_report.hpp"
+#include "sim/drivers/common.hpp"
 #include "sim/drivers/sweep.hpp"
 #include "results/files.hpp"
 #include "sim/drivers/run.hpp"
@@ -242,7 +243,7 @@ void check_sweep(const std::vector<scenario::Scenario>& scenarios) {
 
 SweepResult sweep(const std::vector<scenario::Scenario>& scenarios, const std::string& dir, const SweepOptions& options,
                   const SweepObserver& observer) {
-  if (options.jobs < 1) throw InputError("--jobs", std::to_string(options.jobs), "out of range", "an integer >= 1");
+  check_count("--jobs", options.jobs, 1);
   check_sweep(scenarios);
   g_stop = 0;   // a process that sweeps again (the Python module) starts unstopped
   results::make_directory(dir);

@@ -16,6 +16,7 @@
 #include "results/collective_report.hpp"
 #include "results/memory_report.hpp"
 #include "results/run_report.hpp"
+#include "sim/drivers/common.hpp"
 #include "sim/drivers/collective.hpp"
 #include "sim/drivers/compare.hpp"
 #include "sim/drivers/plan.hpp"
@@ -98,8 +99,8 @@ PYBIND11_MODULE(_dtsim, m) {
       "plan",
       [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets,
          int top, int confirm, const std::string& objective_name) {
-        if (top < 1) throw dtsim::InputError("top", std::to_string(top), "out of range", "an integer >= 1");
-        if (confirm < 0) throw dtsim::InputError("confirm", std::to_string(confirm), "out of range", "an integer >= 0");
+        drivers::check_count("top", top, 1);
+        drivers::check_count("confirm", confirm, 0);
         const auto objective = drivers::parse_objective(objective_name);
         std::vector<json> points;
         for (const auto& s : load(path, text, sets))
@@ -111,7 +112,7 @@ PYBIND11_MODULE(_dtsim, m) {
       "compare",
       [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::vector<std::string>& sets,
          int confirm, const std::string& objective_name) {
-        if (confirm < 0) throw dtsim::InputError("confirm", std::to_string(confirm), "out of range", "an integer >= 0");
+        drivers::check_count("confirm", confirm, 0);
         return to_python(drivers::compare(load(path, text, sets), confirm, drivers::parse_objective(objective_name)));
       },
       py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("confirm"), py::arg("objective"));
