@@ -172,16 +172,32 @@ void check_stated(const json& t, std::size_t rows, Recorded recorded) {
   CHECK(t.at("max_abs_error").get<double>() <= recorded.max + 0.005);
 }
 
+// The README's validation summary: the row of the table labelled `label` shows its mean / max absolute error as
+// written and, when the table has one, from its stated columns only, in percent (one decimal below 100).
+void check_readme(const std::string& label, const json& written, const json* stated) {
+  const auto pct = [](double x) { return 100 * x >= 100 ? fmt::format("{:.0f}", 100 * x) : fmt::format("{:.1f}", 100 * x); };
+  const auto cell = [&](const json& t) {
+    return fmt::format("{} / {} %", pct(t.at("mean_abs_error").get<double>()), pct(t.at("max_abs_error").get<double>()));
+  };
+  const std::string readme = slurp(src("README.md"));
+  const auto at = readme.find("\n| " + label);
+  REQUIRE_MESSAGE(at != std::string::npos, "README.md has no validation row for ", label);
+  const std::string row = readme.substr(at + 1, readme.find('\n', at + 1) - at - 1);
+  CHECK_MESSAGE(row.find("| " + cell(written) + " |") != std::string::npos, "as written ", cell(written), ": ", row);
+  if (stated) CHECK_MESSAGE(row.find("| " + cell(*stated)) != std::string::npos, "stated only ", cell(*stated), ": ", row);
+}
+
 // Every row of one shipped table within its target, and the row count. One test per table: each takes minutes
 // under the sanitizers, and CTest runs them side by side. A table whose rows set keys its source does not state
 // also runs without them (`stated`: its recorded errors).
 // `misses`: rows past the bound, held within a point of the error docs/validation.md records for them.
-void check_table(const std::string& file, std::size_t rows, std::optional<Recorded> stated = std::nullopt,
-                 const std::map<std::string, double>& misses = {}) {
+void check_table(const std::string& file, const std::string& readme_label, std::size_t rows,
+                 std::optional<Recorded> stated = std::nullopt, const std::map<std::string, double>& misses = {}) {
   const json report = validate_json(src(file));
   REQUIRE(report.at("tables").size() == (stated ? 2U : 1U));
   if (stated) check_stated(report.at("tables").at(1), rows, *stated);
   const json& t = report.at("tables").at(0);
+  check_readme(readme_label, t, stated ? &report.at("tables").at(1) : nullptr);
   CHECK_FALSE(t.at("stated_only").get<bool>());
   const bool pair = file.ends_with("cross-fabric.yaml");
   std::string table;
@@ -238,28 +254,28 @@ TEST_CASE("validate: with no file it runs the twelve shipped tables, in order") 
 
 TEST_CASE("validate: every row of SC'21 table 1 stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/megatron-sc21-table1.yaml", 10, Recorded{0.048, 0.100});
+  check_table("scenarios/validation/megatron-sc21-table1.yaml", "Megatron-LM SC'21 table 1", 10, Recorded{0.048, 0.100});
 }
 TEST_CASE("validate: every row of SC'21 table 2 stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/megatron-sc21-table2.yaml", 12, Recorded{0.512, 1.893});
+  check_table("scenarios/validation/megatron-sc21-table2.yaml", "Megatron-LM SC'21 table 2", 12, Recorded{0.512, 1.893});
 }
 TEST_CASE("validate: every row of the Megatron-Core H100 table stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/megatron-core-h100-weak.yaml", 9, Recorded{0.056, 0.110});
+  check_table("scenarios/validation/megatron-core-h100-weak.yaml", "Megatron-Core r0.8.0", 9, Recorded{0.056, 0.110});
 }
 TEST_CASE("validate: every row of the NeMo H100 FP8 table stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/nemo-h100-fp8.yaml", 12, Recorded{0.054, 0.265});
+  check_table("scenarios/validation/nemo-h100-fp8.yaml", "NeMo 24.07", 12, Recorded{0.054, 0.265});
 }
 TEST_CASE("validate: every row of the MLPerf GPT-3 H100 table stays within the target, 12 % each and 5 % mean"
           * doctest::test_suite("figures")) {
-  check_table("scenarios/validation/mlperf-gpt3-h100.yaml", 2);
+  check_table("scenarios/validation/mlperf-gpt3-h100.yaml", "MLPerf Training v3.1", 2);
 }
 // The Lambda 1 -> 8 H100 PCIe pair reduces fp16 gradients (DeepLearningExamples' BERT under apex AMP O2, as the
 // megatron-2021 default now does): +5.2 %, recorded in docs/validation.md.
 TEST_CASE("validate: every cross-fabric pair stays within 5 %, the one recorded miss at its error") {
-  check_table("scenarios/validation/cross-fabric.yaml", 6, std::nullopt, {{"h100-pcie-8gpu / h100-pcie-1gpu", 0.052}});
+  check_table("scenarios/validation/cross-fabric.yaml", "Across fabrics", 6, std::nullopt, {{"h100-pcie-8gpu / h100-pcie-1gpu", 0.052}});
 }
 
 // The serving tables (issue 21) and the MoE table (issue 22), at the errors measured when they were added
