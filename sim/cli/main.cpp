@@ -16,6 +16,7 @@
 
 #include "sim/cli/collective_options.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/simgrid/isolated.hpp"
 #include "topology/error.hpp"
 
 namespace {
@@ -233,10 +234,26 @@ int finish(int status) {
   return kBadInput;
 }
 
+// A simulation past a second draws a line on a terminal: the share of the step's ops played and the time left at
+// that pace (estimated once a few percent are played: the first ones include setting up); erased at the end.
+void progress_line(const dtsim::sim::SimulationProgress& p) {
+  if (p.finished) {
+    std::fputs("\r\033[K", stderr);
+    return;
+  }
+  constexpr double kEstimateFrom = 0.02;
+  std::string line = fmt::format("dtsim: simulating, {:.0f} % of the ops after {:.0f} s", 100 * p.share, p.elapsed_s);
+  if (p.share >= kEstimateFrom) line += fmt::format(", about {:.0f} s left", p.elapsed_s * (1 / p.share - 1));
+  if (p.limit_s) line += fmt::format(" (limit {:g} s)", *p.limit_s);
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   with_huge_pages(argv);
+  if (::isatty(STDERR_FILENO) == 1) dtsim::sim::set_progress_sink(progress_line);
   try {
     return finish(dispatch(argc, argv));
   } catch (const dtsim::InputError& e) {

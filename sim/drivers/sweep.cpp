@@ -177,7 +177,7 @@ std::vector<const scenario::Scenario*> run_points(const std::vector<const scenar
       const pid_t pid = sim::fork_tied();
       if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
       if (pid == 0) {
-        sim::no_progress_line();
+        sim::set_progress_sink(nullptr);
         ::close(fds[0]);
         for (const auto& [fd, other] : running) ::close(fd);   // the other workers' pipes are not this one's
         work(*todo[next], fds[1], restore);

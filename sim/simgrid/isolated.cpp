@@ -85,38 +85,39 @@ std::string encode_child_result(const std::function<std::string()>& work) {
 
 using Clock = std::chrono::steady_clock;
 
-// Set in a simulation child: a simulation it starts itself reports to the same Progress and draws no line.
+// Set in a simulation child: a simulation it starts itself reports to the same Progress and to no sink.
 bool g_in_child = false;
 
-// The progress line, on a terminal only, from the second second on: how much of the played ranks' ops have ended
-// and the time left at that pace.
+ProgressSink& sink() {
+  static ProgressSink s;
+  return s;
+}
+
+// The progress of one simulation to the sink, from the second second on: how much of the played ranks' ops have
+// ended; `finished` at the end when anything was reported.
 class ProgressLine {
  public:
   explicit ProgressLine(const Progress& p, std::optional<double> limit_s)
-      : p_(p), limit_s_(limit_s), shown_(!g_in_child && ::isatty(STDERR_FILENO) == 1) {}
+      : p_(p), limit_s_(limit_s), shown_(!g_in_child && static_cast<bool>(sink())) {}
   ~ProgressLine() {
-    if (drawn_) std::fputs("\r\033[K", stderr);
+    if (reported_) sink()(SimulationProgress{share(), elapsed(), limit_s_, true});
   }
   void update() {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
-    if (!shown_ || elapsed < 1) return;
-    const auto total = p_.total.load(std::memory_order_relaxed), done = p_.done.load(std::memory_order_relaxed);
-    const double share = total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total);
-    // The pace is worth an estimate once a few percent of the ops are played (the first ones include setting up).
-    std::string line = fmt::format("dtsim: simulating, {:.0f} % of the ops after {:.0f} s", 100 * share, elapsed);
-    if (share >= kEstimateFrom) line += fmt::format(", about {:.0f} s left", elapsed * (1 / share - 1));
-    if (limit_s_) line += fmt::format(" (limit {:g} s)", *limit_s_);
-    std::fprintf(stderr, "\r\033[K%s", line.c_str());
-    std::fflush(stderr);
-    drawn_ = true;
+    if (!shown_ || elapsed() < 1) return;
+    sink()(SimulationProgress{share(), elapsed(), limit_s_, false});
+    reported_ = true;
   }
 
  private:
-  static constexpr double kEstimateFrom = 0.02;
+  [[nodiscard]] double elapsed() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  [[nodiscard]] double share() const {
+    const auto total = p_.total.load(std::memory_order_relaxed), done = p_.done.load(std::memory_order_relaxed);
+    return total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total);
+  }
   const Progress& p_;
   std::optional<double> limit_s_;
   bool shown_;
-  bool drawn_ = false;
+  bool reported_ = false;
   Clock::time_point started_ = Clock::now();
 };
 
@@ -180,7 +181,7 @@ std::string decode(const std::string& msg, int status) {
 
 }  // namespace
 
-void no_progress_line() { g_in_child = true; }
+void set_progress_sink(ProgressSink s) { sink() = std::move(s); }
 
 std::string run_isolated(const std::function<std::string()>& work, std::optional<double> limit_s) {
   // The counters the child's player advances, in memory shared with it (a child's own simulations share its

@@ -20,9 +20,19 @@ struct TimeLimitExceeded : std::runtime_error {
 // still running that many seconds (wall clock) after it started is killed and TimeLimitExceeded thrown.
 std::string run_isolated(const std::function<std::string()>& work, std::optional<double> limit_s = std::nullopt);
 
-// While a simulation runs past a second, run_isolated draws a progress line on standard error when it is a
-// terminal: the share of the step's ops played and the time left at that pace. A process whose terminal has
-// another owner (a sweep's worker, under the sweep's own progress bar) calls this first to draw none.
-void no_progress_line();
+// How far a simulation in its child has got, reported about once a second from its second second on: the share
+// of the step's ops played, the seconds since it started and its limit; then once `finished`, when it was reported.
+struct SimulationProgress {
+  double share = 0;
+  double elapsed_s = 0;
+  std::optional<double> limit_s;
+  bool finished = false;
+};
+using ProgressSink = std::function<void(const SimulationProgress&)>;
+
+// Where run_isolated reports its progress: nowhere by default, since the library prints nothing. The program
+// draws a line on a terminal; a process whose terminal has another owner (a sweep's worker, under the sweep's
+// own progress bar) sets none. A simulation's child reports to its parent's sink, never its own.
+void set_progress_sink(ProgressSink sink);
 
 }  // namespace dtsim::sim
