@@ -20,7 +20,6 @@ namespace {
 using nlohmann::json;
 using namespace report_support;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 bool simulated(const json& row) { return !row.contains("error") && row.contains("step_time_s"); }
 

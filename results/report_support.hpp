@@ -12,6 +12,9 @@ namespace dtsim::results::report_support {
 
 // The three outputs of every chart: PNG for the page, SVG and PDF for a paper (gnuplot's cairo and svg terminals),
 // at the size `size.gp` beside the script gives (results::chart_size_gp).
+// Bytes in a GiB, for the tables that print memory.
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 inline constexpr const char* kTerminals =
     "  if (ext eq \"png\") { set terminal pngcairo size dtsim_w_in * dtsim_png_dpi, dtsim_h_in * dtsim_png_dpi "
     "font \"sans,\" . (dtsim_font_pt * dtsim_png_dpi / 100) noenhanced }\n"

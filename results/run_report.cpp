@@ -1,5 +1,7 @@
 #include "results/run_report.hpp"
 
+#include "results/report_support.hpp"
+
 #include <algorithm>
 #include <string_view>
 #include <fmt/format.h>
@@ -10,8 +12,8 @@ namespace dtsim::results {
 namespace {
 
 using nlohmann::json;
+using report_support::kGiB;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string verdict(const json& memory) {
   if (memory.at("fits").get<bool>()) return fmt::format("fits ({:.1f} GiB spare)", memory.at("margin_bytes").get<double>() / kGiB);
@@ -62,6 +64,26 @@ std::string cost_table(const std::vector<json>& rows) {
   }
   return out + "(kW and J/token: the facility's, PUE included; days, GPU-hours, total and MWh need training.tokens or "
                "training.steps)\n";
+}
+
+// The whole run beside each configuration that has one (a run length given): failures and checkpoints included.
+std::string training_run_table(const std::vector<json>& rows) {
+  if (std::none_of(rows.begin(), rows.end(), [](const json& r) { return r.contains("training_run"); })) return {};
+  std::string out = fmt::format("\n{:<28} {:>8} {:>9} {:>14} {:>8} {:>8} {:>10} {:>9} {:>13}\n", "whole run", "goodput",
+                                "fail/day", "ckpt every s", "ckpt s", "lost h", "restart h", "days", "total_USD");
+  for (const auto& r : rows) {
+    if (!r.contains("training_run")) continue;
+    const auto& t = r.at("training_run");
+    const std::string every = fmt::format("{:.0f}{}", t.at("checkpoint_interval_s").get<double>(),
+                                          t.at("checkpoint_interval_auto").get<bool>() ? " (auto)" : "");
+    out += fmt::format("{:<28} {:>7.1f}% {:>9.2f} {:>14} {:>8.1f} {:>8.1f} {:>10.1f} {:>9.1f} {:>13}\n",
+                       r.at("name").get<std::string>(), 100 * t.at("goodput").get<double>(),
+                       t.at("interruptions_per_day").get<double>(), every, t.at("checkpoint_s").get<double>(),
+                       t.at("lost_work_s").get<double>() / 3600, t.at("restart_s_total").get<double>() / 3600,
+                       t.at("wall_days").get<double>(),
+                       t.at("total_usd").is_null() ? std::string("-") : fmt::format("{:.0f}", t.at("total_usd").get<double>()));
+  }
+  return out + "(expected, with failures and checkpoints: reliability and cluster.storage, docs/planning.md)\n";
 }
 
 }  // namespace
@@ -221,6 +243,7 @@ std::string run_table(const std::vector<json>& all) {
                        "up to {:.0f}% of a step here, per row in --format json as breakdown_s.other)\n",
                        experts ? ", the GPU waiting for its host to issue MoE layer passes" : "", 100 * other);
   out += cost_table(rows);
+  out += training_run_table(rows);
   std::string refs;
   for (const auto& r : rows)
     for (const auto& [key, value] : r.at("reference").items())

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "topology/catalog.hpp"
 #include "topology/error.hpp"
+#include "workloads/memory_plan.hpp"
 
 namespace dtsim::drivers {
 
@@ -48,6 +50,40 @@ double tokens_per_step(const workloads::Workload& w) {
   return static_cast<double>(w.training->global_batch) * w.model.seq_length;
 }
 
+results::TrainingRun training_run(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Seconds step,
+                                  double steps) {
+  const workloads::Workload& w = *s.workload;
+  const workloads::TrainingSpec& t = *w.training;
+  const int gpus = w.plan.tp * w.plan.pp * w.plan.cp * w.plan.dp;
+  const results::ClusterCounts counts{gpus, std::max(1, s.cluster.nodes), static_cast<int>(bom.count(topology::PartKind::Nic)),
+                                      static_cast<int>(bom.count(topology::PartKind::Switch))};
+  const scenario::ReliabilitySpec& r = s.reliability;
+  // A checkpoint holds every parameter's weight, master copy and optimizer states once (Megatron's distributed
+  // checkpoint): the memory plan's per-parameter bytes over the whole model.
+  const double per_param = workloads::bytes_per_element(t.weight_dtype) + (t.master_weights ? 4.0 : 0.0) +
+                           workloads::optimizer_state_bytes_per_param(t);
+  const double bytes = workloads::parameter_count(w.model) * per_param;
+  const double write = 1e9 * s.storage.write_GBps.value_or(scenario::kStorageGBpsPerGpu * gpus);
+  const double read = 1e9 * s.storage.read_GBps.value_or(scenario::kStorageGBpsPerGpu * gpus);
+  results::RunInputs in;
+  in.work = Seconds(step.value() * steps);
+  in.failures_per_hour = results::failures_per_hour(r.failures, counts);
+  if (r.async) {
+    // Async: training stops only while each GPU copies its shard (the memory plan's most loaded GPU) to host memory
+    // over its PCIe link; the write follows in the background.
+    const auto plan = workloads::plan_memory(w, s.cluster.gpu);
+    const double shard = plan.parts.params.value() + plan.parts.optimizer.value();
+    const auto& host = topology::find_link(s.cluster.gpu.host_link, "cluster.gpu.host_link");
+    in.checkpoint_block = Seconds(shard / (host.bandwidth.value() * host.efficiency));
+    in.checkpoint_lag = Seconds(bytes / write);
+  } else {
+    in.checkpoint_block = Seconds(bytes / write);
+  }
+  in.restart = Seconds(r.restart_s + bytes / read);
+  if (r.interval_s) in.interval = Seconds(*r.interval_s);
+  return results::expected_run(in);
+}
+
 Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step) {
   Accounting a;
   a.prices = scenario_prices(s, bom);
@@ -55,12 +91,19 @@ Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials&
   a.energy = results::step_energy(gpu_energy, step, bom.network_power(), topology::power_model(), a.prices.pue);
   a.cost = results::training_cost(step, a.tokens_per_step, static_cast<int>(bom.count(topology::PartKind::Gpu)), a.energy,
                                   a.prices, run_length(s));
+  a.gpus = static_cast<int>(bom.count(topology::PartKind::Gpu));
+  if (a.cost.steps) a.run = training_run(s, bom, step, *a.cost.steps);
   return a;
 }
 
 void add_accounting(json& row, const Accounting& a, Seconds step) {
   row["energy"] = results::energy_json(a.energy, step, a.tokens_per_step, a.cost, a.prices.pue);
   row["cost"] = results::cost_json(a.cost, a.prices);
+  if (a.run) {
+    const auto usd = a.cost.total ? std::optional<double>(a.cost.total->value()) : std::nullopt;
+    const auto mwh = a.cost.energy ? std::optional<double>(a.cost.energy->value() / 3.6e9) : std::nullopt;
+    row["training_run"] = results::training_run_json(*a.run, a.gpus, usd, mwh);
+  }
 }
 
 json bom_json(const topology::BillOfMaterials& bom) {

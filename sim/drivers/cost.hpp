@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "results/cost.hpp"
+#include "results/training_run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "topology/bill_of_materials.hpp"
 
@@ -24,11 +25,21 @@ struct Accounting {
   results::TrainingCost cost;
   results::Prices prices;
   double tokens_per_step = 0;
+  // With a run length (training.tokens or training.steps): the run under failures and checkpoints.
+  std::optional<results::TrainingRun> run;
+  int gpus = 0;
 };
+
+// The expected run of `steps` steps of `step` seconds under the scenario's `reliability` and `cluster.storage`:
+// failure rates scaled to the cluster's GPUs, servers, NICs and switches (the bill of materials), checkpoints of
+// the memory plan's weights and optimizer states.
+results::TrainingRun training_run(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Seconds step,
+                                  double steps);
+
 // The step's energy and cost, from its GPUs' energy and its time.
 Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step);
 
-// Adds `energy` and `cost` (results/cost.hpp) to a result object.
+// Adds `energy` and `cost` (results/cost.hpp), and `training_run` with a run length, to a result object.
 void add_accounting(nlohmann::json& row, const Accounting& a, Seconds step);
 
 // DESIGN.md's `bill_of_materials` object, and its table.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "results/cost.hpp"
+#include "results/training_run.hpp"
 #include "topology/cluster.hpp"
 #include "sim/collectives/collective.hpp"
 #include "workloads/plan.hpp"
@@ -54,6 +55,29 @@ struct CostSpec {
   std::map<std::string, PartOverride> parts;   // catalog part name -> its price or power here
 };
 
+// The `reliability` section (a whole training run, docs/planning.md): the failure classes and how the job
+// checkpoints and restarts.
+struct ReliabilitySpec {
+  std::vector<results::FailureClass> failures = results::default_failure_classes();   // `none`: empty
+  std::optional<double> interval_s;   // work between checkpoints; nullopt: auto (Daly's optimum)
+  bool async = false;                 // checkpoints copied off the GPUs, then written while training goes on
+  double restart_s = 600;             // detection and restart; reading the checkpoint is added (kRestartSource)
+};
+inline constexpr const char* kRestartSource =
+    "MegaScale (Jiang et al., NSDI 2024), section 6.3: detecting a failure and running the diagnostic tests takes "
+    "less than 10 minutes";
+
+// `cluster.storage`: the file system checkpoints are written to and read from, GB/s for the whole cluster. Absent:
+// Llama 3's storage per GPU (kStorageSource).
+struct StorageSpec {
+  std::optional<double> write_GBps;
+  std::optional<double> read_GBps;
+};
+inline constexpr double kStorageGBpsPerGpu = 2000.0 / 16384;
+inline constexpr const char* kStorageSource =
+    "Llama 3 (Meta 2024), section 3.3.1: Tectonic sustains 2 TB/s for 16,384 H100, 0.122 GB/s a GPU (BLOOM's "
+    "2.3 TB checkpoint in about 40 s on 384 A100 is 0.15 GB/s a GPU)";
+
 // The `reference` section: published figures to print beside dtsim's (the founding article's claims, a paper's
 // measurement), keyed by result field (`scaling_efficiency`, `step_time_s`, `tp_comm_ms`, ...).
 struct Reference {
@@ -82,6 +106,8 @@ struct Scenario {
   SimulationSpec simulation;
   CostSpec cost;
   Reference reference;
+  ReliabilitySpec reliability;
+  StorageSpec storage;
   SweepPoint point;
   std::string file;                          // where it was read from ("<default>" for the embedded one)
   // Loaded with keep_invalid_points: why this sweep point is not a valid scenario (then only name, file and

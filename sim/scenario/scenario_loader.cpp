@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "sim/scenario/reliability_reader.hpp"
 #include "sim/scenario/cluster_presets.hpp"
 #include "sim/scenario/hardware_reader.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -105,7 +106,7 @@ topology::Routing read_routing(const YamlMap& m, const ClusterSpec& c) {
 
 ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
   m.allow_only({"gpu", "nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "inter", "inter_link",
-                "nic_link", "nics_per_node", "oversubscription", "graph", "routing", "ecmp", "pcie", "fabric"});
+                "nic_link", "nics_per_node", "oversubscription", "graph", "routing", "ecmp", "pcie", "fabric", "storage"});
   if (!m.has("gpu")) m.fail("gpu", "", "missing required key", "a catalog GPU name or a map of its fields");
   const auto intra = read_enum(m, "intra", topology::IntraKind::NvSwitch, topology::parse_intra_kind, topology::kIntraNames);
   ClusterSpec c;
@@ -168,12 +169,19 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   Scenario s;
   s.file = file;
   YamlMap top(doc, "", file, &s.origin, &overridden);
-  top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism", "simulation", "cost", "reference"});
+  top.allow_only({"name", "cluster", "model", "training", "inference", "parallelism", "simulation", "cost", "reference",
+                  "reliability"});
   s.name = top.text("name").value_or(default_name(file, index));
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
   apply_cluster_preset(doc["cluster"], file);
   s.cluster = read_cluster(top.map("cluster"), file);
+  if (top.map("cluster").has("storage")) s.storage = read_storage(top.map("cluster").map("storage"));
   s.workload = read_workload(top, s.cluster, s.name, file, &s.auto_keys);
+  if (top.has("reliability")) {
+    if (!s.workload || !s.workload->training)
+      top.fail("reliability", "...", "applies to a training run", "a scenario with a training section, or no reliability");
+    s.reliability = read_reliability(top.map("reliability"));
+  }
   if (top.has("simulation")) s.simulation = read_simulation(top.map("simulation"));
   if (top.has("cost")) s.cost = read_cost(top.map("cost"));
   resolve_cost(s.cost, s.cluster.gpu);

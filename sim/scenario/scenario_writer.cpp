@@ -5,6 +5,7 @@
 #include <cmath>
 #include <yaml-cpp/yaml.h>
 
+#include "sim/scenario/reliability_reader.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/layer_list.hpp"
 
@@ -43,12 +44,13 @@ void emit_gpu(YAML::Emitter& out, const topology::GpuSpec& g) {
   out << YAML::EndMap;
 }
 
-void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c) {
+void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c, const StorageSpec& storage) {
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   emit_gpu(out, c.gpu);
   if (c.graph) {
     out << YAML::Key << "graph" << YAML::Value << *c.graph;
     out << YAML::Key << "routing" << YAML::Value << std::string(to_string(c.effective_routing()));
+    emit_storage(out, storage);
     out << YAML::EndMap;
     return;
   }
@@ -82,6 +84,7 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c) {
   out << YAML::Key << "leaf_ports" << YAML::Value << c.fabric.leaf_ports;
   out << YAML::Key << "spines" << YAML::Value << c.effective_spines();
   out << YAML::EndMap;
+  emit_storage(out, storage);
   out << YAML::EndMap;
 }
 
@@ -349,10 +352,11 @@ std::string to_yaml(const Scenario& scenario) {
   out.SetDoublePrecision(17);
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << scenario.name;
-  emit_cluster(out, scenario.cluster);
+  emit_cluster(out, scenario.cluster, scenario.storage);
   if (scenario.workload) emit_workload(out, *scenario.workload, scenario.auto_keys);
   emit_simulation(out, scenario.simulation);
   emit_cost(out, scenario.cost);
+  if (scenario.workload && scenario.workload->training) emit_reliability(out, scenario.reliability);
   if (!scenario.reference.source.empty() || !scenario.reference.values.empty() || !scenario.reference.unstated.empty())
     emit_reference(out, scenario.reference);
   out << YAML::EndMap;

@@ -1,0 +1,124 @@
+// The `reliability` section and `cluster.storage` read and written (reliability_reader.hpp).
+#include "sim/scenario/reliability_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "topology/error.hpp"
+
+namespace dtsim::scenario {
+namespace {
+
+using results::FailureClass;
+using results::FailureScope;
+
+constexpr double kMostPerHour = 1.0;         // a component failing every hour, per component
+constexpr double kMostSeconds = 86400.0 * 365;
+constexpr std::string_view kScopes = "gpu, node, nic, switch";
+
+std::optional<FailureScope> parse_scope(std::string_view s) {
+  if (s == "gpu") return FailureScope::Gpu;
+  if (s == "node") return FailureScope::Node;
+  if (s == "nic") return FailureScope::Nic;
+  if (s == "switch") return FailureScope::Switch;
+  return std::nullopt;
+}
+
+// `failures`: `default`, `none`, or a map of classes: a default class's name changes its rate (and must say where the
+// new rate comes from); a new name adds a class, with the component it counts in (`per`).
+std::vector<FailureClass> read_failures(const YamlMap& m) {
+  if (!m.is_map("failures")) {
+    const std::string v = m.text("failures").value_or("default");
+    if (v == "default") return results::default_failure_classes();
+    if (v == "none") return {};
+    m.fail("failures", v, "unknown failure model", "default, none, or a map of COMPONENT: {per_hour, source, per}");
+  }
+  std::vector<FailureClass> out = results::default_failure_classes();
+  const YamlMap classes = m.map("failures");
+  for (const std::string& name : classes.keys()) {
+    const YamlMap c = classes.map(name);
+    c.allow_only({"per_hour", "source", "per"});
+    auto it = std::find_if(out.begin(), out.end(), [&](const FailureClass& f) { return f.component == name; });
+    if (it == out.end()) {
+      if (!c.has("per")) c.fail("per", "", "missing for a class dtsim does not know", std::string(kScopes));
+      out.push_back(FailureClass{name, 0, FailureScope::Gpu, ""});
+      it = std::prev(out.end());
+    }
+    const auto rate = c.number("per_hour", 0.0, true, kMostPerHour);
+    if (!rate) c.fail("per_hour", "", "missing", "failures per component-hour, a number in [0, 1]");
+    it->per_hour = *rate;
+    const auto source = c.text("source");
+    if (!source || source->empty()) c.fail("source", "", "missing", "where the rate comes from (a study, a log)");
+    it->source = *source;
+    if (const auto per = c.text("per")) {
+      const auto scope = parse_scope(*per);
+      if (!scope) c.fail("per", *per, "unknown component", std::string(kScopes));
+      it->scope = *scope;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ReliabilitySpec read_reliability(const YamlMap& m) {
+  // DESIGN.md names these too; dtsim does not model them yet, and says so rather than ignore them.
+  for (const char* later : {"on_failure", "spares", "seed", "stragglers"})
+    if (m.has(later))
+      m.fail(later, "...", "not modelled yet (a failed job restarts from its last checkpoint on a repaired allocation)",
+             "failures, checkpoint, restart_s");
+  m.allow_only({"failures", "checkpoint", "restart_s", "on_failure", "spares", "seed", "stragglers"});
+  ReliabilitySpec r;
+  if (m.has("failures")) r.failures = read_failures(m);
+  if (m.has("checkpoint")) {
+    const YamlMap c = m.map("checkpoint");
+    c.allow_only({"interval_s", "async"});
+    const std::string interval = c.text("interval_s").value_or("auto");
+    if (interval != kAuto) r.interval_s = c.number("interval_s", 0.0, false, kMostSeconds);
+    r.async = c.boolean("async").value_or(false);
+  }
+  r.restart_s = m.number("restart_s", 0.0, true, kMostSeconds).value_or(r.restart_s);
+  return r;
+}
+
+StorageSpec read_storage(const YamlMap& m) {
+  m.allow_only({"write_GBps", "read_GBps"});
+  constexpr double kMostGBps = 1e6;
+  return {m.number("write_GBps", 0.0, false, kMostGBps), m.number("read_GBps", 0.0, false, kMostGBps)};
+}
+
+void emit_reliability(YAML::Emitter& out, const ReliabilitySpec& r) {
+  out << YAML::Key << "reliability" << YAML::Value << YAML::BeginMap;
+  if (r.failures.empty()) {
+    out << YAML::Key << "failures" << YAML::Value << "none";
+  } else {
+    out << YAML::Key << "failures" << YAML::Value << YAML::BeginMap;
+    for (const auto& f : r.failures) {
+      out << YAML::Key << f.component << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "per_hour" << YAML::Value << f.per_hour;
+      out << YAML::Key << "per" << YAML::Value << std::string(results::to_string(f.scope));
+      out << YAML::Key << "source" << YAML::Value << f.source;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
+  if (r.interval_s) out << YAML::Key << "interval_s" << YAML::Value << *r.interval_s;
+  else out << YAML::Key << "interval_s" << YAML::Value << std::string(kAuto);
+  out << YAML::Key << "async" << YAML::Value << r.async;
+  out << YAML::EndMap;
+  out << YAML::Key << "restart_s" << YAML::Value << r.restart_s;
+  out << YAML::EndMap;
+}
+
+void emit_storage(YAML::Emitter& out, const StorageSpec& s) {
+  if (!s.write_GBps && !s.read_GBps) return;
+  out << YAML::Key << "storage" << YAML::Value << YAML::BeginMap;
+  if (s.write_GBps) out << YAML::Key << "write_GBps" << YAML::Value << *s.write_GBps;
+  if (s.read_GBps) out << YAML::Key << "read_GBps" << YAML::Value << *s.read_GBps;
+  out << YAML::EndMap;
+}
+
+}  // namespace dtsim::scenario

@@ -1,0 +1,88 @@
+// The whole run under failures and checkpoints (results/training_run.hpp): Daly's closed form for one failure
+// class, the optimum interval against Daly's published figures and Young's first order, the default rates against
+// the Llama 3 snapshot they come from.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "results/training_run.hpp"
+
+using namespace dtsim;
+using namespace dtsim::results;
+
+TEST_CASE("training run: one failure class gives Daly's expected wall time, and its parts add up") {
+  // A GPU failing once every 1,000 hours, 1,000 GPUs: M = 1 h. 100 h of steps, checkpoints of 60 s every 20 min,
+  // restarts of 10 min.
+  const std::vector<FailureClass> one = {{"gpu", 1e-3, FailureScope::Gpu, "test"}};
+  RunInputs in;
+  in.work = Seconds(100 * 3600.0);
+  in.failures_per_hour = failures_per_hour(one, {1000, 125, 0, 0});
+  CHECK(in.failures_per_hour == doctest::Approx(1.0));
+  in.checkpoint_block = Seconds(60);
+  in.restart = Seconds(600);
+  in.interval = Seconds(1200);
+  const TrainingRun r = expected_run(in);
+  const double m = 3600, wall = m * std::exp(600 / m) * (std::exp((1200 + 60) / m) - 1) * in.work.value() / 1200;
+  CHECK(r.wall.value() == doctest::Approx(wall).epsilon(1e-12));
+  CHECK(r.goodput == doctest::Approx(in.work.value() / wall));
+  CHECK(r.interruptions == doctest::Approx(wall / m));
+  CHECK(r.interruptions_per_day == doctest::Approx(24.0));
+  CHECK_FALSE(r.interval_auto);
+  // Wall time = work + checkpoints + restarts + lost work.
+  const double checkpoints = in.work.value() / 1200 * 60;
+  CHECK(r.checkpoint_overhead == doctest::Approx(checkpoints / wall));
+  CHECK(r.restarts.value() == doctest::Approx(r.interruptions * 600));
+  CHECK(in.work.value() + checkpoints + r.restarts.value() + r.lost_work.value() == doctest::Approx(wall));
+  // Lost work per failure lies between nothing and a whole interval plus its checkpoint.
+  CHECK(r.lost_work.value() / r.interruptions > 0);
+  CHECK(r.lost_work.value() / r.interruptions < 1260);
+}
+
+TEST_CASE("training run: without failures the run is its work and its checkpoints") {
+  RunInputs in;
+  in.work = Seconds(3600);
+  in.checkpoint_block = Seconds(10);
+  in.interval = Seconds(600);
+  const TrainingRun r = expected_run(in);
+  CHECK(r.wall.value() == doctest::Approx(3600 + 6 * 10));
+  CHECK(r.goodput == doctest::Approx(1 - r.checkpoint_overhead));
+  CHECK(r.interruptions == 0);
+  in.interval.reset();   // auto without failures: one checkpoint, at the end
+  CHECK(expected_run(in).wall.value() == doctest::Approx(3610));
+}
+
+TEST_CASE("training run: the optimum interval is Daly's, his published figures, and Young's for small checkpoints") {
+  // Daly (2006), FGCS 22(3), the figures' captions: delta = 5 min, M = 24 h, 6 h and 15 min give 117, 57 and 9.1 min.
+  CHECK(daly_interval(Seconds(300), Seconds(24 * 3600)).value() / 60 == doctest::Approx(116.7).epsilon(0.002));
+  CHECK(daly_interval(Seconds(300), Seconds(6 * 3600)).value() / 60 == doctest::Approx(56.7).epsilon(0.002));
+  CHECK(daly_interval(Seconds(300), Seconds(15 * 60)).value() / 60 == doctest::Approx(9.14).epsilon(0.002));
+  // Young (1974): sqrt(2 delta M), which Daly's approaches as delta / M -> 0.
+  const double delta = 3, m = 10 * 3600;
+  CHECK(daly_interval(Seconds(delta), Seconds(m)).value() == doctest::Approx(std::sqrt(2 * delta * m)).epsilon(0.01));
+  CHECK(daly_interval(Seconds(2 * m), Seconds(m)).value() == m);   // past delta = 2M: M
+  // The optimum is the least wall time: an interval a fifth shorter or longer costs more.
+  RunInputs in;
+  in.work = Seconds(1e6);
+  in.failures_per_hour = 1;
+  in.checkpoint_block = Seconds(30);
+  in.restart = Seconds(300);
+  const double best = expected_run(in).wall.value();
+  for (const double f : {0.8, 1.2}) {
+    in.interval = Seconds(daly_interval(Seconds(30), Seconds(3600)).value() * f);
+    CHECK(expected_run(in).wall.value() > best);
+  }
+}
+
+TEST_CASE("training run: the default rates give back the Llama 3 snapshot they are read from") {
+  // 16,384 GPUs, 2,048 servers, 16,384 NICs: 466 interruptions in 54 days.
+  const double per_day = 24 * failures_per_hour(default_failure_classes(), {16384, 2048, 16384, 0});
+  CHECK(per_day == doctest::Approx(466.0 / 54));
+  for (const auto& c : default_failure_classes()) {
+    CAPTURE(c.component);
+    CHECK(c.per_hour > 0);
+    CHECK(c.source.find("Llama 3") != std::string::npos);
+  }
+  // An 8-GPU server fails about every 49 days by these rates: 2,048 times as rarely as the whole cluster.
+  const double server_days = 1 / (24 * failures_per_hour(default_failure_classes(), {8, 1, 8, 0}));
+  CHECK(server_days == doctest::Approx(54.0 * 2048 / 466).epsilon(1e-9));
+}
