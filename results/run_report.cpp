@@ -76,7 +76,7 @@ std::string training_run_table(const std::vector<json>& rows) {
     const auto& t = r.at("training_run");
     const std::string every = fmt::format("{:.0f}{}", t.at("checkpoint_interval_s").get<double>(),
                                           t.at("checkpoint_interval_auto").get<bool>() ? " (auto)" : "");
-    out += fmt::format("{:<28} {:>7.1f}% {:>9.2f} {:>14} {:>8.1f} {:>8.1f} {:>10.1f} {:>9.1f} {:>13}\n",
+    out += fmt::format("{:<28} {:>7.1f}% {:>9.3g} {:>14} {:>8.1f} {:>8.1f} {:>10.1f} {:>9.1f} {:>13}\n",
                        r.at("name").get<std::string>(), 100 * t.at("goodput").get<double>(),
                        t.at("interruptions_per_day").get<double>(), every, t.at("checkpoint_s").get<double>(),
                        t.at("lost_work_s").get<double>() / 3600, t.at("restart_s_total").get<double>() / 3600,
