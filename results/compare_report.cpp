@@ -35,11 +35,15 @@ Report build_compare_report(const json& doc, const std::string& title) {
   if (!doc.is_object() || !doc.contains("clusters") || !doc["clusters"].is_array() || !doc.contains("axes"))
     throw std::invalid_argument("not a compare.json written by dtsim compare (no clusters or axes)");
   const bool length = doc["axes"].value("time", std::string()) == "days";
+  // With a run length, the whole run's figures (failures and checkpoints included) where the plan has them.
+  const auto run_or = [](const json& p, const char* run, const char* perfect) {
+    return plan_figure(p, p.contains("training_run") ? run : perfect);
+  };
   const auto time_of = [&](const json& p) {
-    return length ? plan_figure(p, "cost.days") : 1e6 / plan_figure(p, "tokens_per_s");
+    return length ? run_or(p, "training_run.wall_days", "cost.days") : 1e6 / plan_figure(p, "tokens_per_s");
   };
   const auto cost_of = [&](const json& p) {
-    return plan_figure(p, length ? "cost.total_usd" : "cost.usd_per_million_tokens");
+    return length ? run_or(p, "training_run.total_usd", "cost.total_usd") : plan_figure(p, "cost.usd_per_million_tokens");
   };
   std::string points = "# row\tname\ttime\tcost\tpareto\n", front = "# time\tcost (the Pareto front, by time)\n";
   std::vector<std::pair<double, double>> on_front;
@@ -65,7 +69,8 @@ Report build_compare_report(const json& doc, const std::string& title) {
                          c.value("gpus", 0), md_cell(c.value("plan_label", std::string())), plan_figure(p, "step_time_s"),
                          plan_figure(p, "tokens_per_s"), pct(plan_figure(p, "mfu")), t, length ? 1 : 3,
                          length ? dollars_text(k) : fmt::format("{:.3f}", k), dollars_text(c.value("capital_usd", 0.0)),
-                         length ? fmt::format("{:.1f}", plan_figure(p, "energy.total_MWh")) : "", pareto ? "yes" : "");
+                         length ? fmt::format("{:.1f}", run_or(p, "training_run.total_MWh", "energy.total_MWh")) : "",
+                         pareto ? "yes" : "");
   }
   if (row == 0) throw std::invalid_argument("no cluster of compare.json fits its model");
   std::ranges::sort(on_front);

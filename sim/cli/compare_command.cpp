@@ -37,11 +37,12 @@ std::string table(const json& doc, const drivers::CompareAxes& axes) {
                        p["step_time_s"].get<double>(), p["tokens_per_s"].get<double>(), 100 * p["mfu"].get<double>(),
                        axes.time(p), axes.length ? 1 : 2, axes.length ? results::dollars_text(axes.cost(p)) : fmt::format("{:.3f}", axes.cost(p)),
                        results::dollars_text(r["capital_usd"].get<double>()), p["cost"]["usd_per_million_tokens"].get<double>(),
-                       axes.length ? p["energy"]["total_MWh"].get<double>() : p["energy"]["per_token_J"].get<double>(),
+                       axes.length ? axes.energy_MWh(p) : p["energy"]["per_token_J"].get<double>(),
                        axes.length ? 1 : 3);
   }
-  out += "(* on the Pareto front of time against cost; cost_USD as each scenario's cost.mode prices it; capital: the "
-         "bill of materials)\n";
+  out += fmt::format("(* on the Pareto front of time against cost; {}cost_USD as each scenario's cost.mode prices it; "
+                     "capital: the bill of materials)\n",
+                     axes.length ? "days, cost_USD and MWh of the whole run, failures and checkpoints included; " : "");
   for (const json& r : doc["clusters"])
     out += fmt::format("  {:<28} {}\n", r["name"].get<std::string>(), r["cluster"].get<std::string>());
   return out;
@@ -50,7 +51,7 @@ std::string table(const json& doc, const drivers::CompareAxes& axes) {
 const std::vector<std::string> kCompareCsvColumns = {
     "name", "cluster", "gpus", "fits", "pareto", "tp", "pp", "dp", "vpp", "zero", "order", "micro_batch", "recompute",
     "sequence_parallel", "step_time_s", "tokens_per_s", "mfu", "days", "gpu_hours", "total_usd", "capital_usd",
-    "usd_per_million_tokens", "per_token_J", "total_MWh", "why"};
+    "usd_per_million_tokens", "per_token_J", "total_MWh", "goodput", "wall_days", "run_total_usd", "why"};
 
 std::string csv(const json& doc) {
   std::string out;
@@ -69,6 +70,12 @@ std::string csv(const json& doc) {
       for (const char* k : {"step_time_s", "tokens_per_s", "mfu"}) cells[k] = p[k];
       for (const char* k : {"days", "gpu_hours", "total_usd", "usd_per_million_tokens"}) cells[k] = p["cost"][k];
       for (const char* k : {"per_token_J", "total_MWh"}) cells[k] = p["energy"][k];
+      if (p.contains("training_run")) {
+        const json& t = p["training_run"];
+        cells["goodput"] = t["goodput"];
+        cells["wall_days"] = t["wall_days"];
+        cells["run_total_usd"] = t["total_usd"];
+      }
     }
     std::string line;
     for (const auto& c : kCompareCsvColumns) {

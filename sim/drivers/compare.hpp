@@ -10,14 +10,23 @@
 
 namespace dtsim::drivers {
 
-// The two axes of the front: time and cost to train when the run's length is known, else per million tokens.
+// The two axes of the front: time and cost to train when the run's length is known (the whole run's, failures and
+// checkpoints included: `training_run`), else per million tokens.
 struct CompareAxes {
   bool length = false;
   [[nodiscard]] double time(const nlohmann::json& plan) const {
-    return length ? plan["cost"]["days"].get<double>() : 1e6 / plan["tokens_per_s"].get<double>();
+    return length ? run_figure(plan, "wall_days", "days") : 1e6 / plan["tokens_per_s"].get<double>();
   }
   [[nodiscard]] double cost(const nlohmann::json& plan) const {
-    return length ? plan["cost"]["total_usd"].get<double>() : plan["cost"]["usd_per_million_tokens"].get<double>();
+    return length ? run_figure(plan, "total_usd", "total_usd") : plan["cost"]["usd_per_million_tokens"].get<double>();
+  }
+  [[nodiscard]] double energy_MWh(const nlohmann::json& plan) const {
+    return plan.contains("training_run") ? plan["training_run"]["total_MWh"].get<double>()
+                                         : plan["energy"]["total_MWh"].get<double>();
+  }
+  // The whole run's figure, or the perfect steps' (`cost`) for a plan without one.
+  static double run_figure(const nlohmann::json& plan, const char* run_key, const char* cost_key) {
+    return plan.contains("training_run") ? plan["training_run"][run_key].get<double>() : plan["cost"][cost_key].get<double>();
   }
 };
 
