@@ -83,7 +83,22 @@ std::string training_run_table(const std::vector<json>& rows) {
                        t.at("wall_days").get<double>(),
                        t.at("total_usd").is_null() ? std::string("-") : fmt::format("{:.0f}", t.at("total_usd").get<double>()));
   }
-  return out + "(expected, with failures and checkpoints: reliability and cluster.storage, docs/planning.md)\n";
+  out += "(expected, with failures and checkpoints: reliability and cluster.storage, docs/planning.md)\n";
+  // A sampled run (reliability.seed) beside the expectation: its totals, then its first failures.
+  constexpr std::size_t kShown = 8;
+  for (const auto& r : rows) {
+    if (!r.contains("training_run") || !r.at("training_run").contains("sampled")) continue;
+    const auto& s = r.at("training_run").at("sampled");
+    const auto& failures = s.at("failures");
+    out += fmt::format("\n{}: one run drawn with seed {}: {} interruptions, {:.1f} days, goodput {:.1f}%\n",
+                       r.at("name").get<std::string>(), s.at("seed").get<unsigned long long>(), failures.size(),
+                       s.at("wall_days").get<double>(), 100 * s.at("goodput").get<double>());
+    for (std::size_t i = 0; i < std::min(kShown, failures.size()); ++i)
+      out += fmt::format("  day {:>8.3f}  {:<24} {:>8.0f} s of work lost\n", failures[i].at("at_days").get<double>(),
+                         failures[i].at("component").get<std::string>(), failures[i].at("lost_s").get<double>());
+    if (failures.size() > kShown) out += fmt::format("  ... {} more (training_run.sampled.failures in the JSON)\n", failures.size() - kShown);
+  }
+  return out;
 }
 
 }  // namespace

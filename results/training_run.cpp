@@ -2,6 +2,8 @@
 #include "results/training_run.hpp"
 
 #include <cmath>
+#include <limits>
+#include <random>
 
 namespace dtsim::results {
 namespace {
@@ -106,6 +108,75 @@ TrainingRun expected_run(const RunInputs& in) {
   r.restarts = Seconds(r.interruptions * in.restart.value());
   r.lost_work = Seconds(std::max(0.0, wall - work - checkpoints - r.restarts.value()));
   return r;
+}
+
+SampledRun sample_run(const RunInputs& in, const TrainingRun& expected, const std::vector<FailureClass>& classes,
+                      const ClusterCounts& counts, unsigned long long seed) {
+  SampledRun out;
+  out.seed = seed;
+  const double rate_s = in.failures_per_hour / 3600.0;
+  const double work = in.work.value(), delta = in.checkpoint_block.value();
+  const double tau = std::min(expected.interval.value(), std::max(work, 1e-9));
+  const double restart = in.restart.value() + in.checkpoint_lag.value();
+  // Each class's share of the failures, for naming the one that failed.
+  std::vector<double> weights;
+  for (const FailureClass& c : classes) {
+    const int n = c.scope == FailureScope::Gpu    ? counts.gpus
+                  : c.scope == FailureScope::Node ? counts.nodes
+                  : c.scope == FailureScope::Nic  ? counts.nics
+                                                  : counts.switches;
+    weights.push_back(c.per_hour * n);
+  }
+  // Exponential gaps by inverse transform on the engine's own bits: the same sequence on every standard library.
+  std::mt19937_64 engine(seed);
+  const auto uniform = [&] { return (static_cast<double>(engine() >> 11) + 0.5) * 0x1.0p-53; };
+  const auto gap = [&] { return rate_s > 0 ? -std::log(uniform()) / rate_s : std::numeric_limits<double>::infinity(); };
+  const auto which = [&] {
+    double total = 0;
+    for (const double w : weights) total += w;
+    double u = uniform() * total;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      if (u < weights[i]) return classes[i].component;
+      u -= weights[i];
+    }
+    return classes.back().component;
+  };
+  double t = 0, done = 0;          // wall time; work safely checkpointed
+  double next = gap();             // the next failure
+  constexpr std::size_t kMostFailures = 10'000'000;
+  while (done < work) {
+    const double segment = std::min(tau, work - done) + delta;   // work to the next checkpoint, and writing it
+    if (t + segment <= next) {
+      t += segment;
+      done += segment - delta;
+      continue;
+    }
+    out.failures.push_back({next, which(), std::min(next - t, segment - delta)});
+    if (out.failures.size() > kMostFailures) break;   // a run that cannot finish: its goodput goes to 0
+    t = next;
+    next = t + gap();
+    while (next < t + restart) {   // failed again while restarting: the restart starts over
+      t = next;
+      out.failures.push_back({t, which(), 0});
+      next = t + gap();
+    }
+    t += restart;
+  }
+  out.wall = Seconds(t);
+  out.goodput = t > 0 ? std::min(1.0, work / t) : 1;
+  if (done < work) out.goodput = 0;
+  return out;
+}
+
+nlohmann::json sampled_run_json(const SampledRun& s) {
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& f : s.failures)
+    failures.push_back({{"at_days", f.at_s / 86400.0}, {"component", f.component}, {"lost_s", f.lost_s}});
+  return {{"seed", s.seed},
+          {"wall_days", s.wall.value() / 86400.0},
+          {"goodput", s.goodput},
+          {"interruptions", s.failures.size()},
+          {"failures", failures}};
 }
 
 nlohmann::json training_run_json(const TrainingRun& r, int gpus, std::optional<double> ideal_usd,

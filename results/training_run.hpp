@@ -74,6 +74,26 @@ struct TrainingRun {
 // The expected run (Daly's closed form above); without failures the wall time is the work and its checkpoints.
 TrainingRun expected_run(const RunInputs& in);
 
+// One run drawn at random (seeded, reproducible byte for byte on one build): failures arrive as the Poisson process
+// of `classes` scaled by `counts`, each costing the restart and the work since the last checkpoint; a failure during a
+// restart starts it again. Its mean over many seeds is expected_run's wall time (Daly's form is exact for this
+// process).
+struct SampledFailure {
+  double at_s = 0;          // wall time of the failure
+  std::string component;    // the class that failed
+  double lost_s = 0;        // work since the last checkpoint, redone
+};
+struct SampledRun {
+  unsigned long long seed = 0;
+  Seconds wall;
+  double goodput = 1;
+  std::vector<SampledFailure> failures;
+};
+SampledRun sample_run(const RunInputs& in, const TrainingRun& expected, const std::vector<FailureClass>& classes,
+                      const ClusterCounts& counts, unsigned long long seed);
+// {seed, wall_days, goodput, interruptions, failures: [{at_days, component, lost_s}]}
+nlohmann::json sampled_run_json(const SampledRun& s);
+
 // DESIGN.md's `training_run`: {goodput, interruptions, interruptions_per_day, checkpoint_interval_s,
 // checkpoint_interval_auto, checkpoint_s, checkpoint_overhead, lost_work_s, restart_s_total, wall_days, gpu_hours,
 // total_usd, total_MWh}. The cluster is held, and priced and powered, for the whole wall time: `ideal_usd` and

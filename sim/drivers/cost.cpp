@@ -50,8 +50,7 @@ double tokens_per_step(const workloads::Workload& w) {
   return static_cast<double>(w.training->global_batch) * w.model.seq_length;
 }
 
-results::TrainingRun training_run(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Seconds step,
-                                  double steps) {
+RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Seconds step, double steps) {
   const workloads::Workload& w = *s.workload;
   const workloads::TrainingSpec& t = *w.training;
   const int gpus = w.plan.tp * w.plan.pp * w.plan.cp * w.plan.dp;
@@ -81,7 +80,12 @@ results::TrainingRun training_run(const scenario::Scenario& s, const topology::B
   }
   in.restart = Seconds(r.restart_s + bytes / read);
   if (r.interval_s) in.interval = Seconds(*r.interval_s);
-  return results::expected_run(in);
+  return {in, counts};
+}
+
+results::TrainingRun training_run(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Seconds step,
+                                  double steps) {
+  return results::expected_run(run_model(s, bom, step, steps).inputs);
 }
 
 Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Joules gpu_energy, Seconds step) {
@@ -92,7 +96,12 @@ Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials&
   a.cost = results::training_cost(step, a.tokens_per_step, static_cast<int>(bom.count(topology::PartKind::Gpu)), a.energy,
                                   a.prices, run_length(s));
   a.gpus = static_cast<int>(bom.count(topology::PartKind::Gpu));
-  if (a.cost.steps) a.run = training_run(s, bom, step, *a.cost.steps);
+  if (a.cost.steps) {
+    const RunModel model = run_model(s, bom, step, *a.cost.steps);
+    a.run = results::expected_run(model.inputs);
+    if (s.reliability.seed)
+      a.sampled = results::sample_run(model.inputs, *a.run, s.reliability.failures, model.counts, *s.reliability.seed);
+  }
   return a;
 }
 
@@ -103,6 +112,7 @@ void add_accounting(json& row, const Accounting& a, Seconds step) {
     const auto usd = a.cost.total ? std::optional<double>(a.cost.total->value()) : std::nullopt;
     const auto mwh = a.cost.energy ? std::optional<double>(a.cost.energy->value() / 3.6e9) : std::nullopt;
     row["training_run"] = results::training_run_json(*a.run, a.gpus, usd, mwh);
+    if (a.sampled) row["training_run"]["sampled"] = results::sampled_run_json(*a.sampled);
   }
 }
 

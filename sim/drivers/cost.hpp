@@ -27,12 +27,18 @@ struct Accounting {
   double tokens_per_step = 0;
   // With a run length (training.tokens or training.steps): the run under failures and checkpoints.
   std::optional<results::TrainingRun> run;
+  std::optional<results::SampledRun> sampled;   // with reliability.seed
   int gpus = 0;
 };
 
 // The expected run of `steps` steps of `step` seconds under the scenario's `reliability` and `cluster.storage`:
 // failure rates scaled to the cluster's GPUs, servers, NICs and switches (the bill of materials), checkpoints of
 // the memory plan's weights and optimizer states.
+struct RunModel {
+  results::RunInputs inputs;
+  results::ClusterCounts counts;
+};
+RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Seconds step, double steps);
 results::TrainingRun training_run(const scenario::Scenario& s, const topology::BillOfMaterials& bom, Seconds step,
                                   double steps);
 

@@ -65,10 +65,10 @@ std::vector<FailureClass> read_failures(const YamlMap& m) {
 
 ReliabilitySpec read_reliability(const YamlMap& m) {
   // DESIGN.md names these too; dtsim does not model them yet, and says so rather than ignore them.
-  for (const char* later : {"on_failure", "spares", "seed", "stragglers"})
+  for (const char* later : {"on_failure", "spares", "stragglers"})
     if (m.has(later))
       m.fail(later, "...", "not modelled yet (a failed job restarts from its last checkpoint on a repaired allocation)",
-             "failures, checkpoint, restart_s");
+             "failures, checkpoint, restart_s, seed");
   m.allow_only({"failures", "checkpoint", "restart_s", "on_failure", "spares", "seed", "stragglers"});
   ReliabilitySpec r;
   if (m.has("failures")) r.failures = read_failures(m);
@@ -80,6 +80,8 @@ ReliabilitySpec read_reliability(const YamlMap& m) {
     r.async = c.boolean("async").value_or(false);
   }
   r.restart_s = m.number("restart_s", 0.0, true, kMostSeconds).value_or(r.restart_s);
+  constexpr long long kMostSeed = 9007199254740991LL;   // 2^53 - 1: exact in JSON's numbers
+  if (const auto seed = m.integer("seed", 0, kMostSeed)) r.seed = static_cast<unsigned long long>(*seed);
   return r;
 }
 
@@ -110,6 +112,7 @@ void emit_reliability(YAML::Emitter& out, const ReliabilitySpec& r) {
   out << YAML::Key << "async" << YAML::Value << r.async;
   out << YAML::EndMap;
   out << YAML::Key << "restart_s" << YAML::Value << r.restart_s;
+  if (r.seed) out << YAML::Key << "seed" << YAML::Value << *r.seed;
   out << YAML::EndMap;
 }
 

@@ -62,6 +62,7 @@ struct ReliabilitySpec {
   std::optional<double> interval_s;   // work between checkpoints; nullopt: auto (Daly's optimum)
   bool async = false;                 // checkpoints copied off the GPUs, then written while training goes on
   double restart_s = 600;             // detection and restart; reading the checkpoint is added (kRestartSource)
+  std::optional<unsigned long long> seed;   // given: one run drawn at random beside the expectation
 };
 inline constexpr const char* kRestartSource =
     "MegaScale (Jiang et al., NSDI 2024), section 6.3: detecting a failure and running the diagnostic tests takes "

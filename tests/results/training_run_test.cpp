@@ -86,3 +86,34 @@ TEST_CASE("training run: the default rates give back the Llama 3 snapshot they a
   const double server_days = 1 / (24 * failures_per_hour(default_failure_classes(), {8, 1, 8, 0}));
   CHECK(server_days == doctest::Approx(54.0 * 2048 / 466).epsilon(1e-9));
 }
+
+TEST_CASE("training run: a sampled run is the same for the same seed, and its mean over seeds is Daly's expectation") {
+  const std::vector<FailureClass> classes = {{"gpu", 1e-3, FailureScope::Gpu, "test"},
+                                             {"host", 2e-3, FailureScope::Node, "test"}};
+  const ClusterCounts counts{800, 100, 0, 0};   // 0.8 + 0.2 failures an hour: M = 1 h
+  RunInputs in;
+  in.work = Seconds(500 * 3600.0);
+  in.failures_per_hour = failures_per_hour(classes, counts);
+  in.checkpoint_block = Seconds(60);
+  in.restart = Seconds(600);
+  const TrainingRun expected = expected_run(in);
+  const SampledRun a = sample_run(in, expected, classes, counts, 42);
+  CHECK(sampled_run_json(a).dump() == sampled_run_json(sample_run(in, expected, classes, counts, 42)).dump());
+  CHECK(sampled_run_json(a).dump() != sampled_run_json(sample_run(in, expected, classes, counts, 43)).dump());
+  // Each failure names a class, in proportion to its share of the rate (0.8 : 0.2), and loses less than an interval.
+  double gpu = 0;
+  for (const auto& f : a.failures) {
+    gpu += f.component == "gpu" ? 1 : 0;
+    CHECK(f.lost_s <= expected.interval.value() + 1e-9);
+  }
+  CHECK(gpu / static_cast<double>(a.failures.size()) == doctest::Approx(0.8).epsilon(0.1));
+  // Daly's form is exact for this process: 40 runs of about 540 failures each average to it within half a percent.
+  double sum = 0;
+  constexpr unsigned long long kRuns = 40;
+  for (unsigned long long seed = 0; seed < kRuns; ++seed) sum += sample_run(in, expected, classes, counts, seed).wall.value();
+  CHECK(sum / kRuns == doctest::Approx(expected.wall.value()).epsilon(0.005));
+  // Without failures a sampled run is the expected one.
+  in.failures_per_hour = 0;
+  const TrainingRun perfect = expected_run(in);
+  CHECK(sample_run(in, perfect, {}, counts, 1).wall.value() == doctest::Approx(perfect.wall.value()));
+}
