@@ -120,6 +120,20 @@ class ResultObjects(unittest.TestCase):
             row.step_time
         self.assertIn("step_time_s", str(caught.exception))
 
+    def test_a_whole_training_run_is_an_object_and_its_sampled_run_repeats_by_seed(self):
+        sets = {"training.tokens": 1e11, "reliability.seed": 3}
+        status, out, _ = program("run", TP8, "--format", "json", "--set", "training.tokens=1e11",
+                                 "--set", "reliability.seed=3")
+        self.assertEqual(status, 0)
+        row = dtsim.run(TP8, set=sets)
+        self.assertEqual(row.training_run.to_dict(), json.loads(out)["training_run"])
+        self.assertGreater(row.training_run.wall_days, row.cost.days)
+        self.assertAlmostEqual(row.training_run.wall_days * row.training_run.goodput, row.cost.days, places=9)
+        self.assertEqual(dtsim.run(TP8, set=sets).training_run.sampled, row.training_run.sampled)
+        with self.assertRaises(dtsim.InputError) as caught:
+            dtsim.run(TP8, set={"training.tokens": 1e11, "reliability.stragglers": "{}"})
+        self.assertIn("reliability.stragglers: not modelled yet", str(caught.exception))
+
     def test_keyword_sections_are_the_dict(self):
         sections = {"cluster": {"gpu": "a100-sxm4-80gb", "gpus_per_node": 4}, "model": {"preset": "gpt-1.7b"},
                     "training": {"global_batch": 8}, "parallelism": {"tp": 4}}
