@@ -71,7 +71,9 @@ RooflinePlot roofline_plot(const std::vector<const json*>& rows, const std::stri
   p.script += fmt::format(
       "set logscale xy\nset xlabel \"arithmetic intensity (FLOP/byte)\"\nset ylabel \"TFLOP/s\"\n"
       "set xrange [{0}:{1}]\nset yrange [{2}:{3}]\n"
-      "if (dtsim_w_in < 5) {{ set key outside below horizontal Left reverse maxcols 3 font \",6\" }} "
+      // A paper column: the key below in three columns, and the x tics with SI prefixes (1k, 100k) so the widest fits.
+      "if (dtsim_w_in < 5) {{ set key outside below horizontal Left reverse maxcols 3 font \",6\"; "
+      "set format x \"%.0s%c\" }} "
       "else {{ set key outside right top vertical Left reverse }}\n"
       "set samples 400\npeak = {4}\nbw = {5}\nroof(x) = x * bw / 1000 < peak ? x * bw / 1000 : peak\n"
       "set arrow from {6},{2} to {6},peak nohead dt 2 lc rgb \"#888888\"\n"
