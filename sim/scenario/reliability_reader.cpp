@@ -29,11 +29,13 @@ std::optional<FailureScope> parse_scope(std::string_view s) {
 // `failures`: `default`, `none`, or a map of classes: a default class's name changes its rate (and must say where the
 // new rate comes from); a new name adds a class, with the component it counts in (`per`).
 std::vector<FailureClass> read_failures(const YamlMap& m) {
+  constexpr const char* kAllowed = "default, none, or a map of COMPONENT: {per_hour, source, per}";
+  if (m.is_list("failures")) m.fail("failures", "[...]", "a list, not a failure model", kAllowed);
   if (!m.is_map("failures")) {
     const std::string v = m.text("failures").value_or("default");
     if (v == "default") return results::default_failure_classes();
     if (v == "none") return {};
-    m.fail("failures", v, "unknown failure model", "default, none, or a map of COMPONENT: {per_hour, source, per}");
+    m.fail("failures", v, "unknown failure model", kAllowed);
   }
   std::vector<FailureClass> out = results::default_failure_classes();
   const YamlMap classes = m.map("failures");

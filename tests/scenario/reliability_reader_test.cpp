@@ -60,6 +60,7 @@ TEST_CASE("reliability: bad values, a rate without its source and what is not mo
   const auto err = [&](const std::string& section) { return error_of(base + section); };
   CHECK(err("reliability: {failures: sometimes}\n").find("reliability.failures: unknown failure model 'sometimes'") !=
         std::string::npos);
+  CHECK(err("reliability: {failures: [gpu]}\n").find("reliability.failures: a list, not a failure model") != std::string::npos);
   CHECK(err("reliability: {failures: {gpu: {per_hour: 1e-5}}}\n").find("reliability.failures.gpu.source") != std::string::npos);
   CHECK(err("reliability: {failures: {fan: {per_hour: 1e-5, source: x}}}\n").find("reliability.failures.fan.per") !=
         std::string::npos);
