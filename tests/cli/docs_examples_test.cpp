@@ -130,6 +130,25 @@ TEST_CASE("docs: docs/claims.md's examples print what they show") { check_page("
 TEST_CASE("docs: docs/reliability.md's examples print what they show") { check_page("docs/reliability.md"); }
 TEST_CASE("docs: docs/topologies.md's examples print what they show") { check_page("docs/topologies.md"); }
 
+// docs/validation.md opens with the README's validation summary; the README's rows are checked against the tables'
+// own runs (validate_cli_test.cpp), so the page's copy must be the same rows.
+TEST_CASE("docs: docs/validation.md's summary table is the README's") {
+  const auto rows_of = [](const std::string& text, const std::string& after) {
+    std::vector<std::string> out;
+    std::istringstream in(text.substr(text.find(after)));
+    bool inside = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.starts_with("| table |")) inside = true;
+      else if (inside && !line.starts_with("|")) break;
+      if (inside) out.push_back(line);
+    }
+    return out;
+  };
+  const auto readme = rows_of(slurp(src("README.md")), "## Validation summary");
+  CHECK(readme.size() > 10);
+  CHECK(rows_of(slurp(src("docs/validation.md")), "## Summary") == readme);
+}
+
 // A new page cannot escape the checks above: each page under docs/ is one of them (seed-claims.md is the
 // output of `claims`, checked by its own test).
 TEST_CASE("docs: every page under docs/ has its examples run") {

@@ -172,17 +172,23 @@ void check_stated(const json& t, std::size_t rows, Recorded recorded) {
   CHECK(t.at("max_abs_error").get<double>() <= recorded.max + 0.005);
 }
 
-// The README's validation summary: the row of the table labelled `label` shows its mean / max absolute error as
-// written and, when the table has one, from its stated columns only, in percent (one decimal below 100).
-void check_readme(const std::string& label, const json& written, const json* stated) {
-  const auto pct = [](double x) { return 100 * x >= 100 ? fmt::format("{:.0f}", 100 * x) : fmt::format("{:.1f}", 100 * x); };
-  const auto cell = [&](const json& t) {
-    return fmt::format("{} / {} %", pct(t.at("mean_abs_error").get<double>()), pct(t.at("max_abs_error").get<double>()));
-  };
+// The README's validation summary: the row of the table labelled `label`, and a fraction as the summary prints it
+// (percent, one decimal below 100).
+std::string readme_row(const std::string& label) {
   const std::string readme = slurp(src("README.md"));
   const auto at = readme.find("\n| " + label);
   REQUIRE_MESSAGE(at != std::string::npos, "README.md has no validation row for ", label);
-  const std::string row = readme.substr(at + 1, readme.find('\n', at + 1) - at - 1);
+  return readme.substr(at + 1, readme.find('\n', at + 1) - at - 1);
+}
+std::string pct(double x) { return 100 * x >= 100 ? fmt::format("{:.0f}", 100 * x) : fmt::format("{:.1f}", 100 * x); }
+
+// A training table's row shows its mean / max absolute error as written and, when the table has one, from its
+// stated columns only.
+void check_readme(const std::string& label, const json& written, const json* stated) {
+  const auto cell = [&](const json& t) {
+    return fmt::format("{} / {} %", pct(t.at("mean_abs_error").get<double>()), pct(t.at("max_abs_error").get<double>()));
+  };
+  const std::string row = readme_row(label);
   CHECK_MESSAGE(row.find("| " + cell(written) + " |") != std::string::npos, "as written ", cell(written), ": ", row);
   if (stated) CHECK_MESSAGE(row.find("| " + cell(*stated)) != std::string::npos, "stated only ", cell(*stated), ": ", row);
 }
@@ -282,8 +288,10 @@ TEST_CASE("validate: every cross-fabric pair stays within 5 %, the one recorded 
 // (docs/validation.md): a change to the kernels, the scheduler or the compute model that moves a row past them
 // fails here. `skip`: figures named here are reported but not held to the bound (the saturated online row, the
 // MoE rows dtsim misses; docs/validation.md).
-void check_figures(const std::string& file, std::size_t figures, double each, double mean,
-                   const std::vector<std::string>& skip = {}) {
+// `readme_label`: the README's row of this table shows its mean % (and, with rows skipped, the mean of the others in
+// parentheses) / max %.
+void check_figures(const std::string& file, const std::string& readme_label, std::size_t figures, double each,
+                   double mean, const std::vector<std::string>& skip = {}) {
   const json report = validate_json(src(file));
   const json& t = report.at("tables").at(0);
   CHECK(t.at("rows").size() == figures);
@@ -299,26 +307,34 @@ void check_figures(const std::string& file, std::size_t figures, double each, do
   }
   REQUIRE(count > 0);
   CHECK(sum / static_cast<double>(count) <= mean);
+  const std::string row = readme_row(readme_label);
+  const std::string all = pct(t.at("mean_abs_error").get<double>()), most = pct(t.at("max_abs_error").get<double>());
+  CHECK_MESSAGE(row.find(fmt::format("| {} % ", all)) != std::string::npos, "mean ", all, " %: ", row);
+  CHECK_MESSAGE(row.find(fmt::format("/ {} % |", most)) != std::string::npos, "max ", most, " %: ", row);
+  if (!skip.empty()) {
+    const std::string kept = pct(sum / static_cast<double>(count));
+    CHECK_MESSAGE(row.find(fmt::format("({} % ", kept)) != std::string::npos, "mean of the others ", kept, " %: ", row);
+  }
 }
 
 TEST_CASE("validate: TensorRT-LLM's static-batch serving throughput, 20 rows, 20 % each and 10 % mean") {
-  check_figures("scenarios/validation/serving-trtllm-static.yaml", 20, 0.20, 0.10);
+  check_figures("scenarios/validation/serving-trtllm-static.yaml", "Serving: TensorRT-LLM v0.9.0 static batches", 20, 0.20, 0.10);
 }
 TEST_CASE("validate: TensorRT-LLM's first-token latency, 8 rows, 20 % each and 12 % mean") {
-  check_figures("scenarios/validation/serving-trtllm-first-token.yaml", 8, 0.20, 0.12);
+  check_figures("scenarios/validation/serving-trtllm-first-token.yaml", "Serving: TensorRT-LLM v0.9.0 first-token", 8, 0.20, 0.12);
 }
 TEST_CASE("validate: vLLM's batch-8 request latency, 6 rows, 12 % each and 10 % mean") {
-  check_figures("scenarios/validation/serving-vllm-latency.yaml", 6, 0.12, 0.10);
+  check_figures("scenarios/validation/serving-vllm-latency.yaml", "Serving: vLLM nightly", 6, 0.12, 0.10);
 }
 TEST_CASE("validate: TensorRT-LLM's online serving below saturation, 12 figures, 12 % each and 10 % mean") {
-  check_figures("scenarios/validation/serving-trtllm-online.yaml", 15, 0.12, 0.10, {"online-70b-tp4-qps32"});
+  check_figures("scenarios/validation/serving-trtllm-online.yaml", "Serving: TensorRT-LLM online", 15, 0.12, 0.10, {"online-70b-tp4-qps32"});
 }
 
 // Issue 22's MoE table: the rows dtsim meets, 5 % each and 3 % mean (the Qwen3-30B-A3B row is the one the host
 // model is fitted on, workloads/host_model.hpp); the two it misses (docs/validation.md) are run but not held.
 TEST_CASE("validate: Megatron-Core's MoE runs on H100, 5 of 7 rows, 5 % each and 3 % mean"
           * doctest::test_suite("figures")) {
-  check_figures("scenarios/validation/moe-h100.yaml", 7, 0.05, 0.03, {"qwen3-235b-nemo-256", "deepseek-v3-1024"});
+  check_figures("scenarios/validation/moe-h100.yaml", "Mixtures of experts", 7, 0.05, 0.03, {"qwen3-235b-nemo-256", "deepseek-v3-1024"});
 }
 
 // Rows dtsim misses, held where docs/validation.md records them (within 5 points): a change that moves one must
@@ -378,7 +394,7 @@ TEST_CASE("validate: MLPerf BERT on other vendors' PCIe servers, the out-of-samp
 // two at CP 4 and 8 (36 and 42 % fast, docs/validation.md) held at their recorded errors.
 TEST_CASE("validate: torchtitan's FSDP runs on H100, 8 of 10 rows, 10 % each and 6 % mean"
           * doctest::test_suite("figures")) {
-  check_figures("scenarios/validation/torchtitan-h100-fsdp.yaml", 10, 0.10, 0.06,
+  check_figures("scenarios/validation/torchtitan-h100-fsdp.yaml", "torchtitan on H100", 10, 0.10, 0.06,
                 {"llama3-8b-128k-cp4", "llama3-8b-256k-cp8"});
   check_recorded("scenarios/validation/torchtitan-h100-fsdp.yaml",
                  {{"llama3-8b-128k-cp4", 0.362}, {"llama3-8b-256k-cp8", 0.418}});
