@@ -10,28 +10,11 @@
 #include <fmt/ranges.h>
 
 #include "cli/cli_support.hpp"
+#include "cli/validate_support.hpp"
 
 using namespace cli_support;
 using nlohmann::json;
-
-namespace {
-
-// `validate ARGS --format json`'s report.
-json validate_json(const std::string& args) {
-  const auto v = dtsim("validate " + args + " --format json");
-  REQUIRE_MESSAGE(v.status == 0, v.err);
-  return json::parse(v.out);
-}
-
-// `validate` and `run` on one scenario file, both as JSON: the report, and the runs it compares with.
-std::pair<json, json> validate_and_run(const std::string& file) {
-  json report = validate_json(file);
-  const auto r = dtsim("run " + file + " --format json");
-  REQUIRE_MESSAGE(r.status == 0, r.err);
-  return {report, json::parse(r.out)};
-}
-
-}  // namespace
+using namespace validate_support;
 
 TEST_CASE("validate: each published figure beside run's, with the error, and the table's mean and max") {
   const std::string file = src("tests/data/scenarios/validation-small.yaml");
@@ -171,16 +154,6 @@ void check_stated(const json& t, std::size_t rows, Recorded recorded) {
   CHECK(t.at("mean_abs_error").get<double>() <= recorded.mean + 0.005);
   CHECK(t.at("max_abs_error").get<double>() <= recorded.max + 0.005);
 }
-
-// The README's validation summary: the row of the table labelled `label`, and a fraction as the summary prints it
-// (percent, one decimal below 100).
-std::string readme_row(const std::string& label) {
-  const std::string readme = slurp(src("README.md"));
-  const auto at = readme.find("\n| " + label);
-  REQUIRE_MESSAGE(at != std::string::npos, "README.md has no validation row for ", label);
-  return readme.substr(at + 1, readme.find('\n', at + 1) - at - 1);
-}
-std::string pct(double x) { return 100 * x >= 100 ? fmt::format("{:.0f}", 100 * x) : fmt::format("{:.1f}", 100 * x); }
 
 // A training table's row shows its mean / max absolute error as written and, when the table has one, from its
 // stated columns only.
