@@ -58,15 +58,22 @@ const std::vector<FailureClass>& default_failure_classes() {
   return classes;
 }
 
+namespace {
+
+// A class's failures an hour in this cluster: its rate times the count of what it counts in.
+double class_rate(const FailureClass& c, const ClusterCounts& counts) {
+  const int n = c.scope == FailureScope::Gpu    ? counts.gpus
+                : c.scope == FailureScope::Node ? counts.nodes
+                : c.scope == FailureScope::Nic  ? counts.nics
+                                                : counts.switches;
+  return c.per_hour * n;
+}
+
+}  // namespace
+
 double failures_per_hour(const std::vector<FailureClass>& classes, const ClusterCounts& counts) {
   double rate = 0;
-  for (const FailureClass& c : classes) {
-    const int n = c.scope == FailureScope::Gpu    ? counts.gpus
-                  : c.scope == FailureScope::Node ? counts.nodes
-                  : c.scope == FailureScope::Nic  ? counts.nics
-                                                  : counts.switches;
-    rate += c.per_hour * n;
-  }
+  for (const FailureClass& c : classes) rate += class_rate(c, counts);
   return rate;
 }
 
@@ -120,20 +127,13 @@ SampledRun sample_run(const RunInputs& in, const TrainingRun& expected, const st
   const double restart = in.restart.value() + in.checkpoint_lag.value();
   // Each class's share of the failures, for naming the one that failed.
   std::vector<double> weights;
-  for (const FailureClass& c : classes) {
-    const int n = c.scope == FailureScope::Gpu    ? counts.gpus
-                  : c.scope == FailureScope::Node ? counts.nodes
-                  : c.scope == FailureScope::Nic  ? counts.nics
-                                                  : counts.switches;
-    weights.push_back(c.per_hour * n);
-  }
+  double total = 0;
+  for (const FailureClass& c : classes) total += weights.emplace_back(class_rate(c, counts));
   // Exponential gaps by inverse transform on the engine's own bits: the same sequence on every standard library.
   std::mt19937_64 engine(seed);
   const auto uniform = [&] { return (static_cast<double>(engine() >> 11) + 0.5) * 0x1.0p-53; };
   const auto gap = [&] { return rate_s > 0 ? -std::log(uniform()) / rate_s : std::numeric_limits<double>::infinity(); };
   const auto which = [&] {
-    double total = 0;
-    for (const double w : weights) total += w;
     double u = uniform() * total;
     for (std::size_t i = 0; i < weights.size(); ++i) {
       if (u < weights[i]) return classes[i].component;
