@@ -125,7 +125,7 @@ StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
   const TrainingSpec& t = *w.training;
   const ParallelPlan& p = w.plan;
   const GpuParameters n = stage_parameters_per_gpu(w.model, p, stage);
-  const double optimizer_bytes = (t.master_weights ? kMasterBytes : 0.0) + optimizer_state_bytes_per_param(t);
+  const double optimizer_bytes = optimizer_bytes_per_param(t);
   const StageActivations act = stage_activations(w, stage);
   StageMemory s;
   s.parameters = n;
@@ -317,7 +317,7 @@ MemoryPlan plan_layer_list(const Workload& w, const topology::GpuSpec& gpu) {
   const double n = parameter_count(w.model);
   double kept = 0;
   for (const LayerSpec& l : w.model.layer_list) kept += l.activation;
-  const double optimizer_bytes = (t.master_weights ? kMasterBytes : 0.0) + optimizer_state_bytes_per_param(t);
+  const double optimizer_bytes = optimizer_bytes_per_param(t);
   MemoryPlan plan;
   plan.parts.params = Bytes(n * bytes_per_element(t.weight_dtype));
   plan.parts.grads = Bytes(n * bytes_per_element(t.grad_dtype));
@@ -341,6 +341,10 @@ MemoryPlan plan_layer_list(const Workload& w, const topology::GpuSpec& gpu) {
 }
 
 }  // namespace
+
+double optimizer_bytes_per_param(const TrainingSpec& t) {
+  return (t.master_weights ? kMasterBytes : 0.0) + optimizer_state_bytes_per_param(t);
+}
 
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu) {
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");

@@ -33,6 +33,9 @@ struct MemoryPlan {
   std::vector<std::string> notes;    // how each part was counted, one line each
 };
 
+// Bytes per parameter the optimizer keeps: the fp32 master copy (with training.master_weights) and its states.
+double optimizer_bytes_per_param(const TrainingSpec& t);
+
 // The memory plan of `w` on `gpu`. For training: every stage is evaluated and the most loaded one reported.
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu);
 

@@ -59,8 +59,7 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
   const scenario::ReliabilitySpec& r = s.reliability;
   // A checkpoint holds every parameter's weight, master copy and optimizer states once (Megatron's distributed
   // checkpoint): the memory plan's per-parameter bytes over the whole model.
-  const double per_param = workloads::bytes_per_element(t.weight_dtype) + (t.master_weights ? 4.0 : 0.0) +
-                           workloads::optimizer_state_bytes_per_param(t);
+  const double per_param = workloads::bytes_per_element(t.weight_dtype) + workloads::optimizer_bytes_per_param(t);
   const double bytes = workloads::parameter_count(w.model) * per_param;
   const double write = 1e9 * s.storage.write_GBps.value_or(scenario::kStorageGBpsPerGpu * gpus);
   const double read = 1e9 * s.storage.read_GBps.value_or(scenario::kStorageGBpsPerGpu * gpus);
