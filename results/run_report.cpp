@@ -101,6 +101,38 @@ std::string training_run_table(const std::vector<json>& rows) {
   return out;
 }
 
+// Stragglers (reliability.stragglers) beside each configuration that has them: the step slowed, and what the
+// other ranks wait in.
+std::string stragglers_table(const std::vector<json>& rows) {
+  std::string out;
+  for (const auto& r : rows) {
+    if (!r.contains("stragglers")) continue;
+    const auto& st = r.at("stragglers");
+    out += fmt::format("\n{}: stragglers: step {:.4g} s, {:.4g} s without them (x{:.3f}); slowest rank {} at x{:.3f}, "
+                       "{} ranks slowed; {}\n",
+                       r.at("name").get<std::string>(), st.at("step_time_s").get<double>(),
+                       st.at("clean_step_time_s").get<double>(), st.at("slowdown").get<double>(),
+                       st.at("slowest_rank").get<long long>(), st.at("slowest_factor").get<double>(),
+                       st.at("slowed_ranks").get<long long>(), st.at("played").get<std::string>());
+    if (!st.at("waits_s").is_null()) {
+      std::vector<std::pair<double, std::string>> waits;
+      for (const auto& [purpose, seconds] : st.at("waits_s").items()) waits.emplace_back(seconds.get<double>(), purpose);
+      std::sort(waits.rbegin(), waits.rend());
+      out += "  waiting added per rank and step:";
+      for (const auto& [seconds, purpose] : waits)
+        if (std::abs(seconds) >= 5e-4) out += fmt::format(" {} {:+.3f} s", purpose, seconds);
+      out += "\n";
+    }
+    if (st.contains("expected_slowest")) {
+      out += "  expected slowest GPU:";
+      for (const auto& e : st.at("expected_slowest"))
+        out += fmt::format(" x{:.3f} of {}", e.at("slowest_factor").get<double>(), e.at("gpus").get<int>());
+      out += "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 double reference_figure(const json& row, const std::string& key) {
@@ -245,6 +277,7 @@ std::string run_table(const std::vector<json>& all) {
   out += "(TFLOP/s: model FLOPs per GPU; HFU counts recomputed FLOPs; scale: scaling efficiency; compute / comm / bubble: seconds of the critical "
          "GPU's step busy, waiting on communication, waiting on the pipeline)\n";
   out += auto_lines(rows);
+  out += stragglers_table(rows);
   // The rest of a step (other) is named when it is a good part of one: an MoE model waiting on its host, a long
   // optimizer step.
   double other = 0;

@@ -51,6 +51,8 @@ class Topology {
  public:
   NodeId add_node(Node node);
   LinkId add_link(Link link);
+  // A link's rate changed after building (a slow NIC's links, sim/drivers/stragglers.hpp).
+  void set_bandwidth(LinkId id, BytesPerSecond bandwidth) { links_.at(id).bandwidth = bandwidth; }
 
   [[nodiscard]] const std::vector<Node>& nodes() const { return nodes_; }
   [[nodiscard]] const std::vector<Link>& links() const { return links_; }

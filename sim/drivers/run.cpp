@@ -17,6 +17,7 @@
 #include "sim/drivers/common.hpp"
 #include "sim/drivers/cost.hpp"
 #include "sim/drivers/serving.hpp"
+#include "sim/drivers/stragglers.hpp"
 #include "sim/process.hpp"
 #include "sim/scenario/scenario_json.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
@@ -27,10 +28,10 @@ namespace {
 
 using nlohmann::json;
 
-using nlohmann::json;
-
 // `trace`: the engine records every network transfer (the trace's link counters need them).
-sim::Timeline play_engine(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
+// `compute_scale`: per rank, how many times longer its compute takes than its class's (stragglers; SimGrid only).
+sim::Timeline play_engine(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo,
+                          bool trace, std::vector<double> compute_scale = {}) {
   if (s.simulation.engine == scenario::EngineKind::Analytic) {
     auto t = sim::play_analytic(g, scenario_costs(s, topo));
     t.network_model = "analytic: closed form per transfer (route latency + bytes / narrowest link x efficiency), no contention";
@@ -44,13 +45,53 @@ sim::Timeline play_engine(const scenario::Scenario& s, const workloads::StepGrap
   options.memoize = s.simulation.memoize;
   options.aggregate = s.simulation.aggregate;
   options.symmetry = s.simulation.symmetry;
+  options.compute_scale = std::move(compute_scale);
   return sim::play_simgrid(g, topo, options);
 }
 
-sim::Timeline play(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo, bool trace) {
-  sim::Timeline t = play_engine(s, g, topo, trace);
+sim::Timeline interfered(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo,
+                         sim::Timeline t) {
   if (!s.simulation.interference) return t;
   return sim::with_interference(g, std::move(t), topo, s.cluster.gpu);
+}
+
+// The step as played: with stragglers, the slowed step (its graph and topology), and `stragglers` holds the
+// comparison with the clean one.
+struct Played {
+  workloads::StepGraph graph;
+  topology::Topology topology;
+  sim::Timeline timeline;
+  std::optional<json> stragglers;
+};
+
+Played play(const scenario::Scenario& s, workloads::StepGraph g, topology::Topology topo, bool trace) {
+  if (!s.reliability.stragglers) {
+    sim::Timeline t = interfered(s, g, topo, play_engine(s, g, topo, trace));
+    return {std::move(g), std::move(topo), std::move(t), std::nullopt};
+  }
+  int ranks = 0;
+  for (const auto& c : g.classes) ranks += static_cast<int>(c.ranks.size());
+  const std::vector<double> factor = straggler_factors(s, topo, ranks);
+  // The clean step first, in a process of its own on SimGrid (one engine per process): its time and waits.
+  const auto clean_play = [&] {
+    sim::Timeline raw = play_engine(s, g, topo, false);
+    const auto w = waits(g, raw);
+    return json{{"step", interfered(s, g, topo, std::move(raw)).step_time.value()},
+                {"waits", w ? json(*w) : json(nullptr)}}
+        .dump();
+  };
+  const json clean_j =
+      json::parse(s.simulation.engine == scenario::EngineKind::Simgrid ? sim::run_isolated(clean_play) : clean_play());
+  const Seconds clean(clean_j["step"].get<double>());
+  std::optional<std::map<std::string, double>> clean_waits;
+  if (!clean_j["waits"].is_null()) clean_waits = clean_j["waits"].get<std::map<std::string, double>>();
+  workloads::StepGraph slowed = slowed_by_class(g, factor);
+  topology::Topology slow_topo = with_slow_nics(s, std::move(topo));
+  sim::Timeline raw = play_engine(s, slowed, slow_topo, trace, relative_scale(g, factor));
+  const auto slowed_waits = waits(slowed, raw);
+  sim::Timeline t = interfered(s, slowed, slow_topo, std::move(raw));
+  json j = stragglers_json(s, factor, clean, t.step_time, clean_waits, slowed_waits);
+  return {std::move(slowed), std::move(slow_topo), std::move(t), std::move(j)};
 }
 
 // One point, start to finish: runs in a child process.
@@ -59,13 +100,16 @@ json simulate(const scenario::Scenario& s, const TraceRequest& trace) {
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto bom = scenario_bom(s, built.topology);
   scenario_prices(s, bom);   // a bill ownership cannot price is an error before the simulation, not after
-  const auto graph = located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); });
   const auto memory = workloads::plan_memory(w, s.cluster.gpu);
-  const auto timeline = play(s, graph, built.topology, !trace.path.empty() && trace.options.links);
+  const Played played =
+      play(s, located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); }),
+           built.topology, !trace.path.empty() && trace.options.links);
+  const auto& graph = played.graph;
+  const auto& timeline = played.timeline;
   const auto metrics = results::step_metrics(graph, timeline, s.cluster.gpu, results::single_gpu_compute(w, s.cluster.gpu));
   if (!trace.path.empty())
     results::write_file(trace.path,
-               results::trace_json(graph, timeline, built.topology, s.cluster.effective_routing(), trace.options),
+               results::trace_json(graph, timeline, played.topology, s.cluster.effective_routing(), trace.options),
                "--trace");
   results::RunInfo info{s.name,
                         s.cluster.graph ? *s.cluster.graph : results::cluster_layout(s.cluster),
@@ -84,6 +128,7 @@ json simulate(const scenario::Scenario& s, const TraceRequest& trace) {
   const Joules gpu_energy = results::gpu_step_energy(graph, timeline, s.cluster.gpu, topology::power_model());
   add_accounting(row, account(s, bom, gpu_energy, timeline.step_time), timeline.step_time);
   row["roofline"] = results::roofline_json(w, s.cluster.gpu);
+  if (played.stragglers) row["stragglers"] = *played.stragglers;
   return row;
 }
 

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <type_traits>
 #include <string>
 
 #include "topology/error.hpp"
@@ -63,11 +66,59 @@ std::vector<FailureClass> read_failures(const YamlMap& m) {
   return out;
 }
 
+// A map of NAME: factor, each factor in [1, kMostFactor]; `integer_keys`: names are whole numbers in [0, 2^31).
+constexpr double kMostFactor = 100.0;
+template <class Key>
+std::map<Key, double> read_factors(const YamlMap& m, const std::string& key, const char* what) {
+  std::map<Key, double> out;
+  if (!m.has(key)) return out;
+  if (!m.is_map(key)) m.fail(key, m.text(key).value_or("[...]"), "not a map", fmt::format("a map of {}: factor", what));
+  const YamlMap f = m.map(key);
+  for (const std::string& name : f.keys()) {
+    const auto factor = f.number(name, 1.0, true, kMostFactor);
+    if (!factor) f.fail(name, "", "missing", fmt::format("how many times slower, a number in [1, {:g}]", kMostFactor));
+    if constexpr (std::is_same_v<Key, int>) {
+      char* end = nullptr;
+      const long v = std::strtol(name.c_str(), &end, 10);
+      if (name.empty() || *end != '\0' || v < 0 || v > 2147483647L)
+        m.fail(key, name, fmt::format("is not a {}", what), "a whole number from 0");
+      out[static_cast<int>(v)] = *factor;
+    } else {
+      out[name] = *factor;
+    }
+  }
+  return out;
+}
+
+StragglerSpec read_stragglers(const YamlMap& m) {
+  m.allow_only({"ranks", "nodes", "nics", "spread", "slow_nodes"});
+  StragglerSpec s;
+  s.ranks = read_factors<int>(m, "ranks", "rank");
+  s.nodes = read_factors<int>(m, "nodes", "server index");
+  s.nics = read_factors<std::string>(m, "nics", "NIC name");
+  s.spread = m.number("spread", 0.0, true, 1.0).value_or(0.0);
+  if (m.has("slow_nodes") && m.is_map("slow_nodes")) {
+    const YamlMap slow = m.map("slow_nodes");
+    slow.allow_only({"share", "factor"});
+    const auto share = slow.number("share", 0.0, true, 1.0);
+    const auto factor = slow.number("factor", 1.0, true, kMostFactor);
+    if (!share || !factor) slow.fail(share ? "factor" : "share", "", "missing", "slow_nodes: {share: S, factor: F}");
+    s.slow_share = *share;
+    s.slow_factor = *factor;
+  } else if (m.has("slow_nodes")) {
+    const std::string v = m.text("slow_nodes").value_or("");
+    if (v != "default") m.fail("slow_nodes", v, "unknown", "default, or {share: S in [0, 1], factor: F >= 1}");
+    s.slow_share = kSlowNodeShare;
+    s.slow_factor = kSlowNodeFactor;
+  }
+  return s;
+}
+
 }  // namespace
 
 ReliabilitySpec read_reliability(const YamlMap& m) {
   // DESIGN.md names these too; dtsim does not model them yet, and says so rather than ignore them.
-  for (const char* later : {"on_failure", "spares", "stragglers"})
+  for (const char* later : {"on_failure", "spares"})
     if (m.has(later))
       m.fail(later, "...", "not modelled yet (a failed job restarts from its last checkpoint on a repaired allocation)",
              "failures, checkpoint, restart_s, seed");
@@ -84,6 +135,7 @@ ReliabilitySpec read_reliability(const YamlMap& m) {
   r.restart_s = m.number("restart_s", 0.0, true, kMostSeconds).value_or(r.restart_s);
   constexpr long long kMostSeed = 9007199254740991LL;   // 2^53 - 1: exact in JSON's numbers
   if (const auto seed = m.integer("seed", 0, kMostSeed)) r.seed = static_cast<unsigned long long>(*seed);
+  if (m.has("stragglers")) r.stragglers = read_stragglers(m.map("stragglers"));
   return r;
 }
 
@@ -115,6 +167,24 @@ void emit_reliability(YAML::Emitter& out, const ReliabilitySpec& r) {
   out << YAML::EndMap;
   out << YAML::Key << "restart_s" << YAML::Value << r.restart_s;
   if (r.seed) out << YAML::Key << "seed" << YAML::Value << *r.seed;
+  if (r.stragglers) {
+    const StragglerSpec& st = *r.stragglers;
+    out << YAML::Key << "stragglers" << YAML::Value << YAML::BeginMap;
+    const auto factors = [&](const char* key, const auto& map) {
+      if (map.empty()) return;
+      out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, factor] : map) out << YAML::Key << name << YAML::Value << factor;
+      out << YAML::EndMap;
+    };
+    factors("ranks", st.ranks);
+    factors("nodes", st.nodes);
+    factors("nics", st.nics);
+    out << YAML::Key << "spread" << YAML::Value << st.spread;
+    if (st.slow_share > 0)
+      out << YAML::Key << "slow_nodes" << YAML::Value << YAML::BeginMap << YAML::Key << "share" << YAML::Value
+          << st.slow_share << YAML::Key << "factor" << YAML::Value << st.slow_factor << YAML::EndMap;
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

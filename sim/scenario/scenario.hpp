@@ -57,12 +57,32 @@ struct CostSpec {
 
 // The `reliability` section (a whole training run, docs/planning.md): the failure classes and how the job
 // checkpoints and restarts.
+// `reliability.stragglers`: GPUs slower than the catalog's and NICs slower than their links' rate. A synchronous step
+// waits for its slowest member (sim/drivers/stragglers.hpp). Factors are how many times longer (compute) or how many
+// times slower (a NIC's links) than nominal, at least 1.
+struct StragglerSpec {
+  std::map<int, double> ranks;           // rank: its compute ops take `factor` times as long
+  std::map<int, double> nodes;           // server: every GPU of it so (power capping, a hot rack)
+  std::map<std::string, double> nics;    // NIC by name (dtsim topo): every link of it at 1 / factor of its rate
+  double spread = 0;                     // each GPU's compute time times exp(spread z), z standard normal
+  // Servers drawn slow at random: each with probability `slow_share`, all its GPUs `slow_factor` times longer.
+  double slow_share = 0;
+  double slow_factor = 1;
+};
+// `slow_nodes: default`: MegaScale (Jiang et al., NSDI 2024) on its Ampere cluster.
+inline constexpr double kSlowNodeShare = 0.005;
+inline constexpr double kSlowNodeFactor = 1.10;
+inline constexpr const char* kSlowNodeSource =
+    "MegaScale (Jiang et al., NSDI 2024): about 0.5 % of machines run substantially slower (section 5.1), specific "
+    "hosts taking about 10 % more time for the same forward computation (section 6.3)";
+
 struct ReliabilitySpec {
   std::vector<results::FailureClass> failures = results::default_failure_classes();   // `none`: empty
   std::optional<double> interval_s;   // work between checkpoints; nullopt: auto (Daly's optimum)
   bool async = false;                 // checkpoints copied off the GPUs, then written while training goes on
   double restart_s = 600;             // detection and restart; reading the checkpoint is added (kRestartSource)
   std::optional<unsigned long long> seed;   // given: one run drawn at random beside the expectation
+  std::optional<StragglerSpec> stragglers;
 };
 inline constexpr const char* kRestartSource =
     "MegaScale (Jiang et al., NSDI 2024), section 6.3: detecting a failure and running the diagnostic tests takes "

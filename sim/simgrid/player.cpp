@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <variant>
 
 #include "sim/process.hpp"
@@ -80,6 +81,11 @@ Player::Player(const workloads::StepGraph& g, const topology::Topology& topo, Si
   }
 }
 
+void Player::scale_compute(const std::vector<double>& scale) {
+  DTSIM_ASSERT(scale.empty() || scale.size() == ranks_.size(), "one compute scale per rank");
+  for (std::size_t r = 0; r < scale.size(); ++r) ranks_[r].compute_scale = scale[r];
+}
+
 void Player::start() {
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r)
     if (played(r))
@@ -141,7 +147,9 @@ void Player::run_stream(int rank, const std::vector<std::uint32_t>& order, std::
     const std::uint32_t op = order[next++];
     OpTime& t = s.times[op];
     t.start = std::max(t.start, stream_end);
-    stream_end = t.start + std::get<Body>(ops(rank)[op].body).duration;
+    Seconds duration = std::get<Body>(ops(rank)[op].body).duration;
+    if constexpr (std::is_same_v<Body, ComputeOp>) duration = duration * s.compute_scale;
+    stream_end = t.start + duration;
     ended(rank, op, stream_end);
   }
 }

@@ -5,6 +5,8 @@
 #include "sim/collectives/collective.hpp"
 #include "topology/routing.hpp"
 
+#include <vector>
+
 namespace dtsim::sim {
 
 // Each collective is lowered (sim::lower) for its group's layout: the machine of each member is its GPU's
@@ -36,6 +38,9 @@ struct SimgridOptions {
   // number of its images that share them; every other rank has its timeline (RankTimeline::same_as). Refused
   // otherwise, with the reason in Timeline::symmetry. Checks and proof sketch: simgrid_symmetry.hpp.
   bool symmetry = true;
+  // Per rank: its compute ops take this many times their duration (stragglers, sim/drivers/stragglers.hpp); empty:
+  // every rank as its class. Ranks at different speeds are not images of each other: symmetry is refused.
+  std::vector<double> compute_scale;
 };
 
 }  // namespace dtsim::sim

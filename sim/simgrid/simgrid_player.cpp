@@ -3,6 +3,7 @@
 // (player.hpp) and fills the Timeline; time_lowered plays collectives one after the other.
 #include "sim/simgrid/simgrid_player.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,7 +46,10 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   std::set<GroupInstance> isolated;
   if (options.memoize || options.symmetry) isolated = isolated_instances(traffic, resources);
   Symmetry symmetry;
-  if (options.symmetry)
+  const bool uneven = std::ranges::adjacent_find(options.compute_scale, std::not_equal_to<>()) != options.compute_scale.end();
+  if (uneven)
+    symmetry.refused = "stragglers: ranks compute at different speeds";
+  else if (options.symmetry)
     symmetry = find_symmetry(graph, topology, traffic, isolated, resources);
   else
     symmetry.refused = "switched off";
@@ -64,6 +68,7 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   Timeline t;
   Player player(graph, topology, sim, plans, sites, options.record_transfers ? &t.transfers : nullptr,
                 memo ? &*memo : nullptr, aggregating, representative, lanes ? &symmetry.images : nullptr);
+  player.scale_compute(options.compute_scale);
   player.start();
   sim.run();
   player.fill(t);

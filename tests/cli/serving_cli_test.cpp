@@ -27,7 +27,7 @@ inference: {batch: 32, prompt_tokens: 1024, output_tokens: 256}
 parallelism: {tp: 8}
 )";
 
-json run_json(const fs::path& file, const std::string& extra = "") {
+json serving_run_json(const fs::path& file, const std::string& extra = "") {
   const Result r = dtsim("run " + file.string() + " --format json " + extra);
   CAPTURE(r.err);
   REQUIRE(r.status == 0);
@@ -38,7 +38,7 @@ json run_json(const fs::path& file, const std::string& extra = "") {
 
 TEST_CASE("serving run: DESIGN.md's fields, tokens per second from TTFT and TPOT, and each phase's regime") {
   const fs::path f = scenario("fields", kLlama70b);
-  const json r = run_json(f);
+  const json r = serving_run_json(f);
   for (const char* key : {"ttft_s", "tpot_s", "tokens_per_s", "tokens_per_s_per_gpu", "max_batch_that_fits", "memory",
                           "phases", "gpus", "request_time_s", "decode_tokens_per_s"})
     CHECK_MESSAGE(r.contains(key), key);
@@ -68,7 +68,7 @@ TEST_CASE("serving run: DESIGN.md's fields, tokens per second from TTFT and TPOT
 
 TEST_CASE("serving run: the largest batch that fits is the memory plan's edge, and int4 weights raise it") {
   const fs::path f = scenario("max-batch", kLlama70b);
-  const int most = run_json(f)["max_batch_that_fits"];
+  const int most = serving_run_json(f)["max_batch_that_fits"];
   CHECK(most > 32);
   auto fits = [&](int batch) {
     const Result r = dtsim(fmt::format("memory {} --format json --set inference.batch={}", f.string(), batch));
@@ -77,17 +77,17 @@ TEST_CASE("serving run: the largest batch that fits is the memory plan's edge, a
   };
   CHECK(fits(most));
   CHECK_FALSE(fits(most + 1));
-  CHECK(run_json(f, "--set inference.weights=int4")["max_batch_that_fits"].get<int>() > most);
+  CHECK(serving_run_json(f, "--set inference.weights=int4")["max_batch_that_fits"].get<int>() > most);
   fs::remove_all(f.parent_path());
 }
 
 TEST_CASE("serving run: the fabric decides the decode step, and int4 weights speed up decode more than prefill") {
   const fs::path f = scenario("fabric", kLlama70b);
-  const json nvswitch = run_json(f);
+  const json nvswitch = serving_run_json(f);
   // The same 8 GPUs behind PCIe: every TP all-reduce crosses the host.
-  const json pcie = run_json(f, "--set cluster.intra=pcie");
+  const json pcie = serving_run_json(f, "--set cluster.intra=pcie");
   CHECK(pcie["tpot_s"].get<double>() > 1.2 * nvswitch["tpot_s"].get<double>());
-  const json int4 = run_json(f, "--set inference.weights=int4");
+  const json int4 = serving_run_json(f, "--set inference.weights=int4");
   const double decode_gain = nvswitch["tpot_s"].get<double>() / int4["tpot_s"].get<double>();
   const double prefill_gain = nvswitch["ttft_s"].get<double>() / int4["ttft_s"].get<double>();
   CHECK(decode_gain > 1.2);   // less than 4x: the all-reduces and the kernel launches stay
@@ -102,7 +102,7 @@ cluster: {gpu: a100-sxm4-80gb, nodes: 1, gpus_per_node: 1, intra: nvswitch}
 model: {preset: bert-large}
 inference: {batch: 64, prompt_tokens: 384, output_tokens: 0}
 )");
-  const json r = run_json(f);
+  const json r = serving_run_json(f);
   CHECK(r["tpot_s"].is_null());
   CHECK_FALSE(r["phases"].contains("decode"));
   CHECK(r["tokens_per_s"].get<double>() == doctest::Approx(64.0 * 384 / r["ttft_s"].get<double>()));
@@ -118,7 +118,7 @@ inference: {batch: 64, prompt_tokens: 384, output_tokens: 0}
 TEST_CASE("serving trace: the prefill's slices, then one decode step's after them on the same GPUs") {
   const fs::path f = scenario("trace", kLlama70b);
   const fs::path dir = f.parent_path() / "out";
-  const json r = run_json(f, "--out " + dir.string() + " --trace-ranks all");   // --out writes the trace beside the results
+  const json r = serving_run_json(f, "--out " + dir.string() + " --trace-ranks all");   // --out writes the trace beside the results
   const json trace = json::parse(slurp(dir / "trace.json"));
   for (const auto& problem : trace_format::errors(trace)) FAIL_CHECK(problem);
   double prefill_end = 0, decode_start = 1e300, decode_end = 0;
@@ -185,14 +185,14 @@ inference:
 
 TEST_CASE("serving stream: a lone request's TTFT and TPOT are the static batch's, and load raises the tail") {
   // At 0.02 requests/s a request almost never meets another: its prefill and decode steps run alone.
-  const json idle = run_json(scenario("stream-idle", stream_of(0.02, 500)));
+  const json idle = serving_run_json(scenario("stream-idle", stream_of(0.02, 500)));
   CHECK(idle["p50_ttft_s"].get<double>() == doctest::Approx(idle["ttft_s"].get<double>()).epsilon(0.02));
   CHECK(idle["p50_tpot_s"].get<double>() == doctest::Approx(idle["tpot_s"].get<double>()).epsilon(0.05));
   CHECK(idle["stream"]["kv_blocks_from"] == "memory plan");
   CHECK(idle["stream"]["requests_truncated"] == 0);
   // Under load the batch grows: each token takes longer and the tail of TTFT moves out, while the server still
   // keeps up (requests served per second is the arrival rate).
-  const json busy = run_json(scenario("stream-busy", stream_of(20, 60)));
+  const json busy = serving_run_json(scenario("stream-busy", stream_of(20, 60)));
   CHECK(busy["p50_tpot_s"].get<double>() > 1.5 * idle["p50_tpot_s"].get<double>());
   CHECK(busy["p99_ttft_s"].get<double>() > busy["p50_ttft_s"].get<double>());
   CHECK(busy["stream"]["mean_tokens_per_iteration"].get<double>() > 10);
@@ -204,22 +204,22 @@ TEST_CASE("serving stream: a lone request's TTFT and TPOT are the static batch's
 }
 
 TEST_CASE("serving stream: a seed fixes the stream, data-parallel replicas share it, a small cache queues requests") {
-  const json a = run_json(scenario("stream-seed", stream_of(5, 60)));
+  const json a = serving_run_json(scenario("stream-seed", stream_of(5, 60)));
   const fs::path seeded = scenario("stream-seed", stream_of(5, 60));
-  const json b = run_json(seeded, "--out " + (seeded.parent_path() / "out").string());
+  const json b = serving_run_json(seeded, "--out " + (seeded.parent_path() / "out").string());
   CHECK(a["p99_ttft_s"] == b["p99_ttft_s"]);
   // The resolved scenario (--out, no trace for serving) holds the stream and the scheduler: it runs the same.
-  const json again = run_json(seeded.parent_path() / "out" / "scenario.resolved.yaml");
+  const json again = serving_run_json(seeded.parent_path() / "out" / "scenario.resolved.yaml");
   CHECK(again["p99_ttft_s"] == a["p99_ttft_s"]);
   CHECK(again["stream"] == a["stream"]);
-  const json other = run_json(scenario("stream-seed2", stream_of(5, 60) + "  # another seed\n"), "--set inference.requests.seed=4");
+  const json other = serving_run_json(scenario("stream-seed2", stream_of(5, 60) + "  # another seed\n"), "--set inference.requests.seed=4");
   CHECK(other["stream"]["requests"] != a["stream"]["requests"]);
   // Two replicas take every other request: the same requests, smaller batches, shorter steps.
-  const json two = run_json(scenario("stream-dp", stream_of(5, 60, "parallelism: {tp: 1, dp: 2}\n")));
+  const json two = serving_run_json(scenario("stream-dp", stream_of(5, 60, "parallelism: {tp: 1, dp: 2}\n")));
   CHECK(two["stream"]["requests"] == a["stream"]["requests"]);
   CHECK(two["p50_tpot_s"].get<double>() < a["p50_tpot_s"].get<double>());
   // A cache of two requests' blocks (576 tokens = 36 blocks each) queues the rest.
-  const json small = run_json(scenario("stream-small", stream_of(5, 60, "  scheduler: {kv_blocks: 72}\n")));
+  const json small = serving_run_json(scenario("stream-small", stream_of(5, 60, "  scheduler: {kv_blocks: 72}\n")));
   CHECK(small["stream"]["kv_blocks"] == 72);
   CHECK(small["stream"]["p99_queue_s"].get<double>() > 10 * a["stream"]["p99_queue_s"].get<double>());
 }
@@ -292,8 +292,8 @@ inference:
 
 TEST_CASE("serving disaggregation: decode undisturbed by prefill, each cache sent over the fabric that joins the pools") {
   const std::string split = "{prefill: {gpus: 4, tp: 1}, decode: {gpus: 4, tp: 1}}";
-  const json colocated = run_json(scenario("pools-colocated", pools_of(40, "ib-ndr", "")));
-  const json ib = run_json(scenario("pools-ib", pools_of(40, "ib-ndr", split)));
+  const json colocated = serving_run_json(scenario("pools-colocated", pools_of(40, "ib-ndr", "")));
+  const json ib = serving_run_json(scenario("pools-ib", pools_of(40, "ib-ndr", split)));
   const json& d = ib["stream"]["disaggregation"];
   CHECK(d["prefill"]["replicas"] == 4);
   CHECK(d["decode"]["replicas"] == 4);
@@ -303,14 +303,14 @@ TEST_CASE("serving disaggregation: decode undisturbed by prefill, each cache sen
   CHECK(ib["stream"]["requests"] == colocated["stream"]["requests"]);
   // A request alone (0.05/s) takes the same prefill and the same decode steps either way (one GPU per replica):
   // disaggregated, it is later by its cache's transfer alone.
-  const json lone_colocated = run_json(scenario("pools-lone-c", pools_of(0.05, "ib-ndr", "")));
-  const json lone = run_json(scenario("pools-lone-d", pools_of(0.05, "ib-ndr", split)));
+  const json lone_colocated = serving_run_json(scenario("pools-lone-c", pools_of(0.05, "ib-ndr", "")));
+  const json lone = serving_run_json(scenario("pools-lone-d", pools_of(0.05, "ib-ndr", split)));
   CHECK(lone["p50_ttft_s"].get<double>() == doctest::Approx(lone_colocated["p50_ttft_s"].get<double>()));
   CHECK(lone["stream"]["p50_latency_s"].get<double>() ==
         doctest::Approx(lone_colocated["stream"]["p50_latency_s"].get<double>() +
                         lone["stream"]["disaggregation"]["p50_kv_transfer_s"].get<double>()));
   // A 10 GbE fabric (the pools are the two nodes) makes each 268 MB transfer about 0.2 s, which shows in TPOT.
-  const json eth = run_json(scenario("pools-eth", pools_of(40, "eth-10g", split)));
+  const json eth = serving_run_json(scenario("pools-eth", pools_of(40, "eth-10g", split)));
   CHECK(eth["stream"]["disaggregation"]["p50_kv_transfer_s"].get<double>() >
         50 * d["p50_kv_transfer_s"].get<double>());
   CHECK(eth["p50_tpot_s"].get<double>() > ib["p50_tpot_s"].get<double>());
@@ -349,7 +349,7 @@ inference:
   const std::string gp = slurp(out / "plots" / "latency.gp");
   CHECK(gp.find("time to first token") != std::string::npos);
   CHECK(gp.find("time per output token") == std::string::npos);   // no request has a second token
-  const json d = run_json(scenario("one-token-d", one_token + "  disaggregation: {prefill: {gpus: 4}, decode: {gpus: 4}}\n"));
+  const json d = serving_run_json(scenario("one-token-d", one_token + "  disaggregation: {prefill: {gpus: 4}, decode: {gpus: 4}}\n"));
   CHECK(d["stream"]["p50_latency_s"] == d["p50_ttft_s"]);   // nothing sent, nothing decoded
   fs::remove_all(f.parent_path());
 }

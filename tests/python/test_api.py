@@ -130,9 +130,12 @@ class ResultObjects(unittest.TestCase):
         self.assertGreater(row.training_run.wall_days, row.cost.days)
         self.assertAlmostEqual(row.training_run.wall_days * row.training_run.goodput, row.cost.days, places=9)
         self.assertEqual(dtsim.run(TP8, set=sets).training_run.sampled, row.training_run.sampled)
+        slowed = dtsim.run(TP8, set={"training.tokens": 1e11, "reliability.stragglers.ranks.3": 1.2})
+        self.assertGreater(slowed.stragglers.slowdown, 1.1)
+        self.assertAlmostEqual(slowed.stragglers.step_time_s, slowed.step_time_s)
         with self.assertRaises(dtsim.InputError) as caught:
-            dtsim.run(TP8, set={"training.tokens": 1e11, "reliability.stragglers": "{}"})
-        self.assertIn("reliability.stragglers: not modelled yet", str(caught.exception))
+            dtsim.run(TP8, set={"training.tokens": 1e11, "reliability.stragglers.ranks.8": 1.2})
+        self.assertIn("reliability.stragglers.ranks: no such rank '8'", str(caught.exception))
 
     def test_keyword_sections_are_the_dict(self):
         sections = {"cluster": {"gpu": "a100-sxm4-80gb", "gpus_per_node": 4}, "model": {"preset": "gpt-1.7b"},

@@ -71,7 +71,6 @@ TEST_CASE("reliability: bad values, a rate without its source and what is not mo
   CHECK(err("reliability: {checkpoint: {interval_s: 0}}\n").find("reliability.checkpoint.interval_s") != std::string::npos);
   CHECK(err("reliability: {restart_s: -1}\n").find("reliability.restart_s") != std::string::npos);
   CHECK(err("reliability: {on_failure: spare}\n").find("reliability.on_failure: not modelled yet") != std::string::npos);
-  CHECK(err("reliability: {stragglers: {}}\n").find("reliability.stragglers: not modelled yet") != std::string::npos);
   CHECK(err("reliability: {checkpoints: {}}\n").find("unknown key") != std::string::npos);
   CHECK(error_of(base, {{"cluster.storage", "{write_GBps: 0}"}}).find("cluster.storage.write_GBps") != std::string::npos);
   for (const std::string section : {"reliability: {failures: sometimes}\n", "reliability: {on_failure: spare}\n"}) {
