@@ -84,6 +84,16 @@ std::string training_run_table(const std::vector<json>& rows) {
                        t.at("total_usd").is_null() ? std::string("-") : fmt::format("{:.0f}", t.at("total_usd").get<double>()));
   }
   out += "(expected, with failures and checkpoints: reliability and cluster.storage, docs/planning.md)\n";
+  // What a failed server costs where it is not simply replaced from the facility's pool.
+  for (const auto& r : rows) {
+    if (!r.contains("training_run")) continue;
+    const auto& t = r.at("training_run");
+    const std::string mode = t.at("on_failure");
+    const double wait = t.at("repair_wait_s").get<double>(), shrink = t.at("shrink_loss_s").get<double>();
+    if (mode == "restart" && wait == 0) continue;
+    out += fmt::format("{}: on_failure {}, {} GPUs held: {:.1f} h waiting for repairs, {:.1f} h lost to running narrower\n",
+                       r.at("name").get<std::string>(), mode, t.at("gpus_held").get<int>(), wait / 3600, shrink / 3600);
+  }
   // A sampled run (reliability.seed) beside the expectation: its totals, then its first failures.
   constexpr std::size_t kShown = 8;
   for (const auto& r : rows) {

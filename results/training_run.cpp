@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <limits>
+#include <iterator>
 #include <random>
+#include <set>
 
 namespace dtsim::results {
 namespace {
@@ -19,12 +21,13 @@ constexpr double kLlama3Hours = 54.0 * 24.0;
 constexpr double kLlama3Gpus = 16384, kLlama3Nodes = 2048, kLlama3Nics = 16384;
 constexpr const char* kLlama3 = "Llama 3 (Meta 2024), Table 5: ";
 
-FailureClass llama3(const char* component, double count, FailureScope scope) {
+FailureClass llama3(const char* component, double count, FailureScope scope, bool repair = true) {
   const double units = scope == FailureScope::Node ? kLlama3Nodes : scope == FailureScope::Nic ? kLlama3Nics : kLlama3Gpus;
   const char* per = scope == FailureScope::Node ? "servers" : scope == FailureScope::Nic ? "NICs" : "GPUs";
   return {component, count / (units * kLlama3Hours), scope,
           std::string(kLlama3) + std::to_string(static_cast<int>(count)) + " in 54 days on " +
-              std::to_string(static_cast<long long>(units)) + " " + per};
+              std::to_string(static_cast<long long>(units)) + " " + per,
+          repair};
 }
 
 }  // namespace
@@ -47,13 +50,13 @@ const std::vector<FailureClass>& default_failure_classes() {
       llama3("gpu_system_processor", 17, FailureScope::Gpu),
       llama3("silent_data_corruption", 6, FailureScope::Gpu),
       llama3("gpu_thermal", 6, FailureScope::Gpu),             // thermal interface and sensor
-      llama3("software", 54 + 7 + 2, FailureScope::Gpu),       // software bugs, NCCL watchdog timeouts, dependencies
+      llama3("software", 54 + 7 + 2, FailureScope::Gpu, false),   // software bugs, NCCL watchdog timeouts, dependencies
       llama3("network", 35, FailureScope::Nic),                // network switch and cable
       llama3("nic", 7, FailureScope::Nic),
       llama3("host", 32, FailureScope::Node),                  // unplanned host maintenance
       llama3("host_hardware", 3 + 3 + 2 + 2 + 2, FailureScope::Node),   // SSD, power supply, chassis, IO board, CPU
       llama3("host_memory", 2, FailureScope::Node),
-      llama3("planned_maintenance", 47, FailureScope::Node),   // automated firmware and kernel upgrades
+      llama3("planned_maintenance", 47, FailureScope::Node, false),   // automated firmware and kernel upgrades
   };
   return classes;
 }
@@ -71,11 +74,42 @@ double class_rate(const FailureClass& c, const ClusterCounts& counts) {
 
 }  // namespace
 
-double failures_per_hour(const std::vector<FailureClass>& classes, const ClusterCounts& counts) {
+double failures_per_hour(const std::vector<FailureClass>& classes, const ClusterCounts& counts, bool repair_only) {
   double rate = 0;
-  for (const FailureClass& c : classes) rate += class_rate(c, counts);
+  for (const FailureClass& c : classes)
+    if (c.repair || !repair_only) rate += class_rate(c, counts);
   return rate;
 }
+
+std::string_view to_string(OnFailure m) {
+  switch (m) {
+    case OnFailure::Restart: return "restart";
+    case OnFailure::Spare: return "spare";
+    case OnFailure::Shrink: return "shrink";
+  }
+  return "?";
+}
+
+namespace {
+
+// Erlang's loss formula B(k, a) by its recursion: the share of time all k places are taken when the load is a.
+double erlang_b(int k, double a) {
+  double b = 1;
+  for (int n = 1; n <= k; ++n) b = a * b / (n + a * b);
+  return b;
+}
+
+// E[max(0, 1 - N L / dp)] for N ~ Poisson(a): the share of its speed a shrinking job keeps.
+double shrink_speed(double a, double per_server, int dp) {
+  double term = std::exp(-a), speed = 0;
+  for (int n = 0; n * per_server < dp; ++n) {
+    speed += term * (1 - n * per_server / dp);
+    term *= a / (n + 1);
+  }
+  return speed;
+}
+
+}  // namespace
 
 Seconds daly_interval(Seconds delta, Seconds mtbf) {
   const double d = delta.value(), m = mtbf.value();
@@ -102,18 +136,43 @@ TrainingRun expected_run(const RunInputs& in) {
   r.interval = in.interval.value_or(daly_interval(in.checkpoint_block, Seconds(m)));
   r.interval_auto = !in.interval;
   const double tau = std::min(r.interval.value(), std::max(work, 1e-9));
+  const Recovery& rec = in.recovery;
+  const double repair = rec.repair ? rec.repair->value() : 0.0;
+  const double share = in.repair_failures_per_hour / in.failures_per_hour;   // of failures, those taking a server out
   // An async checkpoint is durable only when its write ends: a failure restarts from the one before, on average
-  // `lag` further back, which adds to what each failure costs as a restart does.
-  const double restart = in.restart.value() + in.checkpoint_lag.value();
-  const double wall = m * std::exp(restart / m) * std::expm1((tau + delta) / m) * work / tau;
+  // `lag` further back, which adds to what each failure costs as a restart does. Restart on a job's own servers
+  // (no pool) waits for the repair too.
+  const double waited = rec.mode == OnFailure::Restart ? share * repair : 0.0;
+  const double restart = in.restart.value() + waited + in.checkpoint_lag.value();
+  double wall = m * std::exp(restart / m) * std::expm1((tau + delta) / m) * work / tau;
+  const double out = in.repair_failures_per_hour / 3600.0 * repair;   // servers out for repair, on average
+  if (rec.mode == OnFailure::Spare) {
+    // Servers go out only while the job runs: with S spares it stops at S + 1 out, an Erlang loss system of S + 1
+    // places (insensitive to the repair time's distribution), stopped for B(S + 1, a) of its time.
+    const double running = 1 - erlang_b(rec.spares + 1, out);
+    r.repair_wait = Seconds(running > 0 ? wall * (1 / running - 1) : std::numeric_limits<double>::infinity());
+    wall += r.repair_wait.value();
+  } else if (rec.mode == OnFailure::Shrink) {
+    const double speed = shrink_speed(out, rec.replicas_per_server, rec.dp);
+    const double base = speed > 0 ? wall / speed : std::numeric_limits<double>::infinity();
+    // Each repaired server rejoins at a checkpoint, with a restart: a share of wall time of rate x (R + delta).
+    const double rejoin = in.repair_failures_per_hour / 3600.0 * (in.restart.value() + delta);
+    const double shrunk = rejoin < 1 ? base / (1 - rejoin) : std::numeric_limits<double>::infinity();
+    r.shrink_loss = Seconds(base - wall);
+    r.restarts = Seconds(shrunk - base);   // the rejoins' restarts; the failures' are added below
+    wall = shrunk;
+  }
   r.wall = Seconds(wall);
   r.goodput = work / wall;
-  r.interruptions = wall / m;
+  // Spare: nothing fails while the job stands still for a repair.
+  r.interruptions = (wall - (rec.mode == OnFailure::Spare ? r.repair_wait.value() : 0.0)) / m;
   r.interruptions_per_day = 86400.0 / m;
   const double checkpoints = work / tau * delta;
   r.checkpoint_overhead = checkpoints / wall;
-  r.restarts = Seconds(r.interruptions * in.restart.value());
-  r.lost_work = Seconds(std::max(0.0, wall - work - checkpoints - r.restarts.value()));
+  r.restarts += Seconds(r.interruptions * in.restart.value());
+  if (rec.mode == OnFailure::Restart) r.repair_wait = Seconds(r.interruptions * waited);
+  r.lost_work = Seconds(std::max(0.0, wall - work - checkpoints - r.restarts.value() - r.repair_wait.value() -
+                                          r.shrink_loss.value()));
   return r;
 }
 
@@ -125,6 +184,8 @@ SampledRun sample_run(const RunInputs& in, const TrainingRun& expected, const st
   const double work = in.work.value(), delta = in.checkpoint_block.value();
   const double tau = std::min(expected.interval.value(), std::max(work, 1e-9));
   const double restart = in.restart.value() + in.checkpoint_lag.value();
+  const Recovery& rec = in.recovery;
+  const double repair = rec.repair ? rec.repair->value() : 0.0;
   // Each class's share of the failures, for naming the one that failed.
   std::vector<double> weights;
   double total = 0;
@@ -136,31 +197,71 @@ SampledRun sample_run(const RunInputs& in, const TrainingRun& expected, const st
   const auto which = [&] {
     double u = uniform() * total;
     for (std::size_t i = 0; i < weights.size(); ++i) {
-      if (u < weights[i]) return classes[i].component;
+      if (u < weights[i]) return i;
       u -= weights[i];
     }
-    return classes.back().component;
+    return weights.size() - 1;
   };
+  // Servers out: when each one's repair ends (Spare: it returns to the spares then; Shrink: it rejoins at the next
+  // checkpoint after that).
+  std::multiset<double> repairs;
   double t = 0, done = 0;          // wall time; work safely checkpointed
   double next = gap();             // the next failure
   constexpr std::size_t kMostFailures = 10'000'000;
-  while (done < work) {
-    const double segment = std::min(tau, work - done) + delta;   // work to the next checkpoint, and writing it
-    if (t + segment <= next) {
-      t += segment;
-      done += segment - delta;
-      continue;
-    }
-    out.failures.push_back({next, which(), std::min(next - t, segment - delta)});
-    if (out.failures.size() > kMostFailures) break;   // a run that cannot finish: its goodput goes to 0
-    t = next;
-    next = t + gap();
-    while (next < t + restart) {   // failed again while restarting: the restart starts over
+  // A failure at `next`: recorded, its server sent to repair where it takes one out; returns the restart it costs.
+  const auto fail = [&](double lost) {
+    const std::size_t c = which();
+    out.failures.push_back({next, classes[c].component, lost});
+    const bool out_of_service = classes[c].repair && rec.repair;
+    if (out_of_service) repairs.insert(next + repair);
+    return out_of_service && rec.mode == OnFailure::Restart ? restart + repair : restart;
+  };
+  const auto servers_out = [&] { return static_cast<int>(std::distance(repairs.upper_bound(t), repairs.end())); };
+  // Restarting from t, ready `cost` later; a failure during it starts it again. Spare: with more servers out than
+  // spares, the job first waits for enough repairs (failures while it stands still are not drawn).
+  const auto restart_from = [&](double cost) {
+    double ready = t + cost;
+    for (;;) {
+      if (rec.mode == OnFailure::Spare) {
+        if (const int short_of = servers_out() - rec.spares; short_of > 0) {
+          t = *std::next(repairs.upper_bound(t), short_of - 1);
+          ready = std::max(ready, t + restart);
+          if (next < t) next = t + gap();
+        }
+      }
+      if (next >= ready || out.failures.size() > kMostFailures) break;
       t = next;
-      out.failures.push_back({t, which(), 0});
+      ready = std::max(ready, t + fail(0));
       next = t + gap();
     }
-    t += restart;
+    t = ready;
+  };
+  while (done < work && out.failures.size() <= kMostFailures) {
+    double speed = 1;
+    if (rec.mode == OnFailure::Shrink) {
+      speed = std::max(0.0, 1 - servers_out() * rec.replicas_per_server / rec.dp);
+      if (speed <= 0) {   // nothing left to run on: wait for the first repair, then rejoin
+        t = *repairs.upper_bound(t);
+        if (next < t) next = t + gap();
+        restart_from(restart);
+        continue;
+      }
+    }
+    const double chunk = std::min(tau, work - done);
+    const double segment = chunk / speed + delta;   // work to the next checkpoint, and writing it
+    if (t + segment <= next) {
+      const int before = rec.mode == OnFailure::Shrink ? servers_out() : 0;
+      t += segment;
+      done += chunk;
+      // Shrink: servers repaired during the segment rejoin now, at the checkpoint, with a restart.
+      if (rec.mode == OnFailure::Shrink && servers_out() < before && done < work) restart_from(restart);
+      continue;
+    }
+    const double lost = std::min((next - t) * speed, chunk);
+    t = next;
+    const double cost = fail(lost);
+    next = t + gap();
+    restart_from(cost);
   }
   out.wall = Seconds(t);
   out.goodput = t > 0 ? std::min(1.0, work / t) : 1;
@@ -179,10 +280,11 @@ nlohmann::json sampled_run_json(const SampledRun& s) {
           {"failures", failures}};
 }
 
-nlohmann::json training_run_json(const TrainingRun& r, int gpus, std::optional<double> ideal_usd,
-                                 std::optional<double> ideal_MWh) {
+nlohmann::json training_run_json(const TrainingRun& r, const Recovery& recovery, int gpus, int held_gpus,
+                                 std::optional<double> ideal_usd, std::optional<double> ideal_MWh) {
   const double work = r.wall.value() * r.goodput;
-  const double scale = work > 0 ? r.wall.value() / work : 1;
+  // The cluster, spares included, is held, paid and powered for the whole wall time.
+  const double scale = (work > 0 ? r.wall.value() / work : 1) * held_gpus / std::max(gpus, 1);
   const auto scaled = [&](std::optional<double> v) { return v ? nlohmann::json(*v * scale) : nlohmann::json(nullptr); };
   return {{"goodput", r.goodput},
           {"interruptions", r.interruptions},
@@ -193,8 +295,12 @@ nlohmann::json training_run_json(const TrainingRun& r, int gpus, std::optional<d
           {"checkpoint_overhead", r.checkpoint_overhead},
           {"lost_work_s", r.lost_work.value()},
           {"restart_s_total", r.restarts.value()},
+          {"on_failure", std::string(to_string(recovery.mode))},
+          {"repair_wait_s", r.repair_wait.value()},
+          {"shrink_loss_s", r.shrink_loss.value()},
+          {"gpus_held", held_gpus},
           {"wall_days", r.wall.value() / 86400.0},
-          {"gpu_hours", gpus * r.wall.value() / 3600.0},
+          {"gpu_hours", held_gpus * r.wall.value() / 3600.0},
           {"total_usd", scaled(ideal_usd)},
           {"total_MWh", scaled(ideal_MWh)}};
 }

@@ -79,6 +79,21 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
   }
   in.restart = Seconds(r.restart_s + bytes / read);
   if (r.interval_s) in.interval = Seconds(*r.interval_s);
+  in.repair_failures_per_hour = results::failures_per_hour(r.failures, counts, true);
+  results::Recovery& rec = in.recovery;
+  rec.mode = r.on_failure;
+  if (r.repair_s) rec.repair = Seconds(*r.repair_s);
+  rec.spares = r.spares;
+  rec.dp = w.plan.dp;
+  // A server out stops every replica it holds a GPU of: its GPUs over a replica's, at least one.
+  const int replica = gpus / std::max(1, w.plan.dp);
+  rec.replicas_per_server = std::max(1.0, static_cast<double>(s.cluster.gpus_per_node) / replica);
+  if (rec.mode == results::OnFailure::Shrink && rec.replicas_per_server >= rec.dp)
+    throw InputError("reliability.on_failure", "shrink",
+                     fmt::format("leaves nothing to run on: a server holds {:g} of the plan's {} data-parallel replicas",
+                                 rec.replicas_per_server, rec.dp),
+                     "restart or spare, or a plan with more replicas than a server holds",
+                     scenario::locate(s, "reliability.on_failure"));
   return {in, counts};
 }
 
@@ -95,6 +110,8 @@ Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials&
   a.cost = results::training_cost(step, a.tokens_per_step, static_cast<int>(bom.count(topology::PartKind::Gpu)), a.energy,
                                   a.prices, run_length(s));
   a.gpus = static_cast<int>(bom.count(topology::PartKind::Gpu));
+  a.recovery.mode = s.reliability.on_failure;
+  a.held_gpus = a.gpus + (s.reliability.on_failure == results::OnFailure::Spare ? s.reliability.spares * s.cluster.gpus_per_node : 0);
   if (a.cost.steps) {
     const RunModel model = run_model(s, bom, step, *a.cost.steps);
     a.run = results::expected_run(model.inputs);
@@ -110,7 +127,7 @@ void add_accounting(json& row, const Accounting& a, Seconds step) {
   if (a.run) {
     const auto usd = a.cost.total ? std::optional<double>(a.cost.total->value()) : std::nullopt;
     const auto mwh = a.cost.energy ? std::optional<double>(a.cost.energy->value() / 3.6e9) : std::nullopt;
-    row["training_run"] = results::training_run_json(*a.run, a.gpus, usd, mwh);
+    row["training_run"] = results::training_run_json(*a.run, a.recovery, a.gpus, a.held_gpus, usd, mwh);
     if (a.sampled) row["training_run"]["sampled"] = results::sampled_run_json(*a.sampled);
   }
 }

@@ -29,6 +29,8 @@ struct Accounting {
   std::optional<results::TrainingRun> run;
   std::optional<results::SampledRun> sampled;   // with reliability.seed
   int gpus = 0;
+  int held_gpus = 0;                            // with the spares (reliability.on_failure: spare)
+  results::Recovery recovery;
 };
 
 // The expected run of `steps` steps of `step` seconds under the scenario's `reliability` and `cluster.storage`:

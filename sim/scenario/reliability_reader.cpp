@@ -32,7 +32,7 @@ std::optional<FailureScope> parse_scope(std::string_view s) {
 // `failures`: `default`, `none`, or a map of classes: a default class's name changes its rate (and must say where the
 // new rate comes from); a new name adds a class, with the component it counts in (`per`).
 std::vector<FailureClass> read_failures(const YamlMap& m) {
-  constexpr const char* kAllowed = "default, none, or a map of COMPONENT: {per_hour, source, per}";
+  constexpr const char* kAllowed = "default, none, or a map of COMPONENT: {per_hour, source, per, repair}";
   if (m.is_list("failures")) m.fail("failures", "[...]", "a list, not a failure model", kAllowed);
   if (!m.is_map("failures")) {
     const std::string v = m.text("failures").value_or("default");
@@ -44,7 +44,7 @@ std::vector<FailureClass> read_failures(const YamlMap& m) {
   const YamlMap classes = m.map("failures");
   for (const std::string& name : classes.keys()) {
     const YamlMap c = classes.map(name);
-    c.allow_only({"per_hour", "source", "per"});
+    c.allow_only({"per_hour", "source", "per", "repair"});
     auto it = std::find_if(out.begin(), out.end(), [&](const FailureClass& f) { return f.component == name; });
     if (it == out.end()) {
       if (!c.has("per")) c.fail("per", "", "missing for a class dtsim does not know", std::string(kScopes));
@@ -57,6 +57,7 @@ std::vector<FailureClass> read_failures(const YamlMap& m) {
     const auto source = c.text("source");
     if (!source || source->empty()) c.fail("source", "", "missing", "where the rate comes from (a study, a log)");
     it->source = *source;
+    if (const auto repair = c.boolean("repair")) it->repair = *repair;
     if (const auto per = c.text("per")) {
       const auto scope = parse_scope(*per);
       if (!scope) c.fail("per", *per, "unknown component", std::string(kScopes));
@@ -117,13 +118,24 @@ StragglerSpec read_stragglers(const YamlMap& m) {
 }  // namespace
 
 ReliabilitySpec read_reliability(const YamlMap& m) {
-  // DESIGN.md names these too; dtsim does not model them yet, and says so rather than ignore them.
-  for (const char* later : {"on_failure", "spares"})
-    if (m.has(later))
-      m.fail(later, "...", "not modelled yet (a failed job restarts from its last checkpoint on a repaired allocation)",
-             "failures, checkpoint, restart_s, seed");
-  m.allow_only({"failures", "checkpoint", "restart_s", "on_failure", "spares", "seed", "stragglers"});
+  m.allow_only({"failures", "checkpoint", "restart_s", "on_failure", "spares", "repair_s", "seed", "stragglers"});
   ReliabilitySpec r;
+  const std::string mode = m.text("on_failure").value_or("restart");
+  if (mode == "spare") r.on_failure = results::OnFailure::Spare;
+  else if (mode == "shrink") r.on_failure = results::OnFailure::Shrink;
+  else if (mode != "restart") m.fail("on_failure", mode, "unknown", "restart, spare or shrink");
+  r.repair_s = m.number("repair_s", 0.0, false, kMostSeconds);
+  if (r.on_failure != results::OnFailure::Restart && !r.repair_s)
+    m.fail("repair_s", "", fmt::format("missing for on_failure: {} (no published repair time dtsim could cite)", mode),
+           "the seconds a failed server is out, repaired or replaced");
+  if (m.has("spares") && r.on_failure != results::OnFailure::Spare)
+    m.fail("spares", m.text("spares").value_or(""), fmt::format("apply to on_failure: spare, not {}", mode),
+           "spares with on_failure: spare, or no spares");
+  if (r.on_failure == results::OnFailure::Spare) {
+    const auto spares = m.integer("spares", 0, 1'000'000);
+    if (!spares) m.fail("spares", "", "missing for on_failure: spare", "the servers the job holds as spares, 0 or more");
+    r.spares = static_cast<int>(*spares);
+  }
   if (m.has("failures")) r.failures = read_failures(m);
   if (m.has("checkpoint")) {
     const YamlMap c = m.map("checkpoint");
@@ -156,6 +168,7 @@ void emit_reliability(YAML::Emitter& out, const ReliabilitySpec& r) {
       out << YAML::Key << "per_hour" << YAML::Value << f.per_hour;
       out << YAML::Key << "per" << YAML::Value << std::string(results::to_string(f.scope));
       out << YAML::Key << "source" << YAML::Value << f.source;
+      out << YAML::Key << "repair" << YAML::Value << f.repair;
       out << YAML::EndMap;
     }
     out << YAML::EndMap;
@@ -166,6 +179,9 @@ void emit_reliability(YAML::Emitter& out, const ReliabilitySpec& r) {
   out << YAML::Key << "async" << YAML::Value << r.async;
   out << YAML::EndMap;
   out << YAML::Key << "restart_s" << YAML::Value << r.restart_s;
+  out << YAML::Key << "on_failure" << YAML::Value << std::string(results::to_string(r.on_failure));
+  if (r.on_failure == results::OnFailure::Spare) out << YAML::Key << "spares" << YAML::Value << r.spares;
+  if (r.repair_s) out << YAML::Key << "repair_s" << YAML::Value << *r.repair_s;
   if (r.seed) out << YAML::Key << "seed" << YAML::Value << *r.seed;
   if (r.stragglers) {
     const StragglerSpec& st = *r.stragglers;

@@ -83,6 +83,9 @@ struct ReliabilitySpec {
   double restart_s = 600;             // detection and restart; reading the checkpoint is added (kRestartSource)
   std::optional<unsigned long long> seed;   // given: one run drawn at random beside the expectation
   std::optional<StragglerSpec> stragglers;
+  results::OnFailure on_failure = results::OnFailure::Restart;   // results::Recovery
+  int spares = 0;                     // servers the job holds beside its own (on_failure: spare)
+  std::optional<double> repair_s;     // how long a failed server is out (no default: no source dtsim can cite)
 };
 inline constexpr const char* kRestartSource =
     "MegaScale (Jiang et al., NSDI 2024), section 6.3: detecting a failure and running the diagnostic tests takes "

@@ -65,3 +65,35 @@ TEST_CASE("training run: the table's whole-run block, and reliability refused on
   CHECK(serving.err.find("reliability") != std::string::npos);
   CHECK(std::count(serving.err.begin(), serving.err.end(), '\n') == 1);
 }
+
+// How many spares to buy: Llama 3's run on a cluster of its own, each failed server out for a day.
+TEST_CASE("training run: spares bought against a day's repairs, shrinking instead, and the cost of the spares held") {
+  const std::string own = "--set training.tokens=15.6e12 --set reliability.repair_s=86400 ";
+  const json pool = llama3_run("--set training.tokens=15.6e12").at("training_run");
+  CHECK(pool.at("on_failure") == "restart");
+  CHECK(pool.at("repair_wait_s").get<double>() == 0);
+  CHECK(pool.at("gpus_held") == 16384);
+  // No pool and no spares: every hardware failure waits a day, and the run barely moves.
+  CHECK(llama3_run(own).at("training_run").at("goodput").get<double>() < 0.05);
+  // About 6.5 servers would be out at a time: with 4 spares the job stands still for Erlang's B(5, 6.5), about 40 %
+  // of its time; 16 make it the pool's run, with 128 GPUs more held and paid.
+  const json four = llama3_run(own + "--set reliability.on_failure=spare --set reliability.spares=4").at("training_run");
+  const json sixteen = llama3_run(own + "--set reliability.on_failure=spare --set reliability.spares=16").at("training_run");
+  CHECK(four.at("goodput").get<double>() < 0.6);
+  CHECK(four.at("repair_wait_s").get<double>() > 0.35 * 86400 * four.at("wall_days").get<double>());
+  CHECK(four.at("repair_wait_s").get<double>() < 0.45 * 86400 * four.at("wall_days").get<double>());
+  CHECK(sixteen.at("goodput").get<double>() == doctest::Approx(pool.at("goodput").get<double>()).epsilon(0.002));
+  CHECK(sixteen.at("gpus_held") == 16384 + 16 * 8);
+  CHECK(sixteen.at("total_usd").get<double>() > pool.at("total_usd").get<double>() * (16384 + 128) / 16384 * 0.999);
+  // Shrinking: a server out stops one of the 128 replicas' (TP 8 x PP 16: a replica spans 16 servers) work.
+  const json shrink = llama3_run(own + "--set reliability.on_failure=shrink").at("training_run");
+  CHECK(shrink.at("shrink_loss_s").get<double>() > 0);
+  CHECK(shrink.at("goodput").get<double>() < pool.at("goodput").get<double>());
+  CHECK(shrink.at("goodput").get<double>() > four.at("goodput").get<double>());
+  // A plan with one replica cannot shrink.
+  const auto r = dtsim("run " + src("scenarios/bench/llama3-405b-16384xh100.yaml") +
+                       " --set simulation.engine=analytic --set training.tokens=1e12 --set reliability.on_failure=shrink "
+                       "--set reliability.repair_s=3600 --set cluster.nodes=16 --set parallelism.dp=1");
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(r.err.find("reliability.on_failure: leaves nothing to run on") != std::string::npos, r.err);
+}

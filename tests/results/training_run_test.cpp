@@ -117,3 +117,85 @@ TEST_CASE("training run: a sampled run is the same for the same seed, and its me
   const TrainingRun perfect = expected_run(in);
   CHECK(sample_run(in, perfect, {}, counts, 1).wall.value() == doctest::Approx(perfect.wall.value()));
 }
+
+namespace {
+
+// A server class failing 1e-3 an hour on 100 servers (0.1 an hour, 2.4 a day) and a software class as often;
+// 2,000 hours of steps; checkpoints of 60 s; restarts of 10 min. Each failed server is out for `repair_h` hours.
+RunInputs recovery_case(const std::vector<FailureClass>& classes, const ClusterCounts& counts, OnFailure mode,
+                        double repair_h) {
+  RunInputs in;
+  in.work = Seconds(2000 * 3600.0);
+  in.failures_per_hour = failures_per_hour(classes, counts);
+  in.repair_failures_per_hour = failures_per_hour(classes, counts, true);
+  in.checkpoint_block = Seconds(60);
+  in.restart = Seconds(600);
+  in.recovery.mode = mode;
+  in.recovery.repair = Seconds(repair_h * 3600);
+  in.recovery.dp = 50;
+  in.recovery.replicas_per_server = 1;
+  return in;
+}
+
+double mean_sampled(const RunInputs& in, const std::vector<FailureClass>& classes, const ClusterCounts& counts) {
+  const TrainingRun expected = expected_run(in);
+  double sum = 0;
+  constexpr unsigned long long kRuns = 40;
+  for (unsigned long long seed = 0; seed < kRuns; ++seed) sum += sample_run(in, expected, classes, counts, seed).wall.value();
+  return sum / kRuns;
+}
+
+const std::vector<FailureClass> kServerAndSoftware = {{"host", 1e-3, FailureScope::Node, "test", true},
+                                                      {"software", 1e-3 / 8, FailureScope::Gpu, "test", false}};
+const ClusterCounts kCounts{800, 100, 0, 0};
+
+}  // namespace
+
+TEST_CASE("training run: on_failure restart waits for the repair only without a pool, only for what takes a server out") {
+  RunInputs pool = recovery_case(kServerAndSoftware, kCounts, OnFailure::Restart, 10);
+  pool.recovery.repair.reset();   // the facility replaces the server at once
+  RunInputs own = recovery_case(kServerAndSoftware, kCounts, OnFailure::Restart, 10);
+  CHECK(own.repair_failures_per_hour == doctest::Approx(0.1));
+  CHECK(own.failures_per_hour == doctest::Approx(0.2));
+  // Daly's form with the mean restart: half the failures wait 10 h more.
+  const TrainingRun a = expected_run(pool), b = expected_run(own);
+  const double m = 3600 / 0.2, tau = a.interval.value();
+  const auto daly = [&](double r) { return m * std::exp(r / m) * std::expm1((tau + 60) / m) * own.work.value() / tau; };
+  CHECK(a.wall.value() == doctest::Approx(daly(600)).epsilon(1e-12));
+  CHECK(b.wall.value() == doctest::Approx(daly(600 + 0.5 * 36000)).epsilon(1e-12));
+  CHECK(b.repair_wait.value() == doctest::Approx(b.interruptions * 0.5 * 36000));
+  // The sampled runs agree with the expectations.
+  CHECK(mean_sampled(pool, kServerAndSoftware, kCounts) == doctest::Approx(a.wall.value()).epsilon(0.005));
+  CHECK(mean_sampled(own, kServerAndSoftware, kCounts) == doctest::Approx(b.wall.value()).epsilon(0.03));
+}
+
+TEST_CASE("training run: spares stand in for servers in repair, and the job waits when they run out") {
+  // 0.1 server failures an hour, 20 h repairs: 2 servers out on average.
+  RunInputs in = recovery_case(kServerAndSoftware, kCounts, OnFailure::Spare, 20);
+  in.recovery.spares = 2;
+  const TrainingRun two = expected_run(in);
+  // Servers fail only while the job runs, so it stops at 3 out: Erlang's B(3, 2) = (8/6) / (1 + 2 + 2 + 8/6) of
+  // its time.
+  const double stalled = (8.0 / 6) / (1 + 2 + 2 + 8.0 / 6);
+  CHECK(two.repair_wait.value() / two.wall.value() == doctest::Approx(stalled).epsilon(1e-9));
+  CHECK(mean_sampled(in, kServerAndSoftware, kCounts) == doctest::Approx(two.wall.value()).epsilon(0.03));
+  // Enough spares are the facility's pool.
+  in.recovery.spares = 40;
+  RunInputs pool = recovery_case(kServerAndSoftware, kCounts, OnFailure::Restart, 20);
+  pool.recovery.repair.reset();
+  CHECK(expected_run(in).wall.value() == doctest::Approx(expected_run(pool).wall.value()).epsilon(1e-9));
+  CHECK(mean_sampled(in, kServerAndSoftware, kCounts) == doctest::Approx(expected_run(pool).wall.value()).epsilon(0.005));
+}
+
+TEST_CASE("training run: a shrinking job runs narrower while servers are out, and pays a restart to grow back") {
+  RunInputs in = recovery_case(kServerAndSoftware, kCounts, OnFailure::Shrink, 20);
+  const TrainingRun r = expected_run(in);
+  RunInputs pool = recovery_case(kServerAndSoftware, kCounts, OnFailure::Restart, 20);
+  pool.recovery.repair.reset();
+  const double base = expected_run(pool).wall.value();
+  // 2 servers out on average of 50 replicas: 4 % slower; every repair adds a checkpoint and a restart.
+  const double speed = 1 - 2.0 / 50, rejoin = 0.1 / 3600 * 660;
+  CHECK(r.wall.value() == doctest::Approx(base / speed / (1 - rejoin)).epsilon(1e-6));
+  CHECK(r.shrink_loss.value() == doctest::Approx(base / speed - base).epsilon(1e-6));
+  CHECK(mean_sampled(in, kServerAndSoftware, kCounts) == doctest::Approx(r.wall.value()).epsilon(0.03));
+}

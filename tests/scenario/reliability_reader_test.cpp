@@ -55,7 +55,42 @@ reliability:
   CHECK(load_one(to_yaml(load_one(std::string(kLlamaTp8) + "reliability: {failures: none}\n"))).reliability.failures.empty());
 }
 
-TEST_CASE("reliability: bad values, a rate without its source and what is not modelled yet are one-line errors") {
+TEST_CASE("reliability: what a failure takes out, spares, shrinking and stragglers are read and written back") {
+  const Scenario d = load_one(kLlamaTp8);
+  CHECK(d.reliability.on_failure == results::OnFailure::Restart);
+  CHECK_FALSE(d.reliability.repair_s);
+  // Software and planned maintenance take no server out; the hardware classes do.
+  CHECK_FALSE(find_class(d.reliability, "software")->repair);
+  CHECK_FALSE(find_class(d.reliability, "planned_maintenance")->repair);
+  CHECK(find_class(d.reliability, "gpu")->repair);
+  CHECK(find_class(d.reliability, "host_memory")->repair);
+  const Scenario s = load_one(std::string(kLlamaTp8) + R"(
+reliability:
+  failures: {gpu: {per_hour: 2.0e-5, source: "a fleet log", repair: false}}
+  on_failure: spare
+  spares: 3
+  repair_s: 86400
+  stragglers: {ranks: {3: 1.2}, nodes: {0: 1.05}, nics: {n0-nic0: 2}, spread: 0.01, slow_nodes: default}
+)");
+  for (const Scenario& x : {s, load_one(to_yaml(s))}) {
+    CHECK_FALSE(find_class(x.reliability, "gpu")->repair);
+    CHECK(x.reliability.on_failure == results::OnFailure::Spare);
+    CHECK(x.reliability.spares == 3);
+    CHECK(*x.reliability.repair_s == 86400);
+    REQUIRE(x.reliability.stragglers);
+    const StragglerSpec& st = *x.reliability.stragglers;
+    CHECK(st.ranks.at(3) == 1.2);
+    CHECK(st.nodes.at(0) == 1.05);
+    CHECK(st.nics.at("n0-nic0") == 2);
+    CHECK(st.spread == 0.01);
+    CHECK(st.slow_share == kSlowNodeShare);
+    CHECK(st.slow_factor == kSlowNodeFactor);
+  }
+  const Scenario shrink = load_one(std::string(kLlamaTp8) + "reliability: {on_failure: shrink, repair_s: 7200}\n");
+  CHECK(load_one(to_yaml(shrink)).reliability.on_failure == results::OnFailure::Shrink);
+}
+
+TEST_CASE("reliability: bad values, a rate without its source and keys that need others are one-line errors") {
   const std::string base = kLlamaTp8;
   const auto err = [&](const std::string& section) { return error_of(base + section); };
   CHECK(err("reliability: {failures: sometimes}\n").find("reliability.failures: unknown failure model 'sometimes'") !=
@@ -70,7 +105,16 @@ TEST_CASE("reliability: bad values, a rate without its source and what is not mo
         std::string::npos);
   CHECK(err("reliability: {checkpoint: {interval_s: 0}}\n").find("reliability.checkpoint.interval_s") != std::string::npos);
   CHECK(err("reliability: {restart_s: -1}\n").find("reliability.restart_s") != std::string::npos);
-  CHECK(err("reliability: {on_failure: spare}\n").find("reliability.on_failure: not modelled yet") != std::string::npos);
+  CHECK(err("reliability: {on_failure: spare}\n").find("reliability.repair_s: missing for on_failure: spare") != std::string::npos);
+  CHECK(err("reliability: {on_failure: shrink}\n").find("reliability.repair_s: missing for on_failure: shrink") != std::string::npos);
+  CHECK(err("reliability: {on_failure: spare, repair_s: 3600}\n").find("reliability.spares: missing") != std::string::npos);
+  CHECK(err("reliability: {on_failure: retry}\n").find("reliability.on_failure: unknown 'retry' (allowed: restart, spare or shrink)") != std::string::npos);
+  CHECK(err("reliability: {spares: 4}\n").find("reliability.spares: apply to on_failure: spare, not restart") != std::string::npos);
+  CHECK(err("reliability: {on_failure: spare, repair_s: 3600, spares: -1}\n").find("reliability.spares") != std::string::npos);
+  CHECK(err("reliability: {repair_s: 0}\n").find("reliability.repair_s") != std::string::npos);
+  CHECK(err("reliability: {stragglers: {ranks: {0: 0.9}}}\n").find("reliability.stragglers.ranks.0") != std::string::npos);
+  CHECK(err("reliability: {stragglers: {spread: 2}}\n").find("reliability.stragglers.spread") != std::string::npos);
+  CHECK(err("reliability: {stragglers: {slow: 2}}\n").find("unknown key") != std::string::npos);
   CHECK(err("reliability: {checkpoints: {}}\n").find("unknown key") != std::string::npos);
   CHECK(error_of(base, {{"cluster.storage", "{write_GBps: 0}"}}).find("cluster.storage.write_GBps") != std::string::npos);
   for (const std::string section : {"reliability: {failures: sometimes}\n", "reliability: {on_failure: spare}\n"}) {
