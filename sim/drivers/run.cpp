@@ -29,9 +29,10 @@ namespace {
 using nlohmann::json;
 
 // `trace`: the engine records every network transfer (the trace's link counters need them).
-// `compute_scale`: per rank, how many times longer its compute takes than its class's (stragglers; SimGrid only).
+// `compute_scale`: per rank, how many times longer its compute (and its forward ops) take than its class's
+// (stragglers; SimGrid only).
 sim::Timeline play_engine(const scenario::Scenario& s, const workloads::StepGraph& g, const topology::Topology& topo,
-                          bool trace, std::vector<double> compute_scale = {}) {
+                          bool trace, Factors compute_scale = {}) {
   if (s.simulation.engine == scenario::EngineKind::Analytic) {
     auto t = sim::play_analytic(g, scenario_costs(s, topo));
     t.network_model = "analytic: closed form per transfer (route latency + bytes / narrowest link x efficiency), no contention";
@@ -45,7 +46,8 @@ sim::Timeline play_engine(const scenario::Scenario& s, const workloads::StepGrap
   options.memoize = s.simulation.memoize;
   options.aggregate = s.simulation.aggregate;
   options.symmetry = s.simulation.symmetry;
-  options.compute_scale = std::move(compute_scale);
+  options.compute_scale = std::move(compute_scale.all);
+  options.forward_scale = std::move(compute_scale.forward);
   return sim::play_simgrid(g, topo, options);
 }
 
@@ -71,7 +73,7 @@ Played play(const scenario::Scenario& s, workloads::StepGraph g, topology::Topol
   }
   int ranks = 0;
   for (const auto& c : g.classes) ranks += static_cast<int>(c.ranks.size());
-  const std::vector<double> factor = straggler_factors(s, topo, ranks);
+  const Factors factor = straggler_factors(s, topo, ranks);
   // The clean step first, in a process of its own on SimGrid (one engine per process): its time and waits.
   const auto clean_play = [&] {
     sim::Timeline raw = play_engine(s, g, topo, false);

@@ -37,9 +37,10 @@ int machine_of(const topology::Topology& topo, int rank) {
 
 }  // namespace
 
-std::vector<double> straggler_factors(const scenario::Scenario& s, const topology::Topology& topo, int ranks) {
-  std::vector<double> factor(static_cast<std::size_t>(ranks), 1.0);
-  if (!s.reliability.stragglers) return factor;
+Factors straggler_factors(const scenario::Scenario& s, const topology::Topology& topo, int ranks) {
+  Factors out{std::vector<double>(static_cast<std::size_t>(ranks), 1.0), std::vector<double>(static_cast<std::size_t>(ranks), 1.0)};
+  std::vector<double>& factor = out.all;
+  if (!s.reliability.stragglers) return out;
   const scenario::StragglerSpec& st = *s.reliability.stragglers;
   const auto fail = [&](const char* key, int value, const std::string& allowed) {
     throw InputError(fmt::format("reliability.stragglers.{}", key), std::to_string(value),
@@ -55,16 +56,19 @@ std::vector<double> straggler_factors(const scenario::Scenario& s, const topolog
   for (const auto& [node, f] : st.nodes)
     if (node >= machines) fail("nodes", node, fmt::format("a server from 0 to {}", machines - 1));
   Normal normal(s.reliability.seed.value_or(0));
-  std::vector<double> server(static_cast<std::size_t>(machines), 1.0);
+  std::vector<double> server(static_cast<std::size_t>(machines), 1.0), server_forward(server);
   for (int m = 0; m < machines; ++m) {
-    if (const auto it = st.nodes.find(m); it != st.nodes.end()) server[static_cast<std::size_t>(m)] *= it->second;
-    if (st.slow_share > 0 && normal.uniform() < st.slow_share) server[static_cast<std::size_t>(m)] *= st.slow_factor;
+    const auto i = static_cast<std::size_t>(m);
+    if (const auto it = st.nodes.find(m); it != st.nodes.end()) server[i] *= it->second;
+    if (st.slow_share > 0 && normal.uniform() < st.slow_share) (st.slow_forward_only ? server_forward : server)[i] *= st.slow_factor;
   }
   for (int r = 0; r < ranks; ++r) {
-    factor[static_cast<std::size_t>(r)] *= server[static_cast<std::size_t>(machine_of(topo, r))];
-    if (st.spread > 0) factor[static_cast<std::size_t>(r)] *= std::exp(st.spread * normal());
+    const auto i = static_cast<std::size_t>(r), m = static_cast<std::size_t>(machine_of(topo, r));
+    factor[i] *= server[m];
+    out.forward[i] = server_forward[m];
+    if (st.spread > 0) factor[i] *= std::exp(st.spread * normal());
   }
-  return factor;
+  return out;
 }
 
 topology::Topology with_slow_nics(const scenario::Scenario& s, topology::Topology topo) {
@@ -86,26 +90,47 @@ topology::Topology with_slow_nics(const scenario::Scenario& s, topology::Topolog
   return topo;
 }
 
-workloads::StepGraph slowed_by_class(workloads::StepGraph g, const std::vector<double>& factor) {
+namespace {
+
+// Per class, its slowest rank's factor for every compute op and for forward ops besides.
+std::pair<double, double> class_slowest(const workloads::RankClass& c, const Factors& factor) {
+  double all = 0, forward = 0;
+  for (int r : c.ranks) {
+    all = std::max(all, factor.all.at(static_cast<std::size_t>(r)));
+    forward = std::max(forward, factor.forward.at(static_cast<std::size_t>(r)));
+  }
+  return {all, forward};
+}
+
+bool is_forward(const ComputeOp& op) {
+  return op.pass != workloads::Pass::Backward && op.scope != workloads::Scope::Optimizer;
+}
+
+}  // namespace
+
+workloads::StepGraph slowed_by_class(workloads::StepGraph g, const Factors& factor) {
   for (auto& c : g.classes) {
-    double slowest = 0;
-    for (int r : c.ranks) slowest = std::max(slowest, factor.at(static_cast<std::size_t>(r)));
-    if (slowest == 1.0) continue;
+    const auto [all, forward] = class_slowest(c, factor);
+    if (all == 1.0 && forward == 1.0) continue;
     for (auto& op : c.ops)
       if (auto* comp = std::get_if<ComputeOp>(&op.body)) {
-        comp->duration = comp->duration * slowest;
-        comp->memory_time = comp->memory_time * slowest;
+        const double k = all * (is_forward(*comp) ? forward : 1.0);
+        comp->duration = comp->duration * k;
+        comp->memory_time = comp->memory_time * k;
       }
   }
   return g;
 }
 
-std::vector<double> relative_scale(const workloads::StepGraph& g, const std::vector<double>& factor) {
-  std::vector<double> out(factor.size(), 1.0);
+Factors relative_scale(const workloads::StepGraph& g, const Factors& factor) {
+  Factors out{std::vector<double>(factor.all.size(), 1.0), std::vector<double>(factor.all.size(), 1.0)};
   for (const auto& c : g.classes) {
-    double slowest = 0;
-    for (int r : c.ranks) slowest = std::max(slowest, factor.at(static_cast<std::size_t>(r)));
-    for (int r : c.ranks) out[static_cast<std::size_t>(r)] = factor[static_cast<std::size_t>(r)] / slowest;
+    const auto [all, forward] = class_slowest(c, factor);
+    for (int r : c.ranks) {
+      const auto i = static_cast<std::size_t>(r);
+      out.all[i] = factor.all[i] / all;
+      out.forward[i] = factor.forward[i] / forward;
+    }
   }
   return out;
 }
@@ -169,10 +194,13 @@ double expected_slowest(const scenario::StragglerSpec& st, int gpus, int per_nod
   return e;
 }
 
-nlohmann::json stragglers_json(const scenario::Scenario& s, const std::vector<double>& factor, Seconds clean,
+nlohmann::json stragglers_json(const scenario::Scenario& s, const Factors& factors, Seconds clean,
                                Seconds slowed, const std::optional<std::map<std::string, double>>& clean_waits,
                                const std::optional<std::map<std::string, double>>& slowed_waits) {
   const scenario::StragglerSpec& st = *s.reliability.stragglers;
+  // A rank's factor: its forward ops', the most slowed.
+  std::vector<double> factor(factors.all.size());
+  for (std::size_t r = 0; r < factor.size(); ++r) factor[r] = factors.of_forward(r);
   const auto slowest = std::ranges::max_element(factor);
   nlohmann::json j = {
       {"played", s.simulation.engine == scenario::EngineKind::Simgrid

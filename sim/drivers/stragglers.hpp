@@ -20,16 +20,22 @@
 namespace dtsim::drivers {
 
 // Per rank, how many times longer its compute takes: named ranks and servers, slow servers drawn at random and the
-// spread (seeded by reliability.seed, 0 when absent), multiplied. InputError for a rank or server the plan lacks.
-std::vector<double> straggler_factors(const scenario::Scenario& s, const topology::Topology& topo, int ranks);
+// spread (seeded by reliability.seed, 0 when absent), multiplied; `forward`: its forward and recompute ops besides
+// (slow servers with `pass: forward`). InputError for a rank or server the plan lacks.
+struct Factors {
+  std::vector<double> all;
+  std::vector<double> forward;
+  [[nodiscard]] double of_forward(std::size_t r) const { return all[r] * forward[r]; }
+};
+Factors straggler_factors(const scenario::Scenario& s, const topology::Topology& topo, int ranks);
 
 // `topo` with the named NICs' links at 1 / factor of their rate; InputError for a name that is not a NIC.
 topology::Topology with_slow_nics(const scenario::Scenario& s, topology::Topology topo);
 
-// `g` with each class's compute ops lengthened by its slowest rank's factor.
-workloads::StepGraph slowed_by_class(workloads::StepGraph g, const std::vector<double>& factor);
-// Per rank, its factor over its class's slowest (at most 1).
-std::vector<double> relative_scale(const workloads::StepGraph& g, const std::vector<double>& factor);
+// `g` with each class's compute ops lengthened by its slowest rank's factors (forward ops by both).
+workloads::StepGraph slowed_by_class(workloads::StepGraph g, const Factors& factor);
+// Per rank, its factors over its class's slowest (each at most 1): SimgridOptions::compute_scale and forward_scale.
+Factors relative_scale(const workloads::StepGraph& g, const Factors& factor);
 
 // Per step, the seconds a rank's compute stream sits idle, by what it waited for: each gap before a compute op is
 // put down to the dependency that ended last (a collective's purpose, CommPurpose's names; `pipeline` for a send
@@ -41,7 +47,7 @@ std::optional<std::map<std::string, double>> waits(const workloads::StepGraph& g
 double expected_slowest(const scenario::StragglerSpec& st, int gpus, int per_node);
 
 // The `stragglers` result object (docs/results.md).
-nlohmann::json stragglers_json(const scenario::Scenario& s, const std::vector<double>& factor, Seconds clean,
+nlohmann::json stragglers_json(const scenario::Scenario& s, const Factors& factor, Seconds clean,
                                Seconds slowed, const std::optional<std::map<std::string, double>>& clean_waits,
                                const std::optional<std::map<std::string, double>>& slowed_waits);
 

@@ -100,17 +100,21 @@ StragglerSpec read_stragglers(const YamlMap& m) {
   s.spread = m.number("spread", 0.0, true, 1.0).value_or(0.0);
   if (m.has("slow_nodes") && m.is_map("slow_nodes")) {
     const YamlMap slow = m.map("slow_nodes");
-    slow.allow_only({"share", "factor"});
+    slow.allow_only({"share", "factor", "pass"});
     const auto share = slow.number("share", 0.0, true, 1.0);
     const auto factor = slow.number("factor", 1.0, true, kMostFactor);
     if (!share || !factor) slow.fail(share ? "factor" : "share", "", "missing", "slow_nodes: {share: S, factor: F}");
     s.slow_share = *share;
     s.slow_factor = *factor;
+    const std::string pass = slow.text("pass").value_or("all");
+    if (pass != "all" && pass != "forward") slow.fail("pass", pass, "unknown", "all, or forward (its recomputation too)");
+    s.slow_forward_only = pass == "forward";
   } else if (m.has("slow_nodes")) {
     const std::string v = m.text("slow_nodes").value_or("");
     if (v != "default") m.fail("slow_nodes", v, "unknown", "default, or {share: S in [0, 1], factor: F >= 1}");
     s.slow_share = kSlowNodeShare;
     s.slow_factor = kSlowNodeFactor;
+    s.slow_forward_only = true;
   }
   return s;
 }
@@ -198,7 +202,8 @@ void emit_reliability(YAML::Emitter& out, const ReliabilitySpec& r) {
     out << YAML::Key << "spread" << YAML::Value << st.spread;
     if (st.slow_share > 0)
       out << YAML::Key << "slow_nodes" << YAML::Value << YAML::BeginMap << YAML::Key << "share" << YAML::Value
-          << st.slow_share << YAML::Key << "factor" << YAML::Value << st.slow_factor << YAML::EndMap;
+          << st.slow_share << YAML::Key << "factor" << YAML::Value << st.slow_factor << YAML::Key << "pass"
+          << YAML::Value << (st.slow_forward_only ? "forward" : "all") << YAML::EndMap;
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

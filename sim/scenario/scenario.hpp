@@ -65,16 +65,18 @@ struct StragglerSpec {
   std::map<int, double> nodes;           // server: every GPU of it so (power capping, a hot rack)
   std::map<std::string, double> nics;    // NIC by name (dtsim topo): every link of it at 1 / factor of its rate
   double spread = 0;                     // each GPU's compute time times exp(spread z), z standard normal
-  // Servers drawn slow at random: each with probability `slow_share`, all its GPUs `slow_factor` times longer.
+  // Servers drawn slow at random: each with probability `slow_share`, all its GPUs `slow_factor` times longer, in
+  // their forward computations only (recomputation included) when `slow_forward_only`.
   double slow_share = 0;
   double slow_factor = 1;
+  bool slow_forward_only = false;
 };
-// `slow_nodes: default`: MegaScale (Jiang et al., NSDI 2024) on its Ampere cluster.
+// `slow_nodes: default`: MegaScale (Jiang et al., NSDI 2024) on its Ampere cluster: slower in the forward pass.
 inline constexpr double kSlowNodeShare = 0.005;
 inline constexpr double kSlowNodeFactor = 1.10;
 inline constexpr const char* kSlowNodeSource =
     "MegaScale (Jiang et al., NSDI 2024): about 0.5 % of machines run substantially slower (section 5.1), specific "
-    "hosts taking about 10 % more time for the same forward computation (section 6.3)";
+    "hosts taking about 10 % more time to execute the same forward computations (section 6.3)";
 
 struct ReliabilitySpec {
   std::vector<results::FailureClass> failures = results::default_failure_classes();   // `none`: empty

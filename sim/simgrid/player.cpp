@@ -81,9 +81,11 @@ Player::Player(const workloads::StepGraph& g, const topology::Topology& topo, Si
   }
 }
 
-void Player::scale_compute(const std::vector<double>& scale) {
+void Player::scale_compute(const std::vector<double>& scale, const std::vector<double>& forward) {
   DTSIM_ASSERT(scale.empty() || scale.size() == ranks_.size(), "one compute scale per rank");
+  DTSIM_ASSERT(forward.empty() || forward.size() == ranks_.size(), "one forward scale per rank");
   for (std::size_t r = 0; r < scale.size(); ++r) ranks_[r].compute_scale = scale[r];
+  for (std::size_t r = 0; r < forward.size(); ++r) ranks_[r].forward_scale = forward[r];
 }
 
 void Player::start() {
@@ -148,7 +150,11 @@ void Player::run_stream(int rank, const std::vector<std::uint32_t>& order, std::
     OpTime& t = s.times[op];
     t.start = std::max(t.start, stream_end);
     Seconds duration = std::get<Body>(ops(rank)[op].body).duration;
-    if constexpr (std::is_same_v<Body, ComputeOp>) duration = duration * s.compute_scale;
+    if constexpr (std::is_same_v<Body, ComputeOp>) {
+      const auto& comp = std::get<ComputeOp>(ops(rank)[op].body);
+      const bool forward = comp.pass != workloads::Pass::Backward && comp.scope != workloads::Scope::Optimizer;
+      duration = duration * (s.compute_scale * (forward ? s.forward_scale : 1.0));
+    }
     stream_end = t.start + duration;
     ended(rank, op, stream_end);
   }

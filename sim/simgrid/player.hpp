@@ -77,6 +77,7 @@ struct RankState {
   std::size_t next_compute = 0;
   Seconds compute_free;                 // when the compute stream's last started op ends
   double compute_scale = 1;             // its compute ops take this many times their duration (stragglers)
+  double forward_scale = 1;             // and its forward and recompute ops this many times more
   std::size_t next_host = 0;
   Seconds host_free;                    // when the host thread's last started op ends
   std::array<std::size_t, kGroups> next_collective{};
@@ -118,8 +119,9 @@ class Player {
   [[nodiscard]] std::size_t replayed() const { return replayed_; }
   [[nodiscard]] std::size_t refused() const { return refused_; }
   [[nodiscard]] std::size_t aggregated() const { return aggregated_; }
-  // Per rank, how many times longer its compute ops take (SimgridOptions::compute_scale); before start().
-  void scale_compute(const std::vector<double>& scale);
+  // Per rank, how many times longer its compute ops take, and its forward ones besides (SimgridOptions::
+  // compute_scale, forward_scale); before start().
+  void scale_compute(const std::vector<double>& scale, const std::vector<double>& forward);
   void start();
   void fill(Timeline& t);   // moves the ranks' times out: the last use of the player
 

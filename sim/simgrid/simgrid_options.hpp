@@ -41,6 +41,7 @@ struct SimgridOptions {
   // Per rank: its compute ops take this many times their duration (stragglers, sim/drivers/stragglers.hpp); empty:
   // every rank as its class. Ranks at different speeds are not images of each other: symmetry is refused.
   std::vector<double> compute_scale;
+  std::vector<double> forward_scale;   // per rank, on its forward (and recompute) compute ops besides; empty: 1
 };
 
 }  // namespace dtsim::sim

@@ -46,7 +46,10 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   std::set<GroupInstance> isolated;
   if (options.memoize || options.symmetry) isolated = isolated_instances(traffic, resources);
   Symmetry symmetry;
-  const bool uneven = std::ranges::adjacent_find(options.compute_scale, std::not_equal_to<>()) != options.compute_scale.end();
+  const auto uneven_in = [](const std::vector<double>& v) {
+    return std::ranges::adjacent_find(v, std::not_equal_to<>()) != v.end();
+  };
+  const bool uneven = uneven_in(options.compute_scale) || uneven_in(options.forward_scale);
   if (uneven)
     symmetry.refused = "stragglers: ranks compute at different speeds";
   else if (options.symmetry)
@@ -68,7 +71,7 @@ Timeline play_graph(const StepGraph& graph, const topology::Topology& topology, 
   Timeline t;
   Player player(graph, topology, sim, plans, sites, options.record_transfers ? &t.transfers : nullptr,
                 memo ? &*memo : nullptr, aggregating, representative, lanes ? &symmetry.images : nullptr);
-  player.scale_compute(options.compute_scale);
+  player.scale_compute(options.compute_scale, options.forward_scale);
   player.start();
   sim.run();
   player.fill(t);

@@ -47,6 +47,23 @@ TEST_CASE("stragglers: absent unless asked for, and a step with every GPU slowed
   CHECK(st.at("slowed_ranks") == 1);
 }
 
+TEST_CASE("stragglers: slow servers in every pass, or in the forward pass only as MegaScale saw them") {
+  // Every server slow (share 1) on one GPU: all passes 1.2 times as long; the forward pass alone, less.
+  const std::string one = "parallelism: {tp: 1, pp: 1, dp: 1}";
+  const json all = step(one, "reliability: {stragglers: {slow_nodes: {share: 1, factor: 1.2, pass: all}}}");
+  const json forward = step(one, "reliability: {stragglers: {slow_nodes: {share: 1, factor: 1.2, pass: forward}}}");
+  CHECK(all.at("stragglers").at("slowdown").get<double>() == doctest::Approx(1.2).epsilon(1e-6));
+  const double f = forward.at("stragglers").at("slowdown").get<double>();
+  // Without recomputation the forward pass is about a third of the compute: between 1.05 and 1.1.
+  CHECK(f > 1.05);
+  CHECK(f < 1.1);
+  CHECK(forward.at("stragglers").at("slowest_factor").get<double>() == doctest::Approx(1.2));
+  // The analytic engine slows the same ops.
+  const json analytic = step(one, "reliability: {stragglers: {slow_nodes: {share: 1, factor: 1.2, pass: forward}}}\n"
+                                  "simulation: {engine: analytic}");
+  CHECK(analytic.at("stragglers").at("slowdown").get<double>() == doctest::Approx(f).epsilon(1e-3));
+}
+
 TEST_CASE("stragglers: the others wait in exactly the collectives that join them to the slow rank") {
   // Data parallelism only: the other replicas wait in the gradients' reduction, and nowhere else.
   const json dp = step("parallelism: {tp: 1, pp: 1, dp: 8}", "reliability: {stragglers: {ranks: {3: 1.5}}}");

@@ -85,6 +85,7 @@ reliability:
     CHECK(st.spread == 0.01);
     CHECK(st.slow_share == kSlowNodeShare);
     CHECK(st.slow_factor == kSlowNodeFactor);
+    CHECK(st.slow_forward_only);
   }
   const Scenario shrink = load_one(std::string(kLlamaTp8) + "reliability: {on_failure: shrink, repair_s: 7200}\n");
   CHECK(load_one(to_yaml(shrink)).reliability.on_failure == results::OnFailure::Shrink);
@@ -115,6 +116,8 @@ TEST_CASE("reliability: bad values, a rate without its source and keys that need
   CHECK(err("reliability: {stragglers: {ranks: {0: 0.9}}}\n").find("reliability.stragglers.ranks.0") != std::string::npos);
   CHECK(err("reliability: {stragglers: {spread: 2}}\n").find("reliability.stragglers.spread") != std::string::npos);
   CHECK(err("reliability: {stragglers: {slow: 2}}\n").find("unknown key") != std::string::npos);
+  CHECK(err("reliability: {stragglers: {slow_nodes: {share: 0.1, factor: 1.1, pass: backward}}}\n")
+            .find("reliability.stragglers.slow_nodes.pass: unknown 'backward'") != std::string::npos);
   CHECK(err("reliability: {checkpoints: {}}\n").find("unknown key") != std::string::npos);
   CHECK(error_of(base, {{"cluster.storage", "{write_GBps: 0}"}}).find("cluster.storage.write_GBps") != std::string::npos);
   for (const std::string section : {"reliability: {failures: sometimes}\n", "reliability: {on_failure: spare}\n"}) {
