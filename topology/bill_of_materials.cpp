@@ -90,7 +90,12 @@ long long BillOfMaterials::count(PartKind kind, std::string_view role) const {
 BillOfMaterials bill_of_materials(const ClusterSpec& spec, const Topology& topo) {
   BillOfMaterials bom;
   const auto gpus = static_cast<long long>(topo.gpus().size());
-  bom.items.push_back({PartKind::Gpu, spec.gpu.name, "GPU", gpus, spec.gpu.price, spec.gpu.tdp, {}});
+  if (spec.groups.empty()) {
+    bom.items.push_back({PartKind::Gpu, spec.gpu.name, "GPU", gpus, spec.gpu.price, spec.gpu.tdp, {}});
+  } else {
+    for (const ClusterSpec& g : spec.groups)   // each group's GPUs, at their own price and power
+      bom.items.push_back({PartKind::Gpu, g.gpu.name, "GPU", g.gpus(), g.gpu.price, g.gpu.tdp, {}});
+  }
   if (spec.graph) {
     const auto switches = static_cast<long long>(topo.count(NodeKind::Switch));
     if (switches > 0)

@@ -165,13 +165,26 @@ BuiltTopology build_cluster(const ClusterSpec& spec) {
                      std::string(kInterNames.substr(6)));
   BuiltTopology built;
   std::vector<MachineDevices> machines;
-  for (int m = 0; m < spec.nodes; ++m) machines.push_back(build_machine(built.topology, spec, m));
+  std::vector<const ClusterSpec*> specs;   // each machine's
+  // A group's machines are named by their place in the whole cluster ("n12-gpu0"): its spec with the cluster's nodes.
+  std::vector<ClusterSpec> groups = spec.groups;
+  for (ClusterSpec& g : groups) g.nodes = spec.nodes;
+  if (groups.empty()) {
+    for (int m = 0; m < spec.nodes; ++m) specs.push_back(&spec);
+  } else {
+    for (std::size_t i = 0; i < groups.size(); ++i)
+      for (int m = 0; m < spec.groups[i].nodes; ++m) specs.push_back(&groups[i]);
+  }
+  for (int m = 0; m < static_cast<int>(specs.size()); ++m)
+    machines.push_back(build_machine(built.topology, *specs[static_cast<std::size_t>(m)], m));
   if (spec.inter == InterKind::None) {
     built.symmetry = machine_symmetry(spec);
     return built;
   }
-  build_fabric(built.topology, spec, machines);
+  build_fabric(built.topology, spec, machines, specs);
   built.symmetry = fabric_symmetry(spec);
+  // Machines of different kinds: the halves the fabric's symmetry names are a candidate cut, not the worst for certain.
+  if (!spec.groups.empty()) built.symmetry.exact = false;
   return built;
 }
 

@@ -64,7 +64,9 @@ std::vector<std::size_t> first_half(std::size_t n);
 Symmetry machine_symmetry(const ClusterSpec& spec);
 
 // Multi-node fabric (fabric_builders.cpp).
-void build_fabric(Topology& topo, const ClusterSpec& spec, const std::vector<MachineDevices>& machines);
+// `machine_specs`: each machine's spec (its NICs'); the fabric is `spec`'s.
+void build_fabric(Topology& topo, const ClusterSpec& spec, const std::vector<MachineDevices>& machines,
+                  const std::vector<const ClusterSpec*>& machine_specs);
 Symmetry fabric_symmetry(const ClusterSpec& spec);
 
 }  // namespace dtsim::topology

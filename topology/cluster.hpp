@@ -70,6 +70,10 @@ struct ClusterSpec {
   FabricLayout fabric;
   std::optional<Routing> routing;   // how switches choose among equal paths; none = the fabric's default
   std::optional<std::string> graph;   // a user topology file, instead of the builders
+  // A mixed cluster (`cluster.groups`): its machines in group order, each group's built with its own spec (its GPU,
+  // node count and node layout); `gpu` is then their mean (mixed_gpu.hpp), `nodes` their sum, and the fabric this
+  // spec's. Empty: one kind.
+  std::vector<ClusterSpec> groups;
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
   // The link budget one GPU spends inside its node, per direction (DESIGN.md, "Comparing topologies fairly").

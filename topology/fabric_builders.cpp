@@ -85,11 +85,14 @@ void build_leaf_spine(Topology& topo, const ClusterSpec& spec, const std::vector
 
 }  // namespace
 
-void build_fabric(Topology& topo, const ClusterSpec& spec, const std::vector<MachineDevices>& machines) {
+void build_fabric(Topology& topo, const ClusterSpec& spec, const std::vector<MachineDevices>& machines,
+                  const std::vector<const ClusterSpec*>& machine_specs) {
   check_nics(spec);
   std::vector<std::vector<NodeId>> nics;
-  for (std::size_t m = 0; m < machines.size(); ++m)
-    nics.push_back(add_nics(topo, spec, machines[m], static_cast<int>(m)));
+  for (std::size_t m = 0; m < machines.size(); ++m) {
+    check_nics(*machine_specs[m]);
+    nics.push_back(add_nics(topo, *machine_specs[m], machines[m], static_cast<int>(m)));
+  }
   if (spec.inter == InterKind::Switch) {
     NodeId sw = add_switch(topo, "fabric");
     for (const auto& node_nics : nics)

@@ -153,6 +153,10 @@ PointPlans plan_point(const scenario::Scenario& s, int top, int confirm, Objecti
   if (s.workload->plan.cp > 1)
     throw InputError("parallelism.cp", std::to_string(s.workload->plan.cp),
                      "is not among the degrees plan searches (tp, pp, dp, vpp, zero):", "1, or run", s.file);
+  if (!s.cluster.groups.empty())
+    throw InputError("cluster.groups", std::to_string(s.cluster.groups.size()),
+                     "groups of GPU kinds are not searched by plan yet (it ranks plans on one GPU kind):",
+                     "one kind, or run (which splits the layers between the kinds' stages)", s.file);
   PointPlans out;
   out.gpus = cluster_gpus(s);
   const scenario::Template t = make_template(s);

@@ -16,6 +16,7 @@
 #include "sim/drivers/auto_knobs.hpp"
 #include "sim/drivers/common.hpp"
 #include "sim/drivers/cost.hpp"
+#include "sim/drivers/mixed.hpp"
 #include "sim/drivers/serving.hpp"
 #include "sim/drivers/stragglers.hpp"
 #include "sim/process.hpp"
@@ -66,17 +67,23 @@ struct Played {
   std::optional<json> stragglers;
 };
 
-Played play(const scenario::Scenario& s, workloads::StepGraph g, topology::Topology topo, bool trace) {
-  if (!s.reliability.stragglers) {
-    sim::Timeline t = interfered(s, g, topo, play_engine(s, g, topo, trace));
-    return {std::move(g), std::move(topo), std::move(t), std::nullopt};
-  }
+// `kind`: per rank, its GPU kind's compute over its stage's slowest kind's (a mixed cluster, drivers/mixed.hpp);
+// empty: one kind. It plays as a straggler factor below 1 would.
+Played play(const scenario::Scenario& s, workloads::StepGraph g, topology::Topology topo, bool trace,
+            const std::vector<double>& kind) {
   int ranks = 0;
   for (const auto& c : g.classes) ranks += static_cast<int>(c.ranks.size());
-  const Factors factor = straggler_factors(s, topo, ranks);
+  const auto ones = std::vector<double>(static_cast<std::size_t>(ranks), 1.0);
+  const Factors clean_factor{kind.empty() ? ones : kind, ones};
+  if (!s.reliability.stragglers) {
+    sim::Timeline t = interfered(s, g, topo, play_engine(s, g, topo, trace, relative_scale(g, clean_factor)));
+    return {std::move(g), std::move(topo), std::move(t), std::nullopt};
+  }
+  Factors factor = straggler_factors(s, topo, ranks);
+  for (std::size_t r = 0; r < factor.all.size(); ++r) factor.all[r] *= clean_factor.all[r];
   // The clean step first, in a process of its own on SimGrid (one engine per process): its time and waits.
   const auto clean_play = [&] {
-    sim::Timeline raw = play_engine(s, g, topo, false);
+    sim::Timeline raw = play_engine(s, g, topo, false, relative_scale(g, clean_factor));
     const auto w = waits(g, raw);
     return json{{"step", interfered(s, g, topo, std::move(raw)).step_time.value()},
                 {"waits", w ? json(*w) : json(nullptr)}}
@@ -92,7 +99,9 @@ Played play(const scenario::Scenario& s, workloads::StepGraph g, topology::Topol
   sim::Timeline raw = play_engine(s, slowed, slow_topo, trace, relative_scale(g, factor));
   const auto slowed_waits = waits(slowed, raw);
   sim::Timeline t = interfered(s, slowed, slow_topo, std::move(raw));
-  json j = stragglers_json(s, factor, clean, t.step_time, clean_waits, slowed_waits);
+  // The stragglers' own factors, without the kinds' (a faster kind is no straggler).
+  Factors own = straggler_factors(s, slow_topo, ranks);
+  json j = stragglers_json(s, own, clean, t.step_time, clean_waits, slowed_waits);
   return {std::move(slowed), std::move(slow_topo), std::move(t), std::move(j)};
 }
 
@@ -103,9 +112,12 @@ json simulate(const scenario::Scenario& s, const TraceRequest& trace) {
   const auto bom = scenario_bom(s, built.topology);
   scenario_prices(s, bom);   // a bill ownership cannot price is an error before the simulation, not after
   const auto memory = workloads::plan_memory(w, s.cluster.gpu);
-  const Played played =
-      play(s, located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); }),
-           built.topology, !trace.path.empty() && trace.options.links);
+  MixedStep step =
+      s.cluster.groups.empty()
+          ? MixedStep{located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); }), {}}
+          : mixed_step(s);
+  const Played played = play(s, std::move(step.graph), built.topology, !trace.path.empty() && trace.options.links,
+                             step.relative);
   const auto& graph = played.graph;
   const auto& timeline = played.timeline;
   const auto metrics = results::step_metrics(graph, timeline, s.cluster.gpu, results::single_gpu_compute(w, s.cluster.gpu));
@@ -143,8 +155,12 @@ scenario::Scenario runnable(const scenario::Scenario& given) {
     throw InputError("model", "", "missing section: run simulates a training step or a serving batch",
                      "a scenario with model and training or inference sections; for the topology alone, dtsim topo",
                      given.file);
+  if (given.workload->inference && !given.cluster.groups.empty())
+    throw InputError("cluster.groups", std::to_string(given.cluster.groups.size()),
+                     "groups of GPU kinds apply to training (a served model runs on one kind here):",
+                     "one kind for a serving scenario", scenario::locate(given, "cluster.groups"));
   located(given, [&] { workloads::check_plan(*given.workload, cluster_gpus(given)); });
-  scenario::Scenario s = resolve_auto(given);
+  scenario::Scenario s = balance_stages(resolve_auto(given));
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
   return s;
 }

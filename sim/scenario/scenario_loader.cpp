@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/scenario/reliability_reader.hpp"
+#include "topology/mixed_gpu.hpp"
 #include "sim/scenario/cluster_presets.hpp"
 #include "sim/scenario/hardware_reader.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -106,7 +107,8 @@ topology::Routing read_routing(const YamlMap& m, const ClusterSpec& c) {
 
 ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
   m.allow_only({"gpu", "nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "inter", "inter_link",
-                "nic_link", "nics_per_node", "oversubscription", "graph", "routing", "ecmp", "pcie", "fabric", "storage"});
+                "nic_link", "nics_per_node", "oversubscription", "graph", "routing", "ecmp", "pcie", "fabric", "storage",
+                "groups"});
   if (!m.has("gpu")) m.fail("gpu", "", "missing required key", "a catalog GPU name or a map of its fields");
   const auto intra = read_enum(m, "intra", topology::IntraKind::NvSwitch, topology::parse_intra_kind, topology::kIntraNames);
   ClusterSpec c;
@@ -132,6 +134,53 @@ ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
     c.graph = resolve_path(file, *g);
   }
   c.routing = read_routing(m, c);
+  return c;
+}
+
+// `cluster.groups`: each group a cluster map over the section's own keys (which give the fabric and the defaults),
+// with its GPU, its nodes and its node layout; machines in group order. The cluster's `gpu` is the groups' mean.
+ClusterSpec read_cluster_groups(YAML::Node cluster, const YamlMap& m, const std::string& file,
+                                std::map<std::string, std::string>* origins,
+                                const std::vector<std::pair<std::string, std::string>>* overridden) {
+  for (const char* key : {"gpu", "nodes", "graph"})
+    if (m.has(key)) m.fail(key, m.text(key).value_or("..."), "is given per group with cluster.groups, not beside them",
+                           "cluster.groups: [{gpu, nodes, gpus_per_node, ...}, ...]");
+  const std::vector<YamlMap> groups = m.maps("groups");
+  if (groups.size() < 2) m.fail("groups", std::to_string(groups.size()), "needs two groups or more", "a list of 2 or more cluster maps");
+  // Each group over the section's keys.
+  const auto merged = [&](std::size_t i) {
+    YAML::Node node = YAML::Clone(cluster);
+    node.remove("groups");
+    node.remove("storage");
+    for (const auto& kv : cluster["groups"][i]) node[kv.first.as<std::string>()] = kv.second;
+    return node;
+  };
+  ClusterSpec c;
+  std::vector<topology::GpuCount> kinds;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    groups[i].allow_only({"gpu", "nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "nic_link",
+                          "nics_per_node", "pcie"});
+    if (!groups[i].has("gpu")) groups[i].fail("gpu", "", "missing required key", "a catalog GPU name or a map of its fields");
+    ClusterSpec g = read_cluster(YamlMap(merged(i), groups[i].dotted("").substr(0, groups[i].dotted("").size() - 1),
+                                         file, origins, overridden),
+                                 file);
+    if (i == 0) {
+      // The section's own keys (the fabric), read once where the user wrote them.
+      YAML::Node top = merged(0);
+      for (const char* key : {"nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "nic_link", "nics_per_node"})
+        if (!cluster[key]) top.remove(key);
+      c = read_cluster(YamlMap(top, "cluster", file, origins, overridden), file);
+      c.nodes = 0;
+    } else if (g.gpus_per_node != c.groups.front().gpus_per_node) {
+      groups[i].fail("gpus_per_node", std::to_string(g.gpus_per_node), "differs from the first group's",
+                     fmt::format("{} GPUs a node in every group", c.groups.front().gpus_per_node));
+    }
+    c.nodes += g.nodes;
+    kinds.push_back({g.gpu, g.gpus()});
+    c.groups.push_back(std::move(g));
+  }
+  c.gpus_per_node = c.groups.front().gpus_per_node;
+  c.gpu = topology::mean_gpu(kinds);
   return c;
 }
 
@@ -174,7 +223,9 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   s.name = top.text("name").value_or(default_name(file, index));
   if (!top.has("cluster")) top.fail("cluster", "", "missing required section", "a map with gpu, nodes, intra, ...");
   apply_cluster_preset(doc["cluster"], file);
-  s.cluster = read_cluster(top.map("cluster"), file);
+  s.cluster = top.map("cluster").has("groups")
+                  ? read_cluster_groups(doc["cluster"], top.map("cluster"), file, &s.origin, &overridden)
+                  : read_cluster(top.map("cluster"), file);
   if (top.map("cluster").has("storage")) s.storage = read_storage(top.map("cluster").map("storage"));
   s.workload = read_workload(top, s.cluster, s.name, file, &s.auto_keys);
   if (top.has("reliability")) {

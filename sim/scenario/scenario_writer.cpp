@@ -44,9 +44,29 @@ void emit_gpu(YAML::Emitter& out, const topology::GpuSpec& g) {
   out << YAML::EndMap;
 }
 
+// A group of a mixed cluster: what it may set (the rest is the section's).
+void emit_group(YAML::Emitter& out, const topology::ClusterSpec& g) {
+  out << YAML::BeginMap;
+  emit_gpu(out, g.gpu);
+  out << YAML::Key << "nodes" << YAML::Value << g.nodes;
+  out << YAML::Key << "gpus_per_node" << YAML::Value << g.gpus_per_node;
+  out << YAML::Key << "intra" << YAML::Value << std::string(to_string(g.intra));
+  emit_link(out, "intra_link", g.intra_link);
+  out << YAML::Key << "links_per_gpu" << YAML::Value << g.effective_links_per_gpu();
+  emit_link(out, "nic_link", g.nic_link);
+  out << YAML::Key << "nics_per_node" << YAML::Value << g.effective_nics_per_node();
+  out << YAML::EndMap;
+}
+
 void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c, const StorageSpec& storage) {
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
-  emit_gpu(out, c.gpu);
+  if (!c.groups.empty()) {
+    out << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq;
+    for (const auto& g : c.groups) emit_group(out, g);
+    out << YAML::EndSeq;
+  } else {
+    emit_gpu(out, c.gpu);
+  }
   if (c.graph) {
     out << YAML::Key << "graph" << YAML::Value << *c.graph;
     out << YAML::Key << "routing" << YAML::Value << std::string(to_string(c.effective_routing()));
@@ -54,7 +74,7 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c, const Stor
     out << YAML::EndMap;
     return;
   }
-  out << YAML::Key << "nodes" << YAML::Value << c.nodes;
+  if (c.groups.empty()) out << YAML::Key << "nodes" << YAML::Value << c.nodes;
   out << YAML::Key << "gpus_per_node" << YAML::Value << c.gpus_per_node;
   out << YAML::Key << "intra" << YAML::Value << std::string(to_string(c.intra));
   emit_link(out, "intra_link", c.intra_link);

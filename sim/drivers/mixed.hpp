@@ -1,0 +1,34 @@
+// Mixed clusters (`cluster.groups`, docs/planning.md): GPUs of several kinds, each pipeline stage's compute on the
+// kind its ranks have. Ranks follow the groups: group 0's GPUs are ranks 0 .. n0 - 1, and so on.
+//
+// The step is generated on each kind, and each stage (rank class) takes its ops from the slowest kind among its
+// ranks: a synchronous step waits for its slowest member, as with stragglers (sim/drivers/stragglers.hpp). A stage
+// whose ranks hold two kinds (data-parallel replicas of each) runs its faster ranks at their own speed on SimGrid
+// (`relative`), at the slower kind's on the analytic engine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/scenario/scenario.hpp"
+#include "workloads/step_graph.hpp"
+
+namespace dtsim::drivers {
+
+struct MixedStep {
+  workloads::StepGraph graph;
+  std::vector<double> relative;   // per rank: its kind's compute time of its stage over the stage's slowest kind's
+};
+
+// The group of each of the plan's `ranks`.
+std::vector<int> group_of_ranks(const topology::ClusterSpec& c, int ranks);
+
+// The step of `s` (a cluster with groups) spliced per stage as above.
+MixedStep mixed_step(const scenario::Scenario& s);
+
+// With groups, `parallelism.layers_per_stage` left out, and stages on different kinds: the layers split so that
+// each pipeline stage takes about as long as the others (each layer to the stage, virtual stages included, whose
+// physical stage's compute grows least); recorded in `auto_chosen`. Otherwise `s` unchanged.
+scenario::Scenario balance_stages(scenario::Scenario s);
+
+}  // namespace dtsim::drivers

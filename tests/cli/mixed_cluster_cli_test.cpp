@@ -1,0 +1,118 @@
+// `cluster.groups`: a cluster of two GPU kinds, each pipeline stage on its kind, the layers split between them so
+// that the stages take as long as each other, and the resolved scenario, bill and errors that go with it.
+#include <fmt/format.h>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+// Two 8-GPU servers of `first` then two of `second`, on one InfiniBand fat tree; `extra` YAML lines appended.
+std::string mixed_yaml(const std::string& first, const std::string& second, const std::string& plan,
+                       const std::string& extra = "") {
+  return fmt::format(
+      "name: mixed\n"
+      "cluster:\n  inter: fat-tree\n  inter_link: ib-hdr\n  gpus_per_node: 8\n"
+      "  groups:\n    - {{gpu: {}, nodes: 2}}\n    - {{gpu: {}, nodes: 2}}\n"
+      "model: {{preset: gpt-7.5b}}\n"
+      "training: {{global_batch: 64, micro_batch: 2, recompute: none, steps: 1000}}\n"
+      "parallelism: {}\n{}\n",
+      first, second, plan, extra);
+}
+
+json run_mixed(const std::string& yaml, const std::string& args = "") {
+  const fs::path dir = fresh_dir("mixed", std::to_string(std::hash<std::string>{}(yaml + args)));
+  const auto r = dtsim("run " + written(dir, "m.yaml", yaml).string() + " --format json " + args);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  return json::parse(r.out);
+}
+
+constexpr const char* kH100 = "h100-sxm5-80gb";
+constexpr const char* kA100 = "a100-sxm4-80gb";
+constexpr const char* kPipeline = "{tp: 8, pp: 2, dp: 2, vpp: 1}";
+
+}  // namespace
+
+TEST_CASE("mixed cluster: a pipeline across two GPU kinds, its layers split so that the stages take as long") {
+  const json h100 = run_mixed(mixed_yaml(kH100, kH100, kPipeline));
+  const json a100 = run_mixed(mixed_yaml(kA100, kA100, kPipeline));
+  const json mixed = run_mixed(mixed_yaml(kH100, kA100, kPipeline));
+  const double t = mixed.at("step_time_s").get<double>();
+  CHECK(t > h100.at("step_time_s").get<double>());
+  CHECK(t < a100.at("step_time_s").get<double>());
+  // One kind: nothing to split. Two: more layers on the H100 stage, by about the kinds' speed ratio.
+  CHECK(h100.at("auto_chosen").empty());
+  REQUIRE(mixed.at("auto_chosen").contains("parallelism.layers_per_stage"));
+  const json split = mixed.at("auto_chosen").at("parallelism.layers_per_stage");
+  REQUIRE(split.size() == 2);
+  CHECK(split[0].get<int>() + split[1].get<int>() == 36);
+  CHECK(split[0].get<int>() > 2 * split[1].get<int>());
+  // The even split waits on the A100 stage: balanced is faster by a quarter or more.
+  const json even = run_mixed(mixed_yaml(kH100, kA100, "{tp: 8, pp: 2, dp: 2, vpp: 1, layers_per_stage: [18, 18]}"));
+  CHECK(even.at("auto_chosen").empty());
+  CHECK(t < 0.8 * even.at("step_time_s").get<double>());
+  // The analytic engine agrees.
+  const json analytic = run_mixed(mixed_yaml(kH100, kA100, kPipeline, "simulation: {engine: analytic}"));
+  CHECK(analytic.at("step_time_s").get<double>() == doctest::Approx(t).epsilon(0.05));
+  // MFU against the sum of both kinds' peaks: between the two kinds' own.
+  CHECK(mixed.at("mfu").get<double>() > 0.2);
+  CHECK(mixed.at("mfu").get<double>() < 0.6);
+}
+
+TEST_CASE("mixed cluster: data-parallel replicas of each kind wait for the slower one") {
+  const std::string dp = "{tp: 8, pp: 1, dp: 4}";
+  const json mixed = run_mixed(mixed_yaml(kH100, kA100, dp));
+  const json a100 = run_mixed(mixed_yaml(kA100, kA100, dp));
+  const json h100 = run_mixed(mixed_yaml(kH100, kH100, dp));
+  CHECK(mixed.at("step_time_s").get<double>() > h100.at("step_time_s").get<double>() * 1.3);
+  CHECK(mixed.at("step_time_s").get<double>() == doctest::Approx(a100.at("step_time_s").get<double>()).epsilon(0.05));
+  // The H100 replicas' wait is the gradients' reduction: a straggler on an H100 adds nothing it does not exceed.
+  const json slowed = run_mixed(mixed_yaml(kH100, kA100, dp, "reliability: {stragglers: {ranks: {0: 1.2}}}"));
+  CHECK(slowed.at("stragglers").at("slowdown").get<double>() == doctest::Approx(1.0).epsilon(0.02));
+  CHECK(slowed.at("stragglers").at("slowest_factor").get<double>() == doctest::Approx(1.2));
+}
+
+TEST_CASE("mixed cluster: the resolved scenario runs the same, and the bill prices each kind") {
+  const fs::path dir = fresh_dir("mixed", "resolved");
+  const fs::path file = written(dir, "m.yaml", mixed_yaml(kH100, kA100, kPipeline));
+  const auto first = dtsim("run " + file.string() + " --format json --out " + (dir / "out").string());
+  REQUIRE_MESSAGE(first.status == 0, first.err);
+  const std::string resolved = slurp(dir / "out" / "scenario.resolved.yaml");
+  CHECK(resolved.find("groups:") != std::string::npos);
+  CHECK(resolved.find("layers_per_stage") != std::string::npos);
+  const auto again = dtsim("run " + (dir / "out" / "scenario.resolved.yaml").string() + " --format json");
+  REQUIRE_MESSAGE(again.status == 0, again.err);
+  CHECK(json::parse(again.out).at("step_time_s").get<double>() ==
+        doctest::Approx(json::parse(first.out).at("step_time_s").get<double>()).epsilon(1e-9));
+  const auto topo = dtsim("topo " + file.string());
+  REQUIRE(topo.status == 0);
+  CHECK(topo.out.find("16 x h100-sxm5-80gb") != std::string::npos);
+  CHECK(topo.out.find("16 x a100-sxm4-80gb") != std::string::npos);
+  CHECK(topo.out.find("32 GPUs") != std::string::npos);
+}
+
+TEST_CASE("mixed cluster: what groups cannot hold is a one-line error") {
+  const fs::path dir = fresh_dir("mixed", "errors");
+  const auto err = [&](const std::string& yaml, const std::string& command, const std::string& expected) {
+    const auto r = dtsim(command + " " + written(dir, "e.yaml", yaml).string());
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(r.err.find(expected) != std::string::npos, r.err);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  };
+  const std::string good = mixed_yaml(kH100, kA100, kPipeline);
+  const auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string out = good;
+    REQUIRE(out.find(from) != std::string::npos);
+    return out.replace(out.find(from), from.size(), to);
+  };
+  err(replaced("  inter: fat-tree", "  gpu: h100-sxm5-80gb\n  inter: fat-tree"), "run",
+      "cluster.gpu: is given per group with cluster.groups");
+  err(replaced("    - {gpu: a100-sxm4-80gb, nodes: 2}\n", ""), "run", "cluster.groups: needs two groups or more");
+  err(replaced("{gpu: h100-sxm5-80gb, nodes: 2}", "{gpu: h100-sxm5-80gb, nodes: 2, inter: switch}"), "run",
+      "cluster.groups[0].inter");
+  err(replaced("{gpu: a100-sxm4-80gb, nodes: 2}", "{gpu: a100-sxm4-80gb, nodes: 4, gpus_per_node: 4}"), "run",
+      "cluster.groups[1].gpus_per_node: differs from the first group's");
+  err(good, "plan", "cluster.groups: groups of GPU kinds are not searched by plan yet");
+}
