@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/drivers/common.hpp"
+#include "sim/drivers/mixed.hpp"
 #include "sim/drivers/run.hpp"
 #include "sim/scenario/plan_template.hpp"
 #include "topology/builders.hpp"
@@ -62,7 +63,8 @@ scenario::Scenario resolve_auto(scenario::Scenario s) {
   const auto costs = scenario_costs(s, built.topology);
   auto result = located(s, [&] {
     return sim::search::search(space, [&](const sim::search::PlanChoice& c) { return make(t, c, gpus); },
-                               s.cluster.gpu, costs);
+                               s.cluster.gpu, costs, {},
+                               s.cluster.groups.empty() ? sim::search::GraphFn{} : mixed_graph_fn(s));
   });
   std::optional<sim::search::Candidate> best;
   if (!result.ranked.empty()) best = std::move(result.ranked.front());

@@ -76,6 +76,15 @@ MixedStep mixed_step(const scenario::Scenario& s) {
   return out;
 }
 
+std::function<workloads::StepGraph(const workloads::Workload&)> mixed_graph_fn(const scenario::Scenario& s) {
+  return [&s](const workloads::Workload& w) {
+    scenario::Scenario candidate = s;
+    candidate.workload = w;
+    candidate.auto_chosen.clear();
+    return mixed_step(balance_stages(std::move(candidate))).graph;
+  };
+}
+
 scenario::Scenario balance_stages(scenario::Scenario s) {
   if (s.cluster.groups.empty() || !s.workload || !s.workload->training) return s;
   workloads::Workload& w = *s.workload;

@@ -7,6 +7,7 @@
 // (`relative`), at the slower kind's on the analytic engine.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ std::vector<int> group_of_ranks(const topology::ClusterSpec& c, int ranks);
 
 // The step of `s` (a cluster with groups) spliced per stage as above.
 MixedStep mixed_step(const scenario::Scenario& s);
+
+// The plan search's step graph for a candidate workload of `s` (a cluster with groups): its layers balanced and its
+// stages on their kinds, as `run` plays it. Holds a reference to `s`.
+std::function<workloads::StepGraph(const workloads::Workload&)> mixed_graph_fn(const scenario::Scenario& s);
 
 // With groups, `parallelism.layers_per_stage` left out, and stages on different kinds: the layers split so that
 // each pipeline stage takes about as long as the others (each layer to the stage, virtual stages included, whose

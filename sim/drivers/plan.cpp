@@ -10,6 +10,7 @@
 
 #include "results/energy.hpp"
 #include "sim/drivers/common.hpp"
+#include "sim/drivers/mixed.hpp"
 #include "sim/drivers/run.hpp"
 #include "sim/scenario/plan_template.hpp"
 #include "sim/search/plan_search.hpp"
@@ -110,6 +111,9 @@ std::optional<SmallestCluster> smallest_cluster(const scenario::Scenario& s, int
   if (!s.workload || !s.workload->training)
     throw InputError("training", "", "missing section: sizing searches a training step's parallel plan",
                      "a scenario with model and training sections", s.file);
+  if (!s.cluster.groups.empty())
+    throw InputError("cluster.groups", std::to_string(s.cluster.groups.size()),
+                     "groups of GPU kinds have no one node count to size:", "one GPU kind to size a cluster for", s.file);
   const int per_node = s.cluster.gpus_per_node;
   std::vector<std::pair<int, int>> sizes;   // (nodes, gpus per node)
   for (int g = 1; g < per_node; g *= 2) sizes.emplace_back(1, g);
@@ -153,10 +157,6 @@ PointPlans plan_point(const scenario::Scenario& s, int top, int confirm, Objecti
   if (s.workload->plan.cp > 1)
     throw InputError("parallelism.cp", std::to_string(s.workload->plan.cp),
                      "is not among the degrees plan searches (tp, pp, dp, vpp, zero):", "1, or run", s.file);
-  if (!s.cluster.groups.empty())
-    throw InputError("cluster.groups", std::to_string(s.cluster.groups.size()),
-                     "groups of GPU kinds are not searched by plan yet (it ranks plans on one GPU kind):",
-                     "one kind, or run (which splits the layers between the kinds' stages)", s.file);
   PointPlans out;
   out.gpus = cluster_gpus(s);
   const scenario::Template t = make_template(s);
@@ -174,13 +174,18 @@ PointPlans plan_point(const scenario::Scenario& s, int top, int confirm, Objecti
     return step.value();
   };
   const auto space = sim::search::default_space(*s.workload, out.gpus, s.cluster.gpus_per_node, t.fixed);
-  out.search = sim::search::search(space, [&](const PlanChoice& c) { return make(t, c, out.gpus); }, gpu, costs, score);
+  // A mixed cluster's candidates are timed as run plays them: stages on their kinds, layers balanced.
+  const sim::search::GraphFn graph = s.cluster.groups.empty() ? sim::search::GraphFn{} : mixed_graph_fn(s);
+  out.search =
+      sim::search::search(space, [&](const PlanChoice& c) { return make(t, c, out.gpus); }, gpu, costs, score, graph);
   if (out.search.ranked.empty()) {
     if (nothing_fits_is_error) nothing_fits(s, out.search, out.gpus);
     return out;
   }
   // Model FLOPs a step do not depend on the plan: from the best candidate's graph, for every row's MFU.
-  const double flops = workloads::model_flops(workloads::generate_step(out.search.ranked.front().workload, gpu)).value();
+  const double flops = workloads::model_flops(graph ? graph(out.search.ranked.front().workload)
+                                                   : workloads::generate_step(out.search.ranked.front().workload, gpu))
+                           .value();
   const double peak = gpu.peak_for(s.workload->training->precision).value_or(FlopsPerSecond(1)).value();
   const std::size_t keep = std::min(out.search.ranked.size(), static_cast<std::size_t>(std::max(top, confirm)));
   for (std::size_t i = 0; i < keep; ++i) {

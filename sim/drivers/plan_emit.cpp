@@ -33,6 +33,9 @@ void check_emit_framework(std::string_view framework) {
 std::string emit_plan(std::string_view framework, const scenario::Scenario& s, const workloads::Workload& w, double step_s) {
   check_emit_framework(framework);
   if (!w.training) emit::cannot(framework, "a serving scenario (the serving engines' launches are not written yet)");
+  if (!s.cluster.groups.empty())
+    emit::cannot(framework, "a mixed cluster (cluster.groups): its stages' uneven layers on two GPU kinds are not "
+                            "written as a launch yet");
   // Each framework: what the script's comment says it runs, its checkout's variable and default, the environment
   // it wants, the lines before the launch, the launch up to its arguments, and the arguments.
   struct Launch {

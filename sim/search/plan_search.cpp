@@ -29,8 +29,8 @@ std::vector<T> one_or(const std::optional<T>& fixed, std::vector<T> all) {
   return all;
 }
 
-Screened play(const Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs) {
-  const auto g = workloads::generate_step(w, gpu);
+Screened play(const Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs, const GraphFn& graph) {
+  const auto g = graph ? graph(w) : workloads::generate_step(w, gpu);
   const auto t = play_analytic(g, costs);
   return {t.step_time, results::gpu_step_energy(g, t, gpu, topology::power_model())};
 }
@@ -124,20 +124,20 @@ std::vector<PlanChoice> enumerate(const SearchSpace& s) {
   return out;
 }
 
-Screened screen(const Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs) {
+Screened screen(const Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs, const GraphFn& graph) {
   const auto& t = *w.training;
   const int micro_batches = t.global_batch / (w.plan.dp * t.micro_batch);
   const int round = std::max(1, w.plan.pp);
   const int first = 2 * round, second = 3 * round;
-  if (micro_batches <= second) return play(w, gpu, costs);
-  const Screened a = play(with_micro_batches(w, first), gpu, costs);
-  const Screened b = play(with_micro_batches(w, second), gpu, costs);
+  if (micro_batches <= second) return play(w, gpu, costs, graph);
+  const Screened a = play(with_micro_batches(w, first), gpu, costs, graph);
+  const Screened b = play(with_micro_batches(w, second), gpu, costs, graph);
   const double more = static_cast<double>(micro_batches - second) / (second - first);
   return {b.step + (b.step - a.step) * more, b.gpu_energy + (b.gpu_energy - a.gpu_energy) * more};
 }
 
 SearchResult search(const SearchSpace& space, const MakeFn& make, const topology::GpuSpec& gpu, const CommCosts& costs,
-                    const ScoreFn& score) {
+                    const ScoreFn& score, const GraphFn& graph) {
   SearchResult out;
   // Memory grows with the micro-batch, all else equal: once one does not fit, the larger ones of the same plan are
   // dropped unbuilt (enumerate visits them later, in increasing order).
@@ -176,7 +176,7 @@ SearchResult search(const SearchSpace& space, const MakeFn& make, const topology
       continue;
     }
     fits_with.emplace(batch_key, choice.recompute);
-    const Screened s = screen(*made.workload, gpu, costs);
+    const Screened s = screen(*made.workload, gpu, costs, graph);
     const double rank = score ? score(s.step, s.gpu_energy) : s.step.value();
     out.ranked.push_back(Candidate{choice, std::move(*made.workload), std::move(memory), s.step, s.gpu_energy, rank});
   }

@@ -115,10 +115,14 @@ struct SearchResult {
   std::optional<Candidate> nearest;            // nothing fits: the valid plan that misses memory by the least
 };
 
+// A candidate's step graph; none: workloads::generate_step on the search's GPU (a mixed cluster gives its own:
+// drivers/mixed.hpp).
+using GraphFn = std::function<workloads::StepGraph(const workloads::Workload&)>;
+
 // Searches `space`; `costs` times the collectives and sends of every candidate (one cluster, its topology);
 // `score` ranks them (none: by step time).
 SearchResult search(const SearchSpace& space, const MakeFn& make, const topology::GpuSpec& gpu, const CommCosts& costs,
-                    const ScoreFn& score = {});
+                    const ScoreFn& score = {}, const GraphFn& graph = {});
 
 // The analytic step time of `w` on `gpu` with `costs`, and its GPUs' energy, the micro-batches past two pipeline
 // rounds extrapolated.
@@ -126,7 +130,8 @@ struct Screened {
   Seconds step;
   Joules gpu_energy;
 };
-Screened screen(const workloads::Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs);
+Screened screen(const workloads::Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs,
+                const GraphFn& graph = {});
 inline Seconds screen_step(const workloads::Workload& w, const topology::GpuSpec& gpu, const CommCosts& costs) {
   return screen(w, gpu, costs).step;
 }

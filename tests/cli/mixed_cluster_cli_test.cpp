@@ -114,5 +114,30 @@ TEST_CASE("mixed cluster: what groups cannot hold is a one-line error") {
       "cluster.groups[0].inter");
   err(replaced("{gpu: a100-sxm4-80gb, nodes: 2}", "{gpu: a100-sxm4-80gb, nodes: 4, gpus_per_node: 4}"), "run",
       "cluster.groups[1].gpus_per_node: differs from the first group's");
-  err(good, "plan", "cluster.groups: groups of GPU kinds are not searched by plan yet");
+}
+
+TEST_CASE("mixed cluster: plan ranks plans as run plays them, stages on their kinds and layers balanced") {
+  const fs::path dir = fresh_dir("mixed", "plan");
+  const fs::path file = written(dir, "p.yaml", mixed_yaml(kH100, kA100, "{vpp: 1}"));
+  const auto r = dtsim("plan " + file.string() + " --format json --top 3 --confirm 1");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const json best = json::parse(r.out).at("plans").at(0);
+  CHECK(best.at("confirmed").get<bool>());
+  // The best plan written as a scenario runs to the step plan confirmed on SimGrid (its layers balanced again).
+  const json& p = best.at("parallelism");
+  const json& t = best.at("training");
+  const json run = run_mixed(fmt::format(
+      "name: mixed\ncluster:\n  inter: fat-tree\n  inter_link: ib-hdr\n  gpus_per_node: 8\n"
+      "  groups:\n    - {{gpu: {}, nodes: 2}}\n    - {{gpu: {}, nodes: 2}}\n"
+      "model: {{preset: gpt-7.5b}}\n"
+      "training: {{global_batch: 64, micro_batch: {}, recompute: {}, sequence_parallel: {}, steps: 1000}}\n"
+      "parallelism: {{tp: {}, pp: {}, dp: {}, vpp: 1, zero: {}, order: {}}}\n",
+      kH100, kA100, t.at("micro_batch").get<int>(), t.at("recompute").get<std::string>(),
+      t.at("sequence_parallel").get<bool>(), p.at("tp").get<int>(), p.at("pp").get<int>(), p.at("dp").get<int>(),
+      p.at("zero").get<int>(), p.at("order").get<std::string>()));
+  CHECK(run.at("step_time_s").get<double>() == doctest::Approx(best.at("step_time_s").get<double>()).epsilon(1e-6));
+  // No launch is written for stages of uneven layers on two kinds.
+  const auto emit = dtsim("plan " + file.string() + " --top 1 --confirm 0 --emit megatron");
+  CHECK(emit.status == 2);
+  CHECK_MESSAGE(emit.err.find("cluster.groups") != std::string::npos, emit.err);
 }
