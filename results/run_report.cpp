@@ -246,8 +246,10 @@ namespace {
 // What `auto` chose for the knobs a row left open (its auto_chosen), one line per row that had any.
 std::string auto_lines(const std::vector<json>& rows) {
   std::string out;
+  bool layers = false;
   for (const auto& r : rows) {
     if (!r.contains("auto_chosen") || r.at("auto_chosen").empty()) continue;
+    layers = layers || r.at("auto_chosen").contains("parallelism.layers_per_stage");
     std::string chosen;
     for (const auto& [key, value] : r.at("auto_chosen").items())
       chosen += fmt::format("{}{} {}", chosen.empty() ? "" : ", ", key,
@@ -255,8 +257,9 @@ std::string auto_lines(const std::vector<json>& rows) {
     out += fmt::format("{:<28} auto chose {}\n", r.at("name").get<std::string>(), chosen);
   }
   if (!out.empty())
-    out += "(auto: what the scenario left open, chosen as the fastest plan that fits on the analytic engine, or the "
-           "nearest to fitting where none does; write a value to fix it)\n";
+    out += fmt::format("(auto: what the scenario left open, chosen as the fastest plan that fits on the analytic engine, "
+                       "or the nearest to fitting where none does{}; write a value to fix it)\n",
+                       layers ? "; layers_per_stage: split so that stages on different GPU kinds take as long" : "");
   return out;
 }
 
