@@ -155,8 +155,9 @@ TrainingRun expected_run(const RunInputs& in) {
   } else if (rec.mode == OnFailure::Shrink) {
     const double speed = shrink_speed(out, rec.replicas_per_server, rec.dp);
     const double base = speed > 0 ? wall / speed : std::numeric_limits<double>::infinity();
-    // Each repaired server rejoins at a checkpoint, with a restart: a share of wall time of rate x (R + delta).
-    const double rejoin = in.repair_failures_per_hour / 3600.0 * (in.restart.value() + delta);
+    // Each repaired server rejoins at a checkpoint (one the job writes anyway), with a restart: a share of wall time
+    // of rate x R.
+    const double rejoin = in.repair_failures_per_hour / 3600.0 * in.restart.value();
     const double shrunk = rejoin < 1 ? base / (1 - rejoin) : std::numeric_limits<double>::infinity();
     r.shrink_loss = Seconds(base - wall);
     r.restarts = Seconds(shrunk - base);   // the rejoins' restarts; the failures' are added below

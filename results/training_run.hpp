@@ -101,7 +101,7 @@ struct TrainingRun {
 // the classes that take one out). Servers out for repair are an M/G/infinity queue: N ~ Poisson(a), a the rate of
 // such failures times `repair`. Spare: servers fail only while the job runs, so it stops at spares + 1 out, an
 // Erlang loss system (Erlang 1917): wall / (1 - B(spares + 1, a)). Shrink:
-// it runs at E[max(0, 1 - N L / dp)] of its speed, and each repair's rejoin costs a checkpoint and a restart.
+// it runs at E[max(0, 1 - N L / dp)] of its speed, and each repair's rejoin costs a restart.
 TrainingRun expected_run(const RunInputs& in);
 
 // One run drawn at random (seeded, reproducible byte for byte on one build): failures arrive as the Poisson process

@@ -1,5 +1,7 @@
 #include "sim/drivers/common.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <string>
@@ -15,7 +17,10 @@ int cluster_gpus(const scenario::Scenario& s) {
 }
 
 sim::CommCosts scenario_costs(const scenario::Scenario& s, const topology::Topology& topo) {
-  const bool nvls = s.cluster.intra == topology::IntraKind::NvSwitch && s.cluster.intra_link.switch_reduction;
+  const auto reduces = [](const topology::ClusterSpec& c) {
+    return c.intra == topology::IntraKind::NvSwitch && c.intra_link.switch_reduction;
+  };
+  const bool nvls = s.cluster.groups.empty() ? reduces(s.cluster) : std::ranges::all_of(s.cluster.groups, reduces);
   return sim::analytic_costs(topo, s.simulation.collective_algo, nvls, s.cluster.effective_routing(), s.simulation.max_channels);
 }
 

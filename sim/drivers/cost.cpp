@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
 #include "workloads/memory_plan.hpp"
@@ -85,9 +87,12 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
   if (r.repair_s) rec.repair = Seconds(*r.repair_s);
   rec.spares = r.spares;
   rec.dp = w.plan.dp;
-  // A server out stops every replica it holds a GPU of: its GPUs over a replica's, at least one.
-  const int replica = gpus / std::max(1, w.plan.dp);
-  rec.replicas_per_server = std::max(1.0, static_cast<double>(s.cluster.gpus_per_node) / replica);
+  // A server out stops every data-parallel replica it holds a GPU of: the distinct replicas among the first
+  // server's ranks under the plan's rank order.
+  const workloads::Placement placement(w.plan);
+  std::set<int> replicas;
+  for (int k = 0; k < std::min(s.cluster.gpus_per_node, placement.ranks()); ++k) replicas.insert(placement.coord(k).dp);
+  rec.replicas_per_server = static_cast<double>(std::max<std::size_t>(1, replicas.size()));
   if (rec.mode == results::OnFailure::Shrink && rec.replicas_per_server >= rec.dp)
     throw InputError("reliability.on_failure", "shrink",
                      fmt::format("leaves nothing to run on: a server holds {:g} of the plan's {} data-parallel replicas",

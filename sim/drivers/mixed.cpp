@@ -76,6 +76,13 @@ MixedStep mixed_step(const scenario::Scenario& s) {
   return out;
 }
 
+workloads::Workload balanced(const scenario::Scenario& s, workloads::Workload w) {
+  if (s.cluster.groups.empty()) return w;
+  scenario::Scenario candidate = s;
+  candidate.workload = std::move(w);
+  return *balance_stages(std::move(candidate)).workload;
+}
+
 std::function<workloads::StepGraph(const workloads::Workload&)> mixed_graph_fn(const scenario::Scenario& s) {
   return [&s](const workloads::Workload& w) {
     scenario::Scenario candidate = s;
@@ -110,13 +117,15 @@ scenario::Scenario balance_stages(scenario::Scenario s) {
   std::vector<double> total(rest);
   for (int v = 0; v < stages; ++v) total[static_cast<std::size_t>(v % pp)] += per_layer[static_cast<std::size_t>(v % pp)];
   for (int left = w.model.layers - stages; left > 0; --left) {
-    int best = 0;
-    for (int v = 1; v < stages; ++v) {
-      const auto a = static_cast<std::size_t>(v % pp), b = static_cast<std::size_t>(best % pp);
-      if (total[a] + per_layer[a] < total[b] + per_layer[b]) best = v;
-    }
-    ++split[static_cast<std::size_t>(best)];
-    total[static_cast<std::size_t>(best % pp)] += per_layer[static_cast<std::size_t>(best % pp)];
+    // The physical stage whose compute grows least, then its virtual stage with the fewest layers.
+    std::size_t p = 0;
+    for (std::size_t q = 1; q < total.size(); ++q)
+      if (total[q] + per_layer[q] < total[p] + per_layer[p]) p = q;
+    std::size_t best = p;
+    for (auto v = p + static_cast<std::size_t>(pp); v < split.size(); v += static_cast<std::size_t>(pp))
+      if (split[v] < split[best]) best = v;
+    ++split[best];
+    total[p] += per_layer[p];
   }
   w.plan.layers_per_stage = split;
   std::string chosen = "[";

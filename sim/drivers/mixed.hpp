@@ -31,6 +31,9 @@ MixedStep mixed_step(const scenario::Scenario& s);
 // stages on their kinds, as `run` plays it. Holds a reference to `s`.
 std::function<workloads::StepGraph(const workloads::Workload&)> mixed_graph_fn(const scenario::Scenario& s);
 
+// `w` (a candidate plan of `s`) with its layers balanced as balance_stages does; unchanged without groups.
+workloads::Workload balanced(const scenario::Scenario& s, workloads::Workload w);
+
 // With groups, `parallelism.layers_per_stage` left out, and stages on different kinds: the layers split so that
 // each pipeline stage takes about as long as the others (each layer to the stage, virtual stages included, whose
 // physical stage's compute grows least); recorded in `auto_chosen`. Otherwise `s` unchanged.

@@ -176,8 +176,13 @@ PointPlans plan_point(const scenario::Scenario& s, int top, int confirm, Objecti
   const auto space = sim::search::default_space(*s.workload, out.gpus, s.cluster.gpus_per_node, t.fixed);
   // A mixed cluster's candidates are timed as run plays them: stages on their kinds, layers balanced.
   const sim::search::GraphFn graph = s.cluster.groups.empty() ? sim::search::GraphFn{} : mixed_graph_fn(s);
-  out.search =
-      sim::search::search(space, [&](const PlanChoice& c) { return make(t, c, out.gpus); }, gpu, costs, score, graph);
+  // Memory is checked on the split that is timed.
+  const auto made = [&](const PlanChoice& c) {
+    auto m = make(t, c, out.gpus);
+    if (m.workload) m.workload = balanced(s, std::move(*m.workload));
+    return m;
+  };
+  out.search = sim::search::search(space, made, gpu, costs, score, graph);
   if (out.search.ranked.empty()) {
     if (nothing_fits_is_error) nothing_fits(s, out.search, out.gpus);
     return out;

@@ -92,12 +92,13 @@ topology::Topology with_slow_nics(const scenario::Scenario& s, topology::Topolog
 
 namespace {
 
-// Per class, its slowest rank's factor for every compute op and for forward ops besides.
+// Per class, its slowest rank's factor for a backward or optimizer op (`all`) and for a forward op (`all` times
+// `forward`, of one rank: the two may be slowest on different ranks).
 std::pair<double, double> class_slowest(const workloads::RankClass& c, const Factors& factor) {
   double all = 0, forward = 0;
   for (int r : c.ranks) {
     all = std::max(all, factor.all.at(static_cast<std::size_t>(r)));
-    forward = std::max(forward, factor.forward.at(static_cast<std::size_t>(r)));
+    forward = std::max(forward, factor.of_forward(static_cast<std::size_t>(r)));
   }
   return {all, forward};
 }
@@ -114,7 +115,7 @@ workloads::StepGraph slowed_by_class(workloads::StepGraph g, const Factors& fact
     if (all == 1.0 && forward == 1.0) continue;
     for (auto& op : c.ops)
       if (auto* comp = std::get_if<ComputeOp>(&op.body)) {
-        const double k = all * (is_forward(*comp) ? forward : 1.0);
+        const double k = is_forward(*comp) ? forward : all;
         comp->duration = comp->duration * k;
         comp->memory_time = comp->memory_time * k;
       }
@@ -128,8 +129,9 @@ Factors relative_scale(const workloads::StepGraph& g, const Factors& factor) {
     const auto [all, forward] = class_slowest(c, factor);
     for (int r : c.ranks) {
       const auto i = static_cast<std::size_t>(r);
+      // Played as all x forward on forward ops: that product is the rank's forward factor over the class's.
       out.all[i] = factor.all[i] / all;
-      out.forward[i] = factor.forward[i] / forward;
+      out.forward[i] = factor.of_forward(i) / forward / out.all[i];
     }
   }
   return out;
@@ -186,11 +188,15 @@ double expected_slowest(const scenario::StragglerSpec& st, int gpus, int per_nod
     const double server = (1 - st.slow_share) * std::pow(phi(x), g) + st.slow_share * std::pow(phi(x / st.slow_factor), g);
     return std::pow(server, servers);
   };
-  const double lo = std::exp(-12 * st.spread) * 0.999, hi = std::exp(12 * st.spread) * st.slow_factor * 1.001;
+  // In log space (x = e^u, dx = e^u du): as fine at a spread of 1 as of 0.01.
+  const double lo = std::log(std::exp(-12 * st.spread) * 0.999), hi = std::log(std::exp(12 * st.spread) * st.slow_factor * 1.001);
   constexpr int kSteps = 20000;
-  const double dx = (hi - lo) / kSteps;
-  double e = lo;
-  for (int i = 0; i < kSteps; ++i) e += (1 - cdf(lo + (i + 0.5) * dx)) * dx;
+  const double du = (hi - lo) / kSteps;
+  double e = std::exp(lo);
+  for (int i = 0; i < kSteps; ++i) {
+    const double x = std::exp(lo + (i + 0.5) * du);
+    e += (1 - cdf(x)) * x * du;
+  }
   return e;
 }
 

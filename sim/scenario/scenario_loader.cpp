@@ -159,7 +159,7 @@ ClusterSpec read_cluster_groups(YAML::Node cluster, const YamlMap& m, const std:
   std::vector<topology::GpuCount> kinds;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     groups[i].allow_only({"gpu", "nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "nic_link",
-                          "nics_per_node", "pcie"});
+                          "nics_per_node"});
     if (!groups[i].has("gpu")) groups[i].fail("gpu", "", "missing required key", "a catalog GPU name or a map of its fields");
     ClusterSpec g = read_cluster(YamlMap(merged(i), groups[i].dotted("").substr(0, groups[i].dotted("").size() - 1),
                                          file, origins, overridden),
@@ -174,6 +174,10 @@ ClusterSpec read_cluster_groups(YAML::Node cluster, const YamlMap& m, const std:
     } else if (g.gpus_per_node != c.groups.front().gpus_per_node) {
       groups[i].fail("gpus_per_node", std::to_string(g.gpus_per_node), "differs from the first group's",
                      fmt::format("{} GPUs a node in every group", c.groups.front().gpus_per_node));
+    } else if (g.effective_nics_per_node() != c.groups.front().effective_nics_per_node()) {
+      groups[i].fail("nics_per_node", std::to_string(g.effective_nics_per_node()), "differs from the first group's",
+                     fmt::format("{} NICs a node in every group (one fabric: its rails and leaves count them alike)",
+                                 c.groups.front().effective_nics_per_node()));
     }
     c.nodes += g.nodes;
     kinds.push_back({g.gpu, g.gpus()});

@@ -221,6 +221,8 @@ void Player::fill(Timeline& t) {
   for (std::size_t c = 0; c < g_.classes.size(); ++c) {
     ClassTimeline ct{{}, Seconds(0), classes_[c].compute_busy, Seconds(0)};
     const std::vector<OpTime>* slowest = nullptr;
+    double slowest_scale = 0;
+    Seconds slowest_end;
     for (int r : g_.classes[c].ranks) {
       if (!played(r)) continue;
       const RankState& s = state(r);
@@ -228,10 +230,16 @@ void Player::fill(Timeline& t) {
                                               "some member never reaches)");
       Seconds end;
       for (const OpTime& o : s.times) end = std::max(end, o.end);
-      if (slowest == nullptr || end > ct.end) {
+      // Ranks at different speeds (stragglers): the class's timeline is its slowest rank's, whose compute is the
+      // class's ops as the graph holds them (what the interference pass replays); a faster rank's would count its
+      // wait in the collectives on top of the slower compute.
+      const double scale = s.compute_scale * s.forward_scale;
+      if (slowest == nullptr || scale > slowest_scale || (scale == slowest_scale && end > slowest_end)) {
         slowest = &s.times;
-        ct.end = end;
+        slowest_scale = scale;
+        slowest_end = end;
       }
+      ct.end = std::max(ct.end, end);   // the class ends when its last rank does
     }
     if (slowest != nullptr) ct.ops = *slowest;
     t.step_time = std::max(t.step_time, ct.end);

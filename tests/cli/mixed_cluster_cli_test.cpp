@@ -53,6 +53,13 @@ TEST_CASE("mixed cluster: a pipeline across two GPU kinds, its layers split so t
   const json even = run_mixed(mixed_yaml(kH100, kA100, "{tp: 8, pp: 2, dp: 2, vpp: 1, layers_per_stage: [18, 18]}"));
   CHECK(even.at("auto_chosen").empty());
   CHECK(t < 0.8 * even.at("step_time_s").get<double>());
+  // Interleaved: each physical stage's virtual stages share its layers evenly.
+  const json interleaved = run_mixed(mixed_yaml(kH100, kA100, "{tp: 8, pp: 2, dp: 2, vpp: 2}"));
+  const json chunks = interleaved.at("auto_chosen").at("parallelism.layers_per_stage");
+  REQUIRE(chunks.size() == 4);
+  CHECK(std::abs(chunks[0].get<int>() - chunks[2].get<int>()) <= 1);
+  CHECK(std::abs(chunks[1].get<int>() - chunks[3].get<int>()) <= 1);
+  CHECK(chunks[0].get<int>() > chunks[1].get<int>());
   // The analytic engine agrees.
   const json analytic = run_mixed(mixed_yaml(kH100, kA100, kPipeline, "simulation: {engine: analytic}"));
   CHECK(analytic.at("step_time_s").get<double>() == doctest::Approx(t).epsilon(0.05));
@@ -114,6 +121,10 @@ TEST_CASE("mixed cluster: what groups cannot hold is a one-line error") {
       "cluster.groups[0].inter");
   err(replaced("{gpu: a100-sxm4-80gb, nodes: 2}", "{gpu: a100-sxm4-80gb, nodes: 4, gpus_per_node: 4}"), "run",
       "cluster.groups[1].gpus_per_node: differs from the first group's");
+  err(replaced("{gpu: a100-sxm4-80gb, nodes: 2}", "{gpu: a100-sxm4-80gb, nodes: 2, nics_per_node: 4}"), "run",
+      "cluster.groups[1].nics_per_node: differs from the first group's");
+  err(replaced("{gpu: a100-sxm4-80gb, nodes: 2}", "{gpu: a100-sxm4-80gb, nodes: 2, pcie: {sockets: 2}}"), "run",
+      "cluster.groups[1]");
 }
 
 TEST_CASE("mixed cluster: plan ranks plans as run plays them, stages on their kinds and layers balanced") {
