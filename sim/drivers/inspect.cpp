@@ -4,6 +4,7 @@
 #include "sim/drivers/auto_knobs.hpp"
 #include "sim/drivers/common.hpp"
 #include "sim/drivers/cost.hpp"
+#include "sim/drivers/mixed.hpp"
 #include "topology/error.hpp"
 #include "topology/properties.hpp"
 #include "workloads/plan.hpp"
@@ -22,7 +23,11 @@ workloads::StepGraph step_graph(const scenario::Scenario& s, workloads::Granular
     throw InputError("training", "", "missing section: the graph command needs a model and a training section to build",
                      "a scenario with model and training", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  const scenario::Scenario resolved = resolve_auto(s);
+  scenario::Scenario resolved = balance_stages(resolve_auto(s));
+  if (!resolved.cluster.groups.empty()) {   // each stage on its GPU kind, as run plays it
+    resolved.simulation.granularity = granularity;
+    return mixed_step(resolved).graph;
+  }
   return located(s, [&] { return workloads::generate_step(*resolved.workload, s.cluster.gpu, {granularity}); });
 }
 

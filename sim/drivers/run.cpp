@@ -221,7 +221,8 @@ workloads::MemoryPlan memory_plan(const scenario::Scenario& s) {
     throw InputError("model", "", "missing section: the memory command needs a model section to plan",
                      "a scenario with model (preset or shape) and training or inference", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  const scenario::Scenario resolved = resolve_auto(s);
+  // A mixed cluster's layers split as run splits them; its memory checked on its smallest kind (the mean GPU's).
+  const scenario::Scenario resolved = balance_stages(resolve_auto(s));
   return workloads::plan_memory(*resolved.workload, resolved.cluster.gpu);
 }
 

@@ -93,6 +93,14 @@ TEST_CASE("mixed cluster: the resolved scenario runs the same, and the bill pric
   REQUIRE_MESSAGE(again.status == 0, again.err);
   CHECK(json::parse(again.out).at("step_time_s").get<double>() ==
         doctest::Approx(json::parse(first.out).at("step_time_s").get<double>()).epsilon(1e-9));
+  // memory and graph see the stages as run plays them: the H100 stage's 25 layers.
+  const auto graph = dtsim("graph " + file.string());
+  REQUIRE_MESSAGE(graph.status == 0, graph.err);
+  const auto memory = dtsim("memory " + file.string() + " --format json");
+  const auto even = dtsim("memory " + file.string() + " --format json --set \"parallelism.layers_per_stage=[18, 18]\"");
+  REQUIRE_MESSAGE(memory.status == 0, memory.err);
+  REQUIRE_MESSAGE(even.status == 0, even.err);
+  CHECK(json::parse(memory.out).at("per_gpu_bytes").get<double>() > json::parse(even.out).at("per_gpu_bytes").get<double>());
   const auto topo = dtsim("topo " + file.string());
   REQUIRE(topo.status == 0);
   CHECK(topo.out.find("16 x h100-sxm5-80gb") != std::string::npos);
