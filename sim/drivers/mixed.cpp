@@ -61,16 +61,19 @@ MixedStep mixed_step(const scenario::Scenario& s) {
   const std::vector<int> group = group_of_ranks(s.cluster, ranks);
   out.relative.assign(static_cast<std::size_t>(ranks), 1.0);
   for (std::size_t c = 0; c < out.graph.classes.size(); ++c) {
+    // Each group's compute on this stage, once (its ranks only read it).
+    std::vector<double> busy_of(steps.size());
+    for (std::size_t g = 0; g < steps.size(); ++g) busy_of[g] = busy(steps[g].classes[c]).all;
     std::size_t slowest = 0;
     double most = -1;
     for (int r : out.graph.classes[c].ranks) {
       const auto g = static_cast<std::size_t>(group[static_cast<std::size_t>(r)]);
-      if (const double b = busy(steps[g].classes[c]).all; b > most) most = b, slowest = g;
+      if (busy_of[g] > most) most = busy_of[g], slowest = g;
     }
     out.graph.classes[c].ops = steps[slowest].classes[c].ops;
     for (int r : out.graph.classes[c].ranks) {
       const auto g = static_cast<std::size_t>(group[static_cast<std::size_t>(r)]);
-      out.relative[static_cast<std::size_t>(r)] = most > 0 ? busy(steps[g].classes[c]).all / most : 1.0;
+      out.relative[static_cast<std::size_t>(r)] = most > 0 ? busy_of[g] / most : 1.0;
     }
   }
   return out;
@@ -86,9 +89,8 @@ workloads::Workload balanced(const scenario::Scenario& s, workloads::Workload w)
 std::function<workloads::StepGraph(const workloads::Workload&)> mixed_graph_fn(const scenario::Scenario& s) {
   return [&s](const workloads::Workload& w) {
     scenario::Scenario candidate = s;
-    candidate.workload = w;
-    candidate.auto_chosen.clear();
-    return mixed_step(balance_stages(std::move(candidate))).graph;
+    candidate.workload = balanced(s, w);
+    return mixed_step(candidate).graph;
   };
 }
 

@@ -79,7 +79,9 @@ Played play(const scenario::Scenario& s, workloads::StepGraph g, topology::Topol
     sim::Timeline t = interfered(s, g, topo, play_engine(s, g, topo, trace, relative_scale(g, clean_factor)));
     return {std::move(g), std::move(topo), std::move(t), std::nullopt};
   }
-  Factors factor = straggler_factors(s, topo, ranks);
+  // The stragglers' own factors (reported: a faster kind is no straggler), and played with the kinds'.
+  const Factors own = straggler_factors(s, topo, ranks);
+  Factors factor = own;
   for (std::size_t r = 0; r < factor.all.size(); ++r) factor.all[r] *= clean_factor.all[r];
   // The clean step first, in a process of its own on SimGrid (one engine per process): its time and waits.
   const auto clean_play = [&] {
@@ -99,8 +101,6 @@ Played play(const scenario::Scenario& s, workloads::StepGraph g, topology::Topol
   sim::Timeline raw = play_engine(s, slowed, slow_topo, trace, relative_scale(g, factor));
   const auto slowed_waits = waits(slowed, raw);
   sim::Timeline t = interfered(s, slowed, slow_topo, std::move(raw));
-  // The stragglers' own factors, without the kinds' (a faster kind is no straggler).
-  Factors own = straggler_factors(s, slow_topo, ranks);
   json j = stragglers_json(s, own, clean, t.step_time, clean_waits, slowed_waits);
   return {std::move(slowed), std::move(slow_topo), std::move(t), std::move(j)};
 }
