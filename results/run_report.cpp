@@ -246,10 +246,11 @@ namespace {
 // What `auto` chose for the knobs a row left open (its auto_chosen), one line per row that had any.
 std::string auto_lines(const std::vector<json>& rows) {
   std::string out;
-  bool layers = false;
+  bool layers = false, batches = false;
   for (const auto& r : rows) {
     if (!r.contains("auto_chosen") || r.at("auto_chosen").empty()) continue;
     layers = layers || r.at("auto_chosen").contains("parallelism.layers_per_stage");
+    batches = batches || r.at("auto_chosen").contains("parallelism.replica_micro_batches");
     std::string chosen;
     for (const auto& [key, value] : r.at("auto_chosen").items())
       chosen += fmt::format("{}{} {}", chosen.empty() ? "" : ", ", key,
@@ -258,8 +259,9 @@ std::string auto_lines(const std::vector<json>& rows) {
   }
   if (!out.empty())
     out += fmt::format("(auto: what the scenario left open, chosen as the fastest plan that fits on the analytic engine, "
-                       "or the nearest to fitting where none does{}; write a value to fix it)\n",
-                       layers ? "; layers_per_stage: split so that stages on different GPU kinds take as long" : "");
+                       "or the nearest to fitting where none does{}{}; write a value to fix it)\n",
+                       layers ? "; layers_per_stage: split so that stages on different GPU kinds take as long" : "",
+                       batches ? "; replica_micro_batches: each replica's share of the batch in proportion to its GPUs' speed" : "");
   return out;
 }
 

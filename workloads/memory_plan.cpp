@@ -5,6 +5,7 @@
 #include "workloads/memory_plan.hpp"
 
 #include <algorithm>
+#include <span>
 #include <fmt/format.h>
 
 #include "topology/error.hpp"
@@ -209,16 +210,24 @@ MemoryPlan finish(MemoryPlan plan, const topology::GpuSpec& gpu) {
   return plan;
 }
 
-MemoryPlan plan_training(const Workload& w, const topology::GpuSpec& gpu, bool prefetch) {
+// `gpus`: one for every stage, or one per stage; the stage reported is the one with the least memory to spare.
+MemoryPlan plan_training(const Workload& w, std::span<const topology::GpuSpec> gpus, bool prefetch) {
+  const auto gpu_of = [&](int stage) -> const topology::GpuSpec& {
+    return gpus.size() == 1 ? gpus.front() : gpus[static_cast<std::size_t>(stage)];
+  };
+  const auto spare = [&](int stage, const StageMemory& m) {
+    return (gpu_of(stage).memory - gpu_of(stage).memory_reserve - total(m.parts)).value();
+  };
   int worst = 0;
   StageMemory worst_memory = training_stage(w, 0, prefetch);
   for (int stage = 1; stage < w.plan.pp; ++stage) {
     StageMemory s = training_stage(w, stage, prefetch);
-    if (total(s.parts) > total(worst_memory.parts)) {
+    if (spare(stage, s) < spare(worst, worst_memory)) {
       worst = stage;
       worst_memory = s;
     }
   }
+  const topology::GpuSpec& gpu = gpu_of(worst);
   MemoryPlan plan;
   plan.parts = worst_memory.parts;
   plan.stage = worst;
@@ -290,7 +299,7 @@ struct PrefetchPlan {
   bool prefetch = false;
   MemoryPlan plan;
 };
-PrefetchPlan plan_prefetch(const Workload& w, const topology::GpuSpec& gpu) {
+PrefetchPlan plan_prefetch(const Workload& w, std::span<const topology::GpuSpec> gpu) {
   const bool gathers = w.plan.zero >= 3 && w.plan.zero_ranks() > 1;   // otherwise nothing is gathered: no prefetch
   const Zero3Prefetch mode = w.training->zero3_prefetch;
   if (gathers && mode == Zero3Prefetch::Auto) {
@@ -305,7 +314,7 @@ PrefetchPlan plan_prefetch(const Workload& w, const topology::GpuSpec& gpu) {
 }  // namespace
 
 bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu) {
-  return w.training && w.model.kind == ModelKind::Transformer && plan_prefetch(w, gpu).prefetch;
+  return w.training && w.model.kind == ModelKind::Transformer && plan_prefetch(w, {&gpu, 1}).prefetch;
 }
 
 namespace {
@@ -349,7 +358,14 @@ double optimizer_bytes_per_param(const TrainingSpec& t) {
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu) {
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
   if (w.model.kind == ModelKind::Layers && w.training) return plan_layer_list(w, gpu);
-  return w.training ? plan_prefetch(w, gpu).plan : plan_inference(w, gpu);
+  return w.training ? plan_prefetch(w, {&gpu, 1}).plan : plan_inference(w, gpu);
+}
+
+MemoryPlan plan_memory(const Workload& w, std::span<const topology::GpuSpec> stage_gpus) {
+  DTSIM_ASSERT(w.training && w.model.kind == ModelKind::Transformer &&
+                   stage_gpus.size() == static_cast<std::size_t>(w.plan.pp),
+               "a transformer's training plan with a GPU per stage");
+  return plan_prefetch(w, stage_gpus).plan;
 }
 
 }  // namespace dtsim::workloads

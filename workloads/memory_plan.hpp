@@ -3,6 +3,7 @@
 // micro-batches the pipeline schedule keeps in flight), communication buffers, KV cache; and the fit verdict.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ double optimizer_bytes_per_param(const TrainingSpec& t);
 
 // The memory plan of `w` on `gpu`. For training: every stage is evaluated and the most loaded one reported.
 MemoryPlan plan_memory(const Workload& w, const topology::GpuSpec& gpu);
+// The same with each pipeline stage on its own GPU (a mixed cluster's, `stage_gpus` one per stage; a transformer's
+// training): the stage reported is the one with the least memory to spare on its GPU.
+MemoryPlan plan_memory(const Workload& w, std::span<const topology::GpuSpec> stage_gpus);
 
 // Whether ZeRO-3 gathers the next layer while this one computes (training.zero3_prefetch, with auto resolved: a
 // prefetch only where the memory plan holds two gathered layers). false without ZeRO-3 or data parallelism.

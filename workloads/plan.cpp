@@ -162,6 +162,27 @@ void check_recompute_modules(const Workload& w) {
   needs(RecomputeModule::Mlp, dense_layer, "no dense layer: every MLP is an MoE layer");
 }
 
+// Uneven micro-batches per replica: dp entries, each at least one (a multiple of pp when interleaved, as every
+// replica's count must be), together as many as the even split gives.
+void check_replica_micro_batches(const ParallelPlan& p, int m) {
+  const auto& list = p.replica_micro_batches;
+  if (list.empty()) return;
+  constexpr const char* kKey = "parallelism.replica_micro_batches";
+  if (list.size() != static_cast<std::size_t>(p.dp))
+    fail(kKey, static_cast<long long>(list.size()), "has the wrong number of entries:", fmt::format("dp = {} entries", p.dp));
+  for (int n : list) {
+    if (n < 1) fail(kKey, n, "holds a replica with no micro-batch:", "entries >= 1");
+    if (p.vpp > 1 && n % p.pp != 0)
+      fail(kKey, n, fmt::format("holds a count that interleaved 1F1B cannot run (not a multiple of pp {}):", p.pp),
+           "multiples of pp");
+  }
+  const long long sum = std::accumulate(list.begin(), list.end(), 0LL);
+  if (sum != static_cast<long long>(m) * p.dp)
+    fail(kKey, sum, "sums to",
+         fmt::format("a sum of global_batch / micro_batch = {} (every replica's micro-batches together)",
+                     static_cast<long long>(m) * p.dp));
+}
+
 void check_training(const Workload& w) {
   const TrainingSpec& t = *w.training;
   const ParallelPlan& p = w.plan;
@@ -182,6 +203,7 @@ void check_training(const Workload& w) {
                      m, p.dp, t.micro_batch),
          fmt::format("at most {} micro-batches a replica: a smaller batch, or a larger micro_batch or dp",
                      kMostMicroBatches));
+  check_replica_micro_batches(p, m);
   if (p.vpp > 1 && m % p.pp != 0)
     fail("parallelism.vpp", p.vpp,
          fmt::format("(interleaved 1F1B) needs micro-batches per replica ({}) divisible by pp {}; vpp", m, p.pp),

@@ -46,6 +46,9 @@ struct ParallelPlan {
   int vpp = 1;                              // model chunks per pipeline rank (interleaved 1F1B when > 1)
   Schedule schedule = Schedule::OneFOneB;
   std::vector<int> layers_per_stage;        // empty = as even as possible; else pp * vpp entries (virtual stages)
+  // Micro-batches of each data-parallel replica (cluster.groups: a replica on faster GPUs takes more); empty =
+  // micro_batches() each; else dp entries summing to dp x micro_batches().
+  std::vector<int> replica_micro_batches;
   std::array<Axis, 3> order{Axis::Tp, Axis::Dp, Axis::Pp};
   int zero = 0;                             // ZeRO stage 0..3 over the data-parallel group
   bool scatter_gather = true;               // Megatron's pipeline send optimisation: each TP rank sends 1/tp

@@ -191,7 +191,17 @@ RankClass stage_class(const Placement& placement, int stage, std::vector<Op> ops
 }
 
 const RankClass& StepGraph::class_of(int rank) const {
-  return classes[static_cast<std::size_t>(placement.coord(rank).pp)];
+  if (static_cast<int>(classes.size()) == placement.size(Axis::Pp)) return classes[static_cast<std::size_t>(placement.coord(rank).pp)];
+  for (const RankClass& c : classes)
+    if (std::ranges::binary_search(c.ranks, rank)) return c;
+  DTSIM_ASSERT(false, "every rank has a class");
+  return classes.front();
+}
+
+int StepGraph::cohorts() const {
+  int most = 0;
+  for (const RankClass& c : classes) most = std::max(most, c.cohort);
+  return most + 1;
 }
 
 std::vector<int> StepGraph::group_ranks(int rank, Group group) const {

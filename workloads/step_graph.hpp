@@ -130,6 +130,10 @@ struct RankClass {
   int stage = 0;                       // pipeline stage of every rank in the class
   std::vector<int> ranks;              // ascending
   std::vector<Op> ops;
+  // Replicas that run different micro-batch counts (a mixed cluster's uneven batch shares, sim/drivers/mixed.hpp)
+  // form cohorts: a class per stage and cohort, sends and recvs within a cohort, and what crosses replicas (the Dp
+  // group's collectives) waits for every cohort. One cohort (0) otherwise.
+  int cohort = 0;
 };
 
 // The class of every rank of `placement` on pipeline stage `stage`, running `ops`.
@@ -139,10 +143,11 @@ struct StepGraph {
   Workload workload;
   Placement placement;
   Granularity granularity = Granularity::Layer;
-  int micro_batches = 0;               // per data-parallel replica
-  std::vector<RankClass> classes;      // one per pipeline stage, in stage order
+  int micro_batches = 0;               // per data-parallel replica (with cohorts: cohort 0's)
+  std::vector<RankClass> classes;      // one per pipeline stage, in stage order (with cohorts: per stage, then cohort)
 
   [[nodiscard]] const RankClass& class_of(int rank) const;
+  [[nodiscard]] int cohorts() const;
   // Concrete ranks of `group` as seen from `rank`.
   [[nodiscard]] std::vector<int> group_ranks(int rank, Group group) const;
   [[nodiscard]] int peer_rank(int rank, int peer_stage) const;

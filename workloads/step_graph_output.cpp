@@ -77,17 +77,19 @@ std::string label(const Op& op) {
 
 std::string node(std::size_t cls, std::size_t op) { return fmt::format("s{}_{}", cls, op); }
 
-// Sends and recvs of the whole graph, keyed by (sender stage, receiver stage, tag), for the cross-class edges.
+// Sends and recvs of the whole graph, keyed by (sender stage, receiver stage, tag, cohort), for the cross-class edges.
 void add_pipe_edges(const StepGraph& g, std::string& out) {
-  std::map<std::tuple<int, int, int, int, int>, std::string> sends;
+  std::map<std::tuple<int, int, int, int, int, int>, std::string> sends;
   for (std::size_t c = 0; c < g.classes.size(); ++c)
     for (std::size_t i = 0; i < g.classes[c].ops.size(); ++i)
       if (const auto* s = std::get_if<SendOp>(&g.classes[c].ops[i].body))
-        sends[{g.classes[c].stage, s->peer_stage, s->tag.micro_batch, s->tag.chunk, static_cast<int>(s->tag.direction)}] = node(c, i);
+        sends[{g.classes[c].stage, s->peer_stage, s->tag.micro_batch, s->tag.chunk, static_cast<int>(s->tag.direction),
+               g.classes[c].cohort}] = node(c, i);
   for (std::size_t c = 0; c < g.classes.size(); ++c)
     for (std::size_t i = 0; i < g.classes[c].ops.size(); ++i)
       if (const auto* r = std::get_if<RecvOp>(&g.classes[c].ops[i].body)) {
-        auto it = sends.find({r->peer_stage, g.classes[c].stage, r->tag.micro_batch, r->tag.chunk, static_cast<int>(r->tag.direction)});
+        auto it = sends.find({r->peer_stage, g.classes[c].stage, r->tag.micro_batch, r->tag.chunk, static_cast<int>(r->tag.direction),
+                               g.classes[c].cohort});
         if (it != sends.end()) out += fmt::format("  {} -> {} [style=dashed, color=blue];\n", it->second, node(c, i));
       }
 }
@@ -127,14 +129,21 @@ std::string summary(const StepGraph& g) {
   std::string extra;
   if (p.cp > 1) extra += fmt::format(" cp {}", p.cp);
   if (p.ep > 1 || p.expert_tp() != p.tp) extra += fmt::format(" ep {} etp {}", p.ep, p.expert_tp());
+  const bool cohorts = g.cohorts() > 1;
   std::string out = fmt::format("step graph: {} ranks (tp {} pp {} dp {}{} vpp {}), {} micro-batches per replica, {} rank classes\n",
-                                g.placement.ranks(), p.tp, p.pp, p.dp, extra, p.vpp, g.micro_batches, g.classes.size());
+                                g.placement.ranks(), p.tp, p.pp, p.dp, extra, p.vpp,
+                                cohorts ? std::string("uneven") : std::to_string(g.micro_batches), g.classes.size());
   for (const RankClass& c : g.classes) {
     std::size_t compute = 0, sends = 0, recvs = 0, host = 0;
+    int micro_batches = 0;
     Seconds busy, host_time;
     std::map<std::string, std::pair<std::size_t, Bytes>> collectives;   // "kind group" -> count, bytes
     for (const Op& op : c.ops) {
-      if (const auto* comp = std::get_if<ComputeOp>(&op.body)) { ++compute; busy += comp->duration; }
+      if (const auto* comp = std::get_if<ComputeOp>(&op.body)) {
+        ++compute;
+        busy += comp->duration;
+        micro_batches = std::max(micro_batches, comp->micro_batch + 1);
+      }
       if (const auto* coll = std::get_if<CollectiveOp>(&op.body)) {
         auto& [n, bytes] = collectives[fmt::format("{} over {}", to_string(coll->kind), to_string(coll->group))];
         ++n;
@@ -144,8 +153,9 @@ std::string summary(const StepGraph& g) {
       if (std::holds_alternative<RecvOp>(op.body)) ++recvs;
       if (const auto* h = std::get_if<HostOp>(&op.body)) { ++host; host_time += h->duration; }
     }
-    out += fmt::format("  stage {:>3} ({} ranks): {} ops: {} compute ({:.3f} s busy), {} send, {} recv", c.stage,
-                       c.ranks.size(), c.ops.size(), compute, busy.value(), sends, recvs);
+    out += fmt::format("  stage {:>3} ({} ranks{}): {} ops: {} compute ({:.3f} s busy), {} send, {} recv", c.stage,
+                       c.ranks.size(), cohorts ? fmt::format(", {} micro-batches each", micro_batches) : std::string(),
+                       c.ops.size(), compute, busy.value(), sends, recvs);
     if (host > 0) out += fmt::format(", {} host ({:.3f} s issuing MoE layer passes)", host, host_time.value());
     out += "\n";
     for (const auto& [name, v] : collectives)

@@ -62,7 +62,14 @@ scenario::Scenario resolve_auto(scenario::Scenario s) {
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto costs = scenario_costs(s, built.topology);
   auto result = located(s, [&] {
-    return sim::search::search(space, [&](const sim::search::PlanChoice& c) { return make(t, c, gpus); },
+    // A mixed cluster's candidates: memory checked on the split run will play (the workload left unsplit, so that
+    // run records the split it chooses).
+    const auto made = [&](const sim::search::PlanChoice& c) {
+      auto m = make(t, c, gpus);
+      if (m.workload && !s.cluster.groups.empty()) m.memory = mixed_memory(s, balanced(s, *m.workload));
+      return m;
+    };
+    return sim::search::search(space, made,
                                s.cluster.gpu, costs, {},
                                s.cluster.groups.empty() ? sim::search::GraphFn{} : mixed_graph_fn(s));
   });

@@ -23,7 +23,7 @@ workloads::StepGraph step_graph(const scenario::Scenario& s, workloads::Granular
     throw InputError("training", "", "missing section: the graph command needs a model and a training section to build",
                      "a scenario with model and training", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  scenario::Scenario resolved = balance_stages(resolve_auto(s));
+  scenario::Scenario resolved = balance(resolve_auto(s));
   if (!resolved.cluster.groups.empty()) {   // each stage on its GPU kind, as run plays it
     resolved.simulation.granularity = granularity;
     return mixed_step(resolved).graph;

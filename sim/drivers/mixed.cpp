@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <map>
+#include <queue>
+#include <tuple>
 #include <variant>
 
 #include "sim/drivers/common.hpp"
+#include "topology/error.hpp"
 
 namespace dtsim::drivers {
 namespace {
@@ -28,19 +31,67 @@ Busy busy(const workloads::RankClass& c) {
   return b;
 }
 
-// The step generated on each group's GPU (groups of one kind share it).
-std::vector<workloads::StepGraph> per_group_steps(const scenario::Scenario& s) {
-  std::vector<workloads::StepGraph> out;
-  std::map<std::string, std::size_t> seen;
-  for (const auto& g : s.cluster.groups) {
-    if (const auto it = seen.find(g.gpu.name); it != seen.end()) {
-      out.push_back(out[it->second]);
-      continue;
+// Per micro-batch, the compute seconds of a class (its optimizer, outside micro-batches, left out).
+double per_micro_batch(const workloads::RankClass& c, int micro_batches) {
+  double sum = 0;
+  for (const auto& op : c.ops)
+    if (const auto* comp = std::get_if<ComputeOp>(&op.body); comp && comp->micro_batch >= 0) sum += comp->duration.value();
+  return sum / micro_batches;
+}
+
+// The data-parallel replica of `rank` (context-parallel peers are one replica).
+int replica_of(const workloads::StepGraph& g, int rank) { return g.placement.coord(rank).dp / g.workload.plan.cp; }
+
+// The steps generated on each GPU kind and micro-batch count (per replica), each once.
+class Steps {
+ public:
+  explicit Steps(const scenario::Scenario& s) : s_(s) {}
+
+  const workloads::StepGraph& get(int group, int micro_batches) {
+    const auto key = std::make_pair(s_.cluster.groups[static_cast<std::size_t>(group)].gpu.name, micro_batches);
+    if (const auto it = made_.find(key); it != made_.end()) return it->second;
+    workloads::Workload w = *s_.workload;
+    w.plan.replica_micro_batches.clear();
+    w.training->global_batch = micro_batches * w.training->micro_batch * w.plan.dp;
+    const auto& gpu = s_.cluster.groups[static_cast<std::size_t>(group)].gpu;
+    return made_
+        .emplace(key, located(s_, [&] { return workloads::generate_step(w, gpu, {s_.simulation.granularity}); }))
+        .first->second;
+  }
+
+ private:
+  const scenario::Scenario& s_;
+  std::map<std::pair<std::string, int>, workloads::StepGraph> made_;
+};
+
+// The collectives of `c` on groups that reach other data-parallel replicas, as (group, kind, bytes).
+std::vector<std::tuple<int, int, double>> crossing(const workloads::StepGraph& g, const workloads::RankClass& c) {
+  std::array<int, workloads::kGroupCount> crosses{};   // 0 unknown, 1 no, 2 yes
+  const int rank = c.ranks.front(), replica = replica_of(g, rank);
+  std::vector<std::tuple<int, int, double>> out;
+  for (const auto& op : c.ops) {
+    const auto* coll = std::get_if<workloads::CollectiveOp>(&op.body);
+    if (coll == nullptr) continue;
+    int& known = crosses[static_cast<std::size_t>(coll->group)];
+    if (known == 0) {
+      known = 1;
+      for (int r : g.group_ranks(rank, coll->group))
+        if (replica_of(g, r) != replica) known = 2;
     }
-    seen[g.gpu.name] = out.size();
-    out.push_back(located(s, [&] { return workloads::generate_step(*s.workload, g.gpu, {s.simulation.granularity}); }));
+    if (known == 2) out.emplace_back(static_cast<int>(coll->group), static_cast<int>(coll->kind), coll->bytes.value());
   }
   return out;
+}
+
+// Uneven micro-batch counts need the replicas to meet only where the count does not change what they exchange (the
+// gradients' reduction): throws at the key otherwise (experts exchanged across replicas, FSDP's gathers).
+void check_cohorts_meet(const scenario::Scenario& s, const workloads::StepGraph& a, const workloads::StepGraph& b) {
+  for (std::size_t c = 0; c < a.classes.size(); ++c)
+    if (crossing(a, a.classes[c]) != crossing(b, b.classes[c]))
+      throw InputError("parallelism.replica_micro_batches", "",
+                       "gives replicas different micro-batch counts, and this plan's replicas exchange data every "
+                       "micro-batch (experts, or parameters gathered), which needs the same count in each:",
+                       "the key left out (an even split)", scenario::locate(s, "parallelism"));
 }
 
 }  // namespace
@@ -54,36 +105,72 @@ std::vector<int> group_of_ranks(const topology::ClusterSpec& c, int ranks) {
 }
 
 MixedStep mixed_step(const scenario::Scenario& s) {
-  std::vector<workloads::StepGraph> steps = per_group_steps(s);
-  MixedStep out{steps.front(), {}};
-  int ranks = 0;
-  for (const auto& c : out.graph.classes) ranks += static_cast<int>(c.ranks.size());
+  const workloads::Workload& w = *s.workload;
+  const int even = workloads::micro_batches(w.plan, *w.training);
+  Steps steps(s);
+  const workloads::StepGraph& base = steps.get(0, even);
+  MixedStep out{base, {}};
+  out.graph.workload = w;
+  out.graph.classes.clear();
+  const int ranks = base.placement.ranks();
   const std::vector<int> group = group_of_ranks(s.cluster, ranks);
+  // The cohorts: replicas of one micro-batch count, in the order of their first replica.
+  std::vector<int> count(static_cast<std::size_t>(w.plan.dp), even);
+  if (!w.plan.replica_micro_batches.empty()) count = w.plan.replica_micro_batches;
+  std::vector<int> cohort_count;
+  for (int m : count)
+    if (std::ranges::find(cohort_count, m) == cohort_count.end()) cohort_count.push_back(m);
+  out.graph.micro_batches = cohort_count.front();
   out.relative.assign(static_cast<std::size_t>(ranks), 1.0);
-  for (std::size_t c = 0; c < out.graph.classes.size(); ++c) {
-    // Each group's compute on this stage, once (its ranks only read it).
-    std::vector<double> busy_of(steps.size());
-    for (std::size_t g = 0; g < steps.size(); ++g) busy_of[g] = busy(steps[g].classes[c]).all;
-    std::size_t slowest = 0;
-    double most = -1;
-    for (int r : out.graph.classes[c].ranks) {
-      const auto g = static_cast<std::size_t>(group[static_cast<std::size_t>(r)]);
-      if (busy_of[g] > most) most = busy_of[g], slowest = g;
+  for (const auto& stage : base.classes)
+    for (std::size_t k = 0; k < cohort_count.size(); ++k) {
+      const int m = cohort_count[k];
+      workloads::RankClass cls{stage.stage, {}, {}, static_cast<int>(k)};
+      for (int r : stage.ranks)
+        if (count[static_cast<std::size_t>(replica_of(base, r))] == m) cls.ranks.push_back(r);
+      // Each group's compute on this stage at this count, once (its ranks only read it); the ops of the slowest.
+      const auto stage_index = static_cast<std::size_t>(stage.stage);
+      std::map<int, double> busy_of;
+      int slowest = -1;
+      for (int r : cls.ranks) {
+        const int g = group[static_cast<std::size_t>(r)];
+        if (!busy_of.contains(g)) busy_of[g] = busy(steps.get(g, m).classes[stage_index]).all;
+        if (slowest < 0 || busy_of[g] > busy_of[slowest]) slowest = g;
+      }
+      cls.ops = steps.get(slowest, m).classes[stage_index].ops;
+      for (int r : cls.ranks) {
+        const double most = busy_of[slowest];
+        out.relative[static_cast<std::size_t>(r)] = most > 0 ? busy_of[group[static_cast<std::size_t>(r)]] / most : 1.0;
+      }
+      out.graph.classes.push_back(std::move(cls));
     }
-    out.graph.classes[c].ops = steps[slowest].classes[c].ops;
-    for (int r : out.graph.classes[c].ranks) {
-      const auto g = static_cast<std::size_t>(group[static_cast<std::size_t>(r)]);
-      out.relative[static_cast<std::size_t>(r)] = most > 0 ? busy_of[g] / most : 1.0;
-    }
-  }
+  if (cohort_count.size() > 1)
+    for (std::size_t k = 1; k < cohort_count.size(); ++k) check_cohorts_meet(s, base, steps.get(0, cohort_count[k]));
   return out;
+}
+
+workloads::MemoryPlan mixed_memory(const scenario::Scenario& s, const workloads::Workload& w) {
+  if (s.cluster.groups.empty() || !w.training || w.model.kind != workloads::ModelKind::Transformer)
+    return workloads::plan_memory(w, s.cluster.gpu);
+  const workloads::Placement placement(w.plan);
+  const std::vector<int> group = group_of_ranks(s.cluster, placement.ranks());
+  const auto capacity = [](const topology::GpuSpec& g) { return (g.memory - g.memory_reserve).value(); };
+  std::vector<const topology::GpuSpec*> smallest(static_cast<std::size_t>(w.plan.pp), nullptr);
+  for (int r = 0; r < placement.ranks(); ++r) {
+    const auto& gpu = s.cluster.groups[static_cast<std::size_t>(group[static_cast<std::size_t>(r)])].gpu;
+    auto& least = smallest[static_cast<std::size_t>(placement.coord(r).pp)];
+    if (least == nullptr || capacity(gpu) < capacity(*least)) least = &gpu;
+  }
+  std::vector<topology::GpuSpec> stage_gpus;
+  for (const auto* g : smallest) stage_gpus.push_back(*g);
+  return workloads::plan_memory(w, stage_gpus);
 }
 
 workloads::Workload balanced(const scenario::Scenario& s, workloads::Workload w) {
   if (s.cluster.groups.empty()) return w;
   scenario::Scenario candidate = s;
   candidate.workload = std::move(w);
-  return *balance_stages(std::move(candidate)).workload;
+  return *balance(std::move(candidate)).workload;
 }
 
 std::function<workloads::StepGraph(const workloads::Workload&)> mixed_graph_fn(const scenario::Scenario& s) {
@@ -135,5 +222,52 @@ scenario::Scenario balance_stages(scenario::Scenario s) {
   s.auto_chosen.emplace_back("parallelism.layers_per_stage", chosen + "]");
   return s;
 }
+
+scenario::Scenario balance_batches(scenario::Scenario s) {
+  if (s.cluster.groups.empty() || !s.workload || !s.workload->training) return s;
+  workloads::Workload& w = *s.workload;
+  const workloads::ParallelPlan& p = w.plan;
+  if (p.dp < 2 || !p.replica_micro_batches.empty()) return s;
+  const int even = workloads::micro_batches(p, *w.training);
+  const int unit = p.vpp > 1 ? p.pp : 1;   // interleaved 1F1B runs multiples of pp
+  Steps steps(s);
+  const workloads::StepGraph& base = steps.get(0, even);
+  const std::vector<int> group = group_of_ranks(s.cluster, base.placement.ranks());
+  // Each replica's seconds per micro-batch: its slowest stage's, each stage at its slowest kind among its ranks.
+  std::vector<double> per_mb(static_cast<std::size_t>(p.dp), 0.0);
+  for (const auto& stage : base.classes)
+    for (int r : stage.ranks) {
+      const int g = group[static_cast<std::size_t>(r)];
+      double& most = per_mb[static_cast<std::size_t>(replica_of(base, r))];
+      most = std::max(most, per_micro_batch(steps.get(g, even).classes[static_cast<std::size_t>(stage.stage)], even));
+    }
+  const auto [low, high] = std::ranges::minmax(per_mb);
+  if (high - low <= 1e-3 * high) return s;
+  // Does a replica's count change what replicas exchange? Then the split stays even.
+  if (crossing(base, base.classes.front()) != crossing(steps.get(0, even + unit), steps.get(0, even + unit).classes.front()))
+    return s;
+  // Each replica's step grows as (micro-batches + the bubble's (pp - 1) / vpp) x its seconds per micro-batch (1F1B):
+  // every replica first takes one unit, then each further unit goes where the step grows least.
+  const double bubble = static_cast<double>(p.pp - 1) / p.vpp;
+  std::vector<int> count(static_cast<std::size_t>(p.dp), unit);
+  using Next = std::pair<double, int>;   // (the replica's step with one unit more, replica)
+  std::priority_queue<Next, std::vector<Next>, std::greater<>> next;
+  for (int r = 0; r < p.dp; ++r) next.emplace((2 * unit + bubble) * per_mb[static_cast<std::size_t>(r)], r);
+  for (long long left = static_cast<long long>(even - unit) * p.dp; left > 0; left -= unit) {
+    const int r = next.top().second;
+    next.pop();
+    auto& n = count[static_cast<std::size_t>(r)];
+    n += unit;
+    next.emplace((n + unit + bubble) * per_mb[static_cast<std::size_t>(r)], r);
+  }
+  if (std::ranges::all_of(count, [&](int n) { return n == even; })) return s;
+  w.plan.replica_micro_batches = count;
+  std::string chosen = "[";
+  for (std::size_t i = 0; i < count.size(); ++i) chosen += fmt::format("{}{}", i == 0 ? "" : ", ", count[i]);
+  s.auto_chosen.emplace_back("parallelism.replica_micro_batches", chosen + "]");
+  return s;
+}
+
+scenario::Scenario balance(scenario::Scenario s) { return balance_batches(balance_stages(std::move(s))); }
 
 }  // namespace dtsim::drivers

@@ -4,7 +4,9 @@
 // The step is generated on each kind, and each stage (rank class) takes its ops from the slowest kind among its
 // ranks: a synchronous step waits for its slowest member, as with stragglers (sim/drivers/stragglers.hpp). A stage
 // whose ranks hold two kinds (data-parallel replicas of each) runs its faster ranks at their own speed on SimGrid
-// (`relative`), at the slower kind's on the analytic engine.
+// (`relative`), at the slower kind's on the analytic engine. Replicas given different micro-batch counts
+// (`parallelism.replica_micro_batches`) form cohorts (workloads::RankClass::cohort): a class per stage and count,
+// each generated with its own count, meeting in the gradients' reduction.
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "sim/scenario/scenario.hpp"
+#include "workloads/memory_plan.hpp"
 #include "workloads/step_graph.hpp"
 
 namespace dtsim::drivers {
@@ -38,5 +41,19 @@ workloads::Workload balanced(const scenario::Scenario& s, workloads::Workload w)
 // each pipeline stage takes about as long as the others (each layer to the stage, virtual stages included, whose
 // physical stage's compute grows least); recorded in `auto_chosen`. Otherwise `s` unchanged.
 scenario::Scenario balance_stages(scenario::Scenario s);
+
+// With groups, `parallelism.replica_micro_batches` left out, and data-parallel replicas on different kinds: each
+// replica takes micro-batches in proportion to its speed (every replica one, then each further one where the
+// replica's step, (count + the bubble) x its slowest stage's compute per micro-batch, grows least); recorded in
+// `auto_chosen`. Not when the replicas exchange data every micro-batch (experts across replicas, FSDP), where each
+// must run the same count. Otherwise `s` unchanged.
+scenario::Scenario balance_batches(scenario::Scenario s);
+
+// The memory plan of `w` (a plan of `s`): with groups, each pipeline stage checked against its own kind (the
+// smallest among its ranks), the stage with the least to spare reported; otherwise on the cluster's GPU.
+workloads::MemoryPlan mixed_memory(const scenario::Scenario& s, const workloads::Workload& w);
+
+// balance_stages, then balance_batches: how run, plan and graph split a mixed cluster's work.
+scenario::Scenario balance(scenario::Scenario s);
 
 }  // namespace dtsim::drivers

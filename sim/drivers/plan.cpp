@@ -89,6 +89,10 @@ std::string plan_label(const PlanChoice& c, int gpus) {
 
 json plan_row_json(const PlanRow& r, int gpus) {
   json out = choice_json(r.candidate.choice, gpus);
+  // A mixed cluster's splits, as the candidate was timed (drivers/mixed.hpp).
+  const auto& plan = r.candidate.workload.plan;
+  if (!plan.layers_per_stage.empty()) out["parallelism"]["layers_per_stage"] = plan.layers_per_stage;
+  if (!plan.replica_micro_batches.empty()) out["parallelism"]["replica_micro_batches"] = plan.replica_micro_batches;
   out["analytic_step_time_s"] = r.candidate.analytic_step.value();
   out["step_time_s"] = r.step();
   out["confirmed"] = r.run.has_value();
@@ -179,7 +183,10 @@ PointPlans plan_point(const scenario::Scenario& s, int top, int confirm, Objecti
   // Memory is checked on the split that is timed.
   const auto made = [&](const PlanChoice& c) {
     auto m = make(t, c, out.gpus);
-    if (m.workload) m.workload = balanced(s, std::move(*m.workload));
+    if (m.workload && !s.cluster.groups.empty()) {
+      m.workload = balanced(s, std::move(*m.workload));
+      m.memory = mixed_memory(s, *m.workload);
+    }
     return m;
   };
   out.search = sim::search::search(space, made, gpu, costs, score, graph);

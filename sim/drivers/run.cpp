@@ -111,7 +111,7 @@ json simulate(const scenario::Scenario& s, const TraceRequest& trace) {
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto bom = scenario_bom(s, built.topology);
   scenario_prices(s, bom);   // a bill ownership cannot price is an error before the simulation, not after
-  const auto memory = workloads::plan_memory(w, s.cluster.gpu);
+  const auto memory = mixed_memory(s, w);
   MixedStep step =
       s.cluster.groups.empty()
           ? MixedStep{located(s, [&] { return workloads::generate_step(w, s.cluster.gpu, {s.simulation.granularity}); }), {}}
@@ -159,8 +159,13 @@ scenario::Scenario runnable(const scenario::Scenario& given) {
     throw InputError("cluster.groups", std::to_string(given.cluster.groups.size()),
                      "groups of GPU kinds apply to training (a served model runs on one kind here):",
                      "one kind for a serving scenario", scenario::locate(given, "cluster.groups"));
+  if (given.cluster.groups.empty() && !given.workload->plan.replica_micro_batches.empty())
+    throw InputError("parallelism.replica_micro_batches", "",
+                     "splits the batch unevenly between replicas, which one GPU kind runs at one speed:",
+                     "the key left out, or a cluster of GPU kinds (cluster.groups)",
+                     scenario::locate(given, "parallelism"));
   located(given, [&] { workloads::check_plan(*given.workload, cluster_gpus(given)); });
-  scenario::Scenario s = balance_stages(resolve_auto(given));
+  scenario::Scenario s = balance(resolve_auto(given));
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
   return s;
 }
@@ -221,9 +226,9 @@ workloads::MemoryPlan memory_plan(const scenario::Scenario& s) {
     throw InputError("model", "", "missing section: the memory command needs a model section to plan",
                      "a scenario with model (preset or shape) and training or inference", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  // A mixed cluster's layers split as run splits them; its memory checked on its smallest kind (the mean GPU's).
+  // A mixed cluster's layers split as run splits them, each stage's memory checked on its own kind.
   const scenario::Scenario resolved = balance_stages(resolve_auto(s));
-  return workloads::plan_memory(*resolved.workload, resolved.cluster.gpu);
+  return mixed_memory(resolved, *resolved.workload);
 }
 
 RunResult run(const std::vector<scenario::Scenario>& scenarios, const TraceRequest& trace) {

@@ -15,7 +15,8 @@ constexpr const char* kPlanKeys[] = {"parallelism.tp", "parallelism.pp", "parall
                                      "parallelism.zero", "parallelism.order", "training.micro_batch",
                                      "training.recompute", "training.sequence_parallel"};
 constexpr const char* kDerivedKeys[] = {"training.tp_comm_overlap", "training.dp_bucket_MB", "training.distributed_optimizer",
-                                        "training.overlap_param_gather", "parallelism.layers_per_stage"};
+                                        "training.overlap_param_gather", "parallelism.layers_per_stage",
+                                        "parallelism.replica_micro_batches"};
 
 }  // namespace
 
@@ -65,11 +66,11 @@ Scenario candidate(const Template& t, const sim::search::PlanChoice& c, int gpus
 }
 
 sim::search::Made make(const Template& t, const sim::search::PlanChoice& c, int gpus) {
-  if (t.dp && gpus / (c.tp * c.pp * t.cp) != *t.dp) return {std::nullopt, "parallelism.dp: fixed by the scenario"};
+  if (t.dp && gpus / (c.tp * c.pp * t.cp) != *t.dp) return {std::nullopt, "parallelism.dp: fixed by the scenario", std::nullopt};
   try {
-    return {candidate(t, c, gpus, false).workload, {}};
+    return {candidate(t, c, gpus, false).workload, {}, std::nullopt};
   } catch (const InputError& e) {
-    return {std::nullopt, fmt::format("{}: {}", e.key(), e.reason())};
+    return {std::nullopt, fmt::format("{}: {}", e.key(), e.reason()), std::nullopt};
   }
 }
 

@@ -239,7 +239,7 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
   }
   if (top.has("simulation")) s.simulation = read_simulation(top.map("simulation"));
   if (top.has("cost")) s.cost = read_cost(top.map("cost"));
-  resolve_cost(s.cost, s.cluster.gpu);
+  resolve_cost(s.cost, s.cluster.gpu, !s.cluster.groups.empty());
   if (top.has("reference")) {
     const auto* inf = s.workload && s.workload->inference ? &*s.workload->inference : nullptr;
     s.reference = read_reference(top.map("reference"), !inf ? ReferenceKind::Training

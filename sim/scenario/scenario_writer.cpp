@@ -302,6 +302,8 @@ void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p, const AutoK
   out << YAML::Key << "layers_per_stage" << YAML::Value;
   if (p.layers_per_stage.empty()) out << YAML::Null;
   else out << YAML::Flow << p.layers_per_stage;
+  if (!p.replica_micro_batches.empty())
+    out << YAML::Key << "replica_micro_batches" << YAML::Value << YAML::Flow << p.replica_micro_batches;
   emit(out, "order", workloads::order_name(p.order));
   emit(out, "zero", p.zero);
   emit(out, "scatter_gather", p.scatter_gather);

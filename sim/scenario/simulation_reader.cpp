@@ -91,10 +91,10 @@ CostSpec read_cost(const YamlMap& m) {
   return c;
 }
 
-void resolve_cost(CostSpec& c, const topology::GpuSpec& gpu) {
+void resolve_cost(CostSpec& c, const topology::GpuSpec& gpu, bool kinds) {
   const auto& site = topology::site_defaults();
   if (!c.gpu_hour_usd) c.gpu_hour_usd = gpu.price_per_hour.value();
-  if (!c.gpu_usd) c.gpu_usd = gpu.price.value();
+  if (!c.gpu_usd && !kinds) c.gpu_usd = gpu.price.value();   // several kinds: each at its own catalog price
   if (!c.years) c.years = site.years;
   if (!c.kwh_usd) c.kwh_usd = site.kwh_usd;
   if (!c.pue) c.pue = site.pue;

@@ -183,7 +183,7 @@ int derive_dp(const YamlMap& top, const topology::ClusterSpec& cluster, const Pa
 }
 
 ParallelPlan read_plan_keys(const YamlMap& m) {
-  m.allow_only({"tp", "pp", "dp", "vpp", "schedule", "layers_per_stage", "order", "zero", "scatter_gather", "ep",
+  m.allow_only({"tp", "pp", "dp", "vpp", "schedule", "layers_per_stage", "replica_micro_batches", "order", "zero", "scatter_gather", "ep",
                 "etp", "cp", "fsdp"});
   ParallelPlan p;
   p.tp = read_int(m, "tp", p.tp, 1, kMaxDegree);
@@ -193,6 +193,8 @@ ParallelPlan read_plan_keys(const YamlMap& m) {
   p.schedule = read_enum(m, "schedule", p.schedule, workloads::parse_schedule, workloads::kScheduleNames);
   for (const long long n : m.integers("layers_per_stage", 1, kMaxLayers).value_or(std::vector<long long>{}))
     p.layers_per_stage.push_back(static_cast<int>(n));
+  for (const long long n : m.integers("replica_micro_batches", 1, 100'000).value_or(std::vector<long long>{}))
+    p.replica_micro_batches.push_back(static_cast<int>(n));
   p.order = read_enum(m, "order", p.order, workloads::parse_order, workloads::kOrderNames);
   p.zero = read_int(m, "zero", p.zero, 0, 3);
   p.scatter_gather = m.boolean("scatter_gather").value_or(p.scatter_gather);

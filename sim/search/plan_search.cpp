@@ -167,7 +167,7 @@ SearchResult search(const SearchSpace& space, const MakeFn& make, const topology
       ++out.pruned[made.why_not];
       continue;
     }
-    workloads::MemoryPlan memory = workloads::plan_memory(*made.workload, gpu);
+    workloads::MemoryPlan memory = made.memory ? std::move(*made.memory) : workloads::plan_memory(*made.workload, gpu);
     if (!memory.fits) {
       ++out.pruned[std::string(kDoesNotFit)];
       too_big.emplace(plan_key, choice.micro_batch);

@@ -92,6 +92,7 @@ std::vector<PlanChoice> enumerate(const SearchSpace& space);
 struct Made {
   std::optional<workloads::Workload> workload;
   std::string why_not;
+  std::optional<workloads::MemoryPlan> memory;   // set: the workload's memory plan (else plan_memory on the GPU)
 };
 using MakeFn = std::function<Made(const PlanChoice&)>;
 

@@ -68,17 +68,69 @@ TEST_CASE("mixed cluster: a pipeline across two GPU kinds, its layers split so t
   CHECK(mixed.at("mfu").get<double>() < 0.6);
 }
 
-TEST_CASE("mixed cluster: data-parallel replicas of each kind wait for the slower one") {
+// The first gradient reduce-scatter's start on each of `ranks`, from a trace of the step.
+std::vector<double> first_dp_reduction(const std::string& yaml, const std::string& ranks, const std::string& engine) {
+  const fs::path dir = fresh_dir("mixed", "trace-" + engine);
+  const fs::path trace = dir / "t.json";
+  const auto r = dtsim("run " + written(dir, "m.yaml", yaml).string() + " --format json --set simulation.engine=" + engine +
+                       " --trace " + trace.string() + " --trace-ranks " + ranks);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  std::map<int, double> first;
+  const json events = json::parse(slurp(trace)).at("traceEvents");
+  for (const json& e : events)
+    if (e.value("ph", std::string()) == "X" && e.at("name").get<std::string>().starts_with("reduce-scatter dp") &&
+        !first.contains(e.at("pid").get<int>()))
+      first[e.at("pid").get<int>()] = e.at("ts").get<double>();
+  std::vector<double> out;
+  for (const auto& [rank, ts] : first) out.push_back(ts);
+  return out;
+}
+
+TEST_CASE("mixed cluster: data-parallel replicas of each kind take shares of the batch in proportion to their speed") {
   const std::string dp = "{tp: 8, pp: 1, dp: 4}";
-  const json mixed = run_mixed(mixed_yaml(kH100, kA100, dp));
-  const json a100 = run_mixed(mixed_yaml(kA100, kA100, dp));
+  const std::string even_dp = "{tp: 8, pp: 1, dp: 4, replica_micro_batches: [8, 8, 8, 8]}";
   const json h100 = run_mixed(mixed_yaml(kH100, kH100, dp));
-  CHECK(mixed.at("step_time_s").get<double>() > h100.at("step_time_s").get<double>() * 1.3);
-  CHECK(mixed.at("step_time_s").get<double>() == doctest::Approx(a100.at("step_time_s").get<double>()).epsilon(0.05));
+  const json a100 = run_mixed(mixed_yaml(kA100, kA100, dp));
+  CHECK(h100.at("auto_chosen").empty());   // one kind: nothing to share out
+  // An even split waits for the A100 replicas.
+  const json even = run_mixed(mixed_yaml(kH100, kA100, even_dp));
+  CHECK(even.at("auto_chosen").empty());
+  CHECK(even.at("step_time_s").get<double>() > h100.at("step_time_s").get<double>() * 1.3);
+  CHECK(even.at("step_time_s").get<double>() == doctest::Approx(a100.at("step_time_s").get<double>()).epsilon(0.05));
+  // Left out, the shares follow the kinds' speed: the H100 replicas take more than twice the A100 ones' 32 in all.
+  const json mixed = run_mixed(mixed_yaml(kH100, kA100, dp));
+  REQUIRE(mixed.at("auto_chosen").contains("parallelism.replica_micro_batches"));
+  const json shares = mixed.at("auto_chosen").at("parallelism.replica_micro_batches");
+  REQUIRE(shares.size() == 4);
+  CHECK(shares[0] == shares[1]);
+  CHECK(shares[2] == shares[3]);
+  CHECK(shares[0].get<int>() + shares[1].get<int>() + shares[2].get<int>() + shares[3].get<int>() == 32);
+  CHECK(shares[0].get<int>() >= 2 * shares[2].get<int>());
+  const double t = mixed.at("step_time_s").get<double>();
+  CHECK(t < 0.85 * even.at("step_time_s").get<double>());
+  CHECK(t > h100.at("step_time_s").get<double>());
+  // The step's model FLOPs do not depend on who computes them.
+  CHECK(mixed.at("tflops_per_gpu").get<double>() * t ==
+        doctest::Approx(even.at("tflops_per_gpu").get<double>() * even.at("step_time_s").get<double>()).epsilon(1e-9));
+  // Every replica reduces its gradients together: the H100 replicas' first reduce-scatter waits for the A100
+  // replicas' (rank 0 on an H100, rank 16 on an A100), on both engines, which agree on the step.
+  for (const std::string engine : {"analytic", "simgrid"}) {
+    const auto starts = first_dp_reduction(mixed_yaml(kH100, kA100, dp), "0,16", engine);
+    REQUIRE(starts.size() == 2);
+    CHECK(starts[0] == doctest::Approx(starts[1]).epsilon(1e-6));
+  }
+  const json analytic = run_mixed(mixed_yaml(kH100, kA100, dp, "simulation: {engine: analytic}"));
+  const json simgrid = run_mixed(mixed_yaml(kH100, kA100, dp, "simulation: {engine: simgrid}"));
+  CHECK(analytic.at("step_time_s").get<double>() == doctest::Approx(simgrid.at("step_time_s").get<double>()).epsilon(0.02));
   // The H100 replicas' wait is the gradients' reduction: a straggler on an H100 adds nothing it does not exceed.
-  const json slowed = run_mixed(mixed_yaml(kH100, kA100, dp, "reliability: {stragglers: {ranks: {0: 1.2}}}"));
+  const json slowed = run_mixed(mixed_yaml(kH100, kA100, even_dp, "reliability: {stragglers: {ranks: {0: 1.2}}}"));
   CHECK(slowed.at("stragglers").at("slowdown").get<double>() == doctest::Approx(1.0).epsilon(0.02));
   CHECK(slowed.at("stragglers").at("slowest_factor").get<double>() == doctest::Approx(1.2));
+  // Replicas that exchange tokens every micro-batch (experts across replicas) keep an even split.
+  const std::string moe = mixed_yaml(kH100, kA100, "{tp: 1, pp: 1, dp: 32, ep: 8}", "simulation: {engine: analytic}");
+  std::string experts = moe;
+  experts.replace(experts.find("gpt-7.5b"), 8, "mixtral-8x7b");
+  CHECK(run_mixed(experts).at("auto_chosen").empty());
 }
 
 TEST_CASE("mixed cluster: the resolved scenario runs the same, and the bill prices each kind") {
@@ -89,6 +141,15 @@ TEST_CASE("mixed cluster: the resolved scenario runs the same, and the bill pric
   const std::string resolved = slurp(dir / "out" / "scenario.resolved.yaml");
   CHECK(resolved.find("groups:") != std::string::npos);
   CHECK(resolved.find("layers_per_stage") != std::string::npos);
+  // The batch shares too (data-parallel replicas of each kind).
+  const fs::path shared = written(dir, "dp.yaml", mixed_yaml(kH100, kA100, "{tp: 8, pp: 1, dp: 4}"));
+  const auto dp = dtsim("run " + shared.string() + " --format json --out " + (dir / "dp").string());
+  REQUIRE_MESSAGE(dp.status == 0, dp.err);
+  CHECK(slurp(dir / "dp" / "scenario.resolved.yaml").find("replica_micro_batches: [") != std::string::npos);
+  const auto dp_again = dtsim("run " + (dir / "dp" / "scenario.resolved.yaml").string() + " --format json");
+  REQUIRE_MESSAGE(dp_again.status == 0, dp_again.err);
+  CHECK(json::parse(dp_again.out).at("step_time_s").get<double>() ==
+        doctest::Approx(json::parse(dp.out).at("step_time_s").get<double>()).epsilon(1e-9));
   const auto again = dtsim("run " + (dir / "out" / "scenario.resolved.yaml").string() + " --format json");
   REQUIRE_MESSAGE(again.status == 0, again.err);
   CHECK(json::parse(again.out).at("step_time_s").get<double>() ==
@@ -101,11 +162,37 @@ TEST_CASE("mixed cluster: the resolved scenario runs the same, and the bill pric
   REQUIRE_MESSAGE(memory.status == 0, memory.err);
   REQUIRE_MESSAGE(even.status == 0, even.err);
   CHECK(json::parse(memory.out).at("per_gpu_bytes").get<double>() > json::parse(even.out).at("per_gpu_bytes").get<double>());
+  // Each stage's memory on its own kind: the H100 stage's 69 GB fits its 80 GB beside an A100 40 GB stage.
+  const std::string small = mixed_yaml(kH100, "a100-sxm4-40gb", "{tp: 1, pp: 2, dp: 16, vpp: 1}");
+  const auto per_stage = dtsim("memory " + written(dir, "small.yaml", small).string() + " --format json");
+  const auto h100_only = dtsim("memory " + written(dir, "h100.yaml", mixed_yaml(kH100, kH100, "{tp: 1, pp: 2, dp: 16, vpp: 1}")).string() + " --format json");
+  REQUIRE_MESSAGE(per_stage.status == 0, per_stage.err);
+  REQUIRE_MESSAGE(h100_only.status == 0, h100_only.err);
+  const json stage = json::parse(per_stage.out);
+  CHECK(stage.at("fits").get<bool>());
+  CHECK(stage.at("stage").get<int>() == 0);
+  CHECK(stage.at("per_gpu_bytes").get<double>() > 45e9);
+  CHECK(stage.at("capacity_bytes").get<double>() == json::parse(h100_only.out).at("capacity_bytes").get<double>());
   const auto topo = dtsim("topo " + file.string());
   REQUIRE(topo.status == 0);
   CHECK(topo.out.find("16 x h100-sxm5-80gb") != std::string::npos);
   CHECK(topo.out.find("16 x a100-sxm4-80gb") != std::string::npos);
   CHECK(topo.out.find("32 GPUs") != std::string::npos);
+  // Each kind at its own price (the mean GPU's price is for totals only): as in a cluster of that kind alone.
+  const auto gpu_price = [&](const std::string& yaml, const std::string& gpu) {
+    const auto r = dtsim("topo " + written(dir, "t.yaml", yaml).string() + " --format json");
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    json j = json::parse(r.out);
+    if (j.is_array()) j = j.at(0);
+    for (const json& item : j.at("bill_of_materials").at("items"))
+      if (item.at("name") == gpu) return item.at("unit_usd").get<double>();
+    FAIL("no " << gpu << " in the bill");
+    return 0.0;
+  };
+  const std::string both = mixed_yaml(kH100, kA100, kPipeline);
+  CHECK(gpu_price(both, kH100) == gpu_price(mixed_yaml(kH100, kH100, kPipeline), kH100));
+  CHECK(gpu_price(both, kA100) == gpu_price(mixed_yaml(kA100, kA100, kPipeline), kA100));
+  CHECK(gpu_price(both, kH100) > gpu_price(both, kA100));
 }
 
 TEST_CASE("mixed cluster: what groups cannot hold is a one-line error") {
@@ -133,6 +220,25 @@ TEST_CASE("mixed cluster: what groups cannot hold is a one-line error") {
       "cluster.groups[1].nics_per_node: differs from the first group's");
   err(replaced("{gpu: a100-sxm4-80gb, nodes: 2}", "{gpu: a100-sxm4-80gb, nodes: 2, pcie: {sockets: 2}}"), "run",
       "cluster.groups[1]");
+  // Uneven batch shares: dp entries summing to the batch's micro-batches, on a cluster of kinds, with replicas
+  // that meet only in the gradients' reduction.
+  const auto shares = [&](const std::string& list) {
+    return mixed_yaml(kH100, kA100, "{tp: 8, pp: 1, dp: 4, replica_micro_batches: " + list + "}");
+  };
+  err(shares("[11, 11, 5]"), "run", "parallelism.replica_micro_batches: has the wrong number of entries: '3'");
+  err(shares("[11, 11, 5, 4]"), "run", "parallelism.replica_micro_batches: sums to '31'");
+  err(shares("[11, 11, 10, 0]"), "run", "parallelism.replica_micro_batches[3]: out of range '0'");
+  err("name: one\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, nodes: 4, inter: fat-tree, inter_link: ib-hdr}\n"
+      "model: {preset: gpt-7.5b}\ntraining: {global_batch: 64, micro_batch: 2}\n"
+      "parallelism: {tp: 8, pp: 1, dp: 4, replica_micro_batches: [11, 11, 5, 5]}\n",
+      "run", "parallelism.replica_micro_batches: splits the batch unevenly between replicas");
+  std::string experts = mixed_yaml(kH100, kA100, "{tp: 1, pp: 1, dp: 32, ep: 8, replica_micro_batches: [" +
+                                                     std::string("3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, ") +
+                                                     "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}",
+                                   "simulation: {engine: analytic}");
+  experts.replace(experts.find("gpt-7.5b"), 8, "mixtral-8x7b");
+  experts.replace(experts.find("global_batch: 64"), 16, "global_batch: 128");
+  err(experts, "run", "parallelism.replica_micro_batches: gives replicas different micro-batch counts");
 }
 
 TEST_CASE("mixed cluster: plan ranks plans as run plays them, stages on their kinds and layers balanced") {
@@ -155,6 +261,14 @@ TEST_CASE("mixed cluster: plan ranks plans as run plays them, stages on their ki
       t.at("sequence_parallel").get<bool>(), p.at("tp").get<int>(), p.at("pp").get<int>(), p.at("dp").get<int>(),
       p.at("zero").get<int>(), p.at("order").get<std::string>()));
   CHECK(run.at("step_time_s").get<double>() == doctest::Approx(best.at("step_time_s").get<double>()).epsilon(1e-6));
+  // The row says how the candidate split its work between the kinds, as run splits it again.
+  REQUIRE((p.contains("layers_per_stage") || p.contains("replica_micro_batches")));
+  for (const char* key : {"layers_per_stage", "replica_micro_batches"})
+    if (p.contains(key)) {
+      const std::string chosen = std::string("parallelism.") + key;
+      REQUIRE(run.at("auto_chosen").contains(chosen));
+      CHECK(run.at("auto_chosen").at(chosen) == p.at(key));
+    }
   // No launch is written for stages of uneven layers on two kinds.
   const auto emit = dtsim("plan " + file.string() + " --top 1 --confirm 0 --emit megatron");
   CHECK(emit.status == 2);

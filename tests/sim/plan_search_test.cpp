@@ -30,9 +30,9 @@ Made make_from(Workload base, const PlanChoice& c, int gpus) {
   base.training->sequence_parallel = c.sequence_parallel;
   try {
     workloads::check_plan(base, gpus);
-    return {base, {}};
+    return {base, {}, std::nullopt};
   } catch (const InputError& e) {
-    return {std::nullopt, std::string(e.key())};
+    return {std::nullopt, std::string(e.key()), std::nullopt};
   }
 }
 
