@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <variant>
@@ -155,15 +156,32 @@ workloads::MemoryPlan mixed_memory(const scenario::Scenario& s, const workloads:
   const workloads::Placement placement(w.plan);
   const std::vector<int> group = group_of_ranks(s.cluster, placement.ranks());
   const auto capacity = [](const topology::GpuSpec& g) { return (g.memory - g.memory_reserve).value(); };
-  std::vector<const topology::GpuSpec*> smallest(static_cast<std::size_t>(w.plan.pp), nullptr);
+  // Each micro-batch count the replicas run (their activations in flight follow it): planned at that count, each
+  // stage on the smallest kind among the ranks of the replicas that run it; the plan with the least to spare.
+  const int even = workloads::micro_batches(w.plan, *w.training);
+  const auto count_of = [&](int rank) {
+    const int replica = placement.coord(rank).dp / w.plan.cp;
+    return w.plan.replica_micro_batches.empty() ? even : w.plan.replica_micro_batches[static_cast<std::size_t>(replica)];
+  };
+  std::map<int, std::vector<const topology::GpuSpec*>> smallest;   // count -> per stage
   for (int r = 0; r < placement.ranks(); ++r) {
+    auto& stages = smallest[count_of(r)];
+    stages.resize(static_cast<std::size_t>(w.plan.pp), nullptr);
     const auto& gpu = s.cluster.groups[static_cast<std::size_t>(group[static_cast<std::size_t>(r)])].gpu;
-    auto& least = smallest[static_cast<std::size_t>(placement.coord(r).pp)];
+    auto& least = stages[static_cast<std::size_t>(placement.coord(r).pp)];
     if (least == nullptr || capacity(gpu) < capacity(*least)) least = &gpu;
   }
-  std::vector<topology::GpuSpec> stage_gpus;
-  for (const auto* g : smallest) stage_gpus.push_back(*g);
-  return workloads::plan_memory(w, stage_gpus);
+  std::optional<workloads::MemoryPlan> worst;
+  for (const auto& [count, stages] : smallest) {
+    workloads::Workload at = w;
+    at.plan.replica_micro_batches.clear();
+    at.training->global_batch = count * w.training->micro_batch * w.plan.dp;
+    std::vector<topology::GpuSpec> stage_gpus;
+    for (const auto* g : stages) stage_gpus.push_back(*g);
+    workloads::MemoryPlan plan = workloads::plan_memory(at, stage_gpus);
+    if (!worst || plan.margin < worst->margin) worst = std::move(plan);
+  }
+  return *worst;
 }
 
 workloads::Workload balanced(const scenario::Scenario& s, workloads::Workload w) {
@@ -186,7 +204,10 @@ scenario::Scenario balance_stages(scenario::Scenario s) {
   workloads::Workload& w = *s.workload;
   const int pp = w.plan.pp, stages = pp * w.plan.vpp;
   if (pp < 2 || !w.plan.layers_per_stage.empty() || w.model.layers < stages) return s;
-  const MixedStep step = mixed_step(s);
+  // Probed at even batch shares (as the first pass, before balance_batches, sees them): one class per stage.
+  scenario::Scenario even_shares = s;
+  even_shares.workload->plan.replica_micro_batches.clear();
+  const MixedStep step = mixed_step(even_shares);
   // Each physical stage's seconds per layer and the rest of its compute, from the even split.
   const std::vector<int> even = workloads::stage_layers(w.plan, w.model.layers);
   std::vector<double> per_layer(static_cast<std::size_t>(pp)), rest(static_cast<std::size_t>(pp));
@@ -244,8 +265,9 @@ scenario::Scenario balance_batches(scenario::Scenario s) {
   const auto [low, high] = std::ranges::minmax(per_mb);
   if (high - low <= 1e-3 * high) return s;
   // Does a replica's count change what replicas exchange? Then the split stays even.
-  if (crossing(base, base.classes.front()) != crossing(steps.get(0, even + unit), steps.get(0, even + unit).classes.front()))
-    return s;
+  const workloads::StepGraph& more = steps.get(0, even + unit);
+  for (std::size_t c = 0; c < base.classes.size(); ++c)
+    if (crossing(base, base.classes[c]) != crossing(more, more.classes[c])) return s;
   // Each replica's step grows as (micro-batches + the bubble's (pp - 1) / vpp) x its seconds per micro-batch (1F1B):
   // every replica first takes one unit, then each further unit goes where the step grows least.
   const double bubble = static_cast<double>(p.pp - 1) / p.vpp;

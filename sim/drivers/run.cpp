@@ -159,11 +159,6 @@ scenario::Scenario runnable(const scenario::Scenario& given) {
     throw InputError("cluster.groups", std::to_string(given.cluster.groups.size()),
                      "groups of GPU kinds apply to training (a served model runs on one kind here):",
                      "one kind for a serving scenario", scenario::locate(given, "cluster.groups"));
-  if (given.cluster.groups.empty() && !given.workload->plan.replica_micro_batches.empty())
-    throw InputError("parallelism.replica_micro_batches", "",
-                     "splits the batch unevenly between replicas, which one GPU kind runs at one speed:",
-                     "the key left out, or a cluster of GPU kinds (cluster.groups)",
-                     scenario::locate(given, "parallelism"));
   located(given, [&] { workloads::check_plan(*given.workload, cluster_gpus(given)); });
   scenario::Scenario s = balance(resolve_auto(given));
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
@@ -226,8 +221,8 @@ workloads::MemoryPlan memory_plan(const scenario::Scenario& s) {
     throw InputError("model", "", "missing section: the memory command needs a model section to plan",
                      "a scenario with model (preset or shape) and training or inference", s.file);
   located(s, [&] { workloads::check_plan(*s.workload, cluster_gpus(s)); });
-  // A mixed cluster's layers split as run splits them, each stage's memory checked on its own kind.
-  const scenario::Scenario resolved = balance_stages(resolve_auto(s));
+  // A mixed cluster's layers and batch shares split as run splits them, each stage's memory checked on its own kind.
+  const scenario::Scenario resolved = balance(resolve_auto(s));
   return mixed_memory(resolved, *resolved.workload);
 }
 

@@ -232,6 +232,10 @@ Scenario read_scenario(YAML::Node doc, const std::string& file, std::size_t inde
                   : read_cluster(top.map("cluster"), file);
   if (top.map("cluster").has("storage")) s.storage = read_storage(top.map("cluster").map("storage"));
   s.workload = read_workload(top, s.cluster, s.name, file, &s.auto_keys);
+  if (s.workload && !s.workload->plan.replica_micro_batches.empty() && s.cluster.groups.empty())
+    top.map("parallelism").fail("replica_micro_batches", "...",
+                                "splits the batch unevenly between replicas, which one GPU kind runs at one speed:",
+                                "the key left out, or a cluster of GPU kinds (cluster.groups)");
   if (top.has("reliability")) {
     if (!s.workload || !s.workload->training)
       top.fail("reliability", "...", "applies to a training run", "a scenario with a training section, or no reliability");

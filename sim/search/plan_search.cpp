@@ -35,8 +35,10 @@ Screened play(const Workload& w, const topology::GpuSpec& gpu, const CommCosts& 
   return {t.step_time, results::gpu_step_energy(g, t, gpu, topology::power_model())};
 }
 
+// A mixed cluster's batch shares are for the full count: the graph function balances the shorter batch again.
 Workload with_micro_batches(Workload w, int micro_batches) {
   w.training->global_batch = micro_batches * w.plan.dp * w.training->micro_batch;
+  w.plan.replica_micro_batches.clear();
   return w;
 }
 

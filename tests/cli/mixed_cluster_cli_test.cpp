@@ -133,6 +133,40 @@ TEST_CASE("mixed cluster: data-parallel replicas of each kind take shares of the
   CHECK(run_mixed(experts).at("auto_chosen").empty());
 }
 
+TEST_CASE("mixed cluster: a pipeline per replica, each replica on one kind: shares of the batch, stages left even") {
+  // Order tp-pp-dp puts each replica's four stages on one kind (replicas 0-1 on H100s, 2-3 on A100s): every stage
+  // holds both kinds, so the layers stay even and the batch is shared out.
+  const fs::path dir = fresh_dir("mixed", "pipelines");
+  const fs::path file = written(dir, "m.yaml", mixed_yaml(kH100, kA100, "{tp: 2, pp: 4, dp: 4, vpp: 1, order: tp-pp-dp}"));
+  const auto r = dtsim("run " + file.string() + " --format json --out " + (dir / "out").string());
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const json run = json::parse(r.out);
+  CHECK_FALSE(run.at("auto_chosen").contains("parallelism.layers_per_stage"));
+  REQUIRE(run.at("auto_chosen").contains("parallelism.replica_micro_batches"));
+  const json shares = run.at("auto_chosen").at("parallelism.replica_micro_batches");
+  CHECK(shares[0].get<int>() > shares[3].get<int>());
+  // The resolved scenario plays the same step; graph shows the same cohorts and even stages.
+  const auto again = dtsim("run " + (dir / "out" / "scenario.resolved.yaml").string() + " --format json");
+  REQUIRE_MESSAGE(again.status == 0, again.err);
+  CHECK(json::parse(again.out).at("step_time_s").get<double>() ==
+        doctest::Approx(run.at("step_time_s").get<double>()).epsilon(1e-9));
+  const auto graph = dtsim("graph " + file.string());
+  REQUIRE_MESSAGE(graph.status == 0, graph.err);
+  CHECK(graph.out.find("uneven micro-batches per replica") != std::string::npos);
+  CHECK(graph.out.find(fmt::format("{} micro-batches each", shares[0].get<int>())) != std::string::npos);
+  // Memory follows each replica's count: under GPipe every micro-batch is in flight, so the replicas given more
+  // hold more than an even split's.
+  const auto memory = [&](const std::string& list) {
+    const auto m = dtsim("memory " + file.string() + " --format json --set parallelism.schedule=gpipe" +
+                         " --set \"parallelism.replica_micro_batches=" + list + "\"");
+    REQUIRE_MESSAGE(m.status == 0, m.err);
+    return json::parse(m.out);
+  };
+  const json uneven = memory("[13, 13, 3, 3]"), even = memory("[8, 8, 8, 8]");
+  CHECK(uneven.at("in_flight_micro_batches").get<int>() == 13);
+  CHECK(uneven.at("per_gpu_bytes").get<double>() > even.at("per_gpu_bytes").get<double>());
+}
+
 TEST_CASE("mixed cluster: the resolved scenario runs the same, and the bill prices each kind") {
   const fs::path dir = fresh_dir("mixed", "resolved");
   const fs::path file = written(dir, "m.yaml", mixed_yaml(kH100, kA100, kPipeline));
@@ -228,10 +262,11 @@ TEST_CASE("mixed cluster: what groups cannot hold is a one-line error") {
   err(shares("[11, 11, 5]"), "run", "parallelism.replica_micro_batches: has the wrong number of entries: '3'");
   err(shares("[11, 11, 5, 4]"), "run", "parallelism.replica_micro_batches: sums to '31'");
   err(shares("[11, 11, 10, 0]"), "run", "parallelism.replica_micro_batches[3]: out of range '0'");
-  err("name: one\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, nodes: 4, inter: fat-tree, inter_link: ib-hdr}\n"
-      "model: {preset: gpt-7.5b}\ntraining: {global_batch: 64, micro_batch: 2}\n"
-      "parallelism: {tp: 8, pp: 1, dp: 4, replica_micro_batches: [11, 11, 5, 5]}\n",
-      "run", "parallelism.replica_micro_batches: splits the batch unevenly between replicas");
+  for (const char* command : {"run", "memory", "graph", "plan"})
+    err("name: one\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, nodes: 4, inter: fat-tree, inter_link: ib-hdr}\n"
+        "model: {preset: gpt-7.5b}\ntraining: {global_batch: 64, micro_batch: 2}\n"
+        "parallelism: {tp: 8, pp: 1, dp: 4, replica_micro_batches: [11, 11, 5, 5]}\n",
+        command, "parallelism.replica_micro_batches: splits the batch unevenly between replicas");
   std::string experts = mixed_yaml(kH100, kA100, "{tp: 1, pp: 1, dp: 32, ep: 8, replica_micro_batches: [" +
                                                      std::string("3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, ") +
                                                      "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}",
@@ -261,14 +296,14 @@ TEST_CASE("mixed cluster: plan ranks plans as run plays them, stages on their ki
       t.at("sequence_parallel").get<bool>(), p.at("tp").get<int>(), p.at("pp").get<int>(), p.at("dp").get<int>(),
       p.at("zero").get<int>(), p.at("order").get<std::string>()));
   CHECK(run.at("step_time_s").get<double>() == doctest::Approx(best.at("step_time_s").get<double>()).epsilon(1e-6));
-  // The row says how the candidate split its work between the kinds, as run splits it again.
+  // The row says how the candidate split its work between the kinds, as run splits it again: the same keys, the
+  // same values.
   REQUIRE((p.contains("layers_per_stage") || p.contains("replica_micro_batches")));
-  for (const char* key : {"layers_per_stage", "replica_micro_batches"})
-    if (p.contains(key)) {
-      const std::string chosen = std::string("parallelism.") + key;
-      REQUIRE(run.at("auto_chosen").contains(chosen));
-      CHECK(run.at("auto_chosen").at(chosen) == p.at(key));
-    }
+  for (const char* key : {"layers_per_stage", "replica_micro_batches"}) {
+    const std::string chosen = std::string("parallelism.") + key;
+    CHECK(p.contains(key) == run.at("auto_chosen").contains(chosen));
+    if (p.contains(key) && run.at("auto_chosen").contains(chosen)) CHECK(run.at("auto_chosen").at(chosen) == p.at(key));
+  }
   // No launch is written for stages of uneven layers on two kinds.
   const auto emit = dtsim("plan " + file.string() + " --top 1 --confirm 0 --emit megatron");
   CHECK(emit.status == 2);
