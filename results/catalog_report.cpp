@@ -24,7 +24,7 @@ using topology::Precision;
 using workloads::ModelSpec;
 
 // The precisions the table shows; JSON lists all the GPU has.
-constexpr std::array kTablePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::Fp8,
+constexpr std::array kTablePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::Fp8, Precision::Fp4,
                                          Precision::Int8};
 
 // Unit conversions leave binary noise (0.6 us -> 0.6000000000000001); 12 significant digits is far below any
@@ -93,6 +93,7 @@ json gpu_json(const GpuSpec& gpu) {
           {"gpu_link", gpu.gpu_link},
           {"gpu_link_count", gpu.gpu_link_count},
           {"host_link", gpu.host_link},
+          {"cpu_link", gpu.cpu_link.empty() ? gpu.host_link : gpu.cpu_link},
           {"source", gpu.source}};
 }
 

@@ -104,9 +104,22 @@ BillOfMaterials bill_of_materials(const ClusterSpec& spec, const Topology& topo)
     bom.notes.push_back("user graph: GPUs and switches counted from the graph; no servers, NICs or cables");
     return bom;
   }
-  const auto& server = find_part(sxm_server(spec) ? "hgx-8gpu-server" : "pcie-gpu-server");
-  bom.items.push_back({PartKind::Server, server.name, "server", spec.nodes, server.price, server.power,
-                       fmt::format("{} GPUs a server, priced without GPUs and NICs", spec.gpus_per_node)});
+  if (spec.server_gpus > 0) {
+    // An NVLink domain of several servers (an NVL72 rack): its compute trays, and the NVLink switch trays that join
+    // them, as many as the domain's GPU links need ports.
+    const auto& tray = find_part("nvl-compute-tray");
+    bom.items.push_back({PartKind::Server, tray.name, "server", spec.servers(), tray.price, tray.power,
+                         fmt::format("{} GPUs a compute tray, priced without GPUs and NICs", spec.server_gpus)});
+    const auto& nvswitch = find_part("nvlink-switch-tray");
+    const long long ports = static_cast<long long>(spec.gpus_per_node) * spec.effective_links_per_gpu();
+    const long long trays = (ports + nvswitch.ports - 1) / nvswitch.ports;
+    bom.items.push_back({PartKind::Switch, nvswitch.name, "NVLink", trays * spec.nodes, nvswitch.price, nvswitch.power,
+                         fmt::format("{} NVLink ports a tray; {} a {}-GPU domain", nvswitch.ports, trays, spec.gpus_per_node)});
+  } else {
+    const auto& server = find_part(sxm_server(spec) ? "hgx-8gpu-server" : "pcie-gpu-server");
+    bom.items.push_back({PartKind::Server, server.name, "server", spec.nodes, server.price, server.power,
+                         fmt::format("{} GPUs a server, priced without GPUs and NICs", spec.gpus_per_node)});
+  }
   if (spec.inter == InterKind::None) return bom;
 
   const long long nics = static_cast<long long>(spec.nodes) * spec.effective_nics_per_node();
@@ -137,12 +150,17 @@ BillOfMaterials bill_of_materials(const ClusterSpec& spec, const Topology& topo)
   }
   const int nodes_per_rack = power_model().nodes_per_rack;
   const long long servers_per_leaf = ceil_div(tiers.front().down, spec.effective_nics_per_node());
-  const bool copper = spec.inter == InterKind::RailOptimized ? false
-                      : one_switch                           ? spec.nodes <= nodes_per_rack
-                                                             : servers_per_leaf <= nodes_per_rack;
+  // An NVLink domain fills its rack (an NVL72's 18 compute trays and 9 switch trays): its leaves stand elsewhere.
+  const bool copper = spec.inter == InterKind::RailOptimized || spec.server_gpus > 0 ? false
+                      : one_switch                                                  ? spec.nodes <= nodes_per_rack
+                                                                                    : servers_per_leaf <= nodes_per_rack;
   add_links(bom, link, nics, copper, between);
-  bom.notes.push_back(fmt::format("NIC links {} ({} servers to a rack); links between switch tiers optical",
-                                  copper ? "copper within the rack" : "optical", nodes_per_rack));
+  if (spec.server_gpus > 0)
+    bom.notes.push_back("NIC links optical (an NVLink domain fills its rack; its leaves stand in other racks); links "
+                        "between switch tiers optical");
+  else
+    bom.notes.push_back(fmt::format("NIC links {} ({} servers to a rack); links between switch tiers optical",
+                                    copper ? "copper within the rack" : "optical", nodes_per_rack));
   return bom;
 }
 

@@ -21,6 +21,8 @@ constexpr NameTable<Precision, kAllPrecisions.size()> kPrecisionNames = {{
     {Precision::Fp8, "fp8"},
     {Precision::Int8, "int8"},
     {Precision::Int4, "int4"},
+    {Precision::Mxfp8, "mxfp8"},
+    {Precision::Fp4, "fp4"},
 }};
 
 constexpr NameTable<LinkFamily, 9> kFamilyNames = {{

@@ -14,10 +14,14 @@
 
 namespace dtsim::topology {
 
-// Number formats a GPU computes in (and int8/int4 for weights). Order fixes the column order of tables.
-enum class Precision { Fp64, Fp32, Tf32, Bf16, Fp16, Fp8, Int8, Int4 };
-inline constexpr std::array kAllPrecisions = {Precision::Fp64, Precision::Fp32, Precision::Tf32, Precision::Bf16,
-                                              Precision::Fp16, Precision::Fp8,  Precision::Int8, Precision::Int4};
+// Number formats a GPU computes in (and int8/int4 for weights). Order fixes the column order of tables. The block-
+// scaled formats (OCP Microscaling Formats (MX) v1.0, NVIDIA's NVFP4): mxfp8, E4M3 elements with one E8M0 scale per
+// 32; fp4, NVFP4: E2M1 elements with one E4M3 scale per 16 (and one fp32 scale per tensor). Their bytes per
+// element count the scales.
+enum class Precision { Fp64, Fp32, Tf32, Bf16, Fp16, Fp8, Int8, Int4, Mxfp8, Fp4 };
+inline constexpr std::array kAllPrecisions = {Precision::Fp64, Precision::Fp32, Precision::Tf32,  Precision::Bf16,
+                                              Precision::Fp16, Precision::Fp8,  Precision::Int8,  Precision::Int4,
+                                              Precision::Mxfp8, Precision::Fp4};
 std::string_view to_string(Precision p);
 std::optional<Precision> parse_precision(std::string_view name);
 
@@ -39,6 +43,7 @@ struct LinkSpec {
   Seconds latency;              // per hop
   double efficiency = 1.0;      // fraction of line rate a collective library moves (0, 1]
   bool switch_reduction = false;   // an NVSwitch of this link class reduces in the switch (NVLink SHARP, NVLS)
+  BytesPerSecond switch_port_rate{};   // ... at this rate per GPU port, each way (0: the collective tuning's)
   std::string source;
 };
 
@@ -60,6 +65,7 @@ struct GpuSpec {
   std::string gpu_link;         // GPU-to-GPU link class ("nvlink3"), or the host link when it has none
   int gpu_link_count = 1;       // links of that class per GPU (A100: 12 NVLink3)
   std::string host_link;        // PCIe generation of its slot ("pcie4")
+  std::string cpu_link;         // to its CPU's memory when not over host_link (Grace's "nvlink-c2c"); empty: host_link
   int sms = 0;                  // streaming multiprocessors (compute units): what an overlapped NCCL kernel's
                                 // blocks take from compute, one SM each; 0 = unknown (no interference modelled)
   std::string source;

@@ -88,9 +88,11 @@ std::vector<LinkSpec> make_links() {
                  "all-reduce row (230 GB/s busbw at 8 GB); latency: NCCL tuning model, NVLink ring LL per hop"},
       {.name = "nvlink4", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(25),
        .latency = microseconds(0.6), .efficiency = kNvLinkEfficiency, .switch_reduction = true,
+       .switch_port_rate = gigabytes_per_second(310),
        .source = "hardware.md: H100/H200 18 links, 450 GB/s each way; efficiency of the NVLink family (fitted on "
                  "the A100 row; checked here: 345 against nccl.md's ~370 GB/s); latency: NCCL tuning model, NVLink ring LL per hop; "
-                 "third-generation NVSwitch reduces in the switch (NVLink SHARP, nccl.md's NVLS row)"},
+                 "third-generation NVSwitch reduces in the switch (NVLink SHARP, nccl.md's NVLS row) at 310 GB/s a port "
+                 "(the collective tuning's nvls_port_rate, fitted there on 8x H100)"},
       {.name = "nvlink-bridge", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(25),
        .latency = microseconds(0.6), .efficiency = kNvLinkEfficiency,
        .source = "NVIDIA A100 PCIe datasheet: NVLink bridge for 2 GPUs, 600 GB/s bidirectional over 12 links = 25 "
@@ -112,6 +114,14 @@ std::vector<LinkSpec> make_links() {
        .latency = microseconds(1.0), .efficiency = 0.8,
        .source = "hardware.md: PCIe Gen5 x16 63 GB/s per direction; efficiency as pcie4 (one per family); "
                  "latency: NCCL tuning model, PCI ring LL per hop"},
+      {.name = "pcie6", .family = LinkFamily::Pcie, .bandwidth = gigabytes_per_second(126),
+       .latency = microseconds(1.0), .efficiency = 0.8,
+       .source = "PCIe Gen6 x16: 64 GT/s x 16 lanes, twice Gen5's 63 GB/s per direction (PCI-SIG); efficiency and "
+                 "latency as pcie5 (one per family)"},
+      {.name = "nvlink-c2c", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(450),
+       .latency = microseconds(0.6), .efficiency = kNvLinkEfficiency,
+       .source = "NVIDIA Grace Blackwell: NVLink-C2C 900 GB/s bidirectional between the Grace CPU and each of its "
+                 "GPUs (GB200 NVL72 specifications), 450 per direction; efficiency and latency of the NVLink family"},
       {.name = "upi", .family = LinkFamily::CpuInterconnect, .bandwidth = gigabytes_per_second(20.8),
        .latency = microseconds(1.0), .efficiency = 0.7,
        .source = "hardware.md: Intel UPI about 20 GB/s per direction per link (10.4 GT/s x 2 B = 20.8); latency "
@@ -138,9 +148,18 @@ std::vector<LinkSpec> make_links() {
                  "GB/s per NIC); latency 1 us per hop (NIC + switch) is an assumption"},
       {.name = "nvlink5", .family = LinkFamily::NvLink, .bandwidth = gigabytes_per_second(50),
        .latency = microseconds(0.6), .efficiency = kNvLinkEfficiency, .switch_reduction = true,
+       .switch_port_rate = gigabytes_per_second(479),
        .source = "NVIDIA HGX B200 table: NVLink 5, 1.8 TB/s bidirectional over 18 links = 50 GB/s per link per "
                  "direction; efficiency of the NVLink family (NCCL's own Blackwell figure, 40.1 of 50 GB/s per link, "
-                 "src/graph/tuning.cc, is 0.80); latency as nvlink3; fifth-generation NVSwitch reduces in the switch"},
+                 "src/graph/tuning.cc, is 0.80); latency as nvlink3; fifth-generation NVSwitch reduces in the switch at "
+                 "479 GB/s a port, fitted on a GB200 NVL72's 72-GPU NVLS all-reduce, 839 GB/s busbw at 4 GiB "
+                 "(coreweave/nccl-tests README at cb865533, NCCL 2.26.2): algbw 839 x 72/142 = 425.5 = rate x 8/9 "
+                 "(nvls_all_reduce's pipelining); checked on a 4-GPU GB200 ring, 679.6 GB/s busbw at 8 GB "
+                 "(Azure/AI-benchmarking-guide ND GB200 v6): 689 here, +1.4 %"},
+      {.name = "ib-xdr", .family = LinkFamily::InfiniBand, .bandwidth = gigabits_per_second(800),
+       .latency = microseconds(1.0), .efficiency = 0.94,
+       .source = "InfiniBand XDR 800 Gb/s = 100 GB/s a port (NVIDIA Quantum-X800, ConnectX-8 SuperNIC at 800 Gb/s line "
+                 "rate: DOCA 2.9.0 ConnectX-8 notes); the InfiniBand family's efficiency and latency (ib-hdr)"},
       {.name = "ib-qdr", .family = LinkFamily::InfiniBand, .bandwidth = gigabits_per_second(32),
        .latency = microseconds(1.0), .efficiency = 0.94,
        .source = "InfiniBand QDR 4x: 40 Gb/s signalling, 8b/10b, 32 Gb/s of data; the InfiniBand family's efficiency "
@@ -204,6 +223,14 @@ std::vector<PartSpec> make_parts() {
            "an 8-GPU baseboard server (NVSwitch or OAM mesh, two CPUs, 2 TB DRAM) without GPUs and NICs: an HGX H100 "
            "node with 8 NDR NICs quoted 310-317 k USD (public cluster-cost sheet, 2024-08) less 8 GPUs at 30 k and 8 "
            "NICs at 2 k (derived)"),
+      part("nvl-compute-tray", PartKind::Server, {}, 0, 0, 60000, 0,
+           "a GB200/GB300 NVL72 compute tray (two Grace CPUs with their LPDDR5X, four GPU sockets, liquid cooling) "
+           "and its share of the rack (power shelves, manifolds, the NVLink cable cartridge): about 3.4 M USD a rack "
+           "less 72 GPUs, 9 switch trays and 72 NICs, over 18 trays (recalled, unverified, 2025)"),
+      part("nvlink-switch-tray", PartKind::Switch, {}, 0, 144, 40000, 1500,
+           "an NVL72 NVLink Switch tray: two fifth-generation NVLink switch chips, 7.2 TB/s; 144 NVLink 5 ports (72 "
+           "GPUs x 18 links over 9 trays: NVIDIA Mission Control's 9 trays a rack; two chips a tray, third-party "
+           "teardowns); about 40 k USD and 1.5 kW (recalled, unverified, 2025)"),
       part("pcie-gpu-server", PartKind::Server, {}, 0, 0, 20000, 0,
            "a dual-socket 4U PCIe GPU server without GPUs and NICs, 15-25 k USD (recalled, unverified, 2024)"),
       part("quantum-2-qm9700", PartKind::Switch, ib, 400, 64, 43000, 747,
@@ -223,6 +250,16 @@ std::vector<PartSpec> make_parts() {
       part("spectrum-3-sn4600c", PartKind::Switch, eth, 100, 64, 20000, 466,
            "NVIDIA Spectrum-3 SN4600C: 64 x 100GbE, 466 W typical (SN4000 hardware manual); about 20 k USD (recalled, "
            "unverified, 2022)"),
+      part("quantum-x800-q3400", PartKind::Switch, ib, 800, 144, 120000, 3000,
+           "NVIDIA Quantum-X800 Q3400: 144 XDR ports of 800 Gb/s (NVIDIA Quantum-X800 product brief); about 120 k USD "
+           "and 3 kW (recalled, unverified, 2025)"),
+      part("connectx-8-800g", PartKind::Nic, vpi, 800, 1, 3000, 35,
+           "NVIDIA ConnectX-8 SuperNIC, one 800 Gb/s port (XDR or 800GbE), PCIe Gen6: about 3 k USD and 30-40 W "
+           "(recalled, unverified, 2025)"),
+      part("optic-800g", PartKind::Transceiver, any_net, 800, 1, 1500, 16,
+           "800G OSFP twin-port SR8/DR8 module: about 16 W and 1.2-2 k USD (recalled, unverified, 2025)"),
+      part("dac-800g", PartKind::Cable, any_net, 800, 1, 500, 0.2,
+           "800G passive copper (OSFP DAC, within a rack): about 0.5 k USD (recalled, unverified, 2025)"),
       part("connectx-7-400g", PartKind::Nic, vpi, 400, 1, 2000, 25,
            "NVIDIA ConnectX-7 single-port OSFP (NDR or 400GbE): 1.5-2.5 k USD list and 20-25 W (recalled, "
            "unverified, 2024)"),

@@ -74,8 +74,15 @@ struct ClusterSpec {
   // node count and node layout); `gpu` is then their mean (mixed_gpu.hpp), `nodes` their sum, and the fabric this
   // spec's. Empty: one kind.
   std::vector<ClusterSpec> groups;
+  // An NVLink domain that spans servers (`cluster.nvlink_domain`, an NVL72 rack): the loader folds each domain into
+  // the node everything else sees (gpus_per_node its GPUs, nodes the domains, nics_per_node its servers' NICs), as
+  // NCCL's multi-node NVLink treats the domain as one node; `server_gpus` keeps a server's own GPUs (a GB200 compute
+  // tray's 4) for the bill, power and failures. 0: a node is a server.
+  int server_gpus = 0;
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
+  [[nodiscard]] int servers_per_node() const { return server_gpus > 0 ? gpus_per_node / server_gpus : 1; }
+  [[nodiscard]] int servers() const { return nodes * servers_per_node(); }
   // The link budget one GPU spends inside its node, per direction (DESIGN.md, "Comparing topologies fairly").
   [[nodiscard]] BytesPerSecond gpu_budget() const;
   [[nodiscard]] int effective_links_per_gpu() const;

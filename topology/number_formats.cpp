@@ -8,11 +8,12 @@ namespace dtsim::topology {
 namespace {
 
 // sign 1 bit + exponent + mantissa (IEEE 754-2019 binary64/32/16; TF32 and BF16 as NVIDIA and Google define
-// them: FP32's exponent with 10 and 7 mantissa bits; FP8 per the OCP 8-bit floating point specification).
+// them: FP32's exponent with 10 and 7 mantissa bits; FP8 per the OCP 8-bit floating point specification; FP4 E2M1
+// per the OCP Microscaling Formats (MX) v1.0 specification).
 constexpr std::array kFormats = {
     FloatFormat{"fp64", 11, 52}, FloatFormat{"fp32", 8, 23},    FloatFormat{"tf32", 8, 10},
     FloatFormat{"bf16", 8, 7},   FloatFormat{"fp16", 5, 10},    FloatFormat{"fp8-e4m3", 4, 3, false},
-    FloatFormat{"fp8-e5m2", 5, 2},
+    FloatFormat{"fp8-e5m2", 5, 2},   FloatFormat{"fp4-e2m1", 2, 1, false, false},
 };
 
 }  // namespace
@@ -23,7 +24,8 @@ double FloatFormat::max_finite() const {
   // IEEE: the top exponent is special, so the largest is (2 - 2^-m) x 2^(emax) with emax = bias. E4M3: the top
   // exponent (bias + 1) holds numbers up to a mantissa of all ones but one.
   if (ieee_special_exponent) return (2.0 - std::ldexp(1.0, -mantissa_bits)) * std::ldexp(1.0, bias());
-  return (2.0 - std::ldexp(1.0, 1 - mantissa_bits)) * std::ldexp(1.0, bias() + 1);
+  const double top = top_nan ? 2.0 - std::ldexp(1.0, 1 - mantissa_bits) : 2.0 - std::ldexp(1.0, -mantissa_bits);
+  return top * std::ldexp(1.0, bias() + 1);
 }
 
 double FloatFormat::min_normal() const { return std::ldexp(1.0, 1 - bias()); }
@@ -41,7 +43,9 @@ std::optional<FloatFormat> float_format(Precision p) {
     case Precision::Tf32: return kFormats[2];
     case Precision::Bf16: return kFormats[3];
     case Precision::Fp16: return kFormats[4];
-    case Precision::Fp8: return kFormats[5];   // E4M3, the forward-pass format of FP8 training
+    case Precision::Fp8:
+    case Precision::Mxfp8: return kFormats[5];   // E4M3, the forward-pass format of FP8 training (MX: its elements)
+    case Precision::Fp4: return kFormats[7];     // E2M1, NVFP4's elements (OCP MX v1.0's FP4)
     case Precision::Int8:
     case Precision::Int4: return std::nullopt;
   }

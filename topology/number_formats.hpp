@@ -18,6 +18,9 @@ struct FloatFormat {
   // IEEE 754 reserves the top exponent for infinities and NaN. OCP's E4M3 does not: its top exponent holds
   // numbers, except the all-ones mantissa (NaN), so its largest value is 1.75 x 2^8 = 448.
   bool ieee_special_exponent = true;
+  // Without IEEE's top exponent: whether the all-ones mantissa there is NaN (E4M3) or a number (FP4 E2M1, which has
+  // neither infinities nor NaN: its largest value is 1.5 x 2^2 = 6).
+  bool top_nan = true;
 
   [[nodiscard]] int bias() const;
   [[nodiscard]] double max_finite() const;

@@ -30,15 +30,14 @@ constexpr double kLossBytes = 4.0;   // the cross-entropy loss keeps the logits 
 // hidden dropout the two sbh masks are not kept; without attention dropout the scores keep only the softmax
 // output (e a s^2 b).
 
-// Stored activation elements take the compute precision's bytes; fp8 GEMMs keep bf16 activations.
-double activation_element_bytes(Precision p) { return p == Precision::Fp8 ? 2.0 : bytes_per_element(p); }
+
 
 // A linear layer's input as its backward keeps it (for the weight gradient): under fp8 training (Transformer
 // Engine, training.fp8) the fp8 copy its forward GEMM cast, one byte (transformer_engine/pytorch/module/linear.py
 // and layernorm_linear.py, layernorm_mlp.py: `saved_inputmat = inputmat` when fp8, the 16-bit `inputmat_no_fp8`
 // otherwise); the attention core's Q, K, V and the activations' inputs stay 16-bit.
 double gemm_input_bytes(const TrainingSpec& t) {
-  return t.fp8 != Fp8::None ? bytes_per_element(Precision::Fp8) : activation_element_bytes(t.precision);
+  return t.fp8 != Fp8::None ? bytes_per_element(low_gemm_precision(t.fp8)) : activation_element_bytes(t.precision);
 }
 
 struct LayerTerms {

@@ -150,11 +150,14 @@ ArchitectureConstants volta() {
   return a;
 }
 
-ArchitectureConstants cdna3() {
-  ArchitectureConstants a = ampere_like("cdna3", kCdna3Source);
+ArchitectureConstants cdna3(const char* name = "cdna3", const char* source = kCdna3Source) {
+  ArchitectureConstants a = ampere_like(name, source);
   a.gemm = a.gemm_fp8 = a.attention_gemm = kCdna3Best * kSustained;
   return a;
 }
+
+constexpr const char* kCdna4Source =
+    "CDNA 4 (MI355X): CDNA 3's constants (kCdna3Source), no CDNA 4 kernel measurement read: an assumption";
 
 constexpr const char* kGemmWork = "dense GEMM: compute-bound at the architecture's gemm efficiency x shape";
 constexpr const char* kAttentionGemmWork =
@@ -215,7 +218,7 @@ std::span<const KernelWork> kernel_works() {
 }
 
 std::span<const ArchitectureConstants> architectures() {
-  static const std::array<ArchitectureConstants, 7> table = {
+  static const std::array<ArchitectureConstants, 8> table = {
       // Ampere's constants come from A100 SXM4 measurements (the SC'21 rows, ml-engineering's A100 SXM), Hopper's
       // from H100 SXM5 ones, Blackwell's from the B200's matmul benchmark.
       measured_on(ampere_like("ampere", kAmpereSource), "a100-sxm4-80gb"),
@@ -226,6 +229,7 @@ std::span<const ArchitectureConstants> architectures() {
       ampere_like("turing", kAssumedAmpereSource),
       measured_on(volta(), "v100-sxm2-32gb"),
       cdna3(),
+      cdna3("cdna4", kCdna4Source),
   };
   return table;
 }

@@ -73,6 +73,8 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.flash2 = t.attention == AttentionKernel::Flash2;
   d.causal = m.causal;
   d.fp8 = t.fp8 != Fp8::None;
+  d.low = low_gemm_precision(t.fp8);
+  d.cast_out = 2.0 * bytes_per_element(d.low);
   d.fused_loss = t.cross_entropy_fusion;
   d.hidden_dropout = m.hidden_dropout > 0.0;
   d.attention_dropout = m.attention_dropout > 0.0;
@@ -111,7 +113,7 @@ Kernel kernel_of(const Step& step, Pass pass, const Dims& d) {
   k.bytes = Bytes(backward ? gemm_backward_bytes(g, step.weighted, d) : gemm_forward_bytes(g, step.weighted, d));
   k.gemm = backward ? backward_shape(g) : g;
   if (backward && step.weighted) k.weight_gemm = weight_shape(g);
-  if (step.fp8) k.precision = Precision::Fp8;
+  if (step.fp8) k.precision = d.low;
   return k;
 }
 

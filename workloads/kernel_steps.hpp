@@ -43,6 +43,8 @@ struct Dims {
   bool flash2 = false;     // that kernel FlashAttention-2
   bool causal = true;
   bool fp8 = false;        // the linear layers' GEMMs in fp8 (Transformer Engine)
+  Precision low = Precision::Fp8;   // ... at this precision (its recipe's: fp8, mxfp8, fp4)
+  double cast_out = 2.0;   // bytes a cast writes per element: the low-precision tensor and its transpose
   bool fused_loss = false;
   bool hidden_dropout = true;      // dropout after the projection and the MLP (model.hidden_dropout > 0)
   bool attention_dropout = true;   // over the attention probabilities (model.attention_dropout > 0)

@@ -184,7 +184,7 @@ Kernel optimizer_kernel(const TrainingSpec& t, double params) {
   const double we = bytes_per_element(t.weight_dtype);
   const double master = t.master_weights ? 2.0 * bytes_per_element(Precision::Fp32) : we;
   // fp8 training also quantises each weight (and its transpose) once per step, for the first micro-batch's GEMMs.
-  const double fp8_cast = t.fp8 != Fp8::None ? we + 2.0 : 0.0;
+  const double fp8_cast = t.fp8 != Fp8::None ? we + 2.0 * bytes_per_element(low_gemm_precision(t.fp8)) : 0.0;
   const double per_param =
       bytes_per_element(t.grad_dtype) + master + 2.0 * optimizer_state_bytes_per_param(t) + we + fp8_cast;
   Kernel k;

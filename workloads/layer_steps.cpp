@@ -35,7 +35,8 @@ Step fused_attention(const Dims& d) {
 }
 
 // A linear layer's GEMM, in fp8 when the layer trains in fp8, behind the quantisation of its operands: a cast
-// reads e bytes per element and writes 2 (the fp8 tensor and its transpose, Hopper's fp8 GEMMs being TN only).
+// reads e bytes per element and writes 2 (the fp8 tensor and its transpose, Hopper's fp8 GEMMs being TN only; the
+// block-scaled recipes write both directions too, each with its scales: MX's blocks run along one axis).
 // Transformer Engine fuses the forward cast of Q K V's and MLP up's input into the norm before them
 // (LayerNormLinear, LayerNormMLP) and of MLP down's into the activation, which then write fp8 instead of bf16;
 // the projection's input (the attention's output) is cast on its own. Backward, each layer's incoming gradient is
@@ -44,7 +45,7 @@ void linear(std::vector<Step>& steps, KernelClass kind, GemmShape g, const Dims&
   if (d.fp8) {
     const bool own_forward_cast = kind == KernelClass::ProjGemm;
     steps.push_back(elementwise_step(KernelClass::Fp8Cast,
-                                     {own_forward_cast ? g.m * g.k * (d.e + 2.0) : 0.0, g.m * g.n * (d.e + 2.0)}));
+                                     {own_forward_cast ? g.m * g.k * (d.e + d.cast_out) : 0.0, g.m * g.n * (d.e + d.cast_out)}));
   }
   Step step = gemm_step(kind, g);
   step.fp8 = d.fp8;
@@ -92,7 +93,7 @@ void moe_block(std::vector<Step>& steps, const Dims& d) {
   // In fp8, Transformer Engine's GroupedLinear quantises each GEMM's input (and its transpose) itself, forward,
   // and the incoming gradient backward: nothing fuses them into the permute or the activation.
   const auto cast = [&](const GemmShape& g) {
-    Step c = elementwise_step(KernelClass::Fp8Cast, {g.m * g.batch * g.k * (d.e + 2.0), g.m * g.batch * g.n * (d.e + 2.0)});
+    Step c = elementwise_step(KernelClass::Fp8Cast, {g.m * g.batch * g.k * (d.e + d.cast_out), g.m * g.batch * g.n * (d.e + d.cast_out)});
     c.load = d.imbalance;
     return c;
   };

@@ -33,7 +33,11 @@ constexpr NameTable<Framework, 7> kFrameworks{{{Framework::MegatronCore, "megatr
 constexpr NameTable<AttentionKernel, 3> kAttentionKernels{{{AttentionKernel::Unfused, "unfused"},
                                                            {AttentionKernel::Flash, "flash"},
                                                            {AttentionKernel::Flash2, "flash2"}}};
-constexpr NameTable<Fp8, 3> kFp8s{{{Fp8::None, "none"}, {Fp8::Hybrid, "hybrid"}, {Fp8::E4m3, "e4m3"}}};
+constexpr NameTable<Fp8, 5> kFp8s{{{Fp8::None, "none"},
+                                   {Fp8::Hybrid, "hybrid"},
+                                   {Fp8::E4m3, "e4m3"},
+                                   {Fp8::Mxfp8, "mxfp8"},
+                                   {Fp8::Nvfp4, "nvfp4"}}};
 constexpr NameTable<MoeDispatcher, 2> kMoeDispatchers{{{MoeDispatcher::AllToAll, "alltoall"},
                                                         {MoeDispatcher::DeepEp, "deepep"}}};
 constexpr NameTable<CpComm, 2> kCpComms{{{CpComm::P2p, "p2p"}, {CpComm::AllGather, "all_gather"}}};
@@ -64,6 +68,17 @@ std::string_view to_string(AttentionKernel a) { return name_of(kAttentionKernels
 std::optional<AttentionKernel> parse_attention_kernel(std::string_view name) { return value_of(kAttentionKernels, name); }
 std::string_view to_string(Fp8 f) { return name_of(kFp8s, f); }
 std::optional<Fp8> parse_fp8(std::string_view name) { return value_of(kFp8s, name); }
+
+double activation_element_bytes(Precision p) {
+  const bool low = p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp4;
+  return low ? 2.0 : bytes_per_element(p);
+}
+
+Precision low_gemm_precision(Fp8 f) {
+  if (f == Fp8::Mxfp8) return Precision::Mxfp8;
+  if (f == Fp8::Nvfp4) return Precision::Fp4;
+  return Precision::Fp8;
+}
 std::string_view to_string(CpComm c) { return name_of(kCpComms, c); }
 std::optional<CpComm> parse_cp_comm(std::string_view name) { return value_of(kCpComms, name); }
 std::string_view to_string(MoeDispatcher d) { return name_of(kMoeDispatchers, d); }
@@ -106,6 +121,8 @@ double bytes_per_element(Precision p) {
     case Precision::Fp8:
     case Precision::Int8: return 1.0;
     case Precision::Int4: return 0.5;
+    case Precision::Mxfp8: return 1.0 + 1.0 / 32;   // one 1-byte E8M0 scale per 32 elements (OCP MX v1.0)
+    case Precision::Fp4: return 0.5 + 1.0 / 16;     // one 1-byte E4M3 scale per 16 elements (NVFP4)
   }
   DTSIM_ASSERT(false, "precision missing from bytes_per_element");
 }
@@ -123,7 +140,8 @@ double optimizer_state_bytes_per_param(const TrainingSpec& t) {
 TrainingSpec training_defaults(Precision compute) {
   TrainingSpec t;
   t.precision = compute;
-  const bool low = compute == Precision::Bf16 || compute == Precision::Fp16 || compute == Precision::Fp8;
+  const bool low = compute == Precision::Bf16 || compute == Precision::Fp16 || compute == Precision::Fp8 ||
+                   compute == Precision::Mxfp8 || compute == Precision::Fp4;
   // fp8 training (Transformer Engine) keeps bf16 weights and casts per GEMM.
   t.weight_dtype = compute == Precision::Fp16 ? Precision::Fp16 : (low ? Precision::Bf16 : Precision::Fp32);
   t.master_weights = low;

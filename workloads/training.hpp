@@ -79,12 +79,19 @@ std::optional<AttentionKernel> parse_attention_kernel(std::string_view name);
 inline constexpr std::string_view kAttentionKernelNames = "unfused, flash, flash2";
 [[nodiscard]] constexpr bool fused(AttentionKernel a) { return a != AttentionKernel::Unfused; }
 
-// Transformer Engine's fp8 training (training.fp8): the linear layers' GEMMs in fp8 (hybrid: E4M3 forward, E5M2
-// gradients; e4m3: E4M3 throughout), everything else in the 16-bit precision.
-enum class Fp8 { None, Hybrid, E4m3 };
+// Transformer Engine's low-precision training (training.fp8): the linear layers' GEMMs in fp8 (hybrid: E4M3
+// forward, E5M2 gradients; e4m3: E4M3 throughout; both per-tensor scaled), in MXFP8 (Blackwell: E4M3 with an E8M0
+// scale per 32 elements, TE's MXFP8BlockScaling) or in NVFP4 (Blackwell: E2M1 with an E4M3 scale per 16, TE's
+// NVFP4BlockScaling), everything else in the 16-bit precision.
+enum class Fp8 { None, Hybrid, E4m3, Mxfp8, Nvfp4 };
 std::string_view to_string(Fp8 f);
 std::optional<Fp8> parse_fp8(std::string_view name);
-inline constexpr std::string_view kFp8Names = "none, hybrid, e4m3";
+inline constexpr std::string_view kFp8Names = "none, hybrid, e4m3, mxfp8, nvfp4";
+// Bytes of a stored activation element at compute precision `p`: its own width, 16-bit for the low-precision GEMM
+// formats (fp8, mxfp8, fp4), whose layers keep bf16 activations.
+double activation_element_bytes(Precision p);
+// The precision a recipe's GEMMs run at (and its casts write): fp8, mxfp8 or fp4.
+topology::Precision low_gemm_precision(Fp8 f);
 
 // How an MoE layer's tokens reach their experts (training.moe_dispatcher): alltoall, Megatron-Core's all-to-all
 // dispatcher (NCCL all-to-all over the expert-parallel group, one copy per chosen expert); deepep, its flex

@@ -69,6 +69,15 @@ std::optional<Seconds> uniform_advance(const std::vector<std::size_t>& touched, 
 
 }  // namespace
 
+BytesPerSecond nvls_port_rate(NodeId gpu, const Topology& topology) {
+  for (const topology::LinkId l : topology.incident(gpu)) {
+    if (topology.node(topology.other_end(l, gpu)).kind != topology::NodeKind::Switch) continue;
+    for (const topology::LinkSpec& spec : topology::link_catalog())
+      if (spec.name == topology.link(l).link_class && spec.switch_reduction) return spec.switch_port_rate;
+  }
+  return BytesPerSecond(0);
+}
+
 bool fully_linked(const std::vector<NodeId>& gpus, const Topology& topology) {
   if (gpus.size() < 3) return false;   // two GPUs: ring and direct are the same
   for (std::size_t i = 0; i < gpus.size(); ++i) {
@@ -101,6 +110,7 @@ std::vector<int> walk_order(const std::vector<NodeId>& gpus, const Topology& top
 GroupLayout group_layout(const std::vector<int>& group, const Topology& topology, bool nvls, topology::RingOrders* rings) {
   GroupLayout layout;
   layout.nvls = nvls;
+  if (nvls && !group.empty()) layout.nvls_rate = nvls_port_rate(topology.gpus()[static_cast<std::size_t>(group.front())], topology);
   for (int r : group) layout.machine.push_back(topology.node(topology.gpus()[static_cast<std::size_t>(r)]).machine);
   std::vector<NodeId> gpus;
   for (int r : group) gpus.push_back(topology.gpus()[static_cast<std::size_t>(r)]);

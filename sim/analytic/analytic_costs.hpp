@@ -17,6 +17,9 @@ namespace dtsim::sim {
 
 // True when every pair of `gpus` has a link of its own (a full mesh); false for fewer than three.
 bool fully_linked(const std::vector<topology::NodeId>& gpus, const topology::Topology& topology);
+// The NVLS reduction rate per GPU port of the switch `gpu` hangs from (its link class's switch_port_rate; 0 when
+// the class gives none or is not in the catalog).
+BytesPerSecond nvls_port_rate(topology::NodeId gpu, const topology::Topology& topology);
 
 // The order rings walk the GPUs `gpus` (GroupLayout::order): the GPUs of each machine in the order its ring
 // search gives (`rings`), in the places the machine's GPUs hold in the group; empty when that is the group's own.

@@ -41,6 +41,7 @@ struct GroupLayout {
   std::vector<int> order{};   // the group ranks in the order rings, chains and trees walk them: each machine's
                               // GPUs as NCCL's ring search orders them (topology/ring_order.hpp), in the places
                               // the machine's ranks hold; empty: group-rank order
+  BytesPerSecond nvls_rate{}; // with nvls, the switch's reduction rate per GPU port (its link class's; 0: the tuning's)
 };
 
 // An endpoint that is not a group rank: the NVSwitch of machine `Transfer::machine` (NVLS only).

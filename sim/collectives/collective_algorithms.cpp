@@ -279,7 +279,7 @@ Schedule nvls_all_reduce(const Request& r) {
       up.dst = kSwitch;
       up.bytes = r.bytes / k;
       up.machine = r.layout->machine[static_cast<std::size_t>(rank)];
-      up.rate = r.tuning->nvls_port_rate;
+      up.rate = r.layout->nvls_rate.value() > 0 ? r.layout->nvls_rate : r.tuning->nvls_port_rate;
       Transfer down = up;
       std::swap(down.src, down.dst);
       send(s, c, up);

@@ -56,7 +56,7 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
   const workloads::Workload& w = *s.workload;
   const workloads::TrainingSpec& t = *w.training;
   const int gpus = w.plan.tp * w.plan.pp * w.plan.cp * w.plan.dp;
-  const results::ClusterCounts counts{gpus, std::max(1, s.cluster.nodes), static_cast<int>(bom.count(topology::PartKind::Nic)),
+  const results::ClusterCounts counts{gpus, std::max(1, s.cluster.servers()), static_cast<int>(bom.count(topology::PartKind::Nic)),
                                       static_cast<int>(bom.count(topology::PartKind::Switch))};
   const scenario::ReliabilitySpec& r = s.reliability;
   // A checkpoint holds every parameter's weight, master copy and optimizer states once (Megatron's distributed
@@ -73,7 +73,9 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
     // over its PCIe link; the write follows in the background.
     const auto plan = workloads::plan_memory(w, s.cluster.gpu);
     const double shard = plan.parts.params.value() + plan.parts.optimizer.value();
-    const auto& host = topology::find_link(s.cluster.gpu.host_link, "cluster.gpu.host_link");
+    const auto& gpu = s.cluster.gpu;
+    const auto& host = gpu.cpu_link.empty() ? topology::find_link(gpu.host_link, "cluster.gpu.host_link")
+                                            : topology::find_link(gpu.cpu_link, "cluster.gpu.cpu_link");
     in.checkpoint_block = Seconds(shard / (host.bandwidth.value() * host.efficiency));
     in.checkpoint_lag = Seconds(bytes / write);
   } else {
@@ -91,7 +93,8 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
   // server's ranks under the plan's rank order.
   const workloads::Placement placement(w.plan);
   std::set<int> replicas;
-  for (int k = 0; k < std::min(s.cluster.gpus_per_node, placement.ranks()); ++k) replicas.insert(placement.coord(k).dp);
+  const int server = s.cluster.gpus_per_node / s.cluster.servers_per_node();
+  for (int k = 0; k < std::min(server, placement.ranks()); ++k) replicas.insert(placement.coord(k).dp);
   rec.replicas_per_server = static_cast<double>(std::max<std::size_t>(1, replicas.size()));
   if (rec.mode == results::OnFailure::Shrink && rec.replicas_per_server >= rec.dp)
     throw InputError("reliability.on_failure", "shrink",
@@ -116,7 +119,7 @@ Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials&
                                   a.prices, run_length(s));
   a.gpus = static_cast<int>(bom.count(topology::PartKind::Gpu));
   a.recovery.mode = s.reliability.on_failure;
-  a.held_gpus = a.gpus + (s.reliability.on_failure == results::OnFailure::Spare ? s.reliability.spares * s.cluster.gpus_per_node : 0);
+  a.held_gpus = a.gpus + (s.reliability.on_failure == results::OnFailure::Spare ? s.reliability.spares * (s.cluster.gpus_per_node / s.cluster.servers_per_node()) : 0);
   if (a.cost.steps) {
     const RunModel model = run_model(s, bom, step, *a.cost.steps);
     a.run = results::expected_run(model.inputs);

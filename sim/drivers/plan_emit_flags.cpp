@@ -133,6 +133,11 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   else cannot(kName, "training in a precision other than bf16 or fp16");
   if (t.fp8 == workloads::Fp8::Hybrid) add("--fp8-format", "hybrid");
   if (t.fp8 == workloads::Fp8::E4m3) add("--fp8-format", "e4m3");
+  if (t.fp8 == workloads::Fp8::Mxfp8) {
+    add("--fp8-format", "e4m3");
+    add("--fp8-recipe", "mxfp8");
+  }
+  if (t.fp8 == workloads::Fp8::Nvfp4) cannot(kName, "NVFP4 training (its Megatron-LM flags are not written here yet)");
   model_flags(m, Dialect::Megatron, f);
   if (m.moe()) {
     add("--num-experts", m.experts);
@@ -254,6 +259,8 @@ std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const st
     add("--activation_checkpoint.mode", "selective");
     add("--activation_checkpoint.selective_ac_option", "op");
   }
+  if (t.fp8 == workloads::Fp8::Mxfp8 || t.fp8 == workloads::Fp8::Nvfp4)
+    cannot(kName, "block-scaled (MXFP8, NVFP4) training (torchtitan's MX flags are not written here yet)");
   if (t.fp8 != workloads::Fp8::None) f.emplace_back("--float8.enable_float8_linear");
   f.emplace_back("--training.compile");
   add("--training.steps", 100);
@@ -328,9 +335,12 @@ std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
   set(fmt::format("{}.overlap_grad_reduce", where), flag(t.dp_overlap));
   set(fmt::format("{}.overlap_param_gather", where), flag(t.overlap_param_gather && distributed));
   if (recipe->sections) set("comm_overlap.tp_comm_overlap", flag(t.tp_comm_overlap));
+  if (recipe->sections && t.fp8 == workloads::Fp8::Nvfp4) cannot(kName, "NVFP4 training (its NeMo keys are not written here yet)");
   if (recipe->sections && t.fp8 != workloads::Fp8::None) {
-    set("mixed_precision.fp8", t.fp8 == workloads::Fp8::E4m3 ? "e4m3" : "hybrid");
-    set("mixed_precision.fp8_recipe", "delayed");   // Transformer Engine's delayed scaling, as dtsim's fp8 models it
+    const bool mx = t.fp8 == workloads::Fp8::Mxfp8;
+    set("mixed_precision.fp8", t.fp8 == workloads::Fp8::Hybrid ? "hybrid" : "e4m3");
+    // Transformer Engine's delayed scaling, as dtsim's fp8 models it; MXFP8's block scaling.
+    set("mixed_precision.fp8_recipe", mx ? "mxfp8" : "delayed");
   }
   // A short run that neither loads nor writes checkpoints.
   set("train.train_iters", 100);

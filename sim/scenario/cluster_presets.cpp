@@ -22,7 +22,10 @@ struct Preset {
 // DGX A100 / H100: 8 GPUs on NVSwitch and 8 InfiniBand NICs per node (one per GPU), a non-blocking fat tree
 // routed as InfiniBand fabrics are by default (D-mod-K: the routing default of an InfiniBand fabric). PCIe server:
 // 8 A100 PCIe cards, two per PCIe switch, two sockets. 100 GbE: one A100 PCIe per node on a 100 Gb/s Ethernet
-// switch, the commodity cluster.
+// switch, the commodity cluster. DGX B200: 8 B200 on NVLink 5 switches, 8 NDR NICs (DGX B200 user guide's 8 x 400
+// Gb/s). GB200 / GB300 NVL72: 18 compute trays of 4 GPUs in one NVLink domain of 72 (9 NVLink Switch trays), one
+// NIC a GPU (ConnectX-7 NDR for GB200: MLCommons' GB200 submissions list 4 a tray; ConnectX-8 XDR for GB300),
+// racks: R for R domains (1 unless nodes or racks are given).
 constexpr std::array kPresets = {
     Preset{"dgx-a100", "{gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, "
                        "inter_link: ib-hdr, nics_per_node: 8}"},
@@ -30,6 +33,12 @@ constexpr std::array kPresets = {
                        "inter_link: ib-ndr, nics_per_node: 8}"},
     Preset{"pcie-8xa100", "{gpu: a100-pcie-80gb, gpus_per_node: 8, intra: pcie, "
                           "pcie: {gpus_per_switch: 2, sockets: 2, cpu: icelake}}"},
+    Preset{"dgx-b200", "{gpu: b200-sxm-180gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, "
+                       "inter_link: ib-ndr, nics_per_node: 8}"},
+    Preset{"gb200-nvl72", "{gpu: gb200, gpus_per_node: 4, nvlink_domain: 72, racks: 1, intra: nvswitch, "
+                          "inter: fat-tree, inter_link: ib-ndr, nics_per_node: 4}"},
+    Preset{"gb300-nvl72", "{gpu: gb300, gpus_per_node: 4, nvlink_domain: 72, racks: 1, intra: nvswitch, "
+                          "inter: fat-tree, inter_link: ib-xdr, nics_per_node: 4}"},
     Preset{"ethernet-100g", "{gpu: a100-pcie-80gb, gpus_per_node: 1, inter: switch, inter_link: eth-100g, "
                             "nics_per_node: 1}"},
 };
@@ -54,6 +63,7 @@ void apply_cluster_preset(YAML::Node cluster, const std::string& file) {
   const YAML::Node keys = YAML::Load(preset->yaml);
   for (const auto& kv : keys) {
     const std::string key = kv.first.as<std::string>();
+    if (key == "racks" && cluster["nodes"]) continue;   // nodes given: they count the servers instead
     if (!cluster[key]) cluster[key] = YAML::Clone(kv.second);
   }
   cluster.remove("preset");

@@ -105,10 +105,45 @@ topology::Routing read_routing(const YamlMap& m, const ClusterSpec& c) {
   return topology::default_routing(topology::read_user_graph(*c.graph));
 }
 
+// cluster.nvlink_domain (GPUs per NVLink domain, whole servers of gpus_per_node; default a server) and cluster.racks
+// (domains, for nodes): a domain larger than a server is folded into the node the rest of dtsim sees (ClusterSpec's
+// server_gpus).
+void read_nvlink_domain(const YamlMap& m, ClusterSpec& c) {
+  const int domain = read_int(m, "nvlink_domain", c.gpus_per_node, 1, 4096);
+  if (domain == c.gpus_per_node) {
+    if (m.has("racks"))
+      m.fail("racks", m.text("racks").value_or(""), "counts NVLink domains that span servers, and this cluster's is one "
+             "server (cluster.nvlink_domain left out or gpus_per_node):", "nodes, or an nvlink_domain of several servers");
+    return;
+  }
+  const std::string given = std::to_string(domain);
+  if (domain < c.gpus_per_node || domain % c.gpus_per_node != 0)
+    m.fail("nvlink_domain", given, fmt::format("is not a whole number of servers of {} GPUs:", c.gpus_per_node),
+           fmt::format("a multiple of gpus_per_node ({})", c.gpus_per_node));
+  if (c.intra != topology::IntraKind::NvSwitch)
+    m.fail("nvlink_domain", given, fmt::format("spans servers through NVLink switches, which intra {} has not:",
+                                               to_string(c.intra)), "intra: nvswitch");
+  if (c.graph) m.fail("nvlink_domain", given, "cannot be combined with cluster.graph (the graph gives the layout):", "remove it");
+  const int per = domain / c.gpus_per_node;
+  if (m.has("racks")) {
+    if (m.has("nodes"))
+      m.fail("racks", m.text("racks").value_or(""), "gives the node count (racks x servers a domain); beside nodes,",
+             "racks or nodes, not both");
+    c.nodes = read_int(m, "racks", 1, 1, kMaxCount / per) * per;
+  }
+  if (c.nodes % per != 0)
+    m.fail("nodes", std::to_string(c.nodes), fmt::format("does not fill whole NVLink domains of {} servers:", per),
+           fmt::format("a multiple of {} (or racks: R)", per));
+  c.server_gpus = c.gpus_per_node;
+  c.nics_per_node = c.effective_nics_per_node() * per;
+  c.gpus_per_node = domain;
+  c.nodes /= per;
+}
+
 ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
   m.allow_only({"gpu", "nodes", "gpus_per_node", "intra", "intra_link", "links_per_gpu", "inter", "inter_link",
                 "nic_link", "nics_per_node", "oversubscription", "graph", "routing", "ecmp", "pcie", "fabric", "storage",
-                "groups"});
+                "groups", "nvlink_domain", "racks"});
   if (!m.has("gpu")) m.fail("gpu", "", "missing required key", "a catalog GPU name or a map of its fields");
   const auto intra = read_enum(m, "intra", topology::IntraKind::NvSwitch, topology::parse_intra_kind, topology::kIntraNames);
   ClusterSpec c;
@@ -133,6 +168,7 @@ ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
     check_graph_exclusive(m);
     c.graph = resolve_path(file, *g);
   }
+  read_nvlink_domain(m, c);
   c.routing = read_routing(m, c);
   return c;
 }
@@ -145,6 +181,9 @@ ClusterSpec read_cluster_groups(YAML::Node cluster, const YamlMap& m, const std:
   for (const char* key : {"gpu", "nodes", "graph"})
     if (m.has(key)) m.fail(key, m.text(key).value_or("..."), "is given per group with cluster.groups, not beside them",
                            "cluster.groups: [{gpu, nodes, gpus_per_node, ...}, ...]");
+  for (const char* key : {"nvlink_domain", "racks"})
+    if (m.has(key)) m.fail(key, m.text(key).value_or("..."), "is not modelled with cluster.groups (groups are servers of "
+                           "one NVLink domain each):", "remove it, or one GPU kind");
   const std::vector<YamlMap> groups = m.maps("groups");
   if (groups.size() < 2) m.fail("groups", std::to_string(groups.size()), "needs two groups or more", "a list of 2 or more cluster maps");
   // Each group over the section's keys.

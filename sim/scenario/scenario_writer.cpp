@@ -40,6 +40,7 @@ void emit_gpu(YAML::Emitter& out, const topology::GpuSpec& g) {
   out << YAML::Key << "gpu_link" << YAML::Value << g.gpu_link;
   out << YAML::Key << "gpu_link_count" << YAML::Value << g.gpu_link_count;
   out << YAML::Key << "host_link" << YAML::Value << g.host_link;
+  if (!g.cpu_link.empty()) out << YAML::Key << "cpu_link" << YAML::Value << g.cpu_link;
   out << YAML::Key << "sms" << YAML::Value << g.sms;
   out << YAML::EndMap;
 }
@@ -74,15 +75,17 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c, const Stor
     out << YAML::EndMap;
     return;
   }
-  if (c.groups.empty()) out << YAML::Key << "nodes" << YAML::Value << c.nodes;
-  out << YAML::Key << "gpus_per_node" << YAML::Value << c.gpus_per_node;
+  // An NVLink domain of several servers is written as the user gives it: servers, and the domain's GPUs.
+  if (c.groups.empty()) out << YAML::Key << "nodes" << YAML::Value << c.servers();
+  out << YAML::Key << "gpus_per_node" << YAML::Value << c.gpus_per_node / c.servers_per_node();
+  if (c.server_gpus > 0) out << YAML::Key << "nvlink_domain" << YAML::Value << c.gpus_per_node;
   out << YAML::Key << "intra" << YAML::Value << std::string(to_string(c.intra));
   emit_link(out, "intra_link", c.intra_link);
   out << YAML::Key << "links_per_gpu" << YAML::Value << c.effective_links_per_gpu();
   out << YAML::Key << "inter" << YAML::Value << std::string(to_string(c.inter));
   emit_link(out, "inter_link", c.inter_link);
   emit_link(out, "nic_link", c.nic_link);
-  out << YAML::Key << "nics_per_node" << YAML::Value << c.effective_nics_per_node();
+  out << YAML::Key << "nics_per_node" << YAML::Value << c.effective_nics_per_node() / c.servers_per_node();
   out << YAML::Key << "oversubscription" << YAML::Value << c.oversubscription;
   out << YAML::Key << "routing" << YAML::Value << std::string(to_string(c.effective_routing()));
   out << YAML::Key << "pcie" << YAML::Value << YAML::BeginMap;

@@ -52,8 +52,9 @@ constexpr double kMaxBucketMB = 1e6;
 // `key` of `m` is `auto`: left to resolve_auto (the drivers' auto_knobs.hpp), the reader keeps its default for now.
 bool is_auto(const YamlMap& m, const std::string& key) { return m.has(key) && m.text(key) == std::string(kAuto); }
 
-constexpr std::initializer_list<Precision> kComputePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16,
-                                                                 Precision::Fp16, Precision::Fp8};
+constexpr std::initializer_list<Precision> kComputePrecisions = {Precision::Fp32, Precision::Tf32,  Precision::Bf16,
+                                                                 Precision::Fp16, Precision::Fp8,   Precision::Mxfp8,
+                                                                 Precision::Fp4};
 constexpr std::initializer_list<Precision> kWeightPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
                                                                 Precision::Fp8};
 constexpr std::initializer_list<Precision> kGradPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16};
@@ -298,9 +299,12 @@ void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p, wor
 
 // fp8 training needs fp8 matrix units.
 void check_fp8_gpu(const YamlMap& m, const TrainingSpec& t, const topology::GpuSpec& gpu) {
-  if (t.fp8 == workloads::Fp8::None || gpu.peak_for(Precision::Fp8)) return;
-  m.fail("fp8", std::string(to_string(t.fp8)), fmt::format("needs fp8 matrix units, which gpu {} lacks, so not", gpu.name),
-         "fp8: none on this GPU, or a GPU with an fp8 peak (Hopper, Ada, Blackwell, CDNA3)");
+  const Precision low = workloads::low_gemm_precision(t.fp8);
+  if (t.fp8 == workloads::Fp8::None || gpu.peak_for(low)) return;
+  m.fail("fp8", std::string(to_string(t.fp8)),
+         fmt::format("needs {} matrix units, which gpu {} lacks, so not", to_string(low), gpu.name),
+         low == Precision::Fp8 ? "fp8: none on this GPU, or a GPU with an fp8 peak (Hopper, Ada, Blackwell, CDNA3)"
+                               : "none, hybrid or e4m3 on this GPU, or a GPU with that peak (Blackwell, CDNA4)");
 }
 
 // A model needs exactly one of training and inference; those and parallelism need a model.
@@ -365,7 +369,7 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
     check_fp8_gpu(top.map("training"), *w.training, cluster.gpu);
     // A layer-list preset's activations take the compute precision's width (fp8 GEMMs keep 16-bit activations).
     if (w.model.kind == workloads::ModelKind::Layers && !top.map("model").has("layers_list")) {
-      const double element = w.training->precision == Precision::Fp8 ? 2.0 : workloads::bytes_per_element(w.training->precision);
+      const double element = workloads::activation_element_bytes(w.training->precision);
       w.model.layer_list = workloads::layer_list_preset(w.model.name, element).layer_list;
     }
   } else {

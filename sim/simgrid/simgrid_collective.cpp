@@ -74,7 +74,8 @@ CollectivePlan make_plan(Lowered lowered, int members) {
 
 std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind kind, Bytes bytes,
                                                      const GroupLayout& layout) {
-  Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls, layout.direct_links, layout.order};
+  Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls, layout.direct_links, layout.order,
+          layout.nvls_rate.value()};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Lowered lowered = lower_(kind, bytes, layout);
@@ -137,6 +138,7 @@ GroupLayout Sites::layout(const std::vector<NodeId>& gpus) const {
   GroupLayout layout;
   layout.nvls = !gpus.empty();
   for (int m : machine) layout.nvls = layout.nvls && nvls_switch_.count(m) > 0;
+  if (layout.nvls) layout.nvls_rate = nvls_port_rate(gpus.front(), topo_);
   layout.machine = label_machines(machine).first;
   layout.direct_links = fully_linked(gpus, topo_);
   layout.order = walk_order(gpus, topo_, *rings_);

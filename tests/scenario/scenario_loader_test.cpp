@@ -143,7 +143,7 @@ TEST_CASE("cluster presets fill in the machine, the keys given beside them win, 
   CHECK(to_yaml(load_one(yaml)) == yaml);
   CHECK_THROWS_WITH_AS(load_one("cluster:\n  preset: dgx-z\n"),
                        "test.yaml:2: cluster.preset: unknown cluster preset 'dgx-z' "
-                       "(allowed: dgx-a100, dgx-h100, pcie-8xa100, ethernet-100g)",
+                       "(allowed: dgx-a100, dgx-h100, pcie-8xa100, dgx-b200, gb200-nvl72, gb300-nvl72, ethernet-100g)",
                        InputError);
 }
 

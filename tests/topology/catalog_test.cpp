@@ -55,6 +55,7 @@ TEST_CASE("every catalog entry passes validation and names links that exist") {
     CHECK_NOTHROW(validate(gpu, "cluster.gpu"));
     CHECK_NOTHROW(find_link(gpu.gpu_link));
     CHECK(find_link(gpu.host_link).family == LinkFamily::Pcie);
+    if (!gpu.cpu_link.empty()) CHECK_NOTHROW(find_link(gpu.cpu_link));
     CHECK_FALSE(gpu.source.empty());
     CHECK(gpu.memory_reserve == 1.5 * 1_GiB);
   }
@@ -66,19 +67,23 @@ TEST_CASE("every catalog entry passes validation and names links that exist") {
 }
 
 // DESIGN.md's set, and those issue 17 names (GPUs and link classes "to add, with these names"), plus nvlink5 for
-// the B200 and the socket links of the PCIe servers' CPUs (NCCL's inter-CPU figures).
+// the B200 and the socket links of the PCIe servers' CPUs (NCCL's inter-CPU figures); round 3's GPUs (DESIGN.md's
+// "Round 3 interfaces"), PCIe Gen6 and Grace's NVLink-C2C.
 TEST_CASE("catalog names are unique, lower case and exactly the DESIGN.md set") {
   const std::set<std::string> gpus = {"a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-80gb", "h100-sxm5-80gb",
                                       "h100-pcie-80gb", "h200-sxm-141gb", "mi300x",         "rtx4090",
                                       "t4",             "v100-sxm2-32gb", "a100-pcie-40gb", "l40s",
-                                      "l4",             "v100-pcie-32gb", "h100-nvl-94gb",  "b200-sxm-180gb"};
+                                      "l4",             "v100-pcie-32gb", "h100-nvl-94gb",  "b200-sxm-180gb",
+                                      "gb200",          "gb300",          "b300-sxm",       "h200-nvl",
+                                      "mi325x",         "mi355x"};
   const std::set<std::string> links = {"nvlink2",     "nvlink3",     "nvlink4",     "nvlink-bridge", "infinity-fabric",
                                        "pcie3",       "pcie4",       "pcie5",       "upi",           "eth-100g",
                                        "eth-200g",    "eth-400g",    "ib-hdr",      "ib-ndr",        "nvlink5",
                                        "ib-qdr",      "ib-fdr",      "ib-edr",      "opa-100",       "eth-10g",
                                        "eth-25g",     "eth-40g",     "eth-10g-tcp", "eth-25g-tcp",   "eth-40g-tcp",
                                        "eth-100g-tcp", "socket-skylake", "socket-sapphire-rapids",
-                                       "socket-emerald-rapids", "socket-zen2", "socket-zen3", "socket-zen5"};
+                                       "socket-emerald-rapids", "socket-zen2", "socket-zen3", "socket-zen5",
+                                       "pcie6",       "nvlink-c2c",  "ib-xdr"};
   CHECK(names_of(gpu_catalog()) == gpus);
   CHECK(names_of(link_catalog()) == links);
   CHECK(gpu_catalog().size() == gpus.size());
@@ -129,7 +134,7 @@ TEST_CASE("catalog: TCP links follow one model, framing or the host's ceiling, a
 
 TEST_CASE("name lists follow catalog order") {
   CHECK(gpu_names().starts_with("a100-sxm4-40gb, a100-sxm4-80gb, "));
-  CHECK(gpu_names().ends_with(", b200-sxm-180gb"));
+  CHECK(gpu_names().ends_with(", b200-sxm-180gb, gb200, gb300, b300-sxm, h200-nvl, mi325x, mi355x"));
   CHECK(link_names().starts_with("nvlink2, nvlink3, "));
 }
 
@@ -218,7 +223,7 @@ TEST_CASE("an unknown name is an input error listing what is allowed") {
     CHECK(e.value() == "a101");
   }
   CHECK(error_key([] { (void)find_link("nvlink9", "cluster.inter_link"); }) == "cluster.inter_link");
-  CHECK_THROWS_WITH_AS((void)find_link("ib-xdr"), doctest::Contains("ib-ndr"), InputError);
+  CHECK_THROWS_WITH_AS((void)find_link("ib-zdr"), doctest::Contains("ib-ndr"), InputError);
 }
 
 TEST_CASE("validate rejects bad links, naming the field") {

@@ -62,3 +62,13 @@ TEST_CASE("number formats: fp8 per the OCP specification, none for the integer p
   CHECK_FALSE(float_format(Precision::Int8).has_value());
   CHECK_FALSE(float_format(Precision::Int4).has_value());
 }
+
+TEST_CASE("number formats: the block-scaled formats' elements, E4M3 for mxfp8 and E2M1 for fp4 (OCP MX v1.0)") {
+  CHECK(of(Precision::Mxfp8).max_finite() == 448.0);
+  const auto e2m1 = of(Precision::Fp4);
+  CHECK(e2m1.bits() == 4);
+  CHECK(e2m1.max_finite() == 6.0);   // no infinities, no NaN: 1.5 x 2^2
+  CHECK(e2m1.min_normal() == 1.0);
+  CHECK(e2m1.min_subnormal() == 0.5);
+  CHECK(e2m1.epsilon() == 0.5);
+}

@@ -177,7 +177,7 @@ TEST_CASE("a built topology dumped as DOT reads back as the same graph") {
   using namespace dtsim::topology;
   ClusterSpec c = default_cluster("a100-sxm4-80gb", IntraKind::Star, 2, 4);
   c.inter = InterKind::FatTree;
-  c.inter_link = LinkSpec{"my-nic", LinkFamily::Ethernet, gigabits_per_second(800), microseconds(1.5), 0.9, false, "test"};
+  c.inter_link = LinkSpec{"my-nic", LinkFamily::Ethernet, gigabits_per_second(800), microseconds(1.5), 0.9, false, {}, "test"};
   c.fabric.leaf_ports = 4;
   c.oversubscription = 3.0;
   BuiltTopology built = build_cluster(c);

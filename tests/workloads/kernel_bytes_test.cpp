@@ -141,6 +141,25 @@ TEST_CASE("kernels: fp8 training runs the four linear GEMMs in fp8 behind a cast
   CHECK(optimizer_kernel(t, 1e9).bytes.value() == optimizer_kernel(training(), 1e9).bytes.value() + 4e9);
 }
 
+TEST_CASE("kernels: the block-scaled recipes run the same GEMMs at their own precision, the casts writing the scales") {
+  const ModelSpec m = llama_like();
+  for (const auto& [recipe, precision, element] :
+       {std::tuple{Fp8::Mxfp8, Precision::Mxfp8, 1.0 + 1.0 / 32}, std::tuple{Fp8::Nvfp4, Precision::Fp4, 0.5 + 1.0 / 16}}) {
+    CAPTURE(to_string(recipe));
+    TrainingSpec t = training();
+    t.fp8 = recipe;
+    CHECK(bytes_per_element(precision) == element);
+    const auto fwd = layer_kernels(m, t, {8, false}, 1, Pass::Forward);
+    int low = 0;
+    for (const Kernel& k : fwd) low += k.precision == precision ? 1 : 0;
+    CHECK(low == 4);
+    const auto proj = std::ranges::find(fwd, KernelClass::ProjGemm, &Kernel::kind);
+    CHECK((proj - 1)->bytes.value() == doctest::Approx(4096 * 8192.0 / 8 * (2 + 2 * element)));
+    CHECK(optimizer_kernel(t, 1e9).bytes.value() ==
+          doctest::Approx(optimizer_kernel(training(), 1e9).bytes.value() + 1e9 * (2 + 2 * element)));
+  }
+}
+
 TEST_CASE("kernels: the fused loss streams the 16-bit logits twice each way") {
   const ModelSpec m = llama_like();
   TrainingSpec t = training();

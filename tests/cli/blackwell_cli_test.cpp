@@ -1,0 +1,149 @@
+// The Blackwell generation and its neighbours (issue: rack-scale NVLink and Blackwell): the catalog's GPUs with their
+// block-scaled peaks, training recipes that run the linear layers' GEMMs in MXFP8 or NVFP4, and FP4 weights served.
+#include <fmt/format.h>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+json blackwell_run(const std::string& yaml, const std::string& args = "") {
+  const fs::path dir = fresh_dir("blackwell", std::to_string(std::hash<std::string>{}(yaml + args)));
+  const auto r = dtsim("run " + written(dir, "b.yaml", yaml).string() + " --format json " + args);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  json j = json::parse(r.out);
+  return j.is_array() ? j.at(0) : j;
+}
+
+// Llama 3 8B data-parallel on one 8-GPU server of `gpu` (NeMo's 8B layout: micro-batch 2, batch 128).
+std::string llama8b(const std::string& gpu, const std::string& fp8) {
+  return fmt::format("name: l8\ncluster: {{gpu: {}, gpus_per_node: 8, intra: nvswitch}}\nmodel: {{preset: llama3-8b}}\n"
+                     "training: {{global_batch: 128, micro_batch: 2, fp8: {}}}\nparallelism: {{tp: 1, pp: 1, dp: 8}}\n"
+                     "simulation: {{engine: analytic}}\n",
+                     gpu, fp8);
+}
+
+}  // namespace
+
+TEST_CASE("blackwell: the catalog's 2026 GPUs, each with its block-scaled and FP4 peaks where the part has them") {
+  const auto r = dtsim("catalog --format json");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  std::map<std::string, json> peaks;
+  const json catalog = json::parse(r.out);
+  for (const json& g : catalog.at("gpus")) peaks[g.at("name").get<std::string>()] = g.at("peak_TFLOPS");
+  for (const char* name : {"gb200", "gb300", "b300-sxm", "h200-nvl", "mi325x", "mi355x"}) CHECK(peaks.contains(name));
+  // FP4 on Blackwell and CDNA 4 only; Blackwell Ultra's FP4 half again Blackwell's, its bf16 unchanged.
+  CHECK(peaks.at("gb300").at("fp4").get<double>() == doctest::Approx(1.5 * peaks.at("gb200").at("fp4").get<double>()));
+  CHECK(peaks.at("gb300").at("bf16") == peaks.at("gb200").at("bf16"));
+  CHECK(peaks.at("mi355x").contains("fp4"));
+  CHECK_FALSE(peaks.at("h200-nvl").contains("fp4"));
+  CHECK_FALSE(peaks.at("mi325x").contains("fp4"));
+  CHECK_FALSE(peaks.at("h100-sxm5-80gb").contains("mxfp8"));
+  for (const char* name : {"b200-sxm-180gb", "gb200", "gb300", "b300-sxm", "mi355x"})
+    CHECK(peaks.at(name).at("mxfp8") == peaks.at(name).at("fp8"));
+}
+
+TEST_CASE("blackwell: NVFP4 training runs faster than MXFP8, which casts a little more than per-tensor fp8") {
+  const json bf16 = blackwell_run(llama8b("b200-sxm-180gb", "none"));
+  const json fp8 = blackwell_run(llama8b("b200-sxm-180gb", "hybrid"));
+  const json mx = blackwell_run(llama8b("b200-sxm-180gb", "mxfp8"));
+  const json fp4 = blackwell_run(llama8b("b200-sxm-180gb", "nvfp4"));
+  const auto t = [](const json& j) { return j.at("step_time_s").get<double>(); };
+  CHECK(t(fp8) < 0.8 * t(bf16));
+  CHECK(t(mx) >= t(fp8));
+  CHECK(t(mx) < 1.05 * t(fp8));
+  CHECK(t(fp4) < 0.85 * t(mx));
+  // The linear layers' saved inputs take the recipe's bytes: NVFP4's fewer than MXFP8's.
+  CHECK(fp4.at("memory").at("per_gpu_bytes").get<double>() < mx.at("memory").at("per_gpu_bytes").get<double>());
+  // A GPU without the recipe's matrix units refuses it in one line.
+  const fs::path dir = fresh_dir("blackwell", "refused");
+  const auto refused = dtsim("run " + written(dir, "h.yaml", llama8b("h100-sxm5-80gb", "nvfp4")).string());
+  CHECK(refused.status == 2);
+  CHECK_MESSAGE(refused.err.find("training.fp8: needs fp4 matrix units, which gpu h100-sxm5-80gb lacks") != std::string::npos,
+                refused.err);
+  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+}
+
+TEST_CASE("blackwell: FP4 weights serve a decode step faster than FP8 ones on a GPU with FP4 units") {
+  // One GPU: the decode step reads every weight, and reads half the bytes (with NVFP4's scales, 0.5625 a weight).
+  const auto serve = [&](const std::string& weights) {
+    return blackwell_run(fmt::format("name: s\ncluster: {{gpu: b200-sxm-180gb, gpus_per_node: 8, intra: nvswitch}}\n"
+                                "model: {{preset: llama3-70b}}\ninference: {{batch: 32, prompt_tokens: 1024, "
+                                "output_tokens: 256, weights: {}}}\nparallelism: {{tp: 1}}\nsimulation: {{engine: analytic}}\n",
+                                weights));
+  };
+  const json fp8 = serve("fp8"), fp4 = serve("fp4");
+  CHECK(fp4.at("tpot_s").get<double>() < 0.8 * fp8.at("tpot_s").get<double>());
+  CHECK(fp4.at("memory").at("per_gpu_bytes").get<double>() < fp8.at("memory").at("per_gpu_bytes").get<double>());
+}
+
+namespace {
+
+// Llama 3 70B with TP 8 on one GB200 NVL72 rack: each TP group spans two 4-GPU compute trays.
+constexpr const char* kNvl72 =
+    "name: nvl72\ncluster: {preset: gb200-nvl72}\nmodel: {preset: llama3-70b}\n"
+    "training: {global_batch: 144, micro_batch: 1, fp8: hybrid}\nparallelism: {tp: 8, pp: 1, dp: 9}\n"
+    "simulation: {engine: analytic}\n";
+
+}  // namespace
+
+TEST_CASE("nvl72: the NVLink domain spans the rack's compute trays, and TP across trays stays on NVLink") {
+  const json rack = blackwell_run(kNvl72);
+  // The same trays, each its own NVLink domain (4 GPUs), TP's second tray over InfiniBand: far slower.
+  const json trays = blackwell_run(kNvl72, "--set cluster.nvlink_domain=4 --set cluster.nodes=18");
+  CHECK(rack.at("gpus").get<int>() == 72);
+  CHECK(trays.at("step_time_s").get<double>() > 1.5 * rack.at("step_time_s").get<double>());
+  // The topology: 72 GPUs on one NVLink switch per rack; the bill counts trays, not 72-GPU servers.
+  const fs::path dir = fresh_dir("blackwell", "nvl72-topo");
+  const auto topo = dtsim("topo " + written(dir, "t.yaml", "name: t\ncluster: {preset: gb200-nvl72, racks: 2}\n").string() +
+                          " --format json");
+  REQUIRE_MESSAGE(topo.status == 0, topo.err);
+  json t = json::parse(topo.out);
+  if (t.is_array()) t = t.at(0);
+  std::map<std::string, long long> count;
+  for (const json& item : t.at("bill_of_materials").at("items")) count[item.at("name")] += item.at("count").get<long long>();
+  CHECK(count["gb200"] == 144);
+  CHECK(count["nvl-compute-tray"] == 36);
+  CHECK(count["nvlink-switch-tray"] == 18);   // 9 a rack: 72 GPUs x 18 NVLink 5 links over 144 ports a tray
+  CHECK(count["connectx-7-400g"] == 144);
+  // The resolved scenario writes the servers and the domain as given, and plays the same step.
+  const auto run = dtsim("run " + written(dir, "r.yaml", kNvl72).string() + " --format json --out " + (dir / "out").string());
+  REQUIRE_MESSAGE(run.status == 0, run.err);
+  const std::string resolved = slurp(dir / "out" / "scenario.resolved.yaml");
+  CHECK(resolved.find("nvlink_domain: 72") != std::string::npos);
+  CHECK(resolved.find("gpus_per_node: 4") != std::string::npos);
+  CHECK(resolved.find("nodes: 18") != std::string::npos);
+  const auto again = dtsim("run " + (dir / "out" / "scenario.resolved.yaml").string() + " --format json");
+  REQUIRE_MESSAGE(again.status == 0, again.err);
+  CHECK(json::parse(again.out).at("step_time_s").get<double>() ==
+        doctest::Approx(json::parse(run.out).at("step_time_s").get<double>()).epsilon(1e-9));
+}
+
+TEST_CASE("nvl72: a rack's NVLS all-reduce at the fifth-generation switch's rate, the 8-GPU servers' at theirs") {
+  // CoreWeave's GB200 NVL72, 72 GPUs, 4 GiB: 839.16 GB/s busbw (the figure nvlink5's port rate is fitted on).
+  const auto busbw = [](const std::string& args) {
+    const auto r = dtsim("collective " + args + " -b 4G -e 4G --format json");
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    return json::parse(r.out).at(0).at("busbw_GBps").get<double>();
+  };
+  CHECK(busbw("--gpu gb200 -g 72 --nodes 1") == doctest::Approx(839.16).epsilon(0.10));
+  // Hopper's switch keeps its own rate (8x H100 NVLS ~480 GB/s, nccl.md).
+  CHECK(busbw("--gpu h100-sxm5-80gb -g 8 --nodes 1") == doctest::Approx(480).epsilon(0.05));
+}
+
+TEST_CASE("nvl72: what an NVLink domain cannot be is a one-line error") {
+  const fs::path dir = fresh_dir("blackwell", "nvl72-errors");
+  const auto err = [&](const std::string& cluster, const std::string& expected) {
+    const auto r = dtsim("topo " + written(dir, "e.yaml", "name: e\ncluster: " + cluster + "\n").string());
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(r.err.find(expected) != std::string::npos, r.err);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  };
+  err("{preset: gb200-nvl72, nvlink_domain: 6}", "cluster.nvlink_domain: is not a whole number of servers of 4 GPUs");
+  err("{preset: gb200-nvl72, nodes: 20}", "cluster.nodes: does not fill whole NVLink domains of 18 servers");
+  err("{gpu: b200-sxm-180gb, nodes: 2, racks: 1, inter: fat-tree}", "cluster.racks: counts NVLink domains that span servers");
+  err("{gpu: gb200, gpus_per_node: 4, nvlink_domain: 72, intra: full-mesh, nodes: 18, inter: fat-tree}",
+      "cluster.nvlink_domain: spans servers through NVLink switches");
+}
