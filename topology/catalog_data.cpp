@@ -225,8 +225,8 @@ std::vector<PartSpec> make_parts() {
            "NICs at 2 k (derived)"),
       part("nvl-compute-tray", PartKind::Server, {}, 0, 0, 60000, 0,
            "a GB200/GB300 NVL72 compute tray (two Grace CPUs with their LPDDR5X, four GPU sockets, liquid cooling) "
-           "and its share of the rack (power shelves, manifolds, the NVLink cable cartridge): about 3.4 M USD a rack "
-           "less 72 GPUs, 9 switch trays and 72 NICs, over 18 trays (recalled, unverified, 2025)"),
+           "and its share of the rack (power shelves, manifolds, the NVLink cable cartridge): 60 k USD, an unsourced "
+           "estimate (public quotes of a whole NVL72 rack, 3-4 M USD, 2025, do not split it from the GPUs)"),
       part("nvlink-switch-tray", PartKind::Switch, {}, 0, 144, 40000, 1500,
            "an NVL72 NVLink Switch tray: two fifth-generation NVLink switch chips, 7.2 TB/s; 144 NVLink 5 ports (72 "
            "GPUs x 18 links over 9 trays: NVIDIA Mission Control's 9 trays a rack; two chips a tray, third-party "

@@ -192,13 +192,13 @@ std::vector<GpuSpec> make_gpus() {
                  "with no separate MX figure: Blackwell's tensor cores apply the block scales inside the MMA); prices "
                  "approximate, unverified"},
       {.name = "gb200", .vendor_name = "NVIDIA GB200 (one Blackwell GPU of the superchip)", .architecture = "blackwell",
-       .memory = gigabytes(186), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
+       .memory = gibibytes(186), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
        .peak = tflops({.fp64 = 45, .fp32 = 80, .tf32 = 1225, .bf16 = 2450, .fp16 = 2450, .fp8 = 4900,
                        .int8 = 4900, .int4 = std::nullopt, .mxfp8 = 4900, .fp4 = 9800}),
        .tdp = Watts(1200), .idle_power = Watts(240), .price = Dollars(45000), .price_per_hour = Dollars(6.5),
-       .cost_source = "purchase: a GB200 NVL72 rack at about 3 M USD over 72 GPUs with its Grace CPUs and switch trays, "
-                      "less those (recalled, unverified, 2025); rental 6.5 USD/GPU-h (neocloud GB200 offers 2025, "
-                      "unverified); idle: no measurement read; 20 % of TDP as B200 (assumption)",
+       .cost_source = "purchase 45 k USD: an unsourced estimate (B200's 40 k and more; the rack's trays are priced "
+                      "apart, nvl-compute-tray and nvlink-switch-tray); rental 6.5 USD/GPU-h (neocloud GB200 offers "
+                      "2025, unverified); idle: no measurement read; 20 % of TDP as B200 (assumption)",
        .gpu_link = "nvlink5", .gpu_link_count = 18, .host_link = "pcie5", .cpu_link = "nvlink-c2c", .sms = 148,
        .source = "dense peaks per GPU from NVIDIA/dgxc-benchmarking README at 841f5466 ('based on non-sparse "
                  "specifications'): BF16 2450, FP8 4900, NVFP4 9800 (NVIDIA's GB200 NVL72 rack figures over 72 GPUs "
@@ -208,7 +208,7 @@ std::vector<GpuSpec> make_gpus() {
                  "80 (B200's 75 at GB200's clock, assumption); mxfp8 at the fp8 rate; SMs as B200; price approximate"},
       {.name = "gb300", .vendor_name = "NVIDIA GB300 (one Blackwell Ultra GPU of the superchip)",
        .architecture = "blackwell",
-       .memory = gigabytes(279), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
+       .memory = gibibytes(279), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
        .peak = tflops({.fp64 = 1.39, .fp32 = 80, .tf32 = 1225, .bf16 = 2450, .fp16 = 2450, .fp8 = 4900,
                        .int8 = std::nullopt, .int4 = std::nullopt, .mxfp8 = 4900, .fp4 = 14700}),
        .tdp = Watts(1400), .idle_power = Watts(280), .price = Dollars(55000), .price_per_hour = Dollars(8.0),
@@ -222,7 +222,7 @@ std::vector<GpuSpec> make_gpus() {
                  "(Blackwell Ultra); Grace over NVLink-C2C, its ConnectX-8 NICs on PCIe Gen6; fp32 as GB200 (assumption); "
                  "mxfp8 at the fp8 rate; price approximate"},
       {.name = "b300-sxm", .vendor_name = "NVIDIA B300 (HGX B300)", .architecture = "blackwell",
-       .memory = gigabytes(270), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(7700),
+       .memory = gibibytes(270), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(7700),
        .peak = tflops({.fp64 = 1.39, .fp32 = 75, .tf32 = 1125, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500,
                        .int8 = std::nullopt, .int4 = std::nullopt, .mxfp8 = 4500, .fp4 = 13500}),
        .tdp = Watts(1100), .idle_power = Watts(220), .price = Dollars(50000), .price_per_hour = Dollars(7.0),
@@ -235,7 +235,7 @@ std::vector<GpuSpec> make_gpus() {
                  "B300); NVLink 5 1.8 TB/s; PCIe Gen6 to ConnectX-8; fp32 as B200 (assumption); mxfp8 at the fp8 "
                  "rate; price approximate"},
       {.name = "h200-nvl", .vendor_name = "NVIDIA H200 NVL", .architecture = "hopper",
-       .memory = gigabytes(141), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(4800),
+       .memory = 143771_MiB, .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(4800),
        .peak = tflops({.fp64 = 60, .fp32 = 60, .tf32 = 417.5, .bf16 = 835.5, .fp16 = 835.5, .fp8 = 1670.5,
                        .int8 = 1670.5, .int4 = std::nullopt, .mxfp8 = std::nullopt, .fp4 = std::nullopt}),
        .tdp = Watts(600), .idle_power = Watts(105), .price = Dollars(32000), .price_per_hour = Dollars(3.5),
@@ -243,11 +243,12 @@ std::vector<GpuSpec> make_gpus() {
                       "600/700 (assumption)",
        .gpu_link = "pcie5", .gpu_link_count = 1, .host_link = "pcie5", .cpu_link = "", .sms = 132,
        .source = "NVIDIA H200 NVL datasheet (PCIe card, up to 600 W): FP64 30 / FP64 tensor 60, FP32 60, TF32 835, "
-                 "BF16/FP16 1,671, FP8/INT8 3,341 TFLOPS with sparsity (halved), 141 GB HBM3e at 4.8 TB/s; 2- or "
+                 "BF16/FP16 1,671, FP8/INT8 3,341 TFLOPS with sparsity (halved), 141 GB HBM3e at 4.8 TB/s (memory as "
+                 "h200-sxm-141gb's nvidia-smi 143,771 MiB, the same stacks); 2- or "
                  "4-way NVLink bridges at 900 GB/s are not modelled here (gpu_link pcie5, as the cards talk without "
                  "them); SMs as H200 SXM"},
       {.name = "mi325x", .vendor_name = "AMD Instinct MI325X", .architecture = "cdna3",
-       .memory = gigabytes(256), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(6000),
+       .memory = gibibytes(256), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(6000),
        .peak = tflops({.fp64 = 163.4, .fp32 = 163.4, .tf32 = 653.7, .bf16 = 1307.4, .fp16 = 1307.4,
                        .fp8 = 2614.9, .int8 = 2614.9, .int4 = std::nullopt, .mxfp8 = std::nullopt, .fp4 = std::nullopt}),
        .tdp = Watts(1000), .idle_power = Watts(200), .price = Dollars(20000), .price_per_hour = Dollars(3.0),
@@ -258,7 +259,7 @@ std::vector<GpuSpec> make_gpus() {
                  "2,614.9, FP64 matrix 163.4, TF32 653.7 TFLOPS) with 256 GB HBM3E at 6 TB/s and 1,000 W; 7 Infinity "
                  "Fabric links to its 8-GPU platform's peers as MI300X; 304 CUs"},
       {.name = "mi355x", .vendor_name = "AMD Instinct MI355X", .architecture = "cdna4",
-       .memory = gigabytes(288), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
+       .memory = gibibytes(288), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
        .peak = tflops({.fp64 = 78.6, .fp32 = 157.3, .tf32 = std::nullopt, .bf16 = 2516.6, .fp16 = 2516.6,
                        .fp8 = 5033.2, .int8 = 5033.2, .int4 = std::nullopt, .mxfp8 = 5033.2, .fp4 = 10066.3}),
        .tdp = Watts(1400), .idle_power = Watts(280), .price = Dollars(25000), .price_per_hour = Dollars(4.0),

@@ -24,6 +24,8 @@ constexpr double kChannelRate = 20e9;     // B/s per NCCL channel over NVLink (s
 constexpr int kMostIntraBlocks = 24;      // NCCL's collective channels on 8-GPU A100 and H100 NVSwitch boards
 constexpr int kNvlsBlocks = 16;           // NVLS_NCHANNELS_SM90 (src/transport/nvls.cc)
 constexpr int kBlocksPerNicRing = 2;      // NCCL's ring channels doubled (ncclTopoDupChannels): 2 SMs per NIC
+constexpr int kMostChannels = 32;         // MAXCHANNELS (src/include/device.h): a rack-scale NVLink domain's 72 NICs
+                                          // give NCCL no more channels than that
 constexpr int kSendBlocks = 2;            // a point-to-point send: NCCL's p2p channels per peer
 constexpr int kTeRingExchangeBlocks = 1;  // Transformer Engine userbuffers: num_sm 1 for ring_exchange,
 constexpr int kTeOtherBlocks = 16;        // 16 for the pipelined and bulk overlaps (module/base.py)
@@ -111,7 +113,7 @@ int collective_blocks(const StepGraph& g, int rank, const CollectiveOp& op, cons
   if (per_machine.size() > 1) {   // a ring per NIC the machine's ranks leave through (at most one per rank)
     int most = 0;
     for (const auto& [machine, k] : per_machine) most = std::max(most, std::min(k, nics_of(topology, machine)));
-    return kBlocksPerNicRing * std::max(1, most);
+    return std::min(kBlocksPerNicRing * std::max(1, most), kMostChannels);
   }
   const topology::NodeId me = topology.gpus().at(static_cast<std::size_t>(rank));
   if (op.kind == CollectiveKind::AllReduce)

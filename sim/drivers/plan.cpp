@@ -118,6 +118,9 @@ std::optional<SmallestCluster> smallest_cluster(const scenario::Scenario& s, int
   if (!s.cluster.groups.empty())
     throw InputError("cluster.groups", std::to_string(s.cluster.groups.size()),
                      "groups of GPU kinds have no one node count to size:", "one GPU kind to size a cluster for", s.file);
+  if (s.cluster.server_gpus > 0)
+    throw InputError("cluster.nvlink_domain", std::to_string(s.cluster.gpus_per_node),
+                     "spans servers, which sizing by whole servers does not model yet:", "a cluster of servers", s.file);
   const int per_node = s.cluster.gpus_per_node;
   std::vector<std::pair<int, int>> sizes;   // (nodes, gpus per node)
   for (int g = 1; g < per_node; g *= 2) sizes.emplace_back(1, g);

@@ -133,11 +133,8 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   else cannot(kName, "training in a precision other than bf16 or fp16");
   if (t.fp8 == workloads::Fp8::Hybrid) add("--fp8-format", "hybrid");
   if (t.fp8 == workloads::Fp8::E4m3) add("--fp8-format", "e4m3");
-  if (t.fp8 == workloads::Fp8::Mxfp8) {
-    add("--fp8-format", "e4m3");
-    add("--fp8-recipe", "mxfp8");
-  }
-  if (t.fp8 == workloads::Fp8::Nvfp4) cannot(kName, "NVFP4 training (its Megatron-LM flags are not written here yet)");
+  if (t.fp8 == workloads::Fp8::Mxfp8 || t.fp8 == workloads::Fp8::Nvfp4)
+    cannot(kName, "block-scaled (MXFP8, NVFP4) training (core_r0.11.0, whose flags these are, has no such recipe)");
   model_flags(m, Dialect::Megatron, f);
   if (m.moe()) {
     add("--num-experts", m.experts);

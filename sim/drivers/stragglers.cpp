@@ -31,7 +31,10 @@ class Normal {
   std::mt19937_64 engine_;
 };
 
-int machine_of(const topology::Topology& topo, int rank) {
+// The server of `rank`: its machine, or with an NVLink domain of several servers (an NVL72 rack, one machine to the
+// network) its compute tray among the domain's.
+int server_of(const scenario::Scenario& s, const topology::Topology& topo, int rank) {
+  if (s.cluster.server_gpus > 0) return rank / s.cluster.server_gpus;
   return topo.node(topo.gpus().at(static_cast<std::size_t>(rank))).machine;
 }
 
@@ -48,7 +51,7 @@ Factors straggler_factors(const scenario::Scenario& s, const topology::Topology&
                      scenario::locate(s, "reliability.stragglers"));
   };
   int machines = 0;
-  for (int r = 0; r < ranks; ++r) machines = std::max(machines, machine_of(topo, r) + 1);
+  for (int r = 0; r < ranks; ++r) machines = std::max(machines, server_of(s, topo, r) + 1);
   for (const auto& [rank, f] : st.ranks) {
     if (rank >= ranks) fail("ranks", rank, fmt::format("a rank from 0 to {}", ranks - 1));
     factor[static_cast<std::size_t>(rank)] *= f;
@@ -63,7 +66,7 @@ Factors straggler_factors(const scenario::Scenario& s, const topology::Topology&
     if (st.slow_share > 0 && normal.uniform() < st.slow_share) (st.slow_forward_only ? server_forward : server)[i] *= st.slow_factor;
   }
   for (int r = 0; r < ranks; ++r) {
-    const auto i = static_cast<std::size_t>(r), m = static_cast<std::size_t>(machine_of(topo, r));
+    const auto i = static_cast<std::size_t>(r), m = static_cast<std::size_t>(server_of(s, topo, r));
     factor[i] *= server[m];
     out.forward[i] = server_forward[m];
     if (st.spread > 0) factor[i] *= std::exp(st.spread * normal());
@@ -236,7 +239,7 @@ nlohmann::json stragglers_json(const scenario::Scenario& s, const Factors& facto
   }
   if (st.spread > 0 || st.slow_share > 0) {
     nlohmann::json scale = nlohmann::json::array();
-    const int per_node = std::max(1, s.cluster.gpus_per_node);
+    const int per_node = std::max(1, s.cluster.gpus_per_node / s.cluster.servers_per_node());
     for (int gpus : {8, 64, 512, 4096, 16384, 131072})
       scale.push_back({{"gpus", gpus}, {"slowest_factor", expected_slowest(st, gpus, per_node)}});
     j["expected_slowest"] = scale;

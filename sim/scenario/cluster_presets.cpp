@@ -25,7 +25,7 @@ struct Preset {
 // switch, the commodity cluster. DGX B200: 8 B200 on NVLink 5 switches, 8 NDR NICs (DGX B200 user guide's 8 x 400
 // Gb/s). GB200 / GB300 NVL72: 18 compute trays of 4 GPUs in one NVLink domain of 72 (9 NVLink Switch trays), one
 // NIC a GPU (ConnectX-7 NDR for GB200: MLCommons' GB200 submissions list 4 a tray; ConnectX-8 XDR for GB300),
-// racks: R for R domains (1 unless nodes or racks are given).
+// racks: R for R domains (1 unless nodes or racks are given); GB300's 144-port XDR leaves take 72 NICs each at 1:1.
 constexpr std::array kPresets = {
     Preset{"dgx-a100", "{gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch, inter: fat-tree, "
                        "inter_link: ib-hdr, nics_per_node: 8}"},
@@ -38,7 +38,7 @@ constexpr std::array kPresets = {
     Preset{"gb200-nvl72", "{gpu: gb200, gpus_per_node: 4, nvlink_domain: 72, racks: 1, intra: nvswitch, "
                           "inter: fat-tree, inter_link: ib-ndr, nics_per_node: 4}"},
     Preset{"gb300-nvl72", "{gpu: gb300, gpus_per_node: 4, nvlink_domain: 72, racks: 1, intra: nvswitch, "
-                          "inter: fat-tree, inter_link: ib-xdr, nics_per_node: 4}"},
+                          "inter: fat-tree, inter_link: ib-xdr, nics_per_node: 4, fabric: {leaf_ports: 72}}"},
     Preset{"ethernet-100g", "{gpu: a100-pcie-80gb, gpus_per_node: 1, inter: switch, inter_link: eth-100g, "
                             "nics_per_node: 1}"},
 };

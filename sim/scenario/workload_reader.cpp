@@ -300,6 +300,9 @@ void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p, wor
 // fp8 training needs fp8 matrix units.
 void check_fp8_gpu(const YamlMap& m, const TrainingSpec& t, const topology::GpuSpec& gpu) {
   const Precision low = workloads::low_gemm_precision(t.fp8);
+  if (t.fp8 == workloads::Fp8::Nvfp4 && gpu.architecture != "blackwell")
+    m.fail("fp8", "nvfp4", fmt::format("is NVIDIA's FP4 (Blackwell); gpu {} ({}) has none, so not", gpu.name, gpu.architecture),
+           "none, hybrid, e4m3 or mxfp8 (AMD's FP4 is MXFP4, which no recipe here models yet)");
   if (t.fp8 == workloads::Fp8::None || gpu.peak_for(low)) return;
   m.fail("fp8", std::string(to_string(t.fp8)),
          fmt::format("needs {} matrix units, which gpu {} lacks, so not", to_string(low), gpu.name),

@@ -59,11 +59,16 @@ TEST_CASE("blackwell: NVFP4 training runs faster than MXFP8, which casts a littl
   CHECK(fp4.at("memory").at("per_gpu_bytes").get<double>() < mx.at("memory").at("per_gpu_bytes").get<double>());
   // A GPU without the recipe's matrix units refuses it in one line.
   const fs::path dir = fresh_dir("blackwell", "refused");
-  const auto refused = dtsim("run " + written(dir, "h.yaml", llama8b("h100-sxm5-80gb", "nvfp4")).string());
+  const auto refused = dtsim("run " + written(dir, "h.yaml", llama8b("h100-sxm5-80gb", "mxfp8")).string());
   CHECK(refused.status == 2);
-  CHECK_MESSAGE(refused.err.find("training.fp8: needs fp4 matrix units, which gpu h100-sxm5-80gb lacks") != std::string::npos,
+  CHECK_MESSAGE(refused.err.find("training.fp8: needs mxfp8 matrix units, which gpu h100-sxm5-80gb lacks") != std::string::npos,
                 refused.err);
   CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  // NVFP4 is NVIDIA's: AMD's FP4 (MXFP4) is no NVFP4 recipe.
+  const auto amd = dtsim("run " + written(dir, "m.yaml", llama8b("mi355x", "nvfp4")).string());
+  CHECK(amd.status == 2);
+  CHECK_MESSAGE(amd.err.find("training.fp8: is NVIDIA's FP4 (Blackwell); gpu mi355x (cdna4) has none") != std::string::npos,
+                amd.err);
 }
 
 TEST_CASE("blackwell: FP4 weights serve a decode step faster than FP8 ones on a GPU with FP4 units") {
@@ -119,6 +124,32 @@ TEST_CASE("nvl72: the NVLink domain spans the rack's compute trays, and TP acros
   REQUIRE_MESSAGE(again.status == 0, again.err);
   CHECK(json::parse(again.out).at("step_time_s").get<double>() ==
         doctest::Approx(json::parse(run.out).at("step_time_s").get<double>()).epsilon(1e-9));
+}
+
+TEST_CASE("nvl72: a rack is 18 servers to Slurm, to stragglers and to the gradients' rings across racks") {
+  const std::string dp = "name: d\ncluster: {preset: gb200-nvl72, racks: 2}\nmodel: {preset: llama3-8b}\n"
+                         "training: {global_batch: 288, micro_batch: 2, fp8: hybrid}\nparallelism: {tp: 1, pp: 1, dp: 144}\n"
+                         "simulation: {engine: analytic}\n";
+  // Data parallelism across two racks: the gradients' rings take NCCL's channels (at most 32 blocks), not two per NIC
+  // of the whole 72-GPU domain, so the step is the trays' own within 10 %.
+  std::string trays = dp;
+  trays.replace(trays.find("racks: 2"), 8, "nodes: 36, nvlink_domain: 4");
+  const json rack = blackwell_run(dp), tray = blackwell_run(trays);
+  CHECK(rack.at("step_time_s").get<double>() == doctest::Approx(tray.at("step_time_s").get<double>()).epsilon(0.10));
+  // A straggling server is one compute tray: 4 GPUs slowed, not the rack.
+  const json slow = blackwell_run(dp, "--set \"reliability={stragglers: {nodes: {3: 1.5}}}\"");
+  CHECK(slow.at("stragglers").at("slowed_ranks").get<int>() == 4);
+  // The launch: 18 hosts of 4 GPUs a rack.
+  const fs::path dir = fresh_dir("blackwell", "nvl72-emit");
+  std::string one = dp;
+  one.replace(one.find("racks: 2"), 8, "racks: 1");
+  one.replace(one.find("global_batch: 288"), 17, "global_batch: 144");
+  one.replace(one.find("dp: 144"), 7, "dp: 72");
+  const auto emit = dtsim("plan " + written(dir, "e.yaml", one).string() + " --top 1 --confirm 0 --emit megatron");
+  REQUIRE_MESSAGE(emit.status == 0, emit.err);
+  CHECK(emit.out.find("#SBATCH --nodes=18") != std::string::npos);
+  CHECK(emit.out.find("#SBATCH --gpus-per-node=4") != std::string::npos);
+  CHECK(emit.out.find("--nproc-per-node 4") != std::string::npos);
 }
 
 TEST_CASE("nvl72: a rack's NVLS all-reduce at the fifth-generation switch's rate, the 8-GPU servers' at theirs") {
