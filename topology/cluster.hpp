@@ -82,6 +82,7 @@ struct ClusterSpec {
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
   [[nodiscard]] int servers_per_node() const { return server_gpus > 0 ? gpus_per_node / server_gpus : 1; }
+  [[nodiscard]] int gpus_per_server() const { return server_gpus > 0 ? server_gpus : gpus_per_node; }
   [[nodiscard]] int servers() const { return nodes * servers_per_node(); }
   // The link budget one GPU spends inside its node, per direction (DESIGN.md, "Comparing topologies fairly").
   [[nodiscard]] BytesPerSecond gpu_budget() const;

@@ -38,10 +38,7 @@ const FusedAttentionRates& fused_rates(const AttentionShape& a, const Architectu
   return a.flash2 ? arch.flash2 : arch.flash;
 }
 
-bool eight_bit(Precision p) {
-  return p == Precision::Fp8 || p == Precision::Int8 || p == Precision::Int4 || p == Precision::Mxfp8 ||
-         p == Precision::Fp4;
-}
+bool eight_bit(Precision p) { return low_float(p) || p == Precision::Int8 || p == Precision::Int4; }
 
 // The compute efficiency of `k` on `arch` at `p`, its shape factor included.
 double compute_efficiency(const Kernel& k, const ArchitectureConstants& arch, Precision p) {

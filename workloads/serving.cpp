@@ -66,9 +66,7 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
 
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
   if (computes_in_own_precision(inf.weights)) return inf.weights;
-  const bool low = inf.weights == Precision::Fp8 || inf.weights == Precision::Int8 || inf.weights == Precision::Mxfp8 ||
-                   inf.weights == Precision::Fp4;
-  if (low && gpu.peak_for(inf.weights)) return inf.weights;   // W8A8 / W4A4 on the GPU's own units
+  if ((low_float(inf.weights) || inf.weights == Precision::Int8) && gpu.peak_for(inf.weights)) return inf.weights;   // W8A8 / W4A4 on the GPU's own units
   return sixteen_bit(gpu);
 }
 

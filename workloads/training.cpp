@@ -70,8 +70,7 @@ std::string_view to_string(Fp8 f) { return name_of(kFp8s, f); }
 std::optional<Fp8> parse_fp8(std::string_view name) { return value_of(kFp8s, name); }
 
 double activation_element_bytes(Precision p) {
-  const bool low = p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp4;
-  return low ? 2.0 : bytes_per_element(p);
+  return low_float(p) ? 2.0 : bytes_per_element(p);
 }
 
 Precision low_gemm_precision(Fp8 f) {
@@ -140,8 +139,7 @@ double optimizer_state_bytes_per_param(const TrainingSpec& t) {
 TrainingSpec training_defaults(Precision compute) {
   TrainingSpec t;
   t.precision = compute;
-  const bool low = compute == Precision::Bf16 || compute == Precision::Fp16 || compute == Precision::Fp8 ||
-                   compute == Precision::Mxfp8 || compute == Precision::Fp4;
+  const bool low = compute == Precision::Bf16 || compute == Precision::Fp16 || low_float(compute);
   // fp8 training (Transformer Engine) keeps bf16 weights and casts per GEMM.
   t.weight_dtype = compute == Precision::Fp16 ? Precision::Fp16 : (low ? Precision::Bf16 : Precision::Fp32);
   t.master_weights = low;

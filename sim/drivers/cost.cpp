@@ -93,8 +93,7 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
   // server's ranks under the plan's rank order.
   const workloads::Placement placement(w.plan);
   std::set<int> replicas;
-  const int server = s.cluster.gpus_per_node / s.cluster.servers_per_node();
-  for (int k = 0; k < std::min(server, placement.ranks()); ++k) replicas.insert(placement.coord(k).dp);
+  for (int k = 0; k < std::min(s.cluster.gpus_per_server(), placement.ranks()); ++k) replicas.insert(placement.coord(k).dp);
   rec.replicas_per_server = static_cast<double>(std::max<std::size_t>(1, replicas.size()));
   if (rec.mode == results::OnFailure::Shrink && rec.replicas_per_server >= rec.dp)
     throw InputError("reliability.on_failure", "shrink",
@@ -119,7 +118,7 @@ Accounting account(const scenario::Scenario& s, const topology::BillOfMaterials&
                                   a.prices, run_length(s));
   a.gpus = static_cast<int>(bom.count(topology::PartKind::Gpu));
   a.recovery.mode = s.reliability.on_failure;
-  a.held_gpus = a.gpus + (s.reliability.on_failure == results::OnFailure::Spare ? s.reliability.spares * (s.cluster.gpus_per_node / s.cluster.servers_per_node()) : 0);
+  a.held_gpus = a.gpus + (s.reliability.on_failure == results::OnFailure::Spare ? s.reliability.spares * s.cluster.gpus_per_server() : 0);
   if (a.cost.steps) {
     const RunModel model = run_model(s, bom, step, *a.cost.steps);
     a.run = results::expected_run(model.inputs);

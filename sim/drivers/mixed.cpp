@@ -1,6 +1,7 @@
 #include "sim/drivers/mixed.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -41,7 +42,18 @@ double per_micro_batch(const workloads::RankClass& c, int micro_batches) {
 }
 
 // The data-parallel replica of `rank` (context-parallel peers are one replica).
-int replica_of(const workloads::StepGraph& g, int rank) { return g.placement.coord(rank).dp / g.workload.plan.cp; }
+int replica_of(const workloads::Placement& placement, const workloads::ParallelPlan& plan, int rank) {
+  return placement.coord(rank).dp / plan.cp;
+}
+int replica_of(const workloads::StepGraph& g, int rank) { return replica_of(g.placement, g.workload.plan, rank); }
+
+// Each replica's micro-batch count: the plan's list, or the even split.
+std::vector<int> replica_counts(const workloads::Workload& w) {
+  if (!w.plan.replica_micro_batches.empty()) return w.plan.replica_micro_batches;
+  return std::vector<int>(static_cast<std::size_t>(w.plan.dp), workloads::micro_batches(w.plan, *w.training));
+}
+
+std::string list_text(const std::vector<int>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 // The steps generated on each GPU kind and micro-batch count (per replica), each once.
 class Steps {
@@ -84,15 +96,22 @@ std::vector<std::tuple<int, int, double>> crossing(const workloads::StepGraph& g
   return out;
 }
 
-// Uneven micro-batch counts need the replicas to meet only where the count does not change what they exchange (the
-// gradients' reduction): throws at the key otherwise (experts exchanged across replicas, FSDP's gathers).
-void check_cohorts_meet(const scenario::Scenario& s, const workloads::StepGraph& a, const workloads::StepGraph& b) {
+// Whether two steps of one plan at different micro-batch counts exchange the same across replicas, class by class:
+// uneven counts need the replicas to meet only where the count changes nothing (the gradients' reduction), not
+// where it does (experts exchanged across replicas, FSDP's gathers).
+bool meet_alike(const workloads::StepGraph& a, const workloads::StepGraph& b) {
   for (std::size_t c = 0; c < a.classes.size(); ++c)
-    if (crossing(a, a.classes[c]) != crossing(b, b.classes[c]))
-      throw InputError("parallelism.replica_micro_batches", "",
-                       "gives replicas different micro-batch counts, and this plan's replicas exchange data every "
-                       "micro-batch (experts, or parameters gathered), which needs the same count in each:",
-                       "the key left out (an even split)", scenario::locate(s, "parallelism"));
+    if (crossing(a, a.classes[c]) != crossing(b, b.classes[c])) return false;
+  return true;
+}
+
+// meet_alike, or the one-line error at the key.
+void check_cohorts_meet(const scenario::Scenario& s, const workloads::StepGraph& a, const workloads::StepGraph& b) {
+  if (!meet_alike(a, b))
+    throw InputError("parallelism.replica_micro_batches", "",
+                     "gives replicas different micro-batch counts, and this plan's replicas exchange data every "
+                     "micro-batch (experts, or parameters gathered), which needs the same count in each:",
+                     "the key left out (an even split)", scenario::locate(s, "parallelism"));
 }
 
 }  // namespace
@@ -116,8 +135,7 @@ MixedStep mixed_step(const scenario::Scenario& s) {
   const int ranks = base.placement.ranks();
   const std::vector<int> group = group_of_ranks(s.cluster, ranks);
   // The cohorts: replicas of one micro-batch count, in the order of their first replica.
-  std::vector<int> count(static_cast<std::size_t>(w.plan.dp), even);
-  if (!w.plan.replica_micro_batches.empty()) count = w.plan.replica_micro_batches;
+  const std::vector<int> count = replica_counts(w);
   std::vector<int> cohort_count;
   for (int m : count)
     if (std::ranges::find(cohort_count, m) == cohort_count.end()) cohort_count.push_back(m);
@@ -145,8 +163,7 @@ MixedStep mixed_step(const scenario::Scenario& s) {
       }
       out.graph.classes.push_back(std::move(cls));
     }
-  if (cohort_count.size() > 1)
-    for (std::size_t k = 1; k < cohort_count.size(); ++k) check_cohorts_meet(s, base, steps.get(0, cohort_count[k]));
+  for (std::size_t k = 1; k < cohort_count.size(); ++k) check_cohorts_meet(s, base, steps.get(0, cohort_count[k]));
   return out;
 }
 
@@ -158,24 +175,20 @@ workloads::MemoryPlan mixed_memory(const scenario::Scenario& s, const workloads:
   const auto capacity = [](const topology::GpuSpec& g) { return (g.memory - g.memory_reserve).value(); };
   // Each micro-batch count the replicas run (their activations in flight follow it): planned at that count, each
   // stage on the smallest kind among the ranks of the replicas that run it; the plan with the least to spare.
-  const int even = workloads::micro_batches(w.plan, *w.training);
-  const auto count_of = [&](int rank) {
-    const int replica = placement.coord(rank).dp / w.plan.cp;
-    return w.plan.replica_micro_batches.empty() ? even : w.plan.replica_micro_batches[static_cast<std::size_t>(replica)];
-  };
+  const std::vector<int> count = replica_counts(w);
   std::map<int, std::vector<const topology::GpuSpec*>> smallest;   // count -> per stage
   for (int r = 0; r < placement.ranks(); ++r) {
-    auto& stages = smallest[count_of(r)];
+    auto& stages = smallest[count[static_cast<std::size_t>(replica_of(placement, w.plan, r))]];
     stages.resize(static_cast<std::size_t>(w.plan.pp), nullptr);
     const auto& gpu = s.cluster.groups[static_cast<std::size_t>(group[static_cast<std::size_t>(r)])].gpu;
     auto& least = stages[static_cast<std::size_t>(placement.coord(r).pp)];
     if (least == nullptr || capacity(gpu) < capacity(*least)) least = &gpu;
   }
   std::optional<workloads::MemoryPlan> worst;
-  for (const auto& [count, stages] : smallest) {
+  for (const auto& [m, stages] : smallest) {
     workloads::Workload at = w;
     at.plan.replica_micro_batches.clear();
-    at.training->global_batch = count * w.training->micro_batch * w.plan.dp;
+    at.training->global_batch = m * w.training->micro_batch * w.plan.dp;
     std::vector<topology::GpuSpec> stage_gpus;
     for (const auto* g : stages) stage_gpus.push_back(*g);
     workloads::MemoryPlan plan = workloads::plan_memory(at, stage_gpus);
@@ -238,9 +251,7 @@ scenario::Scenario balance_stages(scenario::Scenario s) {
     total[p] += per_layer[p];
   }
   w.plan.layers_per_stage = split;
-  std::string chosen = "[";
-  for (std::size_t i = 0; i < split.size(); ++i) chosen += fmt::format("{}{}", i == 0 ? "" : ", ", split[i]);
-  s.auto_chosen.emplace_back("parallelism.layers_per_stage", chosen + "]");
+  s.auto_chosen.emplace_back("parallelism.layers_per_stage", list_text(split));
   return s;
 }
 
@@ -265,9 +276,7 @@ scenario::Scenario balance_batches(scenario::Scenario s) {
   const auto [low, high] = std::ranges::minmax(per_mb);
   if (high - low <= 1e-3 * high) return s;
   // Does a replica's count change what replicas exchange? Then the split stays even.
-  const workloads::StepGraph& more = steps.get(0, even + unit);
-  for (std::size_t c = 0; c < base.classes.size(); ++c)
-    if (crossing(base, base.classes[c]) != crossing(more, more.classes[c])) return s;
+  if (!meet_alike(base, steps.get(0, even + unit))) return s;
   // Each replica's step grows as (micro-batches + the bubble's (pp - 1) / vpp) x its seconds per micro-batch (1F1B):
   // every replica first takes one unit, then each further unit goes where the step grows least.
   const double bubble = static_cast<double>(p.pp - 1) / p.vpp;
@@ -284,9 +293,7 @@ scenario::Scenario balance_batches(scenario::Scenario s) {
   }
   if (std::ranges::all_of(count, [&](int n) { return n == even; })) return s;
   w.plan.replica_micro_batches = count;
-  std::string chosen = "[";
-  for (std::size_t i = 0; i < count.size(); ++i) chosen += fmt::format("{}{}", i == 0 ? "" : ", ", count[i]);
-  s.auto_chosen.emplace_back("parallelism.replica_micro_batches", chosen + "]");
+  s.auto_chosen.emplace_back("parallelism.replica_micro_batches", list_text(count));
   return s;
 }
 

@@ -44,7 +44,7 @@ std::string emit_plan(std::string_view framework, const scenario::Scenario& s, c
     int tasks_per_node = 1;
   };
   // Slurm's nodes are servers: an NVLink domain of several (an NVL72 rack's trays) is as many hosts.
-  const int nodes = s.cluster.servers(), gpus = s.cluster.gpus_per_node / s.cluster.servers_per_node();
+  const int nodes = s.cluster.servers(), gpus = s.cluster.gpus_per_server();
   // Under torchrun, one task a node: the first node's name for the rendezvous, before the environment.
   const auto under_torchrun = [&](Launch l, std::string_view entry) {
     l.setup = "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n" + l.setup;

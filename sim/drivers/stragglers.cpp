@@ -34,7 +34,7 @@ class Normal {
 // The server of `rank`: its machine, or with an NVLink domain of several servers (an NVL72 rack, one machine to the
 // network) its compute tray among the domain's.
 int server_of(const scenario::Scenario& s, const topology::Topology& topo, int rank) {
-  if (s.cluster.server_gpus > 0) return rank / s.cluster.server_gpus;
+  if (s.cluster.server_gpus > 0) return rank / s.cluster.gpus_per_server();
   return topo.node(topo.gpus().at(static_cast<std::size_t>(rank))).machine;
 }
 
@@ -239,7 +239,7 @@ nlohmann::json stragglers_json(const scenario::Scenario& s, const Factors& facto
   }
   if (st.spread > 0 || st.slow_share > 0) {
     nlohmann::json scale = nlohmann::json::array();
-    const int per_node = std::max(1, s.cluster.gpus_per_node / s.cluster.servers_per_node());
+    const int per_node = std::max(1, s.cluster.gpus_per_server());
     for (int gpus : {8, 64, 512, 4096, 16384, 131072})
       scale.push_back({{"gpus", gpus}, {"slowest_factor", expected_slowest(st, gpus, per_node)}});
     j["expected_slowest"] = scale;

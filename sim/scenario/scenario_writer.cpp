@@ -77,7 +77,7 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c, const Stor
   }
   // An NVLink domain of several servers is written as the user gives it: servers, and the domain's GPUs.
   if (c.groups.empty()) out << YAML::Key << "nodes" << YAML::Value << c.servers();
-  out << YAML::Key << "gpus_per_node" << YAML::Value << c.gpus_per_node / c.servers_per_node();
+  out << YAML::Key << "gpus_per_node" << YAML::Value << c.gpus_per_server();
   if (c.server_gpus > 0) out << YAML::Key << "nvlink_domain" << YAML::Value << c.gpus_per_node;
   out << YAML::Key << "intra" << YAML::Value << std::string(to_string(c.intra));
   emit_link(out, "intra_link", c.intra_link);
