@@ -111,10 +111,17 @@ BillOfMaterials bill_of_materials(const ClusterSpec& spec, const Topology& topo)
     bom.items.push_back({PartKind::Server, tray.name, "server", spec.servers(), tray.price, tray.power,
                          fmt::format("{} GPUs a compute tray, priced without GPUs and NICs", spec.server_gpus)});
     const auto& nvswitch = find_part("nvlink-switch-tray");
-    const long long ports = static_cast<long long>(spec.gpus_per_node) * spec.effective_links_per_gpu();
+    // A job's segments of a domain (ClusterSpec::domain_gpus) share a rack as far as they fit in it; each rack
+    // pays its switch trays.
+    const int domain = spec.nvlink_domain_gpus();
+    const long long racks = ceil_div(spec.nodes, domain / spec.gpus_per_node);
+    const long long ports = static_cast<long long>(domain) * spec.effective_links_per_gpu();
     const long long trays = (ports + nvswitch.ports - 1) / nvswitch.ports;
-    bom.items.push_back({PartKind::Switch, nvswitch.name, "NVLink", trays * spec.nodes, nvswitch.price, nvswitch.power,
-                         fmt::format("{} NVLink ports a tray; {} a {}-GPU domain", nvswitch.ports, trays, spec.gpus_per_node)});
+    bom.items.push_back({PartKind::Switch, nvswitch.name, "NVLink", trays * racks, nvswitch.price, nvswitch.power,
+                         fmt::format("{} NVLink ports a tray; {} a {}-GPU domain", nvswitch.ports, trays, domain)});
+    if (spec.domain_gpus > 0)
+      bom.notes.push_back(fmt::format("the job's {} servers run as {} groups of {} GPUs, each inside one {}-GPU "
+                                      "NVLink domain (Slurm's segments)", spec.servers(), spec.nodes, spec.gpus_per_node, domain));
   } else {
     const auto& server = find_part(sxm_server(spec) ? "hgx-8gpu-server" : "pcie-gpu-server");
     bom.items.push_back({PartKind::Server, server.name, "server", spec.nodes, server.price, server.power,

@@ -113,7 +113,8 @@ void build_pcie(Topology& topo, const ClusterSpec& spec, MachineDevices& m, int 
 }  // namespace
 
 Link make_link(NodeId a, NodeId b, const LinkSpec& cls, BytesPerSecond bandwidth) {
-  return Link{a, b, bandwidth, cls.latency, cls.efficiency, cls.name, destination_routed(cls.family)};
+  return Link{a,        b, bandwidth, cls.latency, cls.efficiency, cls.name, destination_routed(cls.family),
+              cls.switch_reduction, cls.switch_port_rate};
 }
 
 std::vector<std::size_t> first_half(std::size_t n) {

@@ -207,7 +207,7 @@ std::vector<GpuSpec> make_gpus() {
                  "NVLink 5 1.8 TB/s a GPU over 18 links; Grace to each GPU over NVLink-C2C, its NICs (ConnectX-7) on PCIe Gen5; up to 1,200 W a GPU; fp32 "
                  "80 (B200's 75 at GB200's clock, assumption); mxfp8 at the fp8 rate; SMs as B200; price approximate"},
       {.name = "gb300", .vendor_name = "NVIDIA GB300 (one Blackwell Ultra GPU of the superchip)",
-       .architecture = "blackwell",
+       .architecture = "blackwell-ultra",
        .memory = gibibytes(279), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
        .peak = tflops({.fp64 = 1.39, .fp32 = 80, .tf32 = 1225, .bf16 = 2450, .fp16 = 2450, .fp8 = 4900,
                        .int8 = std::nullopt, .int4 = std::nullopt, .mxfp8 = 4900, .fp4 = 14700}),
@@ -221,7 +221,7 @@ std::vector<GpuSpec> make_gpus() {
                  "279 GB HBM3e at 8 TB/s and up to 1,400 W (dgxc-benchmarking; NVIDIA's blog rounds to 288 GB); 160 SMs "
                  "(Blackwell Ultra); Grace over NVLink-C2C, its ConnectX-8 NICs on PCIe Gen6; fp32 as GB200 (assumption); "
                  "mxfp8 at the fp8 rate; price approximate"},
-      {.name = "b300-sxm", .vendor_name = "NVIDIA B300 (HGX B300)", .architecture = "blackwell",
+      {.name = "b300-sxm", .vendor_name = "NVIDIA B300 (HGX B300)", .architecture = "blackwell-ultra",
        .memory = gibibytes(270), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(7700),
        .peak = tflops({.fp64 = 1.39, .fp32 = 75, .tf32 = 1125, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500,
                        .int8 = std::nullopt, .int4 = std::nullopt, .mxfp8 = 4500, .fp4 = 13500}),

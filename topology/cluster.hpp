@@ -79,11 +79,16 @@ struct ClusterSpec {
   // NCCL's multi-node NVLink treats the domain as one node; `server_gpus` keeps a server's own GPUs (a GB200 compute
   // tray's 4) for the bill, power and failures. 0: a node is a server.
   int server_gpus = 0;
+  // The NVLink domain's own GPUs (the rack's 72), when a job's servers fill only part of it: Slurm's block
+  // scheduling gives the job segments of servers each inside one domain (the folded node is a segment), and the
+  // bill still counts the domain's switch trays. 0: the folded node is the whole domain.
+  int domain_gpus = 0;
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
   [[nodiscard]] int servers_per_node() const { return server_gpus > 0 ? gpus_per_node / server_gpus : 1; }
   [[nodiscard]] int gpus_per_server() const { return server_gpus > 0 ? server_gpus : gpus_per_node; }
   [[nodiscard]] int servers() const { return nodes * servers_per_node(); }
+  [[nodiscard]] int nvlink_domain_gpus() const { return domain_gpus > 0 ? domain_gpus : gpus_per_node; }
   // The link budget one GPU spends inside its node, per direction (DESIGN.md, "Comparing topologies fairly").
   [[nodiscard]] BytesPerSecond gpu_budget() const;
   [[nodiscard]] int effective_links_per_gpu() const;

@@ -38,6 +38,10 @@ struct Link {
   // Switches forward by destination on this link (InfiniBand: forwarding tables indexed by destination LID), so
   // ECMP picks among such links by the destination alone (routing.hpp).
   bool by_destination = false;
+  // Its link class's NVLink SHARP (LinkSpec::switch_reduction, switch_port_rate): a switch at its other end reduces
+  // (NVLS) at this rate per GPU port. Carried on the link so that a class defined in a scenario keeps it.
+  bool switch_reduction = false;
+  BytesPerSecond switch_port_rate{};
 };
 
 // One traversal of a link: `forward` means from link.a to link.b.

@@ -144,6 +144,8 @@ void apply_class(const Entry& e, Link& l) {
   l.efficiency = efficiency_or(e, spec.efficiency);
   l.link_class = spec.name;
   l.by_destination = destination_routed(spec.family);
+  l.switch_reduction = spec.switch_reduction;
+  l.switch_port_rate = spec.switch_port_rate;
 }
 
 void apply_custom(const Entry& e, Link& l) {

@@ -155,7 +155,7 @@ double virtual_stage_activation_bytes(const Workload& w, int v, int first, int l
   const TrainingSpec& t = *w.training;
   const ModelSpec m = as_loaded(w);
   double bytes = 0;
-  for (int l = first; l < first + layers; ++l)
+  for (int l = std::max(first, t.offload_layers); l < first + layers; ++l)   // offloaded layers keep nothing here
     bytes += layer_activation_bytes(m, t, w.plan.tp, t.micro_batch, m.moe_layer(l), w.plan.expert_tp()).value();
   if (v == 0) bytes += embedding_activation_bytes(w.model, t, w.plan.tp);
   if (v == last_virtual_stage(w.plan)) bytes += head_activation_bytes(w.model, t, w.plan.tp);
@@ -203,6 +203,16 @@ StageActivations stage_activations(const Workload& w, int stage) {
       transient = std::max(transient, held);
     }
     peak += transient / p.cp;
+  }
+  // Offloading: the layer whose copy to or from the host is under way is also held (Transformer Engine's
+  // cpu_offload keeps a layer's tensors until its copy completes, and reloads one layer ahead of its backward).
+  if (w.training->offload_layers > 0) {
+    const ModelSpec m = as_loaded(w);
+    double layer = 0;
+    for (const bool moe : {false, true})
+      if (!moe || m.moe())
+        layer = std::max(layer, layer_activation_bytes(m, *w.training, p.tp, w.training->micro_batch, moe, p.expert_tp()).value());
+    peak += layer / p.cp;
   }
   return {Bytes(peak), peak_in_flight(order)};
 }

@@ -18,6 +18,8 @@
 // benchmarks than Ampere through a training step: one factor more (kPowerLimited), fitted on the H100 rows.
 #include <array>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "topology/error.hpp"
@@ -150,6 +152,21 @@ ArchitectureConstants volta() {
   return a;
 }
 
+constexpr const char* kBlackwellUltraSource =
+    "Blackwell's constants (kBlackwellSource), but fused attention: Blackwell Ultra doubles the SFU's exponential "
+    "throughput (NVIDIA, 'Inside NVIDIA Blackwell Ultra', 2025: 10.7 TeraExponentials/s, '2X attention-layer "
+    "acceleration'), which bounds the attention core on B200 (FlashAttention-4, Zadouri et al. 2026: the softmax's "
+    "exponentials take as long as, or longer than, the tile's MMAs); the kernel runs at twice Blackwell's rate, "
+    "capped at the architecture's dense GEMM efficiency (the tensor cores then bound it)";
+
+// Blackwell Ultra (GB300, B300): Blackwell's GEMMs, its attention core no longer held by the exponentials.
+ArchitectureConstants blackwell_ultra() {
+  ArchitectureConstants a = hopper_like("blackwell-ultra", kBlackwellBest, kBlackwellBestFp8, 0.835, kBlackwellUltraSource);
+  a.flash.forward = std::min(2.0 * a.flash.forward, a.gemm);
+  a.flash.backward = std::min(2.0 * a.flash.backward, a.gemm);
+  return a;
+}
+
 ArchitectureConstants cdna3(const char* name = "cdna3", const char* source = kCdna3Source) {
   ArchitectureConstants a = ampere_like(name, source);
   a.gemm = a.gemm_fp8 = a.attention_gemm = kCdna3Best * kSustained;
@@ -218,13 +235,14 @@ std::span<const KernelWork> kernel_works() {
 }
 
 std::span<const ArchitectureConstants> architectures() {
-  static const std::array<ArchitectureConstants, 8> table = {
+  static const std::array<ArchitectureConstants, 9> table = {
       // Ampere's constants come from A100 SXM4 measurements (the SC'21 rows, ml-engineering's A100 SXM), Hopper's
       // from H100 SXM5 ones, Blackwell's from the B200's matmul benchmark.
       measured_on(ampere_like("ampere", kAmpereSource), "a100-sxm4-80gb"),
       measured_on(hopper_like("hopper", kHopperBest, kHopperBestFp8, 1.0, kHopperSource), "h100-sxm5-80gb"),
       measured_on(hopper_like("blackwell", kBlackwellBest, kBlackwellBestFp8, 0.835, kBlackwellSource),
                   "b200-sxm-180gb"),
+      measured_on(blackwell_ultra(), "b200-sxm-180gb"),
       ampere_like("ada", kAssumedAmpereSource),
       ampere_like("turing", kAssumedAmpereSource),
       measured_on(volta(), "v100-sxm2-32gb"),

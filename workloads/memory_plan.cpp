@@ -181,6 +181,9 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
       t.fp8 != Fp8::None ? "; the linear layers' inputs kept in fp8 (Transformer Engine)" : "",
       t.cross_entropy_fusion ? to_string(t.precision) : "fp32");
   if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
+  if (t.offload_layers > 0)
+    act += fmt::format("; the first {} layers' kept tensors offloaded to host memory (Megatron-Core's activation offloading), "
+                       "plus one layer in flight to or from it", t.offload_layers);
   if (t.recompute == Recompute::Op)
     act += "; per-op checkpointing keeps the input, Q, V, the attention output, w1's and w2's outputs (and the "
            "reduce-scatters' under sequence parallelism); plus one layer's recomputed tensors during backward";

@@ -130,6 +130,28 @@ void check_ep_overlap(const Workload& w) {
     refuse("cannot run with training.recompute: full (Megatron-Core refuses it):", "false, or recompute none or selective");
 }
 
+// Megatron-Core's layer-level activation offloading: below the layer count, one pipeline stage, no recomputation
+// (megatron/core/transformer/transformer_config.py __post_init__), a Megatron-Core framework.
+void check_offload(const Workload& w) {
+  const TrainingSpec& t = *w.training;
+  if (t.offload_layers == 0) return;
+  const auto refuse = [&](const std::string& why, const std::string& allowed) {
+    throw InputError("training.offload_layers", std::to_string(t.offload_layers), why, allowed);
+  };
+  if (w.model.kind != ModelKind::Transformer) refuse("offloads a transformer's layers; this model is a layer list:", "0");
+  if (!megatron_core_based(t.framework))
+    refuse(fmt::format("is Megatron-Core's activation offloading, and training.framework is {}:", to_string(t.framework)),
+           "0, or framework megatron-core or nemo");
+  if (t.offload_layers >= w.model.layers)
+    refuse(fmt::format("offloads at most the model's layers less one ({}):", w.model.layers - 1),
+           fmt::format("0 to {}", w.model.layers - 1));
+  if (w.plan.pp > 1)
+    refuse(fmt::format("runs with one pipeline stage in Megatron-Core, and parallelism.pp is {}:", w.plan.pp), "0, or pp 1");
+  if (t.recompute != Recompute::None)
+    refuse(fmt::format("does not run with recomputation in Megatron-Core, and training.recompute is {}:",
+                       to_string(t.recompute)), "0, or recompute none");
+}
+
 void check_recompute_op(const Workload& w) {
   if (w.training->recompute != Recompute::Op) return;
   const char* lacks = per_op_recompute_misfit(w);
@@ -188,6 +210,7 @@ void check_training(const Workload& w) {
   const ParallelPlan& p = w.plan;
   check_ep_overlap(w);
   check_recompute_op(w);
+  check_offload(w);
   check_recompute_modules(w);
   if (t.global_batch % (p.dp * t.micro_batch) != 0)
     fail("training.micro_batch", t.micro_batch,

@@ -140,6 +140,7 @@ void StageBuilder::forward(const PipeStep& step) {
   for (int l = ctx_.first_layer[vi]; l < ctx_.first_layer[vi] + ctx_.layers[vi]; ++l) {
     deps = zero3_gather(l, mb, gated(l, std::move(deps)));
     deps = layer_pass(l, mb, Pass::Forward, std::move(deps));
+    deps = offload_wait(l, mb, Pass::Forward, std::move(deps));
     gather_window_.push_back(deps.front());
   }
   if (v == ctx_.virtual_stages - 1) {
@@ -148,6 +149,14 @@ void StageBuilder::forward(const PipeStep& step) {
     return;
   }
   send(step, v + 1, std::move(deps));
+}
+
+// An offloaded layer's copy to the host (forward) or back (backward), where it outlasts the passes beside it: a
+// wait on the host's side (the GPU idles, at idle power; not a straggler's compute, not the SMs' contention).
+Deps StageBuilder::offload_wait(int layer, int mb, Pass pass, Deps deps) {
+  const Seconds wait = ctx_.offload_wait[pass_index(pass)];
+  if (layer >= ctx_.t.offload_layers || wait.value() <= 0.0) return deps;
+  return {add(HostOp{pass, layer, mb, wait}, std::move(deps))};
 }
 
 void StageBuilder::add_grads(Bytes bytes, bool expert, int layer, int mb, Index after) {
@@ -198,6 +207,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   for (int l = ctx_.first_layer[vi] + ctx_.layers[vi] - 1; l >= ctx_.first_layer[vi]; --l) {
     deps = backward_gather(l, mb, std::move(deps), l > ctx_.first_layer[vi]);
     if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
+    deps = offload_wait(l, mb, Pass::Backward, std::move(deps));
     // With buckets reduced during the backward, each module's gradients join the bucket as the backward produces
     // them, so a bucket can be reduced while the rest of the layer computes.
     const bool per_module = reduce && ctx_.t.dp_overlap && ctx_.w.plan.dp_ranks() > 1 && ctx_.w.plan.fsdp == Fsdp::None;

@@ -64,6 +64,9 @@ struct Context {
   Bytes cp_kv;                    // context parallelism: the whole sequence's K and V on one GPU (its TP share)
   EpNodes ep_nodes;               // the nodes an expert-parallel group spans
   bool reuse_passes = true;       // GenerateOptions::reuse_passes
+  // Activation offloading (TrainingSpec::offload_layers): what an offloaded layer's copy to the host (forward) or
+  // back (backward) takes beyond the next layer's compute it runs beside, per pass (Forward, Backward).
+  std::array<Seconds, 2> offload_wait{};
 
   [[nodiscard]] const LayerWork& work(int layer) const { return layer_work[w.model.moe_layer(layer) ? 1 : 0]; }
 };
@@ -126,6 +129,8 @@ class StageBuilder {
     std::size_t module;   // index into the layer's LayerWork::modules
     Index op;             // the op after which its gradients exist
   };
+  // An offloaded layer's copy to or from the host where it outlasts the pass beside it (Context::offload_wait).
+  Deps offload_wait(int layer, int mb, Pass pass, Deps deps);
   // A layer's pass after `deps`: its ops, and the ops it ends with (front: its own last op). Every layer of a kind
   // passes the same way, so a pass is built once per (kind, pass, per-module gradients, number of deps) by
   // build_pass and copied after that, with its layer, micro-batch and indices set (most of a step's ops are

@@ -14,6 +14,7 @@
 #include "workloads/step_graph.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -108,11 +109,43 @@ LayerWork layer_work(const Context& ctx, bool moe) {
   return work;
 }
 
+// Activation offloading: a layer's kept activations (the larger of a dense and an MoE layer's, this rank's share)
+// cross the GPU's link to its CPU (NVLink-C2C on a Grace superchip, else its PCIe host link) at the link's
+// collective efficiency. Transformer Engine spreads the k offloaded layers' copies over the model's L layers
+// (AsyncDoubleBufferGroupOffloadHandler's layer_window_map: offload group i must be done by layer (L/k)(i+1) - 1,
+// and reloads alike in the backward): each copy runs beside L/k layers' passes (the shorter kind's, without their
+// communication); what it takes beyond them waits. Not modelled: two GPUs of a Grace sharing its LPDDR5X, and NIC
+// traffic sharing the link.
+std::array<Seconds, 2> offload_waits(const Context& ctx) {
+  const Workload& w = ctx.w;
+  const ModelSpec& m = w.model;
+  double bytes = 0;
+  for (const bool moe : {false, true})
+    if (!moe || m.moe())
+      bytes = std::max(bytes, layer_activation_bytes(m, ctx.t, w.plan.tp, ctx.t.micro_batch, moe, w.plan.expert_tp()).value());
+  const topology::LinkSpec& link =
+      topology::find_link(ctx.gpu.cpu_link.empty() ? ctx.gpu.host_link : ctx.gpu.cpu_link, "cluster.gpu.host_link");
+  const Seconds copy(bytes / w.plan.cp / (link.bandwidth.value() * link.efficiency));
+  const double window = std::max(1, m.layers / ctx.t.offload_layers);
+  std::array<Seconds, 2> out{};
+  for (const Pass p : {Pass::Forward, Pass::Backward}) {
+    double pass = INFINITY;
+    for (const bool moe : {false, true}) {
+      if (moe && !m.moe()) continue;
+      double kind = 0;
+      for (const Seconds t : ctx.layer_work[moe ? 1 : 0].times[pass_index(p)]) kind += t.value();
+      pass = std::min(pass, kind);
+    }
+    out[pass_index(p)] = Seconds(std::max(0.0, copy.value() - window * pass));
+  }
+  return out;
+}
+
 Context make_context(const Workload& w, const topology::GpuSpec& gpu, const GenerateOptions& options) {
   const TrainingSpec& t = *w.training;
   const Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp(), w.plan.cp};
   Context ctx{w, t, gpu, options.granularity, sharding, stage_layers(w.plan, w.model.layers), {}, w.plan.pp * w.plan.vpp,
-              {}, {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}, {}, options.reuse_passes};
+              {}, {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}, {}, options.reuse_passes, {}};
   ctx.first_layer = first_layers(ctx.layers);
   const ModelSpec& m = w.model;
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
@@ -132,6 +165,7 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, const Gene
     ctx.moe = moe_traffic(m, t, sharding, t.micro_batch, ctx.ep_nodes.nodes);
     ctx.layer_work[1] = layer_work(ctx, true);
   }
+  if (t.offload_layers > 0) ctx.offload_wait = offload_waits(ctx);
   for (const Pass p : {Pass::Forward, Pass::Backward}) {
     ctx.embedding_kernels[pass_index(p)] = embedding_kernels(m, t, ctx.sharding, t.micro_batch, p);
     ctx.logits_kernels[pass_index(p)] = logits_kernels(m, t, ctx.sharding, t.micro_batch, p);

@@ -179,6 +179,12 @@ struct TrainingSpec {
   // the time, cost and energy to train. Neither: per step only.
   std::optional<double> tokens;
   std::optional<long long> steps;
+  // Megatron-Core's activation offloading (cpu_offloading_num_layers, Transformer Engine's cpu_offload): the first
+  // `offload_layers` transformer layers send what they keep for the backward to host memory after their forward
+  // and take it back before their backward, on the GPU's link to its CPU (NVLink-C2C on Grace, else PCIe), each
+  // copy beside the next layer's compute. Megatron-Core allows it below the model's layer count, with one pipeline
+  // stage and no recomputation (megatron/core/transformer/transformer_config.py __post_init__).
+  int offload_layers = 0;
 };
 
 // The chunks a pipelined reduce-scatter splits its GEMM into (Transformer Engine's default num_splits for

@@ -72,8 +72,7 @@ std::optional<Seconds> uniform_advance(const std::vector<std::size_t>& touched, 
 BytesPerSecond nvls_port_rate(NodeId gpu, const Topology& topology) {
   for (const topology::LinkId l : topology.incident(gpu)) {
     if (topology.node(topology.other_end(l, gpu)).kind != topology::NodeKind::Switch) continue;
-    for (const topology::LinkSpec& spec : topology::link_catalog())
-      if (spec.name == topology.link(l).link_class && spec.switch_reduction) return spec.switch_port_rate;
+    if (topology.link(l).switch_reduction) return topology.link(l).switch_port_rate;
   }
   return BytesPerSecond(0);
 }

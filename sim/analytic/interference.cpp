@@ -120,8 +120,7 @@ int collective_blocks(const StepGraph& g, int rank, const CollectiveOp& op, cons
     for (auto l : topology.incident(me))
       if (topology.link(l).link_class == topology.link(topology.incident(me).front()).link_class &&
           topology.node(topology.other_end(l, me)).kind == topology::NodeKind::Switch) {
-        const auto& cls = topology.link(l).link_class;
-        if (cls == "nvlink4" || cls == "nvlink5") return kNvlsBlocks;   // third-generation NVSwitch and later
+        if (topology.link(l).switch_reduction) return kNvlsBlocks;   // an NVSwitch that reduces (NVLS)
       }
   double rate = INFINITY;
   for (int r : members)

@@ -16,10 +16,48 @@ constexpr int kSearchChunks = 8;   // the plan search's own interleaving depths 
 std::string chosen_value(const std::string& key, const workloads::Workload& w) {
   if (key == "training.micro_batch") return std::to_string(w.training->micro_batch);
   if (key == "parallelism.vpp") return std::to_string(w.plan.vpp);
+  if (key == "training.offload_layers") return std::to_string(w.training->offload_layers);
   return std::string(to_string(w.training->recompute));
 }
 
 bool left(const scenario::Scenario& s, const char* key) { return std::ranges::find(s.auto_keys, key) != s.auto_keys.end(); }
+
+// Activation offloading (training.offload_layers left open): `best`'s plan without recomputation, with the fewest
+// offloaded layers that make it fit (memory falls as layers leave), when it runs faster than `best` on the analytic
+// engine or `best` does not fit; nullopt otherwise. What a practitioner does on a GB200 where a plan fits only
+// with recomputation: NVIDIA's Megatron-Bridge recipes for Llama 3 70B on 64 GB200 offload 40 layers
+// (src/megatron/bridge/perf_recipes/llama/gb200/llama3.py at 067f987d).
+std::optional<sim::search::Candidate> offload_instead(const scenario::Template& t, const sim::search::Candidate& best,
+                                                      bool best_fits, int gpus, const topology::GpuSpec& gpu,
+                                                      const sim::CommCosts& costs) {
+  sim::search::PlanChoice c = best.choice;
+  c.recompute = workloads::Recompute::None;
+  const int layers = best.workload.model.layers;
+  scenario::Template o = t;
+  const auto with = [&](int k) -> std::optional<std::pair<workloads::Workload, workloads::MemoryPlan>> {
+    o.node = YAML::Clone(t.node);
+    o.node["training"]["offload_layers"] = k;
+    auto made = scenario::make(o, c, gpus);
+    if (!made.workload) return std::nullopt;
+    auto memory = workloads::plan_memory(*made.workload, gpu);
+    return std::pair{std::move(*made.workload), std::move(memory)};
+  };
+  const auto most = with(layers - 1);
+  if (!most || !most->second.fits) return std::nullopt;
+  int lo = 1, hi = layers - 1;   // the fewest layers that fit lies in [lo, hi]; hi fits
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    const auto m = with(mid);
+    if (m && m->second.fits) hi = mid;
+    else lo = mid + 1;
+  }
+  auto fit = hi == layers - 1 ? most : with(hi);
+  if (!fit) return std::nullopt;
+  const sim::search::Screened screened = sim::search::screen(fit->first, gpu, costs);
+  if (best_fits && screened.step.value() >= best.analytic_step.value()) return std::nullopt;
+  return sim::search::Candidate{c, std::move(fit->first), std::move(fit->second), screened.step, screened.gpu_energy,
+                                screened.step.value()};
+}
 
 }  // namespace
 
@@ -74,13 +112,21 @@ scenario::Scenario resolve_auto(scenario::Scenario s) {
                                s.cluster.groups.empty() ? sim::search::GraphFn{} : mixed_graph_fn(s));
   });
   std::optional<sim::search::Candidate> best;
-  if (!result.ranked.empty()) best = std::move(result.ranked.front());
+  const bool fits = !result.ranked.empty();
+  if (fits) best = std::move(result.ranked.front());
   else best = std::move(result.nearest);
+  if (best && left(s, "training.offload_layers") && s.cluster.groups.empty() &&
+      (!fits || best->workload.training->recompute != workloads::Recompute::None))
+    if (auto offloaded = located(s, [&] { return offload_instead(t, *best, fits, gpus, s.cluster.gpu, costs); }))
+      best = std::move(offloaded);
   // No candidate is a plan: the scenario's plan itself is not one, which the caller's check reports at its key;
   // nothing was chosen, so nothing is said to be.
   if (best) {
     s.workload = std::move(best->workload);
-    for (const std::string& key : s.auto_keys) s.auto_chosen.emplace_back(key, chosen_value(key, *s.workload));
+    // Offloading is said to be chosen only where it was (above 0): left at 0, the run is the search's alone.
+    for (const std::string& key : s.auto_keys)
+      if (key != "training.offload_layers" || s.workload->training->offload_layers > 0)
+        s.auto_chosen.emplace_back(key, chosen_value(key, *s.workload));
   }
   s.auto_keys.clear();
   return s;

@@ -1,5 +1,5 @@
 // The knobs a scenario leaves to `auto` (Scenario::auto_keys: training.micro_batch, parallelism.vpp,
-// training.recompute), chosen as a competent engineer chooses them for the scenario's framework: the plan search
+// training.recompute, training.offload_layers), chosen as a competent engineer chooses them for the scenario's framework: the plan search
 // (sim/search/) restricted to those knobs, every other key as the scenario gives it or its framework derives it,
 // the fastest plan on the analytic engine among those that fit in memory, ties to the framework's default (the
 // first in the search's order: micro-batch 1, no interleaving, no recomputation). When none fits, the choice that

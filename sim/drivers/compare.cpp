@@ -17,7 +17,8 @@ using nlohmann::json;
 std::string cluster_label(const topology::ClusterSpec& c) {
   std::string out = fmt::format("{} x {} ({}", c.nodes * c.gpus_per_node, c.gpu.name, topology::to_string(c.intra));
   if (c.inter != topology::InterKind::None)
-    out += fmt::format("; {} x {} {}", c.effective_nics_per_node(), c.inter_link.name, topology::to_string(c.inter));
+    out += fmt::format("; {} x {} {}", c.effective_nics_per_node() / c.servers_per_node(), c.inter_link.name,   // a server's
+                       topology::to_string(c.inter));
   return out + ")";
 }
 

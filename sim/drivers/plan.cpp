@@ -119,7 +119,7 @@ std::optional<SmallestCluster> smallest_cluster(const scenario::Scenario& s, int
     throw InputError("cluster.groups", std::to_string(s.cluster.groups.size()),
                      "groups of GPU kinds have no one node count to size:", "one GPU kind to size a cluster for", s.file);
   if (s.cluster.server_gpus > 0)
-    throw InputError("cluster.nvlink_domain", std::to_string(s.cluster.gpus_per_node),
+    throw InputError("cluster.nvlink_domain", std::to_string(s.cluster.nvlink_domain_gpus()),
                      "spans servers, which sizing by whole servers does not model yet:", "a cluster of servers", s.file);
   const int per_node = s.cluster.gpus_per_node;
   std::vector<std::pair<int, int>> sizes;   // (nodes, gpus per node)

@@ -93,13 +93,15 @@ std::string emit_plan(std::string_view framework, const scenario::Scenario& s, c
       "#!/bin/bash\n"
       "# dtsim plan --emit {0}: the best plan dtsim found for {1}, {2:.4g} s a step on {3} x {4} GPUs.\n# {5}\n"
       "#SBATCH --job-name={1}\n#SBATCH --nodes={3}\n#SBATCH --ntasks-per-node={6}\n#SBATCH --gpus-per-node={4}\n"
-      "#SBATCH --exclusive\nset -euo pipefail\n"
+      "#SBATCH --exclusive\n{12}set -euo pipefail\n"
       "{7}=${{{7}:-$PWD/{8}}}\n"
       "{9}"
       "export {10}\n"
       "{11}",
       framework, job_name(s.name), step_s, nodes, gpus, l.about, l.tasks_per_node, l.home, l.checkout, l.setup,
-      l.environment, l.run);
+      l.environment, l.run,
+      // The servers of each NVLink domain dtsim simulated, held together by Slurm's block scheduling.
+      s.cluster.server_gpus > 0 ? fmt::format("#SBATCH --segment={}\n", s.cluster.servers_per_node()) : std::string());
   for (const std::string& a : l.arguments) out += " \\\n  " + a;
   return out + "\n";
 }

@@ -99,6 +99,7 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   check_transformer(kName, m, "multi-latent attention (its flags came after core_r0.11.0)");
   if (p.zero >= 2) cannot(kName, fmt::format("ZeRO stage {} (Megatron-LM shards optimizer states only)", p.zero));
   if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
+  if (t.offload_layers > 0) cannot(kName, "activation offloading (core_r0.11.0's arguments.py has no flag for it)");
   if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
   std::vector<std::string> f;
   const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
@@ -158,6 +159,7 @@ std::vector<std::string> deepspeed_flags(const workloads::Workload& w) {
   if (p.cp > 1) cannot(kName, "context parallelism (its sequence parallelism is Ulysses')");
   if (p.vpp > 1) cannot(kName, "interleaved virtual stages (DeepSpeed's pipeline engine has none)");
   if (p.fsdp != workloads::Fsdp::None) cannot(kName, "PyTorch FSDP (DeepSpeed shards with ZeRO stages)");
+  if (t.offload_layers > 0) cannot(kName, "Megatron-Core's activation offloading");
   if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
   if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
   if (t.fp8 != workloads::Fp8::None) cannot(kName, "fp8 training");
@@ -227,6 +229,7 @@ std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const st
   if (!flavour) cannot(kName, fmt::format("model '{}' (torchtitan's flavours: llama3-8b, llama3-70b, llama3-405b)", m.name));
   if (p.vpp > 1) cannot(kName, "interleaved virtual stages (its split points are given by hand)");
   if (p.ep > 1 || m.moe()) cannot(kName, "experts");
+  if (t.offload_layers > 0) cannot(kName, "Megatron-Core's activation offloading");
   if (p.zero == 1 || p.zero == 2) cannot(kName, fmt::format("ZeRO stage {} (torchtitan shards with FSDP or replicates)", p.zero));
   if (p.tp > 1 && !t.sequence_parallel) cannot(kName, "tensor parallelism without sequence parallelism");
   if (t.recompute == Recompute::Selective) cannot(kName, "Megatron's selective recomputation (torchtitan's is per op or per layer)");
@@ -322,6 +325,13 @@ std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
     set("model.transformer.recompute_granularity", "full");
     set("model.transformer.recompute_method", "uniform");
     set("model.transformer.recompute_num_layers", 1);
+  }
+  // Activation offloading, as NVIDIA's GB200 recipes write it (perf_recipes/llama/gb200/llama3.py): the layers'
+  // activations, not their weights.
+  if (t.offload_layers > 0) {
+    set("model.transformer.cpu_offloading", "true");
+    set("model.transformer.cpu_offloading_weights", "false");
+    set("model.transformer.cpu_offloading_num_layers", t.offload_layers);
   }
   // The distributed optimizer, in both places the container reads it (config.py makes them agree).
   const bool distributed = p.zero == 1 || t.distributed_optimizer;

@@ -140,7 +140,8 @@ struct Scenario {
   // point are set). Empty otherwise.
   std::string invalid;
   std::map<std::string, std::string> origin; // dotted key -> "file:line" (or "--set") where it was given
-  // The knobs left to `auto` (absent or written `auto`: training.micro_batch, parallelism.vpp, training.recompute):
+  // The knobs left to `auto` (absent or written `auto`: training.micro_batch, parallelism.vpp, training.recompute,
+  // training.offload_layers with it):
   // loaded at the framework's default, chosen by resolve_auto (the drivers' auto_knobs.hpp), then empty.
   std::vector<std::string> auto_keys;
   // What resolve_auto chose: dotted key -> value as the resolved scenario writes it, in auto_keys' order.

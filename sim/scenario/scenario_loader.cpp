@@ -107,7 +107,7 @@ topology::Routing read_routing(const YamlMap& m, const ClusterSpec& c) {
 
 // cluster.nvlink_domain (GPUs per NVLink domain, whole servers of gpus_per_node; default a server) and cluster.racks
 // (domains, for nodes): a domain larger than a server is folded into the node the rest of dtsim sees (ClusterSpec's
-// server_gpus).
+// server_gpus), or the job's segment of it (domain_gpus).
 void read_nvlink_domain(const YamlMap& m, ClusterSpec& c) {
   const int domain = read_int(m, "nvlink_domain", c.gpus_per_node, 1, 4096);
   if (domain == c.gpus_per_node) {
@@ -131,13 +131,28 @@ void read_nvlink_domain(const YamlMap& m, ClusterSpec& c) {
              "racks or nodes, not both");
     c.nodes = read_int(m, "racks", 1, 1, kMaxCount / per) * per;
   }
-  if (c.nodes % per != 0)
-    m.fail("nodes", std::to_string(c.nodes), fmt::format("does not fill whole NVLink domains of {} servers:", per),
-           fmt::format("a multiple of {} (or racks: R)", per));
+  // Servers that do not fill whole domains run as Slurm's block scheduling places them with `--segment`: equal
+  // segments, each inside one domain, of all the servers when they fit in one domain, else of the largest count
+  // up to a domain's that divides them (NVIDIA's Megatron-Bridge benchmarks, scripts/performance/utils/
+  // executors.py at 067f987d: 64 GB200 trays run as 4 segments of 16). NCCL's multi-node NVLink joins whatever
+  // shares a domain, so the segments a domain holds together are one node here; they must fill their domains alike.
+  int segment = per;
+  if (c.nodes % per != 0) {
+    int s = std::min(c.nodes, per);
+    while (c.nodes % s != 0) --s;
+    segment = c.nodes <= per ? s : s * (per / s);   // the segments that share a domain
+    if (c.nodes % segment != 0)
+      m.fail("nodes", std::to_string(c.nodes),
+             fmt::format("run as Slurm's segments of {} servers, {} to a domain of {}, which leave the last domain "
+                         "fuller than the others:", s, per / s, per),
+             fmt::format("up to {} servers, a multiple of {}, or a count whose largest divisor up to {} is above {}",
+                         per, per, per, per / 2));
+    c.domain_gpus = domain;
+  }
   c.server_gpus = c.gpus_per_node;
-  c.nics_per_node = c.effective_nics_per_node() * per;
-  c.gpus_per_node = domain;
-  c.nodes /= per;
+  c.nics_per_node = c.effective_nics_per_node() * segment;
+  c.gpus_per_node *= segment;
+  c.nodes /= segment;
 }
 
 ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {

@@ -78,7 +78,7 @@ void emit_cluster(YAML::Emitter& out, const topology::ClusterSpec& c, const Stor
   // An NVLink domain of several servers is written as the user gives it: servers, and the domain's GPUs.
   if (c.groups.empty()) out << YAML::Key << "nodes" << YAML::Value << c.servers();
   out << YAML::Key << "gpus_per_node" << YAML::Value << c.gpus_per_server();
-  if (c.server_gpus > 0) out << YAML::Key << "nvlink_domain" << YAML::Value << c.gpus_per_node;
+  if (c.server_gpus > 0) out << YAML::Key << "nvlink_domain" << YAML::Value << c.nvlink_domain_gpus();
   out << YAML::Key << "intra" << YAML::Value << std::string(to_string(c.intra));
   emit_link(out, "intra_link", c.intra_link);
   out << YAML::Key << "links_per_gpu" << YAML::Value << c.effective_links_per_gpu();
@@ -211,6 +211,8 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t, const A
   emit(out, "master_weights", t.master_weights);
   emit_name(out, "optimizer", to_string(t.optimizer));
   emit_name(out, "optimizer_dtype", to_string(t.optimizer_dtype));
+  if (left_auto(autos, "training.offload_layers")) emit_name(out, "offload_layers", kAuto);
+  else if (t.offload_layers > 0) out << YAML::Key << "offload_layers" << YAML::Value << t.offload_layers;
   if (left_auto(autos, "training.recompute")) emit_name(out, "recompute", kAuto);
   else emit_name(out, "recompute", to_string(t.recompute));
   if (t.recompute == workloads::Recompute::Selective && !left_auto(autos, "training.recompute")) {

@@ -99,7 +99,7 @@ TrainingSpec read_training(const YamlMap& m) {
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
                 "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
                 "steps", "moe_dispatcher", "cp_comm", "recompute_modules", "overlap_moe_expert_parallel_comm",
-                "overlap_p2p_comm"});
+                "overlap_p2p_comm", "offload_layers"});
   if (m.has("tokens") && m.has("steps"))
     m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
            "training.tokens or training.steps, not both");
@@ -125,6 +125,7 @@ TrainingSpec read_training(const YamlMap& m) {
   if (!is_auto(m, "recompute"))
     t.recompute = read_enum(m, "recompute", t.recompute, workloads::parse_recompute, workloads::kRecomputeNames);
   read_recompute_modules(m, t);
+  if (!is_auto(m, "offload_layers")) t.offload_layers = read_int(m, "offload_layers", 0, 0, kMaxLayers);
   t.sequence_parallel = m.boolean("sequence_parallel").value_or(t.sequence_parallel);
   if (const auto mb = m.number("dp_bucket_MB", 0.0, false, kMaxBucketMB)) t.dp_bucket = Bytes(*mb * 1e6);
   t.dp_overlap = m.boolean("dp_overlap").value_or(m.boolean("overlap_grad_reduce").value_or(t.dp_overlap));
@@ -300,7 +301,7 @@ void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p, wor
 // fp8 training needs fp8 matrix units.
 void check_fp8_gpu(const YamlMap& m, const TrainingSpec& t, const topology::GpuSpec& gpu) {
   const Precision low = workloads::low_gemm_precision(t.fp8);
-  if (t.fp8 == workloads::Fp8::Nvfp4 && gpu.architecture != "blackwell")
+  if (t.fp8 == workloads::Fp8::Nvfp4 && !gpu.architecture.starts_with("blackwell"))
     m.fail("fp8", "nvfp4", fmt::format("is NVIDIA's FP4 (Blackwell); gpu {} ({}) has none, so not", gpu.name, gpu.architecture),
            "none, hybrid, e4m3 or mxfp8 (AMD's FP4 is MXFP4, which no recipe here models yet)");
   if (t.fp8 == workloads::Fp8::None || gpu.peak_for(low)) return;
@@ -329,7 +330,7 @@ void check_sections(const YamlMap& top) {
 // takes it (micro-batch 1, vpp 1). `recompute_modules` given fixes the
 // recomputation it refines. A model or section the plan search cannot tune (a layer-list model, a serving job)
 // keeps the reader's default, and `auto` written there is an error.
-std::vector<std::string> auto_knobs(const YamlMap& top, const workloads::Workload& w) {
+std::vector<std::string> auto_knobs(const YamlMap& top, const workloads::Workload& w, bool mixed) {
   const auto written_auto = [&](const char* section, const char* key) {
     return top.has(section) && is_auto(top.map(section), key);
   };
@@ -338,13 +339,16 @@ std::vector<std::string> auto_knobs(const YamlMap& top, const workloads::Workloa
   };
   const bool tunable = w.training && w.model.kind == workloads::ModelKind::Transformer;
   if (!tunable) {
-    for (const auto& [section, key] : {std::pair{"training", "micro_batch"}, {"training", "recompute"}, {"parallelism", "vpp"}})
+    for (const auto& [section, key] : {std::pair{"training", "micro_batch"}, {"training", "recompute"},
+                                       {"training", "offload_layers"}, {"parallelism", "vpp"}})
       if (written_auto(section, key))
         top.map(section).fail(key, std::string(kAuto),
                               w.training ? "is chosen by the plan search, which tunes transformer models only; a "
                                            "layer-list model trains data-parallel, so give"
                                          : "is a training knob; a serving job has nothing to choose, so give",
-                              std::string(key) == "recompute" ? "none, selective or full" : "an integer >= 1");
+                              std::string(key) == "recompute"        ? "none, selective or full"
+                              : std::string(key) == "offload_layers" ? "an integer >= 0"
+                                                                     : "an integer >= 1");
     return {};
   }
   // A knob the plan leaves one value is not a choice: one sequence per replica is micro-batch 1, one stage has
@@ -354,6 +358,13 @@ std::vector<std::string> auto_knobs(const YamlMap& top, const workloads::Workloa
   if (left("training", "micro_batch") && !one_sequence) out.emplace_back("training.micro_batch");
   if (left("parallelism", "vpp") && w.plan.pp > 1) out.emplace_back("parallelism.vpp");
   if (left("training", "recompute") && !top.map("training").has("recompute_modules")) out.emplace_back("training.recompute");
+  // Activation offloading, the alternative to recomputation where Megatron-Core has it (one stage, one GPU kind):
+  // open only with the recomputation, chosen after the search (drivers/auto_knobs.cpp) where it lets the plan fit
+  // without recomputing, faster. Fixing the recomputation fixes it (at 0 unless given).
+  const bool core = workloads::megatron_core_based(w.training->framework);
+  if (left("training", "offload_layers") && left("training", "recompute") && !top.map("training").has("recompute_modules") &&
+      core && w.plan.pp == 1 && w.model.layers > 1 && !mixed)
+    out.emplace_back("training.offload_layers");
   return out;
 }
 
@@ -391,7 +402,7 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
     top.map("training").fail("moe_dispatcher", "deepep",
                              "sends once per node, and a user graph (cluster.graph) gives no node size:",
                              "alltoall on a user graph");
-  if (auto_keys != nullptr) *auto_keys = auto_knobs(top, w);
+  if (auto_keys != nullptr) *auto_keys = auto_knobs(top, w, !cluster.groups.empty());
   return w;
 }
 

@@ -61,7 +61,7 @@ workloads::ModelSpec read_model(const YamlMap& m, const std::string& scenario_na
 // A model needs exactly one of `training` and `inference`; `parallelism` is optional. `scenario_name` names a
 // model given without a preset; `cluster` gives the GPU count that parallelism.dp defaults from.
 // `auto_keys` (when given) receives the dotted knobs left to `auto` (training.micro_batch, parallelism.vpp,
-// training.recompute), which hold the framework's default until resolve_auto chooses them.
+// training.recompute, training.offload_layers), which hold the framework's default until resolve_auto chooses them.
 std::optional<workloads::Workload> read_workload(const YamlMap& top, const topology::ClusterSpec& cluster,
                                                  const std::string& scenario_name, const std::string& file,
                                                  std::vector<std::string>* auto_keys = nullptr);

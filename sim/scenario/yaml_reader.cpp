@@ -187,8 +187,8 @@ std::optional<std::string> YamlMap::text(const std::string& key) const {
 
 void YamlMap::no_auto(const std::string& key, const std::string& allowed) const {
   fail(key, "auto",
-       "has no auto: only training.micro_batch, parallelism.vpp and training.recompute are chosen by dtsim when left "
-       "open, so give",
+       "has no auto: only training.micro_batch, parallelism.vpp, training.recompute and training.offload_layers are "
+       "chosen by dtsim when left open, so give",
        allowed);
 }
 

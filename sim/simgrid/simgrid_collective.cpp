@@ -34,12 +34,6 @@ class EndpointIndex {
   std::map<int, std::uint32_t> switches_;
 };
 
-bool reduces_in_switch(const std::string& link_class) {
-  for (const topology::LinkSpec& spec : topology::link_catalog())
-    if (spec.name == link_class) return spec.switch_reduction;
-  return false;
-}
-
 }  // namespace
 
 CollectivePlan make_plan(Lowered lowered, int members) {
@@ -107,7 +101,7 @@ Sites::Sites(const topology::Topology& topology)
     for (topology::LinkId l : topo_.incident(id)) {
       const topology::Node& peer = topo_.node(topo_.other_end(l, id));
       if (peer.kind == topology::NodeKind::Gpu && peer.machine == sw.machine &&
-          reduces_in_switch(topo_.link(l).link_class)) {
+          topo_.link(l).switch_reduction) {
         nvls_switch_.emplace(sw.machine, id);
         break;
       }

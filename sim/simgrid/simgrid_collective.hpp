@@ -80,7 +80,7 @@ std::pair<std::vector<int>, std::vector<int>> label_machines(const std::vector<i
 
 // Where a group's ranks sit: their machines, and the NVSwitch that reduces in the switch on each machine that
 // has one. NVLS-capable: a non-blocking Switch node (no capacity limit, so not the star's hub) of the machine,
-// linked to a GPU of that machine by a link whose catalog class has `switch_reduction`.
+// linked to a GPU of that machine by a link with `switch_reduction` (its class's, topology::Link).
 class Sites {
  public:
   explicit Sites(const topology::Topology& topology);

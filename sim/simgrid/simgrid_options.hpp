@@ -12,7 +12,7 @@ namespace dtsim::sim {
 // Each collective is lowered (sim::lower) for its group's layout: the machine of each member is its GPU's
 // Node::machine; nvls is true when every machine of the group has an NVSwitch that reduces in the switch: a
 // non-blocking Switch node of that machine (not the star's capacity-limited hub) linked to its GPUs by a link
-// whose catalog class has `switch_reduction`. NVLS transfers to and from the switch are capped at their `rate`.
+// that carries its class's `switch_reduction`. NVLS transfers to and from the switch are capped at their `rate`.
 struct SimgridOptions {
   Algorithm algorithm = Algorithm::Auto;
   int max_channels = 0;            // CollectiveTuning::max_channels (simulation.max_channels)

@@ -146,8 +146,9 @@ TEST_CASE("auto: on a key that has none, or where nothing is searched, a one-lin
   };
   const fs::path file = write("errors", kOpen);
   one_line(dtsim("run " + file.string() + " --set training.global_batch=auto"),
-           "--set: training.global_batch: has no auto: only training.micro_batch, parallelism.vpp and "
-           "training.recompute are chosen by dtsim when left open, so give 'auto' (allowed: an integer in [1, ");
+           "--set: training.global_batch: has no auto: only training.micro_batch, parallelism.vpp, "
+           "training.recompute and training.offload_layers are chosen by dtsim when left open, so give 'auto' "
+           "(allowed: an integer in [1, ");
   one_line(dtsim("run " + file.string() + " --set training.sequence_parallel=auto"),
            "training.sequence_parallel: has no auto");
   one_line(dtsim("run " + file.string() + " --set training.precision=auto"), "training.precision: has no auto");
@@ -177,4 +178,52 @@ TEST_CASE("auto: the resolved scenario written by --out holds the choice and run
   const json again = run_json(out / "scenario.resolved.yaml");
   CHECK(again.at("auto_chosen").empty());
   CHECK(again.at("step_time_s").get<double>() == json::parse(r.out).at("step_time_s").get<double>());
+}
+
+// Megatron-Core's activation offloading (training.offload_layers): when the plan fits only by recomputing, `auto`
+// offloads the fewest layers that make it fit without recomputation, where that runs faster: on a Grace superchip
+// (NVLink-C2C, 450 GB/s a way) the copies hide behind the layers' compute; over an H100's PCIe they would not.
+TEST_CASE("auto: activation offloading where recomputation is the alternative, the fewest layers that fit") {
+  constexpr const char* kLong = R"(name: long
+cluster: {gpu: {base: gb200}, gpus_per_node: 1, intra: nvswitch}
+model: {preset: llama3-8b}
+training: {framework: nemo, global_batch: 4, micro_batch: 4, fp8: hybrid}
+simulation: {engine: analytic}
+)";
+  const fs::path file = write("offload", kLong);
+  const json open = run_json(file);
+  const json& chosen = open.at("auto_chosen");
+  REQUIRE(chosen.contains("training.offload_layers"));
+  const int k = chosen.at("training.offload_layers").get<int>();
+  CHECK(k > 0);
+  CHECK(k < 31);   // not every layer: the fewest that fit
+  CHECK(chosen.at("training.recompute") == "none");
+  CHECK(open.at("memory").at("fits").get<bool>());
+  // One layer fewer does not fit; recomputing instead is slower.
+  const json fewer = run_json(file, fmt::format(" --set training.offload_layers={} --set training.recompute=none", k - 1));
+  CHECK_FALSE(fewer.at("memory").at("fits").get<bool>());
+  const json full = run_json(file, " --set training.offload_layers=0 --set training.recompute=full");
+  CHECK(open.at("step_time_s").get<double>() < full.at("step_time_s").get<double>());
+  // The same layers offloaded over PCIe Gen5 (an H100's host link) wait on the copies.
+  const json pcie = run_json(file, fmt::format(" --set training.offload_layers={} --set training.recompute=none"
+                                               " --set cluster.gpu.cpu_link=pcie5", k));
+  CHECK(pcie.at("step_time_s").get<double>() > 1.05 * open.at("step_time_s").get<double>());
+}
+
+TEST_CASE("auto: activation offloading that Megatron-Core refuses is a one-line error with status 2") {
+  const fs::path file = write("offload-bad", std::string(kOpen));
+  const auto err = [&](const std::string& set, const std::string& expected) {
+    const auto r = dtsim("run " + file.string() + " " + set);
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(r.err.find(expected) != std::string::npos, r.err);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  };
+  err("--set training.offload_layers=2", "training.offload_layers: runs with one pipeline stage");
+  err("--set training.offload_layers=2 --set parallelism.pp=1 --set training.recompute=full",
+      "training.offload_layers: does not run with recomputation");
+  err("--set training.offload_layers=16 --set parallelism.pp=1 --set training.recompute=none",
+      "training.offload_layers: offloads at most the model's layers less one (15)");
+  err("--set training.offload_layers=2 --set parallelism.pp=1 --set training.recompute=none --set training.framework=torchtitan",
+      "training.offload_layers: is Megatron-Core's activation offloading");
+  err("--set training.offload_layers=-1", "training.offload_layers");
 }

@@ -59,7 +59,7 @@ inline std::vector<double> isolated(const std::function<std::vector<double>()>& 
 // ---- topologies ----------------------------------------------------------------------------------------------
 
 inline topology::Link make(NodeId a, NodeId b, BytesPerSecond bw, Seconds lat, double eff) {
-  return topology::Link{a, b, bw, lat, eff, "custom", false};
+  return topology::Link{a, b, bw, lat, eff, "custom", false, false, {}};
 }
 
 inline NodeId gpu(topology::Topology& t, int i) {
