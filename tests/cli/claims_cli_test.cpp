@@ -60,8 +60,10 @@ void check_refused(const Result& r, const std::string& says) {
 
 }  // namespace
 
-// One evaluation of every claim (minutes under the sanitizers) serves both checks: the page and the verdicts.
-TEST_CASE("claims: the committed docs/seed-claims.md is what dtsim claims generates, and every claim has a verdict computed from its figures") {
+// One evaluation of every claim serves both checks: the page and the verdicts. Three minutes under the sanitizers,
+// so it is a `figures` test (the Release tier's): the sanitizer tier evaluates claims through the tests below.
+TEST_CASE("claims: the committed docs/seed-claims.md is what dtsim claims generates, and every claim has a verdict computed from its figures"
+          * doctest::test_suite("figures")) {
   const fs::path dir = fresh_claims("all");
   const Result r = dtsim("claims --json " + (dir / "claims.json").string());
   REQUIRE(r.status == 0);
