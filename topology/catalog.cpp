@@ -23,6 +23,7 @@ constexpr NameTable<Precision, kAllPrecisions.size()> kPrecisionNames = {{
     {Precision::Int4, "int4"},
     {Precision::Mxfp8, "mxfp8"},
     {Precision::Fp4, "fp4"},
+    {Precision::Mxfp4, "mxfp4"},
 }};
 
 constexpr NameTable<LinkFamily, 9> kFamilyNames = {{

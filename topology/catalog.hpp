@@ -16,12 +16,13 @@ namespace dtsim::topology {
 
 // Number formats a GPU computes in (and int8/int4 for weights). Order fixes the column order of tables. The block-
 // scaled formats (OCP Microscaling Formats (MX) v1.0, NVIDIA's NVFP4): mxfp8, E4M3 elements with one E8M0 scale per
-// 32; fp4, NVFP4: E2M1 elements with one E4M3 scale per 16 (and one fp32 scale per tensor). Their bytes per
-// element count the scales.
-enum class Precision { Fp64, Fp32, Tf32, Bf16, Fp16, Fp8, Int8, Int4, Mxfp8, Fp4 };
+// 32; fp4, NVFP4: E2M1 elements with one E4M3 scale per 16 (and one fp32 scale per tensor); mxfp4: E2M1 elements
+// with one E8M0 scale per 32 (OCP MX v1.0's MXFP4: AMD's FP4, and the format of GPT-OSS's released weights). Their
+// bytes per element count the scales.
+enum class Precision { Fp64, Fp32, Tf32, Bf16, Fp16, Fp8, Int8, Int4, Mxfp8, Fp4, Mxfp4 };
 inline constexpr std::array kAllPrecisions = {Precision::Fp64, Precision::Fp32, Precision::Tf32,  Precision::Bf16,
                                               Precision::Fp16, Precision::Fp8,  Precision::Int8,  Precision::Int4,
-                                              Precision::Mxfp8, Precision::Fp4};
+                                              Precision::Mxfp8, Precision::Fp4, Precision::Mxfp4};
 std::string_view to_string(Precision p);
 std::optional<Precision> parse_precision(std::string_view name);
 

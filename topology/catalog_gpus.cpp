@@ -21,8 +21,17 @@ std::array<std::optional<FlopsPerSecond>, kAllPrecisions.size()> tflops(const Pe
     if (!v) return std::nullopt;
     return teraflops(*v);
   };
-  return {to_rate(t.fp64), to_rate(t.fp32), to_rate(t.tf32), to_rate(t.bf16),  to_rate(t.fp16),
-          to_rate(t.fp8),  to_rate(t.int8), to_rate(t.int4), to_rate(t.mxfp8), to_rate(t.fp4)};
+  // MXFP4 at the FP4 rate: Blackwell's block-scaled MMA takes NVFP4 and MXFP4 alike (PTX ISA, tcgen05.mma
+  // kind::mxf4nvf4: E2M1 operands with UE4M3 scales per 16 or UE8M0 per 32, one instruction).
+  return {to_rate(t.fp64), to_rate(t.fp32), to_rate(t.tf32),  to_rate(t.bf16), to_rate(t.fp16), to_rate(t.fp8),
+          to_rate(t.int8), to_rate(t.int4), to_rate(t.mxfp8), to_rate(t.fp4),  to_rate(t.fp4)};
+}
+
+// A part whose FP4 is MXFP4 only (AMD's CDNA 4: OCP MX formats, no NVFP4): `t.fp4` is its MXFP4 rate.
+std::array<std::optional<FlopsPerSecond>, kAllPrecisions.size()> tflops_mx_fp4(const PeakTflops& t) {
+  auto peaks = tflops(t);
+  peaks[static_cast<std::size_t>(Precision::Fp4)] = std::nullopt;
+  return peaks;
 }
 
 const Bytes kReserve = gibibytes(1.5);  // hardware.md: 1-2 GiB to CUDA context and framework
@@ -260,14 +269,14 @@ std::vector<GpuSpec> make_gpus() {
                  "Fabric links to its 8-GPU platform's peers as MI300X; 304 CUs"},
       {.name = "mi355x", .vendor_name = "AMD Instinct MI355X", .architecture = "cdna4",
        .memory = gibibytes(288), .memory_reserve = kReserve, .memory_bandwidth = gigabytes_per_second(8000),
-       .peak = tflops({.fp64 = 78.6, .fp32 = 157.3, .tf32 = std::nullopt, .bf16 = 2516.6, .fp16 = 2516.6,
+       .peak = tflops_mx_fp4({.fp64 = 78.6, .fp32 = 157.3, .tf32 = std::nullopt, .bf16 = 2516.6, .fp16 = 2516.6,
                        .fp8 = 5033.2, .int8 = 5033.2, .int4 = std::nullopt, .mxfp8 = 5033.2, .fp4 = 10066.3}),
        .tdp = Watts(1400), .idle_power = Watts(280), .price = Dollars(25000), .price_per_hour = Dollars(4.0),
        .cost_source = "purchase and rental approximate (recalled, unverified, 2025); idle: no measurement read; 20 % of "
                       "TDP (assumption)",
        .gpu_link = "infinity-fabric", .gpu_link_count = 7, .host_link = "pcie5", .cpu_link = "", .sms = 256,
        .source = "AMD Instinct MI355X datasheet: CDNA 4, dense BF16/FP16 2.5 PF, FP8 and OCP MXFP8 5.0 PF, MXFP6 and "
-                 "MXFP4 10 PF (fp4 here is MXFP4, E2M1 with E8M0 scales per 32), INT8 5.0 POPS, FP64 78.6, FP32 157.3 "
+                 "MXFP4 10 PF (mxfp4; no NVFP4, so no fp4), INT8 5.0 POPS, FP64 78.6, FP32 157.3 "
                  "TFLOPS, no TF32 matrix rate; 288 GB HBM3E at 8 TB/s; 1,400 W (liquid cooled); 256 CUs; Infinity "
                  "Fabric links as MI300X (assumption); price approximate"},
   };

@@ -45,7 +45,8 @@ std::optional<FloatFormat> float_format(Precision p) {
     case Precision::Fp16: return kFormats[4];
     case Precision::Fp8:
     case Precision::Mxfp8: return kFormats[5];   // E4M3, the forward-pass format of FP8 training (MX: its elements)
-    case Precision::Fp4: return kFormats[7];     // E2M1, NVFP4's elements (OCP MX v1.0's FP4)
+    case Precision::Fp4:                          // E2M1, NVFP4's elements
+    case Precision::Mxfp4: return kFormats[7];   // and MXFP4's (OCP MX v1.0's FP4)
     case Precision::Int8:
     case Precision::Int4: return std::nullopt;
   }

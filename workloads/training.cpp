@@ -122,6 +122,7 @@ double bytes_per_element(Precision p) {
     case Precision::Int4: return 0.5;
     case Precision::Mxfp8: return 1.0 + 1.0 / 32;   // one 1-byte E8M0 scale per 32 elements (OCP MX v1.0)
     case Precision::Fp4: return 0.5 + 1.0 / 16;     // one 1-byte E4M3 scale per 16 elements (NVFP4)
+    case Precision::Mxfp4: return 0.5 + 1.0 / 32;   // one 1-byte E8M0 scale per 32 elements (OCP MX v1.0)
   }
   DTSIM_ASSERT(false, "precision missing from bytes_per_element");
 }

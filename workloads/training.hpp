@@ -87,9 +87,9 @@ enum class Fp8 { None, Hybrid, E4m3, Mxfp8, Nvfp4 };
 std::string_view to_string(Fp8 f);
 std::optional<Fp8> parse_fp8(std::string_view name);
 inline constexpr std::string_view kFp8Names = "none, hybrid, e4m3, mxfp8, nvfp4";
-// The 8- and 4-bit float formats GEMMs run in (fp8, mxfp8, fp4): their layers keep 16-bit weights and activations.
+// The 8- and 4-bit float formats GEMMs run in (fp8, mxfp8, fp4, mxfp4): their layers keep 16-bit weights and activations.
 [[nodiscard]] constexpr bool low_float(Precision p) {
-  return p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp4;
+  return p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp4 || p == Precision::Mxfp4;
 }
 // Bytes of a stored activation element at compute precision `p`: its own width, 16-bit for the low-precision GEMM
 // formats (fp8, mxfp8, fp4), whose layers keep bf16 activations.

@@ -18,7 +18,7 @@ using workloads::ModelSpec;
 
 constexpr std::initializer_list<Precision> kServingPrecisions = {Precision::Fp32, Precision::Bf16,  Precision::Fp16,
                                                                  Precision::Fp8,  Precision::Int8,  Precision::Int4,
-                                                                 Precision::Mxfp8, Precision::Fp4};
+                                                                 Precision::Mxfp8, Precision::Fp4, Precision::Mxfp4};
 
 // A length in tokens: a number (every request alike) or {dist: uniform, min, max} | {dist: normal|lognormal, mean,
 // std} (the lengths' own mean and deviation).

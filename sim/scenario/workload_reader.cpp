@@ -54,7 +54,7 @@ bool is_auto(const YamlMap& m, const std::string& key) { return m.has(key) && m.
 
 constexpr std::initializer_list<Precision> kComputePrecisions = {Precision::Fp32, Precision::Tf32,  Precision::Bf16,
                                                                  Precision::Fp16, Precision::Fp8,   Precision::Mxfp8,
-                                                                 Precision::Fp4};
+                                                                 Precision::Fp4,  Precision::Mxfp4};
 constexpr std::initializer_list<Precision> kWeightPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16,
                                                                 Precision::Fp8};
 constexpr std::initializer_list<Precision> kGradPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Fp16};

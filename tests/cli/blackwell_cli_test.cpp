@@ -37,7 +37,10 @@ TEST_CASE("blackwell: the catalog's 2026 GPUs, each with its block-scaled and FP
   // FP4 on Blackwell and CDNA 4 only; Blackwell Ultra's FP4 half again Blackwell's, its bf16 unchanged.
   CHECK(peaks.at("gb300").at("fp4").get<double>() == doctest::Approx(1.5 * peaks.at("gb200").at("fp4").get<double>()));
   CHECK(peaks.at("gb300").at("bf16") == peaks.at("gb200").at("bf16"));
-  CHECK(peaks.at("mi355x").contains("fp4"));
+  // MXFP4 beside NVFP4 on Blackwell at one rate; AMD's FP4 is MXFP4 only.
+  CHECK(peaks.at("gb200").at("mxfp4") == peaks.at("gb200").at("fp4"));
+  CHECK(peaks.at("mi355x").contains("mxfp4"));
+  CHECK_FALSE(peaks.at("mi355x").contains("fp4"));
   CHECK_FALSE(peaks.at("h200-nvl").contains("fp4"));
   CHECK_FALSE(peaks.at("mi325x").contains("fp4"));
   CHECK_FALSE(peaks.at("h100-sxm5-80gb").contains("mxfp8"));
@@ -281,4 +284,22 @@ TEST_CASE("nvl72: segments and offloading survive the resolved scenario and reac
   CHECK(uneven.status == 2);
   CHECK(uneven.err.find("cluster.nodes: run as Slurm's segments of 9 servers, 2 to a domain of 18") != std::string::npos);
   CHECK(std::count(uneven.err.begin(), uneven.err.end(), '\n') == 1);
+}
+
+// MXFP4 weights (E8M0 scales per 32, GPT-OSS's format) served: fewer bytes than NVFP4's (E4M3 per 16), at the FP4
+// units' rate on Blackwell; on an MI355X, whose FP4 is MXFP4 only, NVFP4 weights are converted on the vector units.
+TEST_CASE("blackwell: MXFP4 weights beside NVFP4's, on NVIDIA's and AMD's FP4 units") {
+  const auto serve = [](const std::string& gpu, const std::string& weights) {
+    return blackwell_run(fmt::format("name: s\ncluster: {{gpu: {}, gpus_per_node: 8, intra: nvswitch}}\n"
+                                     "model: {{preset: llama3-70b}}\ninference: {{batch: 64, prompt_tokens: 1024, "
+                                     "output_tokens: 256, weights: {}}}\nparallelism: {{tp: 8}}\n",
+                                     gpu, weights));
+  };
+  const auto bytes = [](const json& r) { return r.at("memory").at("per_gpu_bytes").get<double>(); };
+  const auto rate = [](const json& r) { return r.at("tokens_per_s").get<double>(); };
+  const json nv = serve("b200-sxm-180gb", "fp4"), mx = serve("b200-sxm-180gb", "mxfp4");
+  CHECK(bytes(mx) < bytes(nv));
+  CHECK(rate(mx) == doctest::Approx(rate(nv)).epsilon(0.02));
+  const json amd_nv = serve("mi355x", "fp4"), amd_mx = serve("mi355x", "mxfp4");
+  CHECK(rate(amd_mx) > 1.1 * rate(amd_nv));
 }

@@ -168,8 +168,8 @@ TEST_CASE("every key is checked: unknown keys, enums, ranges, types") {
   CHECK(err(bert, "training: {global_batch: 8, recompute: some}").find("(allowed: none, selective, full, op)") != std::string::npos);
   CHECK(err(bert, "training: {global_batch: 8, zero3_prefetch: always}")
             .find("training.zero3_prefetch: unknown value 'always' (allowed: auto, layer, none)") != std::string::npos);
-  CHECK(err(bert, "training: {global_batch: 8, precision: int8}").find("training.precision: unknown or unsupported precision 'int8' (allowed: fp32, tf32, bf16, fp16, fp8, mxfp8, fp4)") != std::string::npos);
-  CHECK(err(bert, "inference: {weights: int3}").find("inference.weights: unknown or unsupported precision 'int3' (allowed: fp32, bf16, fp16, fp8, int8, int4, mxfp8, fp4)") != std::string::npos);
+  CHECK(err(bert, "training: {global_batch: 8, precision: int8}").find("training.precision: unknown or unsupported precision 'int8' (allowed: fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, mxfp4)") != std::string::npos);
+  CHECK(err(bert, "inference: {weights: int3}").find("inference.weights: unknown or unsupported precision 'int3' (allowed: fp32, bf16, fp16, fp8, int8, int4, mxfp8, fp4, mxfp4)") != std::string::npos);
   CHECK(err(bert, train, "{schedule: zb}").find("parallelism.schedule: unknown value 'zb' (allowed: 1f1b, gpipe)") != std::string::npos);
   CHECK(err(bert, train, "{order: tp-tp-pp}").find("parallelism.order: unknown value 'tp-tp-pp'") != std::string::npos);
   CHECK(err(bert, train, "{zero: 4}").find("parallelism.zero: out of range '4' (allowed: an integer in [0, 3])") != std::string::npos);
