@@ -25,7 +25,7 @@ using workloads::ModelSpec;
 
 // The precisions the table shows; JSON lists all the GPU has.
 constexpr std::array kTablePrecisions = {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::Fp8, Precision::Fp4,
-                                         Precision::Int8};
+                                         Precision::Mxfp4, Precision::Int8};
 
 // Unit conversions leave binary noise (0.6 us -> 0.6000000000000001); 12 significant digits is far below any
 // figure's accuracy and prints clean numbers.

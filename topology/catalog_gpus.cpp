@@ -22,7 +22,8 @@ std::array<std::optional<FlopsPerSecond>, kAllPrecisions.size()> tflops(const Pe
     return teraflops(*v);
   };
   // MXFP4 at the FP4 rate: Blackwell's block-scaled MMA takes NVFP4 and MXFP4 alike (PTX ISA, tcgen05.mma
-  // kind::mxf4nvf4: E2M1 operands with UE4M3 scales per 16 or UE8M0 per 32, one instruction).
+  // kind::mxf4nvf4: E2M1 operands with UE4M3 scales per 16 or UE8M0 per 32, one instruction); NVIDIA's datasheets
+  // give one FP4 figure, so the same rate is an assumption (no MXFP4 measurement read).
   return {to_rate(t.fp64), to_rate(t.fp32), to_rate(t.tf32),  to_rate(t.bf16), to_rate(t.fp16), to_rate(t.fp8),
           to_rate(t.int8), to_rate(t.int4), to_rate(t.mxfp8), to_rate(t.fp4),  to_rate(t.fp4)};
 }

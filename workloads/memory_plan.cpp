@@ -263,8 +263,11 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   plan.in_flight_micro_batches = 1;
   plan.inference = true;
   plan.notes = {
-      fmt::format("params: {} parameters x {} B {} / (tp {} x pp {}); quantisation scales not counted", count(n),
-                  bytes_per_element(inf.weights), to_string(inf.weights), p.tp, p.pp),
+      fmt::format("params: {} parameters x {} B {} / (tp {} x pp {}){}", count(n), bytes_per_element(inf.weights),
+                  to_string(inf.weights), p.tp, p.pp,
+                  inf.weights == Precision::Int8 || inf.weights == Precision::Int4 ? "; quantisation scales not counted"
+                  : low_float(inf.weights) && inf.weights != Precision::Fp8        ? "; block scales counted"
+                                                                                   : ""),
       "grads: none (inference)",
       "optimizer: none (inference)",
       fmt::format("activations: decode workspace, one token per sequence, batch {}, fp32 (prefill not counted)",

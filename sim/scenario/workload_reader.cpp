@@ -303,12 +303,13 @@ void check_fp8_gpu(const YamlMap& m, const TrainingSpec& t, const topology::GpuS
   const Precision low = workloads::low_gemm_precision(t.fp8);
   if (t.fp8 == workloads::Fp8::Nvfp4 && !gpu.architecture.starts_with("blackwell"))
     m.fail("fp8", "nvfp4", fmt::format("is NVIDIA's FP4 (Blackwell); gpu {} ({}) has none, so not", gpu.name, gpu.architecture),
-           "none, hybrid, e4m3 or mxfp8 (AMD's FP4 is MXFP4, which no recipe here models yet)");
+           "none, hybrid, e4m3 or mxfp8 (AMD's FP4 is MXFP4: training.precision mxfp4 runs every GEMM in it)");
   if (t.fp8 == workloads::Fp8::None || gpu.peak_for(low)) return;
   m.fail("fp8", std::string(to_string(t.fp8)),
          fmt::format("needs {} matrix units, which gpu {} lacks, so not", to_string(low), gpu.name),
          low == Precision::Fp8 ? "fp8: none on this GPU, or a GPU with an fp8 peak (Hopper, Ada, Blackwell, CDNA3)"
-                               : "none, hybrid or e4m3 on this GPU, or a GPU with that peak (Blackwell, CDNA4)");
+                               : low == Precision::Fp4 ? "none, hybrid or e4m3 on this GPU, or a GPU with that peak (Blackwell)"
+                                                       : "none, hybrid or e4m3 on this GPU, or a GPU with that peak (Blackwell, CDNA4)");
 }
 
 // A model needs exactly one of training and inference; those and parallelism need a model.

@@ -43,6 +43,8 @@ TEST_CASE("blackwell: the catalog's 2026 GPUs, each with its block-scaled and FP
   CHECK_FALSE(peaks.at("mi355x").contains("fp4"));
   CHECK_FALSE(peaks.at("h200-nvl").contains("fp4"));
   CHECK_FALSE(peaks.at("mi325x").contains("fp4"));
+  CHECK_FALSE(peaks.at("h200-nvl").contains("mxfp4"));
+  CHECK_FALSE(peaks.at("mi325x").contains("mxfp4"));
   CHECK_FALSE(peaks.at("h100-sxm5-80gb").contains("mxfp8"));
   for (const char* name : {"b200-sxm-180gb", "gb200", "gb300", "b300-sxm", "mi355x"})
     CHECK(peaks.at(name).at("mxfp8") == peaks.at(name).at("fp8"));

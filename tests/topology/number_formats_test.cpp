@@ -71,4 +71,5 @@ TEST_CASE("number formats: the block-scaled formats' elements, E4M3 for mxfp8 an
   CHECK(e2m1.min_normal() == 1.0);
   CHECK(e2m1.min_subnormal() == 0.5);
   CHECK(e2m1.epsilon() == 0.5);
+  CHECK(of(Precision::Mxfp4).max_finite() == 6.0);   // MXFP4's elements are E2M1 too: only the scales differ
 }

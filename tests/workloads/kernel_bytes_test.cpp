@@ -142,6 +142,7 @@ TEST_CASE("kernels: fp8 training runs the four linear GEMMs in fp8 behind a cast
 }
 
 TEST_CASE("kernels: the block-scaled recipes run the same GEMMs at their own precision, the casts writing the scales") {
+  CHECK(bytes_per_element(Precision::Mxfp4) == 0.5 + 1.0 / 32);   // OCP MX: one E8M0 byte per 32 E2M1 elements
   const ModelSpec m = llama_like();
   for (const auto& [recipe, precision, element] :
        {std::tuple{Fp8::Mxfp8, Precision::Mxfp8, 1.0 + 1.0 / 32}, std::tuple{Fp8::Nvfp4, Precision::Fp4, 0.5 + 1.0 / 16}}) {
