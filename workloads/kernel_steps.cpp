@@ -64,7 +64,7 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.swiglu = m.activation == Activation::Swiglu;
   d.up_out = d.swiglu ? 2.0 * d.ffn : d.ffn;
   d.vocab = m.logits_width() / tp;
-  d.e = bytes_per_element(t.precision);
+  d.e = activation_element_bytes(t.precision);   // 8- and 4-bit GEMMs keep 16-bit activations (the memory plan's)
   d.we = bytes_per_element(t.weight_dtype);
   d.ge = bytes_per_element(t.grad_dtype);
   d.fp32 = bytes_per_element(Precision::Fp32);

@@ -149,7 +149,8 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, const Gene
   ctx.first_layer = first_layers(ctx.layers);
   const ModelSpec& m = w.model;
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
-  ctx.activation = Bytes(tokens / w.plan.cp * m.hidden * bytes_per_element(t.precision));   // this rank's share
+  // This rank's share, at the activations' width (16 bits beside 8- and 4-bit GEMMs, as the memory plan keeps them).
+  ctx.activation = Bytes(tokens / w.plan.cp * m.hidden * activation_element_bytes(t.precision));
   ctx.cp_kv = context_kv_bytes(m, t, sharding, t.micro_batch);
   // ZeRO-3 (DeepSpeed) gathers a layer one linear module at a time; FSDP gathers the layer, its one unit, at once.
   if (w.plan.fsdp != Fsdp::None)
