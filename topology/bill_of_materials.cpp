@@ -111,10 +111,10 @@ BillOfMaterials bill_of_materials(const ClusterSpec& spec, const Topology& topo)
     bom.items.push_back({PartKind::Server, tray.name, "server", spec.servers(), tray.price, tray.power,
                          fmt::format("{} GPUs a compute tray, priced without GPUs and NICs", spec.server_gpus)});
     const auto& nvswitch = find_part("nvlink-switch-tray");
-    // A job's segments of a domain (ClusterSpec::domain_gpus) share a rack as far as they fit in it; each rack
-    // pays its switch trays.
+    // Each folded node stands in a rack of its own (the loader folds the segments a rack holds into one node), and
+    // each rack pays its switch trays.
     const int domain = spec.nvlink_domain_gpus();
-    const long long racks = ceil_div(spec.nodes, domain / spec.gpus_per_node);
+    const long long racks = spec.nodes;
     const long long ports = static_cast<long long>(domain) * spec.effective_links_per_gpu();
     const long long trays = (ports + nvswitch.ports - 1) / nvswitch.ports;
     bom.items.push_back({PartKind::Switch, nvswitch.name, "NVLink", trays * racks, nvswitch.price, nvswitch.power,

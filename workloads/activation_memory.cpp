@@ -206,14 +206,8 @@ StageActivations stage_activations(const Workload& w, int stage) {
   }
   // Offloading: the layer whose copy to or from the host is under way is also held (Transformer Engine's
   // cpu_offload keeps a layer's tensors until its copy completes, and reloads one layer ahead of its backward).
-  if (w.training->offload_layers > 0) {
-    const ModelSpec m = as_loaded(w);
-    double layer = 0;
-    for (const bool moe : {false, true})
-      if (!moe || m.moe())
-        layer = std::max(layer, layer_activation_bytes(m, *w.training, p.tp, w.training->micro_batch, moe, p.expert_tp()).value());
-    peak += layer / p.cp;
-  }
+  if (w.training->offload_layers > 0)
+    peak += largest_layer_activation_bytes(as_loaded(w), *w.training, p.tp, w.training->micro_batch, p.expert_tp()).value() / p.cp;
   return {Bytes(peak), peak_in_flight(order)};
 }
 
@@ -239,6 +233,11 @@ Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, 
     }
   }
   DTSIM_ASSERT(false, "recompute mode missing from layer_activation_bytes");
+}
+
+Bytes largest_layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch, int etp) {
+  const Bytes dense = layer_activation_bytes(m, t, tp, micro_batch, false, etp);
+  return m.moe() ? std::max(dense, layer_activation_bytes(m, t, tp, micro_batch, true, etp)) : dense;
 }
 
 }  // namespace dtsim::workloads

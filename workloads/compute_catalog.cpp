@@ -159,9 +159,13 @@ constexpr const char* kBlackwellUltraSource =
     "exponentials take as long as, or longer than, the tile's MMAs); the kernel runs at twice Blackwell's rate, "
     "capped at the architecture's dense GEMM efficiency (the tensor cores then bound it)";
 
+ArchitectureConstants blackwell(std::string_view name = "blackwell", const char* source = kBlackwellSource) {
+  return hopper_like(name, kBlackwellBest, kBlackwellBestFp8, 0.835, source);
+}
+
 // Blackwell Ultra (GB300, B300): Blackwell's GEMMs, its attention core no longer held by the exponentials.
 ArchitectureConstants blackwell_ultra() {
-  ArchitectureConstants a = hopper_like("blackwell-ultra", kBlackwellBest, kBlackwellBestFp8, 0.835, kBlackwellUltraSource);
+  ArchitectureConstants a = blackwell("blackwell-ultra", kBlackwellUltraSource);
   a.flash.forward = std::min(2.0 * a.flash.forward, a.gemm);
   a.flash.backward = std::min(2.0 * a.flash.backward, a.gemm);
   return a;
@@ -240,8 +244,7 @@ std::span<const ArchitectureConstants> architectures() {
       // from H100 SXM5 ones, Blackwell's from the B200's matmul benchmark.
       measured_on(ampere_like("ampere", kAmpereSource), "a100-sxm4-80gb"),
       measured_on(hopper_like("hopper", kHopperBest, kHopperBestFp8, 1.0, kHopperSource), "h100-sxm5-80gb"),
-      measured_on(hopper_like("blackwell", kBlackwellBest, kBlackwellBestFp8, 0.835, kBlackwellSource),
-                  "b200-sxm-180gb"),
+      measured_on(blackwell(), "b200-sxm-180gb"),
       measured_on(blackwell_ultra(), "b200-sxm-180gb"),
       ampere_like("ada", kAssumedAmpereSource),
       ampere_like("turing", kAssumedAmpereSource),

@@ -51,6 +51,8 @@ bool zero3_prefetches(const Workload& w, const topology::GpuSpec& gpu);
 // dense layer; with `moe`, an MoE layer whose experts are split `etp` ways (the busiest GPU's tokens).
 Bytes layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch, bool moe = false,
                              int etp = 1);
+// The larger of a dense and (when the model has experts) an MoE layer's: what one layer in flight holds.
+Bytes largest_layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp, int micro_batch, int etp = 1);
 
 // Micro-batches whose activations a stage holds at once under the plan's schedule (1F1B: pp - stage; GPipe: all;
 // interleaved: per Megatron's warm-up count), derived from the schedule's order.

@@ -119,10 +119,7 @@ LayerWork layer_work(const Context& ctx, bool moe) {
 std::array<Seconds, 2> offload_waits(const Context& ctx) {
   const Workload& w = ctx.w;
   const ModelSpec& m = w.model;
-  double bytes = 0;
-  for (const bool moe : {false, true})
-    if (!moe || m.moe())
-      bytes = std::max(bytes, layer_activation_bytes(m, ctx.t, w.plan.tp, ctx.t.micro_batch, moe, w.plan.expert_tp()).value());
+  const double bytes = largest_layer_activation_bytes(m, ctx.t, w.plan.tp, ctx.t.micro_batch, w.plan.expert_tp()).value();
   const topology::LinkSpec& link =
       topology::find_link(ctx.gpu.cpu_link.empty() ? ctx.gpu.host_link : ctx.gpu.cpu_link, "cluster.gpu.host_link");
   const Seconds copy(bytes / w.plan.cp / (link.bandwidth.value() * link.efficiency));
