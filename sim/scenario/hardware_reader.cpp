@@ -39,7 +39,7 @@ void read_peaks(const YamlMap& m, GpuSpec& gpu) {
 
 GpuSpec read_gpu_map(const YamlMap& m) {
   m.allow_only({"base", "name", "architecture", "memory_GiB", "memory_reserve_GiB", "memory_bandwidth_GBps",
-                "peak_TFLOPS", "tdp_W", "price_usd", "price_per_hour_usd", "gpu_link", "gpu_link_count", "host_link",
+                "peak_TFLOPS", "tdp_W", "idle_W", "price_usd", "price_per_hour_usd", "gpu_link", "gpu_link_count", "host_link",
                 "cpu_link", "sms"});
   const auto base = m.text("base");
   GpuSpec gpu = base ? topology::find_gpu(*base, m.dotted("base")) : GpuSpec{};
@@ -59,6 +59,7 @@ GpuSpec read_gpu_map(const YamlMap& m) {
   if (auto v = m.number("memory_bandwidth_GBps", 0.0, false, kMostGBps)) gpu.memory_bandwidth = gigabytes_per_second(*v);
   if (m.has("peak_TFLOPS")) read_peaks(m.map("peak_TFLOPS"), gpu);
   if (auto v = m.number("tdp_W", 0.0, true, kMostWatts)) gpu.tdp = Watts(*v);
+  if (auto v = m.number("idle_W", 0.0, true, kMostWatts)) gpu.idle_power = Watts(*v);
   if (auto v = m.number("price_usd", 0.0, true, kMostUsd)) gpu.price = Dollars(*v);
   if (auto v = m.number("price_per_hour_usd", 0.0, true, kMostUsd)) gpu.price_per_hour = Dollars(*v);
   if (auto v = m.text("gpu_link")) gpu.gpu_link = topology::find_link(*v, m.dotted("gpu_link")).name;

@@ -35,6 +35,7 @@ void emit_gpu(YAML::Emitter& out, const topology::GpuSpec& g) {
     if (auto peak = g.peak_for(p)) out << YAML::Key << std::string(to_string(p)) << YAML::Value << to_teraflops(*peak);
   out << YAML::EndMap;
   out << YAML::Key << "tdp_W" << YAML::Value << g.tdp.value();
+  out << YAML::Key << "idle_W" << YAML::Value << g.idle_power.value();
   out << YAML::Key << "price_usd" << YAML::Value << g.price.value();
   out << YAML::Key << "price_per_hour_usd" << YAML::Value << g.price_per_hour.value();
   out << YAML::Key << "gpu_link" << YAML::Value << g.gpu_link;
