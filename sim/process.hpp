@@ -23,6 +23,7 @@ int fork_tied();
 struct Progress {
   std::atomic<std::uint64_t> total{0};
   std::atomic<std::uint64_t> done{0};
+  std::atomic<bool> requests{false};   // what is counted: a served stream's requests, else a step's ops
 };
 // In a simulation child, its parent's Progress; elsewhere a counter nobody reads.
 Progress& progress();

@@ -85,7 +85,8 @@ std::vector<Request> draw_requests(const RequestStream& s) {
   return out;
 }
 
-ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time) {
+ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time,
+                            const std::function<void()>& on_finished) {
   if (limits.max_tokens_per_iteration < 1 || limits.max_sequences < 1 || limits.block_tokens < 1 || limits.kv_blocks < 1)
     throw InputError("inference.requests", "", "the scheduler needs a token budget, a sequence limit and KV-cache blocks "
                      "of at least 1; got none for", "a model and batch that leave memory for the KV cache");
@@ -126,6 +127,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       if (requests[i].output_tokens <= 1) {   // its one token came with it
         out.requests[i].finished_s = now;
         ++finished;
+        if (on_finished) on_finished();
         continue;
       }
       free_blocks -= need;
@@ -205,6 +207,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       out.requests[r.index].finished_s = now;
       free_blocks += blocks_for(q, limits.block_tokens);
       ++finished;
+      if (on_finished) on_finished();
       return true;
     });
   }

@@ -52,6 +52,8 @@ struct ServedStream {
 
 // Serves every request to its last token. A request whose prompt and output need more blocks than the cache has
 // is refused (InputError on `inference.requests`), as are limits below 1.
-ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time);
+// `finished`, when given, is called as each request ends (a caller's progress count).
+ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time,
+                            const std::function<void()>& finished = {});
 
 }  // namespace dtsim::workloads

@@ -129,7 +129,8 @@ int dispatch(int argc, char** argv) {
   plan->add_option("--objective", plan_opts.objective, "time | cost | energy (default time)");
   plan->add_option("--out", plan_opts.out, "directory for plans.json and plans.csv");
   plan->add_option("--emit", plan_opts.emit,
-                   "write the best plan as a framework's launch in a Slurm script: megatron, torchtitan, deepspeed, nemo (to --out DIR/NAME.FRAMEWORK.sbatch, "
+                   "write the best plan as a framework's launch in a Slurm script: megatron, torchtitan, deepspeed, nemo (training); "
+                   "vllm, trtllm, sglang (serving) (to --out DIR/NAME.FRAMEWORK.sbatch, "
                    "else on standard output)");
   auto* compare = app.add_subcommand("compare", "each cluster of the scenario's sweep with its best plan: time, cost "
                                                "and energy to train, side by side, the Pareto front marked");
@@ -242,7 +243,8 @@ void progress_line(const dtsim::sim::SimulationProgress& p) {
     return;
   }
   constexpr double kEstimateFrom = 0.02;
-  std::string line = fmt::format("dtsim: simulating, {:.0f} % of the ops after {:.0f} s", 100 * p.share, p.elapsed_s);
+  std::string line = fmt::format("dtsim: simulating, {:.0f} % of the {} after {:.0f} s", 100 * p.share,
+                                 p.requests ? "requests" : "ops", p.elapsed_s);
   if (p.share >= kEstimateFrom) line += fmt::format(", about {:.0f} s left", p.elapsed_s * (1 / p.share - 1));
   if (p.limit_s) line += fmt::format(" (limit {:g} s)", *p.limit_s);
   std::fprintf(stderr, "\r\033[K%s", line.c_str());

@@ -14,6 +14,7 @@
 #include "sim/drivers/common.hpp"
 #include "sim/drivers/plan_emit.hpp"
 #include "sim/drivers/plan.hpp"
+#include "sim/drivers/serving_plan.hpp"
 #include "sim/scenario/plan_template.hpp"
 #include "topology/error.hpp"
 #include "results/energy.hpp"
@@ -170,6 +171,21 @@ std::string emit_best(const std::string& framework, const scenario::Scenario& s,
   throw *first;
 }
 
+// The same for a serving point: the first of its ranked splits the engine can launch.
+std::string emit_best_serving(const std::string& framework, const drivers::ServingPlans& p) {
+  std::optional<InputError> first;
+  int rank = 0;
+  for (const drivers::ServingPlanRow& r : p.rows) {
+    try {
+      return drivers::emit_serving_plan(framework, r.scenario, r.run, ++rank);
+    } catch (const InputError& e) {
+      if (!first) first = e;
+    }
+  }
+  if (!first) throw InputError("--emit", framework, "no plan serves to write", "a scenario with a plan that serves");
+  throw *first;
+}
+
 }  // namespace
 
 int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
@@ -184,7 +200,28 @@ int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
   if (!plan.emit.empty() && plan.out.empty() && scenarios.size() > 1)
     throw InputError("--emit", plan.emit, fmt::format("writes one script a point, and the scenario has {}:", scenarios.size()),
                      "--out DIR for the scripts");
+  const auto serves = [](const scenario::Scenario& s) { return s.workload && s.workload->inference.has_value(); };
+  const bool serving = !scenarios.empty() && serves(scenarios.front());
+  for (const scenario::Scenario& s : scenarios)
+    if (serves(s) != serving)
+      throw InputError("inference", s.name, "mixes serving and training points in one plan; their plans are not one "
+                       "table:", "one kind a file", s.file);
+  if (!plan.emit.empty()) drivers::check_emit_kind(plan.emit, serving);   // before any search
   for (const scenario::Scenario& s : scenarios) {
+    if (serving) {   // a serving point: the split of its GPUs into replicas
+      const drivers::ServingPlans p = drivers::plan_serving(s, plan.top, plan.confirm, objective);
+      if (!plan.emit.empty()) {
+        const std::string script = emit_best_serving(plan.emit, p);
+        if (plan.out.empty()) {
+          std::cout << script;
+          return 0;
+        }
+        results::write_file(plan.out + "/" + drivers::emit_file_name(plan.emit, s.name), script, "--out");
+      }
+      points.emplace_back(s.name, drivers::serving_plan_json(s, p, objective));
+      text += drivers::serving_plan_table(s, p, objective);
+      continue;
+    }
     const drivers::PointPlans p = drivers::plan_point(s, plan.top, plan.confirm, objective);
     if (!plan.emit.empty()) {
       const std::string script = emit_best(plan.emit, s, p);
@@ -202,10 +239,10 @@ int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
   const std::string json_text = (all.size() == 1 ? all.front() : all).dump(2) + "\n";
   if (!plan.out.empty()) {
     results::write_file(plan.out + "/plans.json", json_text, "--out");
-    results::write_file(plan.out + "/plans.csv", csv(points), "--out");
+    results::write_file(plan.out + "/plans.csv", serving ? drivers::serving_plan_csv(points) : csv(points), "--out");
   }
   if (args.format == Format::Json) std::cout << json_text;
-  else if (args.format == Format::Csv) std::cout << csv(points);
+  else if (args.format == Format::Csv) std::cout << (serving ? drivers::serving_plan_csv(points) : csv(points));
   else std::cout << text;
   return 0;
 }

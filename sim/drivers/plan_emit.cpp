@@ -14,25 +14,31 @@
 #include "topology/error.hpp"
 
 namespace dtsim::drivers {
-namespace {
 
-// A Slurm job name: letters, digits, '.', '_' and '-' only (the scenario's name may hold anything).
-std::string job_name(const std::string& name) {
+std::string emit::job_name(const std::string& name) {
   std::string out;
   for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-') ? c : '_';
   return out.empty() ? "dtsim" : out.substr(0, 64);
 }
 
-}  // namespace
+using emit::job_name;
 
 void check_emit_framework(std::string_view framework) {
-  if (framework != "megatron" && framework != "torchtitan" && framework != "deepspeed" && framework != "nemo")
+  if (framework != "megatron" && framework != "torchtitan" && framework != "deepspeed" && framework != "nemo" &&
+      framework != "vllm" && framework != "trtllm" && framework != "sglang")
     throw InputError("--emit", std::string(framework), "unknown framework", std::string(kEmitFrameworks));
+}
+
+void check_emit_kind(std::string_view framework, bool serving) {
+  const bool engine = framework == "vllm" || framework == "trtllm" || framework == "sglang";
+  if (serving && !engine) emit::cannot(framework, "a serving scenario (its engines here: vllm, trtllm, sglang)");
+  if (!serving && engine)
+    emit::cannot(framework, "a training scenario (it serves: give a scenario with an inference section)");
 }
 
 std::string emit_plan(std::string_view framework, const scenario::Scenario& s, const workloads::Workload& w, double step_s) {
   check_emit_framework(framework);
-  if (!w.training) emit::cannot(framework, "a serving scenario (the serving engines' launches are not written yet)");
+  check_emit_kind(framework, !w.training);
   if (!s.cluster.groups.empty())
     emit::cannot(framework, "a mixed cluster (cluster.groups): its stages' uneven layers on two GPU kinds are not "
                             "written as a launch yet");

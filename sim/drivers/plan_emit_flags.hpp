@@ -13,6 +13,9 @@
 
 namespace dtsim::drivers::emit {
 
+// A Slurm job name: letters, digits, '.', '_' and '-' only (the scenario's name may hold anything).
+std::string job_name(const std::string& name);
+
 // Throws InputError("--emit", framework): "cannot run the best plan: <what>".
 [[noreturn]] void cannot(std::string_view framework, const std::string& what);
 

@@ -14,6 +14,7 @@
 #include "sim/drivers/serving.hpp"
 
 #include "results/files.hpp"
+#include "sim/simgrid/isolated.hpp"
 #include "topology/builders.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/serving.hpp"
@@ -183,7 +184,14 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
   const auto memory = workloads::plan_memory(w, s.cluster.gpu);
   row["memory"] = results::memory_json(memory);
   row["max_batch_that_fits"] = max_batch_that_fits(w, s.cluster.gpu);
-  if (inf.requests) serve_stream(s, built.topology, row);
+  // A stream in a process of its own, as a simulation is: a long one draws its progress line and ends with its
+  // parent (sim/simgrid/isolated.hpp).
+  if (inf.requests)
+    row = json::parse(sim::run_isolated([&] {
+      json served = row;
+      serve_stream(s, built.topology, served);
+      return served.dump();
+    }));
   if (trace) results::write_file(trace_path, merged_trace(prefill, decode_phase ? &*decode_phase : nullptr), "--trace");
   json reference = json::object();
   if (!s.reference.source.empty()) reference["source"] = s.reference.source;

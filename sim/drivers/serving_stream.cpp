@@ -12,6 +12,7 @@
 #include "sim/drivers/run.hpp"
 #include "sim/drivers/serving.hpp"
 #include "workloads/memory_plan.hpp"
+#include "sim/process.hpp"
 #include "workloads/serving_scheduler.hpp"
 
 namespace dtsim::drivers {
@@ -85,6 +86,9 @@ std::vector<std::vector<Request>> deal(const std::vector<Request>& requests, int
   return shares;
 }
 
+// Each request that ends, counted where a simulation child's progress line reads it (sim/process.hpp).
+void count_finished() { sim::progress().done.fetch_add(1, std::memory_order_relaxed); }
+
 // The colocated stream: each data-parallel replica serves its share, prefill and decode.
 std::vector<Served> serve_colocated(const scenario::Scenario& s, const topology::Topology& topo, const std::vector<Request>& requests,
                                     SchedulerLimits limits, Work& work, json& details) {
@@ -96,7 +100,7 @@ std::vector<Served> serve_colocated(const scenario::Scenario& s, const topology:
   std::vector<Served> out;
   work.replicas = w.plan.dp;
   for (const auto& share : deal(requests, w.plan.dp)) {
-    const auto served = located(s, [&] { return workloads::serve_requests(share, limits, time); });
+    const auto served = located(s, [&] { return workloads::serve_requests(share, limits, time, count_finished); });
     work.add(served);
     for (const auto& r : served.requests) out.push_back({r.request, r.admitted_s, r.first_token_s, r.finished_s});
   }
@@ -182,6 +186,7 @@ std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topol
     for (const std::size_t i : order) {
       if (requests[i].output_tokens <= 1) {   // its one token came with the prefill: nothing to send or decode
         out[i].finished_s = out[i].first_token_s;
+        count_finished();
         continue;
       }
       const int dr = static_cast<int>(i % static_cast<std::size_t>(decode_replicas));
@@ -208,7 +213,7 @@ std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topol
     std::ranges::stable_sort(order, {}, [&](std::size_t k) { return share[k].arrival_s; });
     std::vector<Request> sorted;
     for (std::size_t k : order) sorted.push_back(share[k]);
-    const auto served = located(s, [&] { return workloads::serve_requests(sorted, ld, decode_time); });
+    const auto served = located(s, [&] { return workloads::serve_requests(sorted, ld, decode_time, count_finished); });
     work.add(served);
     for (std::size_t k = 0; k < order.size(); ++k) out[index[order[k]]].finished_s = served.requests[k].finished_s;
   }
@@ -228,9 +233,17 @@ std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topol
 
 }  // namespace
 
+long long stream_kv_blocks_that_fit(const scenario::Scenario& s) {
+  return kv_blocks_that_fit(s, *s.workload, s.workload->inference->scheduler, "inference.requests");
+}
+
 void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, json& row) {
   const auto& inf = *s.workload->inference;
+  sim::progress().requests.store(true, std::memory_order_relaxed);   // the passes' ops before it are not the stream's
+  sim::progress().total.store(0, std::memory_order_relaxed);
+  sim::progress().done.store(0, std::memory_order_relaxed);
   const auto requests = workloads::draw_requests(*inf.requests);
+  sim::progress().total.store(requests.size(), std::memory_order_relaxed);
   Work work;
   json details = json::object();
   const std::vector<Served> served = inf.disaggregation
@@ -260,6 +273,9 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
   row["mean_ttft_s"] = mean(ttft);   // what serving benchmarks (vLLM's, TensorRT-LLM's) print beside percentiles
   row["mean_tpot_s"] = mean(tpot);
   row["throughput_tokens_per_s"] = end > 0 ? static_cast<double>(output) / end : 0.0;
+  // A stream's cost a token is its hour over the tokens it served (the static figure is one request alone's).
+  if (row.contains("cost") && output > 0 && end > 0)
+    row["cost"]["usd_per_million_tokens"] = row["cost"]["usd_per_hour"].get<double>() * end / 3600.0 / static_cast<double>(output) * 1e6;
   json stream = {
       {"requests", requests.size()},
       {"requests_truncated", truncated},

@@ -20,6 +20,7 @@
 #include "sim/drivers/collective.hpp"
 #include "sim/drivers/compare.hpp"
 #include "sim/drivers/plan.hpp"
+#include "sim/drivers/serving_plan.hpp"
 #include "sim/drivers/run.hpp"
 #include "sim/drivers/sweep.hpp"
 #include "sim/drivers/validate.hpp"
@@ -104,7 +105,9 @@ PYBIND11_MODULE(_dtsim, m) {
         const auto objective = drivers::parse_objective(objective_name);
         std::vector<json> points;
         for (const auto& s : load(path, text, sets))
-          points.push_back(drivers::plan_json(s, drivers::plan_point(s, top, confirm, objective), objective));
+          points.push_back(s.workload && s.workload->inference
+                               ? drivers::serving_plan_json(s, drivers::plan_serving(s, top, confirm, objective), objective)
+                               : drivers::plan_json(s, drivers::plan_point(s, top, confirm, objective), objective));
         return to_python(points);
       },
       py::arg("path"), py::arg("text"), py::arg("sets"), py::arg("top"), py::arg("confirm"), py::arg("objective"));

@@ -100,11 +100,11 @@ class ProgressLine {
   explicit ProgressLine(const Progress& p, std::optional<double> limit_s)
       : p_(p), limit_s_(limit_s), shown_(!g_in_child && static_cast<bool>(sink())) {}
   ~ProgressLine() {
-    if (reported_) sink()(SimulationProgress{share(), elapsed(), limit_s_, true});
+    if (reported_) sink()(SimulationProgress{share(), elapsed(), limit_s_, true, p_.requests.load()});
   }
   void update() {
     if (!shown_ || elapsed() < 1) return;
-    sink()(SimulationProgress{share(), elapsed(), limit_s_, false});
+    sink()(SimulationProgress{share(), elapsed(), limit_s_, false, p_.requests.load()});
     reported_ = true;
   }
 
@@ -193,6 +193,7 @@ std::string run_isolated(const std::function<std::string()>& work, std::optional
   if (shared != nullptr && !g_in_child) {
     shared->total.store(0);
     shared->done.store(0);
+    shared->requests.store(false);
   }
   std::array<int, 2> fds{};
   if (::pipe(fds.data()) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));

@@ -27,6 +27,7 @@ struct SimulationProgress {
   double elapsed_s = 0;
   std::optional<double> limit_s;
   bool finished = false;
+  bool requests = false;   // the share is of a served stream's requests (else of a step's ops)
 };
 using ProgressSink = std::function<void(const SimulationProgress&)>;
 

@@ -176,6 +176,13 @@ TEST_CASE("run: a simulation past a second draws a progress line on a terminal, 
   CHECK(r.out.find(" % of the ops after ") != std::string::npos);
   CHECK(r.out.find("(limit 3 s)") != std::string::npos);
   CHECK(r.out.find("simulation.max_seconds: point gpt3-175b-eth-curve ran past its limit") != std::string::npos);
+  // A served stream too: a day of requests at 100 a second, the share of its requests served.
+  const std::string stream = std::string(DTSIM_BINARY) + " run " + src("scenarios/bench/llama2-70b-stream-8xh100.yaml") +
+                             " --set inference.requests.rate_per_s=100 --set inference.requests.duration_s=86400"
+                             " --set simulation.max_seconds=4 > /dev/null";
+  const Result served = dtsim("", "script -qc '" + stream + "' /dev/null; exit 0; ");
+  CHECK(served.out.find(" % of the requests after ") != std::string::npos);
+  CHECK(served.out.find("simulation.max_seconds: point llama2-70b-stream-8xh100 ran past its limit") != std::string::npos);
   // Without a terminal: the error line alone (the max_seconds case above counts its lines).
   const Result quiet = dtsim(std::string("run ") + kLong + " --set cluster.nodes=1536 --set simulation.max_seconds=2");
   CHECK(quiet.err.find("simulating") == std::string::npos);

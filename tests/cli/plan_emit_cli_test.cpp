@@ -94,7 +94,7 @@ TEST_CASE("plan --emit: an unknown framework, a plan it cannot run and several p
   const fs::path s = small_scenario("emit-bad", "simulation: {engine: analytic}\n");
   const auto unknown = dtsim("plan " + s.string() + " --confirm 0 --emit alpa");
   CHECK(unknown.status == 2);
-  CHECK(unknown.err.find("dtsim: error: --emit: unknown framework 'alpa' (allowed: megatron, torchtitan, deepspeed, nemo)") == 0);
+  CHECK(unknown.err.find("dtsim: error: --emit: unknown framework 'alpa' (allowed: megatron, torchtitan, deepspeed, nemo (training); vllm, trtllm, sglang (serving))") == 0);
   // ZeRO-3 (no pipeline) fixed by the scenario: Megatron-LM has no flag for it.
   const fs::path z = small_scenario("emit-zero3", "simulation: {engine: analytic}\nparallelism: {zero: 3, tp: 1, pp: 1}\n");
   const auto zero3 = dtsim("plan " + z.string() + " --confirm 0 --emit megatron");

@@ -92,6 +92,15 @@ class Commands(unittest.TestCase):
         self.assertLessEqual(len(plans), 3)
         self.assertIn("tp", plans[0]["parallelism"])
 
+    def test_a_serving_plan_is_the_program_s(self):
+        serving = os.path.join(SOURCE, "scenarios/plan/llama3-70b-serving-8xh100.yaml")
+        got = dtsim.plan(serving, top=3, confirm=0)
+        status, out, _ = program("plan", serving, "--top", "3", "--confirm", "0", "--format", "json")
+        self.assertEqual(status, 0)
+        self.assertEqual(got, json.loads(out))
+        self.assertTrue(got["serving"])
+        self.assertEqual(len(got["plans"]), 3)
+
 
 def yaml_file(scenario):
     """A temporary scenario file holding `scenario` (JSON is YAML); the caller removes it."""

@@ -1,0 +1,416 @@
+// `dtsim plan` on serving scenarios: the split of the GPUs into tp x pp x dp replicas, ranked, and `--emit vllm |
+// trtllm | sglang` writing the best as the engine's own launch, every flag checked against the engine's own list
+// (tests/data/frameworks, drawn from each engine's source at the commit its header names).
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/cli_support.hpp"
+
+using namespace cli_support;
+using nlohmann::json;
+
+namespace {
+
+const char* const kServedBatch70b =
+    "name: l70\n"
+    "cluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+    "model: {preset: llama2-70b}\n"
+    "inference: {batch: 32, prompt_tokens: 1024, output_tokens: 256}\n"
+    "parallelism: {tp: 8}\n";
+
+fs::path served_write(const fs::path& dir, const std::string& name, const std::string& yaml) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << yaml;
+  return dir / name;
+}
+
+std::set<std::string> served_listed(const std::string& file) {
+  std::set<std::string> names;
+  std::istringstream in(slurp(src("tests/data/frameworks/" + file)));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && !line.starts_with("#")) names.insert(line);
+  return names;
+}
+
+// The script run with Slurm's commands stubbed: srun's arguments, one a line.
+std::vector<std::string> served_launched(const fs::path& dir, const std::string& script, const std::string& env = "") {
+  const fs::path job = dir / "job.sbatch";
+  std::ofstream(job) << script;
+  REQUIRE(std::system(("bash -n " + job.string()).c_str()) == 0);
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "bin" / "scontrol") << "#!/bin/sh\nprintf 'node1\\nnode2\\n'\n";
+  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
+  fs::permissions(dir / "bin" / "scontrol", fs::perms::owner_all);
+  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+  fs::remove(dir / "args");
+  REQUIRE(std::system(fmt::format("cd {} && {} PATH={}:$PATH SLURM_JOB_ID=7 SLURM_JOB_NODELIST=node[1-2] SRUN_ARGS={} bash {}", dir.string(), env,
+                                  (dir / "bin").string(), (dir / "args").string(), job.string())
+                          .c_str()) == 0);
+  std::vector<std::string> args;
+  std::istringstream in(slurp(dir / "args"));
+  for (std::string a; std::getline(in, a);) args.push_back(a);
+  // srun's own option first: the launch follows it.
+  REQUIRE(args.size() > 2);
+  CHECK(args[0] == "--ntasks-per-node");
+  const auto launch = args.begin() + (args[2] == "--mpi=pmix" ? 3 : 2);
+  return {launch, args.end()};
+}
+
+std::string served_after(const std::vector<std::string>& args, const std::string& flag) {
+  const auto it = std::ranges::find(args, flag);
+  return it == args.end() || it + 1 == args.end() ? std::string("(absent)") : *(it + 1);
+}
+
+// Every `--flag` of `args` is in the engine's list, none twice.
+void served_check_flags(const std::vector<std::string>& args, const std::string& list) {
+  const auto known = served_listed(list);
+  REQUIRE(known.size() > 30);   // trtllm-serve has 39, the others hundreds
+  std::set<std::string> seen;
+  for (const auto& a : args) {
+    if (!a.starts_with("--")) continue;
+    CHECK_MESSAGE(known.count(a) == 1, list, ": ", a);
+    CHECK_MESSAGE(seen.insert(a).second, a, " twice");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("plan on a serving scenario: every split of the GPUs the scenario leaves open, ranked, the batch kept whole") {
+  const fs::path dir = fresh_dir("plan", "serving-search");
+  // Llama-2-70B in bf16 on 8 H100: tp 1 cannot hold it; the 256 sequences (32 a replica at the default dp 8) stay
+  // 256 in every split.
+  const fs::path s = served_write(dir, "s.yaml",
+                           "name: l70\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+                           "model: {preset: llama2-70b}\n"
+                           "inference: {batch: 32, prompt_tokens: 1024, output_tokens: 256}\n"
+                           "simulation: {engine: analytic}\n");
+  const auto r = dtsim("plan " + s.string() + " --top 20 --format json");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const json j = json::parse(r.out);
+  CHECK(j["serving"] == true);
+  CHECK(j["candidates"] == 10);   // (tp, pp) with tp x pp dividing 8: 1x1 ... 8x1
+  const json& plans = j["plans"];
+  REQUIRE(plans.size() == 9);      // all but tp 1 pp 1 (70B of bf16 weights on one 80 GB GPU)
+  CHECK(j["pruned"].at("does not fit in memory") == 1);
+  double last = 0;
+  for (const json& p : plans) {
+    const int tp = p["parallelism"]["tp"], pp = p["parallelism"]["pp"], dp = p["parallelism"]["dp"];
+    CHECK(tp * pp * dp == 8);
+    CHECK(p["inference"]["batch"].get<int>() * dp == 256);
+    CHECK(p["objective_value"].get<double>() == doctest::Approx(p["request_time_s"].get<double>()));
+    CHECK(p["objective_value"].get<double>() >= last);   // best first
+    last = p["objective_value"];
+    CHECK(p["fits"] == true);
+  }
+  // The ranking is run's own figures: the best plan run by hand gives the same request time.
+  const json& best = plans[0];
+  const auto by_hand = dtsim(fmt::format("run {} --format json --set parallelism.tp={} --set parallelism.pp={} "
+                                         "--set parallelism.dp={} --set inference.batch={}",
+                                         s.string(), best["parallelism"]["tp"].get<int>(), best["parallelism"]["pp"].get<int>(),
+                                         best["parallelism"]["dp"].get<int>(), best["inference"]["batch"].get<int>()));
+  REQUIRE_MESSAGE(by_hand.status == 0, by_hand.err);
+  const json hand = json::parse(by_hand.out);
+  CHECK(hand["request_time_s"].get<double>() == doctest::Approx(best["request_time_s"].get<double>()));
+  // Energy and cost too: the candidate is the scenario as given (the GPU's idle power kept through its YAML).
+  CHECK(hand["energy"]["per_token_J"].get<double>() == doctest::Approx(best["energy"]["per_token_J"].get<double>()));
+  CHECK(hand["cost"]["usd_per_million_tokens"].get<double>() ==
+        doctest::Approx(best["cost"]["usd_per_million_tokens"].get<double>()));
+  // --objective energy ranks by the facility's joules a token, and agrees with run on every row.
+  const json e = json::parse(dtsim("plan " + s.string() + " --top 20 --objective energy --format json").out);
+  last = 0;
+  for (const json& p : e["plans"]) {
+    CHECK(p["objective_value"].get<double>() == doctest::Approx(p["energy"]["per_token_J"].get<double>()));
+    CHECK(p["objective_value"].get<double>() >= last);
+    last = p["objective_value"];
+  }
+  // On SimGrid (the scenario's engine when not given), --confirm 1 runs the best again there.
+  const fs::path sg = served_write(dir, "sg.yaml", kServedBatch70b);
+  const json confirmed = json::parse(dtsim("plan " + sg.string() + " --confirm 1 --format json").out);
+  CHECK(confirmed["plans"][0]["confirmed"] == true);
+  CHECK(confirmed["plans"][0]["engine"] == "simgrid");
+  // A degree the scenario gives is kept: tp 8 leaves one split.
+  const fs::path given = served_write(dir, "given.yaml", std::string(kServedBatch70b) + "simulation: {engine: analytic}\n");
+  const json one = json::parse(dtsim("plan " + given.string() + " --format json").out);
+  CHECK(one["candidates"] == 1);
+  CHECK(one["plans"][0]["parallelism"]["tp"] == 8);
+  // The table names the search and its columns; CSV has a row a plan.
+  const auto text = dtsim("plan " + s.string() + " --top 3");
+  CHECK(text.out.find("l70: 10 splits of 8 GPUs into tp x pp x dp, 9 served, 1 dropped (most: does not fit in memory (1))") !=
+        std::string::npos);
+  const auto csv = dtsim("plan " + s.string() + " --top 3 --format csv");
+  CHECK(csv.out.starts_with("name,rank,tp,pp,dp,batch,"));
+  CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 4);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan on serving scenarios: odd GPU counts, degrees that leave nothing, mixed files") {
+  const fs::path dir = fresh_dir("plan", "serving-odd");
+  // 3 GPUs: tp 1, pp 1 or 3, dp the rest; tp 3 does not divide Llama-3-8B's 32 heads.
+  const fs::path three = served_write(dir, "three.yaml",
+                                      "name: l8\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 3, intra: nvswitch}\n"
+                                      "model: {preset: llama3-8b}\n"
+                                      "inference: {batch: 4, prompt_tokens: 512, output_tokens: 64}\n"
+                                      "simulation: {engine: analytic}\n");
+  const auto r = dtsim("plan " + three.string() + " --top 5 --format json");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const json j = json::parse(r.out);
+  CHECK(j["candidates"] == 3);
+  CHECK(j["plans"].size() == 2);
+  std::size_t heads = 0;
+  for (const auto& [why, n] : j["pruned"].items())
+    if (why.starts_with("parallelism.tp")) heads += n.get<std::size_t>();
+  CHECK(heads == 1);
+  // Degrees given whose product is not the GPU count leave nothing to search: one line, 2.
+  const fs::path none = served_write(dir, "none.yaml", std::string(kServedBatch70b) + "simulation: {engine: analytic}\n");
+  const auto nothing = dtsim("plan " + none.string() + " --set parallelism.tp=2 --set parallelism.pp=2 --set parallelism.dp=4");
+  CHECK(nothing.status == 2);
+  CHECK(std::count(nothing.err.begin(), nothing.err.end(), '\n') == 1);
+  // Training and serving points in one file: one line, 2, before any search.
+  const fs::path mixed = served_write(dir, "mixed.yaml",
+                                      "name: t\ncluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                                      "model: {preset: gpt-1.7b}\ntraining: {global_batch: 32}\n---\n" +
+                                          std::string(kServedBatch70b));
+  const auto mix = dtsim("plan " + mixed.string() + " --format csv");
+  CHECK(mix.status == 2);
+  CHECK(mix.err.find("mixes serving and training points") != std::string::npos);
+  CHECK(std::count(mix.err.begin(), mix.err.end(), '\n') == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan on a request stream: ranked by the median end-to-end latency or the cost of the tokens served") {
+  const fs::path dir = fresh_dir("plan", "serving-stream");
+  const fs::path s = served_write(dir, "s.yaml",
+                           "name: l8\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+                           "model: {preset: llama3-8b}\n"
+                           "inference:\n  requests: {rate_per_s: 10, duration_s: 30, prompt_tokens: 512, output_tokens: 128}\n");
+  const json j = json::parse(dtsim("plan " + s.string() + " --top 20 --format json").out);
+  REQUIRE(j["plans"].size() == 10);
+  double last = 0;
+  for (const json& p : j["plans"]) {
+    CHECK(p["objective_value"].get<double>() == doctest::Approx(p["p50_latency_s"].get<double>()));
+    CHECK(p["objective_value"].get<double>() >= last);
+    last = p["objective_value"];
+  }
+  // Cost a token is the stream's: the GPUs' hour over the tokens served, the same hour for every split of the 8.
+  const json c = json::parse(dtsim("plan " + s.string() + " --top 20 --objective cost --format json").out);
+  for (const json& p : c["plans"]) {
+    const double hour = p["cost"]["usd_per_hour"];
+    const double served = p["throughput_tokens_per_s"];
+    CHECK(p["cost"]["usd_per_million_tokens"].get<double>() == doctest::Approx(hour / (served * 3600) * 1e6).epsilon(0.02));
+  }
+  // Energy is not modelled for a stream: the one-line error.
+  const auto energy = dtsim("plan " + s.string() + " --objective energy");
+  CHECK(energy.status == 2);
+  CHECK(energy.err.find("--objective") != std::string::npos);
+  CHECK(std::count(energy.err.begin(), energy.err.end(), '\n') == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan --emit vllm | sglang | trtllm: the best serving plan as the engine's own launch, every flag its own") {
+  const fs::path dir = fresh_dir("plan", "serving-emit");
+  const fs::path s = served_write(dir, "s.yaml",
+                           "name: l70\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+                           "model: {preset: llama2-70b}\n"
+                           "inference:\n  kv_cache: fp8\n"
+                           "  requests: {rate_per_s: 2, duration_s: 20, prompt_tokens: 1024, output_tokens: 128}\n"
+                           "  scheduler: {max_tokens_per_iteration: 4096, max_sequences: 64, block_tokens: 32}\n");
+  const json best = json::parse(dtsim("plan " + s.string() + " --format json").out)["plans"][0];
+  const int tp = best["parallelism"]["tp"], pp = best["parallelism"]["pp"], dp = best["parallelism"]["dp"];
+  {
+    const auto r = dtsim("plan " + s.string() + " --emit vllm");
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    CHECK(r.out.find("#SBATCH --nodes=1\n") != std::string::npos);
+    const auto args = served_launched(dir, r.out);
+    REQUIRE(args.size() > 4);
+    CHECK(args[0] == "vllm");
+    CHECK(args[1] == "serve");
+    CHECK(args[2] == "meta-llama/Llama-2-70b-hf");
+    served_check_flags(args, "vllm-serve-arguments.txt");
+    CHECK(served_after(args, "--tensor-parallel-size") == std::to_string(tp));
+    CHECK(served_after(args, "--pipeline-parallel-size") == std::to_string(pp));
+    CHECK(served_after(args, "--data-parallel-size") == (dp > 1 ? std::to_string(dp) : "(absent)"));
+    CHECK(served_after(args, "--max-num-batched-tokens") == "4096");
+    CHECK(served_after(args, "--max-num-seqs") == "64");
+    CHECK(served_after(args, "--block-size") == "32");
+    CHECK(served_after(args, "--kv-cache-dtype") == "fp8");
+    CHECK(served_after(args, "--max-model-len") == "4096");   // the model's context: the stream's limit
+    CHECK(std::ranges::find(args, "--enable-chunked-prefill") != args.end());
+  }
+  {
+    const auto r = dtsim("plan " + s.string() + " --emit sglang");
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    const auto args = served_launched(dir, r.out);
+    REQUIRE(args.size() > 5);
+    CHECK(args[0] == "python");
+    CHECK(args[2] == "sglang.launch_server");
+    served_check_flags(args, "sglang-arguments.txt");
+    CHECK(served_after(args, "--model-path") == "meta-llama/Llama-2-70b-hf");
+    CHECK(served_after(args, "--tp-size") == std::to_string(tp));
+    CHECK(served_after(args, "--pp-size") == std::to_string(pp));
+    CHECK(served_after(args, "--chunked-prefill-size") == "4096");
+    CHECK(served_after(args, "--max-running-requests") == "64");
+    CHECK(served_after(args, "--page-size") == "32");
+    CHECK(served_after(args, "--kv-cache-dtype") == "fp8_e4m3");
+  }
+  {
+    const auto r = dtsim("plan " + s.string() + " --emit trtllm");
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    const auto args = served_launched(dir, r.out);
+    const auto serve = std::ranges::find(args, "trtllm-serve");
+    REQUIRE(serve != args.end());
+    CHECK(*(serve + 1) == "serve");
+    served_check_flags(args, "trtllm-serve-arguments.txt");
+    CHECK(served_after(args, "--tp_size") == std::to_string(tp));
+    CHECK(served_after(args, "--max_num_tokens") == "4096");
+    CHECK(served_after(args, "--max_batch_size") == "64");
+    // The LLM API options file: every key one of the LLM API's, the cache's block and dtype the scenario's.
+    const std::string options = slurp(dir / "trtllm-options.7.yaml");
+    const auto keys = served_listed("trtllm-llm-api-keys.txt");
+    REQUIRE(keys.size() > 20);
+    std::istringstream in(options);
+    std::string section;
+    for (std::string line; std::getline(in, line);) {
+      const auto colon = line.find(':');
+      REQUIRE(colon != std::string::npos);
+      const bool nested = line.starts_with("  ");
+      const std::string key = line.substr(nested ? 2 : 0, colon - (nested ? 2 : 0));
+      if (!nested) section = key;
+      CHECK_MESSAGE(keys.count(nested ? section + "." + key : key) == 1, key);
+    }
+    CHECK(options.find("  tokens_per_block: 32\n") != std::string::npos);
+    CHECK(options.find("  dtype: fp8\n") != std::string::npos);
+  }
+  // A block size vLLM does not have, or TensorRT-LLM (not a power of 2): one line, 2.
+  for (const char* engine : {"vllm", "trtllm"}) {
+    const auto block = dtsim("plan " + s.string() + " --emit " + engine + " --set inference.scheduler.block_tokens=48");
+    CHECK(block.status == 2);
+    CHECK(block.err.find("KV blocks of 48 tokens") != std::string::npos);
+    CHECK(std::count(block.err.begin(), block.err.end(), '\n') == 1);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkpoints, and what cannot be written") {
+  const fs::path dir = fresh_dir("plan", "serving-emit-limits");
+  // Llama-3.1-405B in bf16 needs two 8-GPU servers a replica: SGLang's multi-node launch, a node rank a server.
+  const fs::path big = served_write(dir, "big.yaml",
+                             "name: l405\ncluster: {gpu: h100-sxm5-80gb, nodes: 2, gpus_per_node: 8, intra: nvswitch,\n"
+                             "  inter: fat-tree, inter_link: ib-ndr, nics_per_node: 8}\n"
+                             "model: {preset: llama3-405b}\n"
+                             "inference: {batch: 8, prompt_tokens: 512, output_tokens: 64}\n"
+                             "parallelism: {dp: 1}\nsimulation: {engine: analytic}\n");
+  const auto sg = dtsim("plan " + big.string() + " --emit sglang");
+  REQUIRE_MESSAGE(sg.status == 0, sg.err);
+  CHECK(sg.out.find("#SBATCH --nodes=2\n") != std::string::npos);
+  const auto args = served_launched(dir, sg.out);
+  served_check_flags(args, "sglang-arguments.txt");
+  REQUIRE(args.size() > 2);
+  CHECK(args[0] == "bash");   // each task through the wrapper, which adds its own node's rank
+  CHECK(served_after(args, "--nnodes") == "2");
+  CHECK(served_after(args, "--dist-init-addr") == "node1:5000");
+  const auto rank_of = [&](const std::string& wrapper, int node) {
+    REQUIRE(std::system(fmt::format("cd {} && SLURM_NODEID={} bash {} printf '%s\\n' > {}", dir.string(), node, wrapper,
+                                    (dir / "rank").string()).c_str()) == 0);
+    return slurp(dir / "rank");
+  };
+  CHECK(rank_of(args[1], 1) == "--node-rank\n1\n");
+  // vLLM: the same command on both nodes, the second a headless worker.
+  const auto vl = dtsim("plan " + big.string() + " --emit vllm");
+  REQUIRE_MESSAGE(vl.status == 0, vl.err);
+  const auto vargs = served_launched(dir, vl.out);
+  served_check_flags(vargs, "vllm-serve-arguments.txt");
+  CHECK(served_after(vargs, "--nnodes") == "2");
+  CHECK(served_after(vargs, "--master-addr") == "node1");
+  CHECK(rank_of(vargs[1], 0) == "--node-rank\n0\n");
+  CHECK(rank_of(vargs[1], 1) == "--node-rank\n1\n--headless\n");
+  for (const char* f : {"--node-rank", "--headless"}) CHECK(served_listed("vllm-serve-arguments.txt").count(f) == 1);
+  const auto trt = dtsim("plan " + big.string() + " --emit trtllm");
+  REQUIRE_MESSAGE(trt.status == 0, trt.err);
+  CHECK(trt.out.find("#SBATCH --ntasks-per-node=8\n") != std::string::npos);
+  const auto targs = served_launched(dir, trt.out);
+  CHECK(std::ranges::find(targs, "trtllm-llmapi-launch") != targs.end());
+  CHECK(trt.out.find("srun --ntasks-per-node 8 --mpi=pmix trtllm-llmapi-launch trtllm-serve serve") != std::string::npos);
+  served_check_flags(targs, "trtllm-serve-arguments.txt");
+  // int4 weights need a quantized checkpoint: the script stops without MODEL, saying what to give.
+  const fs::path q = served_write(dir, "q.yaml",
+                           "name: q\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+                           "model: {preset: llama2-70b}\n"
+                           "inference: {batch: 8, prompt_tokens: 512, output_tokens: 64, weights: int4}\n"
+                           "parallelism: {tp: 8}\nsimulation: {engine: analytic}\n");
+  const auto v = dtsim("plan " + q.string() + " --emit vllm");
+  REQUIRE_MESSAGE(v.status == 0, v.err);
+  CHECK(v.out.find("MODEL=${MODEL:?set MODEL to a checkpoint of llama2-70b quantized to INT4") != std::string::npos);
+  // Two replicas of tp 4 in one server: vLLM's and SGLang's own data parallelism, TensorRT-LLM a server each on its
+  // own four GPUs and port.
+  const fs::path two = served_write(dir, "two.yaml",
+                                    "name: l70\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+                                    "model: {preset: llama2-70b}\n"
+                                    "inference: {batch: 16, prompt_tokens: 512, output_tokens: 64}\n"
+                                    "parallelism: {tp: 4, dp: 2}\nsimulation: {engine: analytic}\n");
+  const auto v2 = served_launched(dir, dtsim("plan " + two.string() + " --emit vllm").out);
+  CHECK(served_after(v2, "--data-parallel-size") == "2");
+  CHECK(served_after(v2, "--max-num-seqs") == "16");
+  CHECK(served_after(v2, "--max-num-batched-tokens") == "8192");   // the batch's whole prefill, 16 x 512
+  const auto s2 = served_launched(dir, dtsim("plan " + two.string() + " --emit sglang").out);
+  CHECK(served_after(s2, "--dp-size") == "2");
+  const auto t2script = dtsim("plan " + two.string() + " --emit trtllm").out;
+  CHECK(t2script.find("#SBATCH --ntasks-per-node=2\n") != std::string::npos);
+  const auto t2 = served_launched(dir, t2script);
+  served_check_flags(t2, "trtllm-serve-arguments.txt");
+  REQUIRE(t2.size() > 2);
+  CHECK(t2[0] == "bash");
+  const auto replica = [&](int local) {
+    REQUIRE(std::system(fmt::format("cd {} && SLURM_LOCALID={} bash {} sh -c 'echo $CUDA_VISIBLE_DEVICES \"$@\"' sh > {}",
+                                    dir.string(), local, t2[1], (dir / "replica").string()).c_str()) == 0);
+    return slurp(dir / "replica");
+  };
+  CHECK(replica(0) == "0,1,2,3 --port 8000\n");
+  CHECK(replica(1) == "4,5,6,7 --port 8001\n");
+  // A model given by its shape is named by the scenario, whose name may hold anything: the script keeps it text.
+  const fs::path odd = served_write(dir, "odd.yaml",
+                                    "name: 'c}u$(touch pwned)'\n"
+                                    "cluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+                                    "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, seq_length: 2048, vocab: 32000}\n"
+                                    "inference: {batch: 8, prompt_tokens: 512, output_tokens: 64}\n"
+                                    "parallelism: {tp: 8}\nsimulation: {engine: analytic}\n");
+  const auto oddr = dtsim("plan " + odd.string() + " --emit vllm");
+  REQUIRE_MESSAGE(oddr.status == 0, oddr.err);
+  CHECK(oddr.out.find("$(touch") == std::string::npos);
+  std::ofstream(dir / "odd.sbatch") << oddr.out;
+  CHECK(std::system(fmt::format("cd {} && MODEL=x PATH={}:$PATH SRUN_ARGS=/dev/null SLURM_JOB_NODELIST=n bash odd.sbatch",
+                                dir.string(), (dir / "bin").string()).c_str()) == 0);
+  CHECK(!fs::exists(dir / "pwned"));
+  // A training framework on a serving scenario, a serving engine on a training one, and an unknown name: one line, 2.
+  const auto megatron = dtsim("plan " + q.string() + " --emit megatron");
+  CHECK(megatron.status == 2);
+  CHECK(megatron.err.find("cannot run the best plan: a serving scenario (its engines here: vllm, trtllm, sglang)") !=
+        std::string::npos);
+  const fs::path train = served_write(dir, "t.yaml",
+                               "name: t\ncluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
+                               "model: {preset: gpt-1.7b}\ntraining: {global_batch: 32}\nsimulation: {engine: analytic}\n");
+  const auto vt = dtsim("plan " + train.string() + " --confirm 0 --emit vllm");
+  CHECK(vt.status == 2);
+  CHECK(vt.err.find("a training scenario") != std::string::npos);
+  const auto unknown = dtsim("plan " + q.string() + " --emit tgi");
+  CHECK(unknown.status == 2);
+  CHECK(unknown.err.find("vllm, trtllm, sglang") != std::string::npos);
+  // Disaggregated pools are not searched.
+  const fs::path pools = served_write(dir, "pools.yaml",
+                               "name: p\ncluster: {gpu: h100-sxm5-80gb, nodes: 2, gpus_per_node: 8, intra: nvswitch,\n"
+                               "  inter: fat-tree, inter_link: ib-ndr, nics_per_node: 8}\n"
+                               "model: {preset: llama2-70b}\n"
+                               "inference:\n  requests: {rate_per_s: 1, duration_s: 10, prompt_tokens: 512, output_tokens: 64}\n"
+                               "  disaggregation: {prefill: {gpus: 8, tp: 8}, decode: {gpus: 8, tp: 8}}\n");
+  const auto d = dtsim("plan " + pools.string());
+  CHECK(d.status == 2);
+  CHECK(d.err.find("inference.disaggregation") != std::string::npos);
+  for (const auto* e : {&megatron, &vt, &unknown, &d}) CHECK(std::count(e->err.begin(), e->err.end(), '\n') == 1);
+  fs::remove_all(dir);
+}
