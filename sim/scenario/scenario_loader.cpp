@@ -320,7 +320,7 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
     for (const Override& o : overrides) apply_override(docs[i], o);
     std::size_t valid = 0;
     std::optional<InputError> first_error;
-    for (auto& p : expand_sweep(docs[i], file, most_points)) {
+    for_each_sweep_point(docs[i], file, most_points, [&](ExpandedPoint& p) {
       check_not_swept(p.point, overrides);
       Scenario s;
       try {
@@ -338,7 +338,7 @@ std::vector<Scenario> load_scenarios(const std::string& text, const std::string&
       s.name += p.name_suffix;
       s.point = std::move(p.point);
       out.push_back(std::move(s));
-    }
+    });
     if (valid == 0 && first_error) throw *first_error;
   }
   return out;

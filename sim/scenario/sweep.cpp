@@ -108,7 +108,18 @@ void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value
 }
 
 std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string& file, std::size_t most_points) {
-  if (!doc.IsMap() || !doc["sweep"].IsDefined()) return {ExpandedPoint{doc, SweepPoint{}, "", {}}};
+  std::vector<ExpandedPoint> out;
+  for_each_sweep_point(doc, file, most_points, [&](ExpandedPoint& p) { out.push_back(std::move(p)); });
+  return out;
+}
+
+void for_each_sweep_point(const YAML::Node& doc, const std::string& file, std::size_t most_points,
+                          const std::function<void(ExpandedPoint&)>& fn) {
+  if (!doc.IsMap() || !doc["sweep"].IsDefined()) {
+    ExpandedPoint only{doc, SweepPoint{}, "", {}};
+    fn(only);
+    return;
+  }
   const auto axes = read_axes(doc["sweep"], file);
   // The product of the axes' lengths, checked before each multiplication (64 axes of 2 would wrap to 0).
   std::size_t total = 1;
@@ -123,8 +134,6 @@ std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string
   // expansion quadratic in them.
   YAML::Node base = YAML::Clone(doc);
   base.remove("sweep");
-  std::vector<ExpandedPoint> out;
-  out.reserve(total);
   for (std::size_t index = 0; index < total; ++index) {
     ExpandedPoint p{YAML::Clone(base), SweepPoint{static_cast<int>(index), {}}, "", {}};
     std::vector<std::string> shorts;
@@ -146,9 +155,8 @@ std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string
         if (key != "name") shorts.push_back(fmt::format("{}={}", split_dotted(key).back(), short_value(value, position[a])));
       }
     if (!named) p.name_suffix = fmt::format("[{}]", fmt::join(shorts, ","));
-    out.push_back(std::move(p));
+    fn(p);
   }
-  return out;
 }
 
 }  // namespace dtsim::scenario

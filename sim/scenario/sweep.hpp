@@ -10,6 +10,7 @@
 // `sweep`, with every axis key set to its value (a value may be a whole map, e.g. a `cluster`).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,10 @@ struct ExpandedPoint {
 // target passes fewer: the check is the same code at any limit). `file` names errors.
 std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string& file,
                                         std::size_t most_points = kMostSweepPoints);
+// The same points one at a time, each built when `fn` is to read it and dropped after: a loader holds one
+// point's document at a time instead of all of them (100,000 points' documents took about 1 GB).
+void for_each_sweep_point(const YAML::Node& doc, const std::string& file, std::size_t most_points,
+                          const std::function<void(ExpandedPoint&)>& fn);
 
 // Sets the dotted `key` of `root` to `value`, creating maps on the way; throws InputError at `location` when a
 // part of the path is not a map.
