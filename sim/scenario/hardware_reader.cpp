@@ -71,7 +71,8 @@ GpuSpec read_gpu_map(const YamlMap& m) {
 }
 
 LinkSpec read_link_map(const YamlMap& m) {
-  m.allow_only({"base", "name", "family", "bandwidth_GBps", "bandwidth_Gbps", "latency_us", "efficiency", "switch_reduction"});
+  m.allow_only({"base", "name", "family", "bandwidth_GBps", "bandwidth_Gbps", "latency_us", "efficiency", "switch_reduction",
+                "switch_port_GBps"});
   const auto base = m.text("base");
   LinkSpec link = base ? topology::find_link(*base, m.dotted("base")) : LinkSpec{};
   if (!base) link.source = "scenario";
@@ -91,6 +92,7 @@ LinkSpec read_link_map(const YamlMap& m) {
   if (auto v = m.number("latency_us", 0.0, true, 1e6)) link.latency = microseconds(*v);   // a second at most
   if (auto v = m.number("efficiency", 0.0, false, 1.0)) link.efficiency = *v;
   if (auto v = m.boolean("switch_reduction")) link.switch_reduction = *v;
+  if (auto v = m.number("switch_port_GBps", 0.0, true, kInf)) link.switch_port_rate = gigabytes_per_second(*v);
   return link;
 }
 

@@ -20,6 +20,8 @@ void emit_link(YAML::Emitter& out, const char* key, const topology::LinkSpec& l)
   out << YAML::Key << "latency_us" << YAML::Value << to_microseconds(l.latency);
   out << YAML::Key << "efficiency" << YAML::Value << l.efficiency;
   out << YAML::Key << "switch_reduction" << YAML::Value << l.switch_reduction;
+  if (l.switch_port_rate.value() > 0)
+    out << YAML::Key << "switch_port_GBps" << YAML::Value << to_gigabytes_per_second(l.switch_port_rate);
   out << YAML::EndMap;
 }
 

@@ -107,12 +107,6 @@ void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value
   chain.back()[parts.back()] = value;
 }
 
-std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string& file, std::size_t most_points) {
-  std::vector<ExpandedPoint> out;
-  for_each_sweep_point(doc, file, most_points, [&](ExpandedPoint& p) { out.push_back(std::move(p)); });
-  return out;
-}
-
 void for_each_sweep_point(const YAML::Node& doc, const std::string& file, std::size_t most_points,
                           const std::function<void(ExpandedPoint&)>& fn) {
   if (!doc.IsMap() || !doc["sweep"].IsDefined()) {

@@ -27,12 +27,10 @@ struct ExpandedPoint {
   std::vector<std::pair<std::string, std::string>> set_at;   // each key the point sets -> its value's file:line
 };
 
-// The points of `doc` (one point with index -1 when it has no `sweep`); at most `most_points` of them (the fuzz
-// target passes fewer: the check is the same code at any limit). `file` names errors.
-std::vector<ExpandedPoint> expand_sweep(const YAML::Node& doc, const std::string& file,
-                                        std::size_t most_points = kMostSweepPoints);
-// The same points one at a time, each built when `fn` is to read it and dropped after: a loader holds one
-// point's document at a time instead of all of them (100,000 points' documents took about 1 GB).
+// The points of `doc` (one point with index -1 when it has no `sweep`; its document is `doc` itself), each built
+// when `fn` is to read it and dropped after, so that a loader holds one point's document at a time (100,000 points'
+// documents took about 1 GB); at most `most_points` of them (the fuzz target passes fewer: the check is the same
+// code at any limit). `file` names errors.
 void for_each_sweep_point(const YAML::Node& doc, const std::string& file, std::size_t most_points,
                           const std::function<void(ExpandedPoint&)>& fn);
 

@@ -84,6 +84,16 @@ cluster: {gpu: h100-sxm5-80gb, nodes: 4, gpus_per_node: 8, inter: fat-tree, inte
   CHECK(back.cluster.routing == topology::Routing::DModK);   // ecmp: true over InfiniBand is D-mod-K
   CHECK(yaml.find("routing: dmodk") != std::string::npos);
   CHECK(yaml.find("ecmp") == std::string::npos);
+  // What the YAML does not show still comes back: a GPU's idle power (the energy of every waiting rank) and an
+  // NVLink switch's NVLS port rate (NVL72's all-reduce); a plan's candidates are loaded from this text.
+  Scenario rack = load_one("name: nvl72\ncluster: {preset: gb200-nvl72}\n");
+  REQUIRE(rack.cluster.gpu.idle_power.value() > 0);
+  REQUIRE(rack.cluster.intra_link.switch_port_rate.value() > 0);
+  Scenario rack_back = load_one(to_yaml(rack));
+  CHECK(rack_back.cluster.gpu.idle_power == rack.cluster.gpu.idle_power);
+  CHECK(rack_back.cluster.intra_link.switch_port_rate.value() ==
+        doctest::Approx(rack.cluster.intra_link.switch_port_rate.value()));
+  CHECK(back.cluster.gpu.idle_power == s.cluster.gpu.idle_power);
 }
 
 TEST_CASE("cluster.routing: the fabric's default unless named, and ecmp its old name") {
