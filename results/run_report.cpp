@@ -389,4 +389,22 @@ std::string run_csv(const std::vector<json>& rows) {
   return out;
 }
 
+std::string csv_rows(const std::vector<std::string>& columns, const std::vector<std::pair<std::string, json>>& rows) {
+  std::string out = "name";
+  for (const auto& c : columns) {
+    out += ',';
+    out += c;
+  }
+  out += '\n';
+  for (const auto& [name, cells] : rows) {
+    out += csv_field(name);
+    for (const auto& c : columns) {
+      out += ',';
+      out += csv_cell(cells.value(c, json(nullptr)));
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 }  // namespace dtsim::results

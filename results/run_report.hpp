@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "results/step_metrics.hpp"
@@ -45,5 +46,10 @@ std::string run_csv(const std::vector<nlohmann::json>& rows);
 // JSON value as a field: null empty, a string as text, anything else as JSON (a negative number stays a number).
 std::string csv_field(const std::string& s);
 std::string csv_cell(const nlohmann::json& v);
+
+// A table of points' ranked rows (plan's and a serving plan's CSV): the header "name,COLUMNS...", then a row for
+// each (point name, row cells) pair, its cells looked up by column (absent: empty).
+std::string csv_rows(const std::vector<std::string>& columns,
+                     const std::vector<std::pair<std::string, nlohmann::json>>& rows);
 
 }  // namespace dtsim::results

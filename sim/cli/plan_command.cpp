@@ -104,47 +104,37 @@ const std::vector<std::string> kPlanCsvColumns = {
     "per_token_J", "days", "gpu_hours", "total_usd", "total_MWh"};
 
 std::string csv(const std::vector<std::pair<std::string, json>>& points) {
-  std::string out = "name";
-  for (const auto& c : kPlanCsvColumns) {
-    out += ',';
-    out += c;
-  }
-  out += "\n";
+  std::vector<std::pair<std::string, json>> rows;
   for (const auto& [name, point] : points) {
     int rank = 0;
     for (const json& p : point.at("plans")) {
-      const json cells = {{"rank", ++rank},
-                          {"tp", p["parallelism"]["tp"]},
-                          {"pp", p["parallelism"]["pp"]},
-                          {"dp", p["parallelism"]["dp"]},
-                          {"vpp", p["parallelism"]["vpp"]},
-                          {"zero", p["parallelism"]["zero"]},
-                          {"order", p["parallelism"]["order"]},
-                          {"micro_batch", p["training"]["micro_batch"]},
-                          {"recompute", p["training"]["recompute"]},
-                          {"sequence_parallel", p["training"]["sequence_parallel"]},
-                          {"analytic_step_time_s", p["analytic_step_time_s"]},
-                          {"step_time_s", p["step_time_s"]},
-                          {"confirmed", p["confirmed"]},
-                          {"tokens_per_s", p["tokens_per_s"]},
-                          {"mfu", p["mfu"]},
-                          {"margin_bytes", p["margin_bytes"]},
-                          {"usd_per_million_tokens", p["cost"]["usd_per_million_tokens"]},
-                          {"step_J", p["energy"]["step_J"]},
-                          {"per_token_J", p["energy"]["per_token_J"]},
-                          {"days", p["cost"]["days"]},
-                          {"gpu_hours", p["cost"]["gpu_hours"]},
-                          {"total_usd", p["cost"]["total_usd"]},
-                          {"total_MWh", p["energy"]["total_MWh"]}};
-      out += results::csv_field(name);
-      for (const auto& c : kPlanCsvColumns) {
-        out += ',';
-        out += results::csv_cell(cells.at(c));
-      }
-      out += "\n";
+      json cells = {{"rank", ++rank},
+                    {"tp", p["parallelism"]["tp"]},
+                    {"pp", p["parallelism"]["pp"]},
+                    {"dp", p["parallelism"]["dp"]},
+                    {"vpp", p["parallelism"]["vpp"]},
+                    {"zero", p["parallelism"]["zero"]},
+                    {"order", p["parallelism"]["order"]},
+                    {"micro_batch", p["training"]["micro_batch"]},
+                    {"recompute", p["training"]["recompute"]},
+                    {"sequence_parallel", p["training"]["sequence_parallel"]},
+                    {"analytic_step_time_s", p["analytic_step_time_s"]},
+                    {"step_time_s", p["step_time_s"]},
+                    {"confirmed", p["confirmed"]},
+                    {"tokens_per_s", p["tokens_per_s"]},
+                    {"mfu", p["mfu"]},
+                    {"margin_bytes", p["margin_bytes"]},
+                    {"usd_per_million_tokens", p["cost"]["usd_per_million_tokens"]},
+                    {"step_J", p["energy"]["step_J"]},
+                    {"per_token_J", p["energy"]["per_token_J"]},
+                    {"days", p["cost"]["days"]},
+                    {"gpu_hours", p["cost"]["gpu_hours"]},
+                    {"total_usd", p["cost"]["total_usd"]},
+                    {"total_MWh", p["energy"]["total_MWh"]}};
+      rows.emplace_back(name, std::move(cells));
     }
   }
-  return out;
+  return results::csv_rows(kPlanCsvColumns, rows);
 }
 
 }  // namespace

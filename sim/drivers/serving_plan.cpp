@@ -230,12 +230,7 @@ std::string serving_plan_csv(const std::vector<std::pair<std::string, json>>& po
       "rank", "tp", "pp", "dp", "batch", "confirmed", "ttft_s", "tpot_s", "request_time_s", "p50_latency_s",
       "p99_latency_s", "p99_ttft_s", "p50_tpot_s", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_tokens_per_s",
       "margin_bytes", "usd_per_million_tokens", "per_token_J"};
-  std::string out = "name";
-  for (const auto& c : columns) {
-    out += ',';
-    out += c;
-  }
-  out += "\n";
+  std::vector<std::pair<std::string, json>> rows;
   for (const auto& [name, point] : points) {
     int rank = 0;
     for (const json& p : point.at("plans")) {
@@ -247,15 +242,10 @@ std::string serving_plan_csv(const std::vector<std::pair<std::string, json>>& po
       cells["batch"] = p["inference"]["batch"];
       cells["usd_per_million_tokens"] = p["cost"]["usd_per_million_tokens"];
       cells["per_token_J"] = p["energy"]["per_token_J"];
-      out += results::csv_field(name);
-      for (const auto& c : columns) {
-        out += ',';
-        out += results::csv_cell(cells.value(c, json(nullptr)));
-      }
-      out += "\n";
+      rows.emplace_back(name, std::move(cells));
     }
   }
-  return out;
+  return results::csv_rows(columns, rows);
 }
 
 }  // namespace dtsim::drivers
