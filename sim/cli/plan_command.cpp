@@ -198,41 +198,35 @@ int plan_command(const ScenarioArgs& args, const PlanArgs& plan) {
                        "table:", "one kind a file", s.file);
   if (!plan.emit.empty()) drivers::check_emit_kind(plan.emit, serving);   // before any search
   for (const scenario::Scenario& s : scenarios) {
+    std::string script;
     if (serving) {   // a serving point: the split of its GPUs into replicas
       const drivers::ServingPlans p = drivers::plan_serving(s, plan.top, plan.confirm, objective);
-      if (!plan.emit.empty()) {
-        const std::string script = emit_best_serving(plan.emit, p);
-        if (plan.out.empty()) {
-          std::cout << script;
-          return 0;
-        }
-        results::write_file(plan.out + "/" + drivers::emit_file_name(plan.emit, s.name), script, "--out");
-      }
+      if (!plan.emit.empty()) script = emit_best_serving(plan.emit, p);
       points.emplace_back(s.name, drivers::serving_plan_json(s, p, objective));
       text += drivers::serving_plan_table(s, p, objective);
-      continue;
+    } else {
+      const drivers::PointPlans p = drivers::plan_point(s, plan.top, plan.confirm, objective);
+      if (!plan.emit.empty()) script = emit_best(plan.emit, s, p);
+      points.emplace_back(s.name, drivers::plan_json(s, p, objective));
+      text += table(s, p, objective);
     }
-    const drivers::PointPlans p = drivers::plan_point(s, plan.top, plan.confirm, objective);
-    if (!plan.emit.empty()) {
-      const std::string script = emit_best(plan.emit, s, p);
-      if (plan.out.empty()) {
-        std::cout << script;
-        return 0;
-      }
-      results::write_file(plan.out + "/" + drivers::emit_file_name(plan.emit, s.name), script, "--out");
+    if (plan.emit.empty()) continue;
+    if (plan.out.empty()) {
+      std::cout << script;
+      return 0;
     }
-    points.emplace_back(s.name, drivers::plan_json(s, p, objective));
-    text += table(s, p, objective);
+    results::write_file(plan.out + "/" + drivers::emit_file_name(plan.emit, s.name), script, "--out");
   }
   json all = json::array();
   for (const auto& [name, point] : points) all.push_back(point);
   const std::string json_text = (all.size() == 1 ? all.front() : all).dump(2) + "\n";
+  const auto csv_text = [&] { return serving ? drivers::serving_plan_csv(points) : csv(points); };
   if (!plan.out.empty()) {
     results::write_file(plan.out + "/plans.json", json_text, "--out");
-    results::write_file(plan.out + "/plans.csv", serving ? drivers::serving_plan_csv(points) : csv(points), "--out");
+    results::write_file(plan.out + "/plans.csv", csv_text(), "--out");
   }
   if (args.format == Format::Json) std::cout << json_text;
-  else if (args.format == Format::Csv) std::cout << (serving ? drivers::serving_plan_csv(points) : csv(points));
+  else if (args.format == Format::Csv) std::cout << csv_text();
   else std::cout << text;
   return 0;
 }

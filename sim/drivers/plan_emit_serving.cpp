@@ -67,6 +67,9 @@ Layout layout(std::string_view framework, const scenario::Scenario& s) {
     if (replica % l.gpus_per_server != 0)
       emit::cannot(framework, fmt::format("a replica of {} GPUs is not whole servers of {}", replica, l.gpus_per_server));
     l.replica_servers = replica / l.gpus_per_server;
+    if (l.dp > 1)
+      emit::cannot(framework, fmt::format("{} replicas each over {} servers (the script launches one replica that spans "
+                                          "servers)", l.dp, l.replica_servers));
   }
   return l;
 }
@@ -104,8 +107,9 @@ struct Launch {
   std::string wrapper;     // non-empty: each task runs the launch through this script (its own rank, GPUs, port)
 };
 
-void require_kv(std::string_view framework, Precision kv, bool fp8_ok) {
-  if (kv == Precision::Bf16 || kv == Precision::Fp16 || (fp8_ok && kv == Precision::Fp8)) return;
+// The caches every engine here stores: 16-bit or FP8.
+void require_kv(std::string_view framework, Precision kv) {
+  if (kv == Precision::Bf16 || kv == Precision::Fp16 || kv == Precision::Fp8) return;
   emit::cannot(framework, fmt::format("a KV cache in {} (it stores 16-bit or FP8 caches)", to_string(kv)));
 }
 
@@ -119,6 +123,7 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
   const auto& m = w.model;
   if (m.kind != workloads::ModelKind::Transformer) emit::cannot(framework, "a model given as a list of layers");
   const Layout l = layout(framework, s);
+  require_kv(framework, inf.kv_cache);
   Weights wt = weights(inf);
   if (wt.dtype.empty()) emit::cannot(framework, fmt::format("weights in {}", to_string(inf.weights)));
   if (framework == "trtllm" && wt.online_fp8) {   // its PyTorch backend reads FP8 from a quantized checkpoint
@@ -160,7 +165,6 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
     a.push_back(value.empty() ? flag : flag + " " + value);
   };
   if (framework == "vllm") {
-    require_kv(framework, inf.kv_cache, true);
     launch.about = "vLLM's OpenAI-compatible server (`vllm serve`, arguments of vllm-project/vllm v0.11.2)";
     launch.program = "vllm serve \"$MODEL\"";
     add("--tensor-parallel-size", std::to_string(l.tp));
@@ -197,7 +201,6 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
                        "exec \"$@\" --node-rank 0\n";
     }
   } else if (framework == "sglang") {
-    require_kv(framework, inf.kv_cache, true);
     launch.about = "SGLang's server (`python -m sglang.launch_server`, arguments of sgl-project/sglang v0.5.6.post2)";
     launch.program = "python -m sglang.launch_server";
     add("--model-path", "\"$MODEL\"");
@@ -223,7 +226,6 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
       launch.wrapper = "exec \"$@\" --node-rank \"$SLURM_NODEID\"\n";
     }
   } else {   // trtllm
-    require_kv(framework, inf.kv_cache, true);
     if (!std::has_single_bit(static_cast<unsigned>(sch.block_tokens)))
       emit::cannot(framework, fmt::format("KV blocks of {} tokens (its tokens_per_block is a power of 2)", sch.block_tokens));
     launch.about = "TensorRT-LLM's OpenAI-compatible server (`trtllm-serve serve` on its PyTorch backend, options of\n"
@@ -260,9 +262,6 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
                                  ms("p50_tpot_s"), run.value("throughput_tokens_per_s", 0.0), inf.requests->rate_per_s)
                    : fmt::format("TTFT {}, TPOT {}, {:.0f} output tokens/s for a batch of {} a replica", ms("ttft_s"),
                                  ms("tpot_s"), run.value("tokens_per_s", 0.0), inf.batch);
-  if (l.replica_servers > 1 && l.dp > 1)
-    emit::cannot(framework, fmt::format("{} replicas each over {} servers (the script launches one replica that spans "
-                                        "servers)", l.dp, l.replica_servers));
   if (framework == "trtllm" && l.replica_servers == 1 && l.replicas_per_server > 1) {
     // TensorRT-LLM serves one replica a process: a task a replica, each on its own GPUs and port.
     launch.wrapper = fmt::format("first=$((SLURM_LOCALID * {0}))\n"

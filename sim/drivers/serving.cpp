@@ -72,7 +72,7 @@ void add_serving_accounting(const scenario::Scenario& s, const topology::Topolog
                               : prices.capital.value() / (prices.years * 8760.0) + facility_kw * prices.kwh_usd;
   row["cost"] = {{"mode", prices.mode == results::CostMode::Rental ? "rental" : "ownership"},
                  {"usd_per_hour", per_hour},
-                 {"usd_per_million_tokens", per_hour / (tokens_per_s * 3600.0) * 1e6},
+                 {"usd_per_million_tokens", usd_per_million_tokens(per_hour, tokens_per_s)},
                  {"gpus_usd", gpus * s.cluster.gpu.price.value()},
                  {"capital_usd", bom.total().value()}};
   row["energy"] = {{"gpu_J_per_token", step.gpu_energy.value() / step_tokens},
@@ -139,6 +139,10 @@ std::string merged_trace(const Phase& prefill, const Phase* decode) {
     }
   }
   return out.dump();
+}
+
+double usd_per_million_tokens(double usd_per_hour, double tokens_per_s) {
+  return usd_per_hour / (tokens_per_s * 3600.0) * 1e6;
 }
 
 json simulate_serving(const scenario::Scenario& s, const PlayServing& play, const std::string& trace_path) {

@@ -33,6 +33,9 @@ nlohmann::json simulate_serving(const scenario::Scenario& s, const PlayServing& 
 // scenario splits prefill and decode).
 void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, nlohmann::json& row);
 
+// What `tokens_per_s` output tokens cost a million at `usd_per_hour` (a static batch's rate, or a stream's served).
+double usd_per_million_tokens(double usd_per_hour, double tokens_per_s);
+
 // The KV blocks a replica of `s`'s stream has room for beside its weights and decode workspace (what the stream
 // uses unless inference.scheduler.kv_blocks is given); InputError when there is none.
 long long stream_kv_blocks_that_fit(const scenario::Scenario& s);

@@ -272,10 +272,11 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
   };
   row["mean_ttft_s"] = mean(ttft);   // what serving benchmarks (vLLM's, TensorRT-LLM's) print beside percentiles
   row["mean_tpot_s"] = mean(tpot);
-  row["throughput_tokens_per_s"] = end > 0 ? static_cast<double>(output) / end : 0.0;
-  // A stream's cost a token is its hour over the tokens it served (the static figure is one request alone's).
-  if (row.contains("cost") && output > 0 && end > 0)
-    row["cost"]["usd_per_million_tokens"] = row["cost"]["usd_per_hour"].get<double>() * end / 3600.0 / static_cast<double>(output) * 1e6;
+  const double rate = end > 0 ? static_cast<double>(output) / end : 0.0;
+  row["throughput_tokens_per_s"] = rate;
+  // A stream's cost a token is at the rate it served (the static figure is one request alone's).
+  if (row.contains("cost") && rate > 0)
+    row["cost"]["usd_per_million_tokens"] = usd_per_million_tokens(row["cost"]["usd_per_hour"].get<double>(), rate);
   json stream = {
       {"requests", requests.size()},
       {"requests_truncated", truncated},
