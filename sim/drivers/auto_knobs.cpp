@@ -68,9 +68,13 @@ std::vector<int> auto_vpp_choices(int layers, int pp, workloads::Framework f) {
   // be greater than 2 with interleaved schedule").
   if (pp <= 1 || f == Framework::DeepSpeed || f == Framework::DeepSpeed2021) return {1};
   if ((f == Framework::Megatron2021 || f == Framework::Megatron2022) && pp <= 2) return {1};
-  // Megatron's virtual stages hold equal whole numbers of layers (arguments.py: the layers of a stage divisible
-  // by --num-layers-per-virtual-pipeline-stage); torchtitan's schedules take the search's depths too.
-  const bool even = f != Framework::Torchtitan;
+  // Megatron-LM 2021 and 2022's virtual stages hold equal whole numbers of layers (arguments.py: the layers of a
+  // stage divisible by --num-layers-per-virtual-pipeline-stage). Megatron-Core places any number of layers in each
+  // virtual stage (--pipeline-model-parallel-layout, "Et*2|(tt|)*22t|(tt|)*7mL" in NVIDIA's Megatron-MoE-ModelZoo
+  // DeepSeek-V3 scripts), as Meta's Llama 3 405B run did (126 layers over 16 stages, one fewer on the first and
+  // last); torchtitan's schedules take any split. Those try the search's depths too, split as the plan splits
+  // unequal layers (the remainder to the central stages: workloads/plan.cpp stage_layers).
+  const bool even = f == Framework::Megatron2021 || f == Framework::Megatron2022;
   std::vector<int> out;
   for (int v = 1; v * pp <= layers; ++v)
     if (v == 1 || layers % (pp * v) == 0 || (!even && v <= kSearchChunks)) out.push_back(v);

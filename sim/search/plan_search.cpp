@@ -81,7 +81,7 @@ SearchSpace default_space(const Workload& w, int gpus, int gpus_per_node, const 
   std::vector<int> pp;   // a stage holds a layer at least; layers need not divide evenly (stage_layers spreads them)
   for (int d : divisors(gpus, std::min(gpus, w.model.layers))) pp.push_back(d);
   s.pp = one_or(fixed.pp, pp);
-  std::vector<int> chunks(kMostChunks);   // 1..8; enumerate keeps those that divide a stage's layers
+  std::vector<int> chunks(kMostChunks);   // 1..8, unequal splits too (stage_layers spreads the remainder)
   for (int v = 1; v <= kMostChunks; ++v) chunks[static_cast<std::size_t>(v - 1)] = v;
   s.vpp = one_or(fixed.vpp, chunks);
   s.zero = one_or(fixed.zero, std::vector<int>{0, 1, 2, 3});
