@@ -146,6 +146,13 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
   // With a stream, the context is the stream's (given, else the model's): the static batch must fit in it, and the
   // resolved scenario writes it back for both.
   const bool stream = i.requests.has_value();
+  // One rule for a batch and a stream: a sequence holds at most the model's context (model.seq_length) unless
+  // inference.context is written, which serves a longer one (a model extended by RoPE scaling, say) as the user
+  // says it can.
+  if (!context && prompt && output && *prompt + *output > model.seq_length)
+    m.fail("prompt_tokens", std::to_string(*prompt),
+           fmt::format("plus the {} output tokens is longer than the model's {}-token context:", *output, model.seq_length),
+           "prompt + output within the context (inference.context, else model.seq_length)");
   i.context = static_cast<int>(context.value_or(prompt && output && !stream ? *prompt + *output : model.seq_length));
   if (prompt && output) {
     if (*prompt + *output > i.context)
