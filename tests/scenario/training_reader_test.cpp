@@ -198,6 +198,13 @@ TEST_CASE("Megatron-Core's plan-dependent defaults: sequence parallelism and TP 
   CHECK(load(", framework: megatron-2022").training->tp_backward_overlap);
   // DeepSpeed's reduce_bucket_size, 5e8 elements of its 16-bit gradients.
   CHECK(load(", framework: deepspeed", "{tp: 1, zero: 3}").training->dp_bucket == Bytes(5e8 * 2));
+  // DeepSpeed overlaps the gradient reduction with the backward under ZeRO-3 only (overlap_comm's default), and
+  // never under its pipeline engine; written, overlap_grad_reduce wins.
+  CHECK(load(", framework: deepspeed", "{tp: 1, zero: 3}").training->dp_overlap);
+  CHECK_FALSE(load(", framework: deepspeed", "{tp: 1, zero: 1}").training->dp_overlap);
+  CHECK_FALSE(load(", framework: deepspeed", "{tp: 1, zero: 0}").training->dp_overlap);
+  CHECK_FALSE(load(", framework: deepspeed-2021", "{tp: 1, pp: 2, zero: 1}").training->dp_overlap);
+  CHECK(load(", framework: deepspeed, overlap_grad_reduce: true", "{tp: 1, zero: 1}").training->dp_overlap);
   // An explicit grad_dtype wins over the framework's, and the bucket follows it.
   const workloads::Workload fp32 = load(", framework: deepspeed, grad_dtype: fp32", "{tp: 1, zero: 3}");
   CHECK(fp32.training->grad_dtype == workloads::Precision::Fp32);
