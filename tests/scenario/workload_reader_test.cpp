@@ -99,11 +99,10 @@ TEST_CASE("inference: a static batch longer than the model's context needs infer
   CHECK(error_of(with_cluster("model: {preset: llama-7b}\ninference: {prompt_tokens: 300000, output_tokens: 16}")) ==
         "test.yaml:3: inference.prompt_tokens: plus the 16 output tokens is longer than the model's 2048-token "
         "context: '300000' (allowed: prompt + output within the context (inference.context, else model.seq_length))");
-  const auto& written = *load_one(with_cluster("model: {preset: llama-7b}\n"
-                                               "inference: {context: 300016, prompt_tokens: 300000, output_tokens: 16}"))
-                             .workload->inference;
-  CHECK(written.context == 300016);
-  CHECK(written.prompt_tokens == 300000);
+  const Scenario written = load_one(with_cluster("model: {preset: llama-7b}\n"
+                                                "inference: {context: 300016, prompt_tokens: 300000, output_tokens: 16}"));
+  CHECK(written.workload->inference->context == 300016);
+  CHECK(written.workload->inference->prompt_tokens == 300000);
   // Within the model's context, the batch's context is its sequences' own length, as before.
   CHECK(load_one(with_cluster("model: {preset: llama-7b}\ninference: {prompt_tokens: 1000, output_tokens: 48}"))
             .workload->inference->context == 1048);
