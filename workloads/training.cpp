@@ -85,6 +85,24 @@ std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) { retur
 
 bool megatron_core_based(Framework f) { return f == Framework::MegatronCore || f == Framework::Nemo; }
 
+bool framework_interleaves(Framework f, int layers, int pp, int vpp, int most_unequal) {
+  if (vpp == 1) return true;
+  if (pp <= 1 || pp * vpp > layers) return false;
+  // DeepSpeed's pipeline engine has one schedule, 1F1B (runtime/pipe/schedule.py TrainSchedule): no interleaving.
+  if (f == Framework::DeepSpeed || f == Framework::DeepSpeed2021) return false;
+  // Megatron-LM 2021 and 2022 interleave only past two stages (arguments.py: "pipeline-model-parallel size should
+  // be greater than 2 with interleaved schedule"), and their virtual stages hold equal whole numbers of layers (the
+  // layers of a stage divisible by --num-layers-per-virtual-pipeline-stage).
+  const bool old = f == Framework::Megatron2021 || f == Framework::Megatron2022;
+  if (old) return pp > 2 && layers % (pp * vpp) == 0;
+  // Megatron-Core places any number of layers in each virtual stage (--pipeline-model-parallel-layout,
+  // "Et*2|(tt|)*22t|(tt|)*7mL" in NVIDIA's Megatron-MoE-ModelZoo DeepSeek-V3 scripts), as Meta's Llama 3 405B run
+  // did (126 layers over 16 stages, one fewer on the first and last); torchtitan's schedules take any split.
+  // Unequal splits are spread as the plan spreads them (the remainder to the central stages: plan.cpp
+  // stage_layers), up to `most_unequal` virtual stages a rank.
+  return layers % (pp * vpp) == 0 || vpp <= most_unequal;
+}
+
 void apply_framework(TrainingSpec& t, Framework f) {
   t.framework = f;
   const bool core = megatron_core_based(f);

@@ -68,6 +68,9 @@ inline constexpr std::string_view kFrameworkNames =
     "megatron-core, nemo, megatron-2021, megatron-2022, deepspeed, deepspeed-2021, torchtitan";
 // Megatron-Core and what is built on it (NeMo): the plan-dependent defaults of apply_framework_plan apply.
 [[nodiscard]] bool megatron_core_based(Framework f);
+// Whether framework `f` runs `layers` layers on `pp` stages of `vpp` virtual stages each (vpp 1: always).
+// `most_unequal`: the deepest split into unequal virtual stages to try, where the framework takes them.
+[[nodiscard]] bool framework_interleaves(Framework f, int layers, int pp, int vpp, int most_unequal);
 
 // The attention core (training.attention): unfused kernels that write the b x heads x s x s scores to memory, or
 // one fused kernel that keeps them on chip: flash, the architecture's best (Transformer Engine's cuDNN fused

@@ -62,22 +62,9 @@ std::optional<sim::search::Candidate> offload_instead(const scenario::Template& 
 }  // namespace
 
 std::vector<int> auto_vpp_choices(int layers, int pp, workloads::Framework f) {
-  using workloads::Framework;
-  // DeepSpeed's pipeline engine has one schedule, 1F1B (runtime/pipe/schedule.py TrainSchedule): no interleaving.
-  // Megatron-LM 2021 and 2022 interleave only past two stages (arguments.py: "pipeline-model-parallel size should
-  // be greater than 2 with interleaved schedule").
-  if (pp <= 1 || f == Framework::DeepSpeed || f == Framework::DeepSpeed2021) return {1};
-  if ((f == Framework::Megatron2021 || f == Framework::Megatron2022) && pp <= 2) return {1};
-  // Megatron-LM 2021 and 2022's virtual stages hold equal whole numbers of layers (arguments.py: the layers of a
-  // stage divisible by --num-layers-per-virtual-pipeline-stage). Megatron-Core places any number of layers in each
-  // virtual stage (--pipeline-model-parallel-layout, "Et*2|(tt|)*22t|(tt|)*7mL" in NVIDIA's Megatron-MoE-ModelZoo
-  // DeepSeek-V3 scripts), as Meta's Llama 3 405B run did (126 layers over 16 stages, one fewer on the first and
-  // last); torchtitan's schedules take any split. Those try the search's depths too, split as the plan splits
-  // unequal layers (the remainder to the central stages: workloads/plan.cpp stage_layers).
-  const bool even = f == Framework::Megatron2021 || f == Framework::Megatron2022;
   std::vector<int> out;
-  for (int v = 1; v * pp <= layers; ++v)
-    if (v == 1 || layers % (pp * v) == 0 || (!even && v <= kSearchChunks)) out.push_back(v);
+  for (int v = 1; v * pp <= layers || v == 1; ++v)
+    if (workloads::framework_interleaves(f, layers, pp, v, kSearchChunks)) out.push_back(v);
   return out;
 }
 

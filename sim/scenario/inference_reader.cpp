@@ -158,7 +158,7 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
     if (*prompt + *output > i.context)
       m.fail("context", std::to_string(i.context),
              fmt::format("{} + {} tokens (prompt_tokens + output_tokens) do not fit in a context of", *prompt, *output),
-             "at least their sum (or leave context out)");
+             "at least their sum (or leave context out when they fit in model.seq_length)");
     i.prompt_tokens = static_cast<int>(*prompt);
     i.output_tokens = static_cast<int>(*output);
   } else if (prompt) {

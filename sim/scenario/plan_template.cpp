@@ -15,8 +15,12 @@ constexpr const char* kPlanKeys[] = {"parallelism.tp", "parallelism.pp", "parall
                                      "parallelism.zero", "parallelism.order", "training.micro_batch",
                                      "training.recompute", "training.sequence_parallel"};
 constexpr const char* kDerivedKeys[] = {"training.tp_comm_overlap", "training.dp_bucket_MB", "training.distributed_optimizer",
-                                        "training.overlap_param_gather", "parallelism.layers_per_stage",
-                                        "parallelism.replica_micro_batches"};
+                                        "training.overlap_param_gather", "training.overlap_grad_reduce",
+                                        "parallelism.layers_per_stage", "parallelism.replica_micro_batches"};
+// A derived key given under its old name (the resolved scenario writes the new one).
+bool given_derived(const Scenario& s, const std::string& key) {
+  return given(s, key) || (key == "training.overlap_grad_reduce" && given(s, "training.dp_overlap"));
+}
 
 }  // namespace
 
@@ -31,7 +35,7 @@ Template make_template(const Scenario& s) {
   for (const char* key : kPlanKeys)
     if (!given(s, key)) erase_dotted(t.node, key);
   for (const char* key : kDerivedKeys)
-    if (!given(s, key)) erase_dotted(t.node, key);
+    if (!given_derived(s, key)) erase_dotted(t.node, key);
   t.node.remove("sweep");
   const auto& w = *s.workload;
   if (given(s, "parallelism.tp")) t.fixed.tp = w.plan.tp;

@@ -74,6 +74,7 @@ SearchSpace default_space(const Workload& w, int gpus, int gpus_per_node, const 
   s.layers = w.model.layers;
   s.global_batch = w.training->global_batch;
   s.cp = w.plan.cp;
+  if (w.training) s.framework = w.training->framework;
   std::vector<int> tp;
   for (int d : divisors(gpus_per_node, gpus_per_node))
     if (w.model.heads % d == 0 && gpus % d == 0) tp.push_back(d);
@@ -103,7 +104,7 @@ std::vector<PlanChoice> enumerate(const SearchSpace& s) {
       if (s.gpus % (tp * pp * s.cp) != 0 || pp > s.layers) continue;
       const int dp = s.gpus / (tp * pp * s.cp);
       for (int vpp : s.vpp) {
-        if (vpp > 1 && (pp == 1 || pp * vpp > s.layers)) continue;
+        if (vpp > 1 && !workloads::framework_interleaves(s.framework, s.layers, pp, vpp, kMostChunks)) continue;
         for (int zero : s.zero) {
           // Sharding over one replica changes nothing: searched, zero > 0 needs data parallelism; fixed (a
           // scenario's distributed optimizer at dp 1, as Megatron-Core runs it), it stays.

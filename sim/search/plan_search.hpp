@@ -54,6 +54,8 @@ struct SearchSpace {
   int layers = 1;
   int global_batch = 1;
   int cp = 1;   // context parallelism, not searched: dp = gpus / (tp pp cp)
+  // The software, whose pipeline schedules decide which interleavings run (workloads::framework_interleaves).
+  workloads::Framework framework = workloads::Framework::MegatronCore;
 };
 
 // What a scenario fixes (nullopt: searched).

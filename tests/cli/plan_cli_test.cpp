@@ -304,3 +304,53 @@ TEST_CASE("run and topo: cost and energy objects, ownership priced from the bill
   CHECK(opa.err.find("cost.mode") != std::string::npos);
   CHECK(dtsim("run " + own + " --set cluster.inter_link=opa-100 --set cost.mode=rental").status == 0);
 }
+
+// Each candidate takes its framework's defaults for its own plan: DeepSpeed overlaps the gradient reduction under
+// ZeRO-3 only, so a ZeRO-3 candidate searched from a scenario that leaves zero open times as the same plan written.
+// And the search tries only the interleavings the framework runs.
+TEST_CASE("plan: framework defaults per candidate (DeepSpeed's overlap), and only the interleavings it runs") {
+  const fs::path dir = fresh_dir("plan", "framework-defaults");
+  fs::create_directories(dir);
+  std::ofstream(dir / "ds.yaml") << "name: ds\n"
+                                    "cluster: {gpu: h100-sxm5-80gb, nodes: 2, gpus_per_node: 8, intra: nvswitch,\n"
+                                    "  inter: fat-tree, inter_link: ib-ndr}\n"
+                                    "model: {preset: llama3-8b}\n"
+                                    "training: {framework: deepspeed, global_batch: 64}\n"
+                                    "parallelism: {tp: 1, pp: 1}\nsimulation: {engine: analytic}\n";
+  const auto plans = [&](const std::string& file, const std::string& sets) {
+    const auto r = dtsim("plan " + (dir / file).string() + " --confirm 0 --top 50 --format json" + sets);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    return json::parse(r.out).at("plans");
+  };
+  const auto key = [](const json& p) {
+    return fmt::format("{} {} {}", p["parallelism"]["zero"].get<int>(), p["training"]["micro_batch"].get<int>(),
+                       p["training"]["recompute"].get<std::string>());
+  };
+  const json open = plans("ds.yaml", "");
+  const json three = plans("ds.yaml", " --set parallelism.zero=3");
+  REQUIRE(!three.empty());
+  int compared = 0;
+  for (const auto& p : open)
+    for (const auto& q : three)
+      if (p["parallelism"]["zero"] == 3 && key(p) == key(q)) {
+        CHECK(p.at("analytic_step_time_s").get<double>() == doctest::Approx(q.at("analytic_step_time_s").get<double>()));
+        ++compared;
+      }
+  CHECK(compared > 0);
+  // 14 layers on 4 stages: Megatron-Core interleaves them unequally, Megatron-LM 2022 and DeepSpeed not at all.
+  std::ofstream(dir / "pp.yaml") << "name: pp\ncluster: {preset: dgx-h100}\n"
+                                    "model: {layers: 14, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, "
+                                    "seq_length: 4096}\n"
+                                    "training: {global_batch: 16}\nparallelism: {tp: 2, pp: 4}\n"
+                                    "simulation: {engine: analytic}\n";
+  const auto deepest = [&](const std::string& framework) {
+    int most = 0;
+    for (const auto& p : plans("pp.yaml", " --set training.framework=" + framework))
+      most = std::max(most, p["parallelism"]["vpp"].get<int>());
+    return most;
+  };
+  CHECK(deepest("megatron-core") > 1);
+  CHECK(deepest("megatron-2022") == 1);
+  CHECK(deepest("deepspeed") == 1);
+  fs::remove_all(dir);
+}
