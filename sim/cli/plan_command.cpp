@@ -153,10 +153,20 @@ std::string emit_best(const std::string& framework, const scenario::Scenario& s,
       return std::nullopt;
     }
   };
+  // A script for a plan behind faster ones says so, and why the faster ones were not written.
+  const auto said = [&](std::string script) {
+    if (!first) return script;
+    const std::string best = "the best plan dtsim found for ";
+    const std::string reason = first->reason().substr(first->reason().find(": ") + 2);
+    if (const auto at = script.find(best); at != std::string::npos)
+      script.replace(at, best.size(), fmt::format("the fastest plan {} can run (dtsim's faster ones cannot be written: "
+                                                  "{}) for ", framework, reason));
+    return script;
+  };
   for (const drivers::PlanRow& r : p.rows)
-    if (auto script = attempt(r.candidate, r.step())) return *script;
+    if (auto script = attempt(r.candidate, r.step())) return said(std::move(*script));
   for (const auto& c : p.search.ranked)
-    if (auto script = attempt(c, c.analytic_step.value())) return *script;
+    if (auto script = attempt(c, c.analytic_step.value())) return said(std::move(*script));
   if (!first) throw InputError("--emit", framework, "no plan fits to write", "a scenario with a plan that fits");
   throw *first;
 }

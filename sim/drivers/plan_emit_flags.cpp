@@ -108,7 +108,9 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   add("--pipeline-model-parallel-size", p.pp);
   if (p.vpp > 1) {
     if (m.layers % (p.pp * p.vpp) != 0)
-      cannot(kName, fmt::format("{} layers in {} x {} virtual stages (Megatron-LM needs equal ones)", m.layers, p.pp, p.vpp));
+      cannot(kName, fmt::format("{} layers in {} x {} unequal virtual stages (core_r0.11.0 splits equally: "
+                                "--num-layers-per-virtual-pipeline-stage; no --pipeline-model-parallel-layout)",
+                                m.layers, p.pp, p.vpp));
     add("--num-layers-per-virtual-pipeline-stage", m.layers / (p.pp * p.vpp));
   }
   if (p.cp > 1) add("--context-parallel-size", p.cp);
@@ -299,7 +301,8 @@ std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
   if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
   if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
   if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0)
-    cannot(kName, fmt::format("{} layers in {} x {} virtual stages (Megatron needs equal ones)", m.layers, p.pp, p.vpp));
+    cannot(kName, fmt::format("{} layers in {} x {} unequal virtual stages (Megatron-Core's "
+                              "pipeline_model_parallel_layout is not written)", m.layers, p.pp, p.vpp));
   if (t.precision != topology::Precision::Bf16) cannot(kName, "training in a precision other than bf16");
   if (!recipe->sections && t.fp8 != workloads::Fp8::None) cannot(kName, "fp8 on the 8B recipe (its precision is a name)");
   if (!recipe->sections && t.tp_comm_overlap) cannot(kName, "TP communication overlap on the 8B recipe (no comm_overlap)");

@@ -324,3 +324,21 @@ TEST_CASE("plan --emit nemo: Megatron-Bridge's Llama 3 recipe with the plan's ov
   for (const auto* e : {&gpt, &fp8}) CHECK(std::count(e->err.begin(), e->err.end(), '\n') == 1);
   fs::remove_all(dir);
 }
+
+// A plan the framework cannot launch (14 layers in unequal virtual stages, which Megatron-Core runs and core_r0.11.0's
+// flags cannot write) is skipped for the fastest one it can, and the script's header says so and why.
+TEST_CASE("plan --emit: a script behind dtsim's best plan says why the faster ones were not written") {
+  const fs::path dir = fresh_dir("plan", "emit-skipped");
+  const auto r = emit(dir, "s.yaml",
+                      "name: uneven\ncluster: {preset: dgx-h100}\n"
+                      "model: {layers: 14, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, seq_length: 4096}\n"
+                      "training: {global_batch: 16}\nparallelism: {tp: 2, pp: 4}\nsimulation: {engine: analytic}\n",
+                      "megatron");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const std::string header = r.out.substr(0, r.out.find('\n', r.out.find('\n') + 1));
+  CHECK(header.find("the fastest plan megatron can run") != std::string::npos);
+  CHECK(header.find("14 layers in 4 x 2 unequal virtual stages") != std::string::npos);
+  // The launchable plan: no interleaving flag among the arguments.
+  CHECK(r.out.substr(header.size()).find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);
+  fs::remove_all(dir);
+}
