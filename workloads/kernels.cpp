@@ -158,7 +158,11 @@ MoeTraffic moe_traffic(const ModelSpec& m, const TrainingSpec& t, Sharding s, in
                  Bytes(d.expert_rows * d.h * d.e * d.imbalance), 1, Bytes(0), Bytes(0)};
   out.distinct_nodes = nodes > 1 ? distinct_nodes(m.experts, m.experts_per_token, nodes) : 1.0;
   out.rail = Bytes(d.routed * out.distinct_nodes * d.h * d.e * d.imbalance);
-  out.node = out.all_to_all;
+  // DeepEP sends a token to each GPU at most once, whatever number of its experts that GPU holds
+  // (deepseek-ai/DeepEP get_dispatch_layout: is_token_in_rank, one bool per token and rank), where Megatron's
+  // all-to-all dispatcher sends a copy per chosen expert: the expected number of distinct GPUs a token's experts
+  // sit on, over the expert-parallel group.
+  out.node = Bytes(d.routed * distinct_nodes(m.experts, m.experts_per_token, s.ep) * d.h * d.e * d.imbalance);
   return out;
 }
 

@@ -115,7 +115,8 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sha
 // and the expert-TP gather's buffer, at the busiest GPU's load.
 // With DeepEP (`nodes` > 1 the expert-parallel group spans), the RDMA stage's all-to-all among the rail peers
 // carries each token once per distinct node its experts sit on (distinct_nodes of them on average, the experts
-// spread evenly over the nodes and chosen uniformly), and the NVLink stage's among the node's peers every copy.
+// spread evenly over the nodes and chosen uniformly), and the NVLink stage's among the node's peers each token once
+// per distinct GPU its experts sit on (the same expectation over the expert-parallel group's GPUs).
 struct MoeTraffic {
   double routed_tokens = 0;
   double expert_tokens = 0;

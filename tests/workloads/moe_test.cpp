@@ -253,6 +253,21 @@ TEST_CASE("DeepEP: each token crosses to each node holding one of its experts on
   const auto one = tally_collectives(generate_step(inside, h100()).classes[0]);
   CHECK_FALSE(one.contains({CollectiveKind::AllToAll, Group::EpRail}));
   CHECK(one.at({CollectiveKind::AllToAll, Group::EpNode}).count == 4 * passes);
+  // Over NVLink a token goes to each GPU holding one of its experts once (DeepEP's is_token_in_rank), not once
+  // per expert as Megatron's all-to-all dispatcher sends it: 32 experts top-8 on 8 GPUs, 5.64 GPUs a token, not 8.
+  Workload four = moe_job(1, 1, 8, 8);
+  four.gpus_per_node = 8;
+  four.model.experts = 32;
+  four.model.experts_per_token = 8;
+  four.training->moe_dispatcher = MoeDispatcher::DeepEp;
+  check_plan(four, 8);
+  const auto deduplicated = tally_collectives(generate_step(four, h100()).classes[0]);
+  CHECK(distinct_nodes(32, 8, 8) == doctest::Approx(5.636).epsilon(0.001));
+  CHECK(deduplicated.at({CollectiveKind::AllToAll, Group::EpNode}).bytes ==
+        doctest::Approx(4 * passes * token * distinct_nodes(32, 8, 8)));
+  four.training->moe_dispatcher = MoeDispatcher::AllToAll;
+  const auto copies = tally_collectives(generate_step(four, h100()).classes[0]);
+  CHECK(copies.at({CollectiveKind::AllToAll, Group::Ep}).bytes == doctest::Approx(4 * passes * token * 8));
   // The first group even, another not: 3-rank groups on nodes of 4 (ranks 3, 4, 5 straddle two nodes 1 + 2).
   Workload straddling = moe_job(1, 1, 12, 1);
   straddling.model.experts = 6;
