@@ -147,26 +147,17 @@ std::string emit_best(const std::string& framework, const scenario::Scenario& s,
   std::optional<InputError> first;
   const auto attempt = [&](const sim::search::Candidate& c, double step) -> std::optional<std::string> {
     try {
-      return drivers::emit_plan(framework, s, c.workload, step);
+      // A plan behind faster ones says why they were not written (the first one's reason).
+      return drivers::emit_plan(framework, s, c.workload, step, first ? first->reason() : std::string());
     } catch (const InputError& e) {
       if (!first) first = e;
       return std::nullopt;
     }
   };
-  // A script for a plan behind faster ones says so, and why the faster ones were not written.
-  const auto said = [&](std::string script) {
-    if (!first) return script;
-    const std::string best = "the best plan dtsim found for ";
-    const std::string reason = first->reason().substr(first->reason().find(": ") + 2);
-    if (const auto at = script.find(best); at != std::string::npos)
-      script.replace(at, best.size(), fmt::format("the fastest plan {} can run (dtsim's faster ones cannot be written: "
-                                                  "{}) for ", framework, reason));
-    return script;
-  };
   for (const drivers::PlanRow& r : p.rows)
-    if (auto script = attempt(r.candidate, r.step())) return said(std::move(*script));
+    if (auto script = attempt(r.candidate, r.step())) return *script;
   for (const auto& c : p.search.ranked)
-    if (auto script = attempt(c, c.analytic_step.value())) return said(std::move(*script));
+    if (auto script = attempt(c, c.analytic_step.value())) return *script;
   if (!first) throw InputError("--emit", framework, "no plan fits to write", "a scenario with a plan that fits");
   throw *first;
 }

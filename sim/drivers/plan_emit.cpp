@@ -36,7 +36,8 @@ void check_emit_kind(std::string_view framework, bool serving) {
     emit::cannot(framework, "a training scenario (it serves: give a scenario with an inference section)");
 }
 
-std::string emit_plan(std::string_view framework, const scenario::Scenario& s, const workloads::Workload& w, double step_s) {
+std::string emit_plan(std::string_view framework, const scenario::Scenario& s, const workloads::Workload& w, double step_s,
+                      const std::string& skipped) {
   check_emit_framework(framework);
   check_emit_kind(framework, !w.training);
   if (!s.cluster.groups.empty())
@@ -97,7 +98,7 @@ std::string emit_plan(std::string_view framework, const scenario::Scenario& s, c
   }();
   std::string out = fmt::format(
       "#!/bin/bash\n"
-      "# dtsim plan --emit {0}: the best plan dtsim found for {1}, {2:.4g} s a step on {3} x {4} GPUs.\n# {5}\n"
+      "# dtsim plan --emit {0}: {13} for {1}, {2:.4g} s a step on {3} x {4} GPUs.\n# {5}\n"
       "#SBATCH --job-name={1}\n#SBATCH --nodes={3}\n#SBATCH --ntasks-per-node={6}\n#SBATCH --gpus-per-node={4}\n"
       "#SBATCH --exclusive\n{12}set -euo pipefail\n"
       "{7}=${{{7}:-$PWD/{8}}}\n"
@@ -107,7 +108,9 @@ std::string emit_plan(std::string_view framework, const scenario::Scenario& s, c
       framework, job_name(s.name), step_s, nodes, gpus, l.about, l.tasks_per_node, l.home, l.checkout, l.setup,
       l.environment, l.run,
       // The servers of each NVLink domain dtsim simulated, held together by Slurm's block scheduling.
-      s.cluster.server_gpus > 0 ? fmt::format("#SBATCH --segment={}\n", s.cluster.servers_per_node()) : std::string());
+      s.cluster.server_gpus > 0 ? fmt::format("#SBATCH --segment={}\n", s.cluster.servers_per_node()) : std::string(),
+      skipped.empty() ? std::string("the best plan dtsim found")
+                      : fmt::format("the fastest plan {0} can run ({0} {1})", framework, skipped));
   for (const std::string& a : l.arguments) out += " \\\n  " + a;
   return out + "\n";
 }

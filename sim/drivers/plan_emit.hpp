@@ -17,8 +17,10 @@ inline constexpr std::string_view kEmitFrameworks = "megatron, torchtitan, deeps
 void check_emit_framework(std::string_view framework);
 
 // The script for `w` (the plan's resolved workload) on `s`'s cluster. Throws InputError ("--emit") when the
-// framework is unknown or cannot run the plan (a choice it has no flag for), naming what it lacks.
-std::string emit_plan(std::string_view framework, const scenario::Scenario& s, const workloads::Workload& w, double step_s);
+// framework is unknown or cannot run the plan (a choice it has no flag for), naming what it lacks. `skipped`:
+// when `w` is not dtsim's best plan, the reason the framework gave for the best one (the header says so).
+std::string emit_plan(std::string_view framework, const scenario::Scenario& s, const workloads::Workload& w, double step_s,
+                      const std::string& skipped = "");
 
 // The script for a serving plan: `s` the plan's scenario (its split resolved), `run` its run_point row (the
 // figures dtsim predicts, written in the script's comment). plan_emit_serving.cpp.
