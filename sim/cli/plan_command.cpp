@@ -98,43 +98,30 @@ std::string table(const scenario::Scenario& s, const drivers::PointPlans& p, dri
   return out + why_it_wins(p, o);
 }
 
-const std::vector<std::string> kPlanCsvColumns = {
-    "rank", "tp", "pp", "dp", "vpp", "zero", "order", "micro_batch", "recompute", "sequence_parallel", "analytic_step_time_s",
-    "step_time_s", "confirmed", "tokens_per_s", "mfu", "margin_bytes", "usd_per_million_tokens", "step_J",
-    "per_token_J", "days", "gpu_hours", "total_usd", "total_MWh"};
+// The CSV's columns after the rank, each with where a ranked plan's JSON holds it.
+constexpr std::pair<const char*, const char*> kPlanCsvCells[] = {
+    {"tp", "/parallelism/tp"}, {"pp", "/parallelism/pp"}, {"dp", "/parallelism/dp"}, {"vpp", "/parallelism/vpp"},
+    {"zero", "/parallelism/zero"}, {"order", "/parallelism/order"}, {"micro_batch", "/training/micro_batch"},
+    {"recompute", "/training/recompute"}, {"sequence_parallel", "/training/sequence_parallel"},
+    {"analytic_step_time_s", "/analytic_step_time_s"}, {"step_time_s", "/step_time_s"}, {"confirmed", "/confirmed"},
+    {"tokens_per_s", "/tokens_per_s"}, {"mfu", "/mfu"}, {"margin_bytes", "/margin_bytes"},
+    {"usd_per_million_tokens", "/cost/usd_per_million_tokens"}, {"step_J", "/energy/step_J"},
+    {"per_token_J", "/energy/per_token_J"}, {"days", "/cost/days"}, {"gpu_hours", "/cost/gpu_hours"},
+    {"total_usd", "/cost/total_usd"}, {"total_MWh", "/energy/total_MWh"}};
 
 std::string csv(const std::vector<std::pair<std::string, json>>& points) {
+  std::vector<std::string> columns{"rank"};
+  for (const auto& [column, path] : kPlanCsvCells) columns.emplace_back(column);
   std::vector<std::pair<std::string, json>> rows;
   for (const auto& [name, point] : points) {
     int rank = 0;
     for (const json& p : point.at("plans")) {
-      json cells = {{"rank", ++rank},
-                    {"tp", p["parallelism"]["tp"]},
-                    {"pp", p["parallelism"]["pp"]},
-                    {"dp", p["parallelism"]["dp"]},
-                    {"vpp", p["parallelism"]["vpp"]},
-                    {"zero", p["parallelism"]["zero"]},
-                    {"order", p["parallelism"]["order"]},
-                    {"micro_batch", p["training"]["micro_batch"]},
-                    {"recompute", p["training"]["recompute"]},
-                    {"sequence_parallel", p["training"]["sequence_parallel"]},
-                    {"analytic_step_time_s", p["analytic_step_time_s"]},
-                    {"step_time_s", p["step_time_s"]},
-                    {"confirmed", p["confirmed"]},
-                    {"tokens_per_s", p["tokens_per_s"]},
-                    {"mfu", p["mfu"]},
-                    {"margin_bytes", p["margin_bytes"]},
-                    {"usd_per_million_tokens", p["cost"]["usd_per_million_tokens"]},
-                    {"step_J", p["energy"]["step_J"]},
-                    {"per_token_J", p["energy"]["per_token_J"]},
-                    {"days", p["cost"]["days"]},
-                    {"gpu_hours", p["cost"]["gpu_hours"]},
-                    {"total_usd", p["cost"]["total_usd"]},
-                    {"total_MWh", p["energy"]["total_MWh"]}};
+      json cells = {{"rank", ++rank}};
+      for (const auto& [column, path] : kPlanCsvCells) cells[column] = p.at(json::json_pointer(path));
       rows.emplace_back(name, std::move(cells));
     }
   }
-  return results::csv_rows(kPlanCsvColumns, rows);
+  return results::csv_rows(columns, rows);
 }
 
 }  // namespace
