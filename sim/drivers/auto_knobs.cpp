@@ -11,7 +11,6 @@
 namespace dtsim::drivers {
 namespace {
 
-constexpr int kSearchChunks = 8;   // the plan search's own interleaving depths (sim/search/plan_search.cpp)
 
 std::string chosen_value(const std::string& key, const workloads::Workload& w) {
   if (key == "training.micro_batch") return std::to_string(w.training->micro_batch);
@@ -62,9 +61,9 @@ std::optional<sim::search::Candidate> offload_instead(const scenario::Template& 
 }  // namespace
 
 std::vector<int> auto_vpp_choices(int layers, int pp, workloads::Framework f) {
-  std::vector<int> out;
-  for (int v = 1; v * pp <= layers || v == 1; ++v)
-    if (workloads::framework_interleaves(f, layers, pp, v, kSearchChunks)) out.push_back(v);
+  std::vector<int> out{1};
+  for (int v = 2; v * pp <= layers; ++v)
+    if (workloads::framework_interleaves(f, layers, pp, v, sim::search::kMostChunks)) out.push_back(v);
   return out;
 }
 

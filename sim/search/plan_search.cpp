@@ -14,7 +14,6 @@ namespace {
 using workloads::Recompute;
 using workloads::Workload;
 
-constexpr int kMostChunks = 8;   // virtual stages per pipeline rank the search tries at most
 
 std::vector<int> divisors(int n, int most) {
   std::vector<int> out;

@@ -44,6 +44,9 @@ struct PlanChoice {
 
 // The values each dimension may take (a dimension the scenario fixes has one), and what decides which
 // combinations are plans at all: the GPUs, the model's layers, the global batch.
+// Virtual stages per pipeline rank the search tries at most (auto tries deeper equal splits too).
+inline constexpr int kMostChunks = 8;
+
 struct SearchSpace {
   std::vector<int> tp, pp, vpp, zero, micro_batch;
   std::vector<workloads::Recompute> recompute;
