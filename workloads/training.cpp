@@ -84,12 +84,13 @@ std::string_view to_string(MoeDispatcher d) { return name_of(kMoeDispatchers, d)
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) { return value_of(kMoeDispatchers, name); }
 
 bool megatron_core_based(Framework f) { return f == Framework::MegatronCore || f == Framework::Nemo; }
+bool deepspeed_based(Framework f) { return f == Framework::DeepSpeed || f == Framework::DeepSpeed2021; }
 
 bool framework_interleaves(Framework f, int layers, int pp, int vpp, int most_unequal) {
   if (vpp == 1) return true;
   if (pp <= 1 || pp * vpp > layers) return false;
   // DeepSpeed's pipeline engine has one schedule, 1F1B (runtime/pipe/schedule.py TrainSchedule): no interleaving.
-  if (f == Framework::DeepSpeed || f == Framework::DeepSpeed2021) return false;
+  if (deepspeed_based(f)) return false;
   // Megatron-LM 2021 and 2022 interleave only past two stages (arguments.py: "pipeline-model-parallel size should
   // be greater than 2 with interleaved schedule"), and their virtual stages hold equal whole numbers of layers (the
   // layers of a stage divisible by --num-layers-per-virtual-pipeline-stage).
@@ -118,7 +119,7 @@ void apply_framework(TrainingSpec& t, Framework f) {
   // ZeRO-3 reduce-scatters the 16-bit gradients into partitions of that type (zero/stage3.py: grad partitions in
   // gradient_accumulation_dtype, the model's).
   const bool sixteen = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
-  const bool deepspeed = f == Framework::DeepSpeed || f == Framework::DeepSpeed2021;
+  const bool deepspeed = deepspeed_based(f);
   if ((f == Framework::Nemo || deepspeed) && sixteen) t.grad_dtype = t.precision;
   // Megatron-LM reduces gradients in the parameters' type unless --accumulate-allreduce-grads-in-fp32 (default
   // off), which it forces on for bf16 (megatron/training/arguments.py, since 2021: "bfloat16 requires gradient

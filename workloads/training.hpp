@@ -68,6 +68,8 @@ inline constexpr std::string_view kFrameworkNames =
     "megatron-core, nemo, megatron-2021, megatron-2022, deepspeed, deepspeed-2021, torchtitan";
 // Megatron-Core and what is built on it (NeMo): the plan-dependent defaults of apply_framework_plan apply.
 [[nodiscard]] bool megatron_core_based(Framework f);
+// DeepSpeed as it runs today or as its ZeRO-3 ran in 2021.
+[[nodiscard]] bool deepspeed_based(Framework f);
 // Whether framework `f` runs `layers` layers on `pp` stages of `vpp` virtual stages each (vpp 1: always).
 // `most_unequal`: the deepest split into unequal virtual stages to try, where the framework takes them.
 [[nodiscard]] bool framework_interleaves(Framework f, int layers, int pp, int vpp, int most_unequal);

@@ -294,8 +294,8 @@ void resolve_with_plan(const YamlMap& top, TrainingSpec& t, ParallelPlan& p, wor
   // the backward (runtime/engine.py backward(): allreduce_gradients() once it is done), and the pipeline engine
   // schedules the reduction after the last micro-batch (runtime/pipe/engine.py: "We schedule the all-reduces, so
   // disable it in super().backward()", enable_backward_allreduce = False; ReduceGrads after the last backward).
-  const bool deepspeed = t.framework == workloads::Framework::DeepSpeed || t.framework == workloads::Framework::DeepSpeed2021;
-  if (deepspeed && !m.has("overlap_grad_reduce") && !m.has("dp_overlap")) t.dp_overlap = p.zero == 3 && p.pp == 1;
+  if (workloads::deepspeed_based(t.framework) && !m.has("overlap_grad_reduce") && !m.has("dp_overlap"))
+    t.dp_overlap = p.zero == 3 && p.pp == 1;
   resolve_distributed_optimizer(top, t, p);
   if (!m.has("overlap_param_gather")) t.overlap_param_gather = t.overlap_param_gather && t.distributed_optimizer && t.dp_overlap;
   if (t.overlap_param_gather && !(t.distributed_optimizer && t.dp_overlap))
