@@ -50,6 +50,14 @@ double mean_length(const workloads::LengthDistribution& d) {
   return d.kind == workloads::LengthDistribution::Kind::Uniform ? (d.a + d.b) / 2 : d.a;
 }
 
+// A request or a batch's sequence longer than the context (inference.context, else the model's): the one error both
+// give, at `m`'s prompt_tokens.
+[[noreturn]] void longer_than_context(const YamlMap& m, const std::string& prompt, const std::string& output, int context) {
+  m.fail("prompt_tokens", prompt,
+         fmt::format("plus the {} output tokens is longer than the model's {}-token context:", output, context),
+         "prompt + output within the context (inference.context, else model.seq_length)");
+}
+
 // inference.requests: the stream; its requests hold at most `context` tokens (the model's), and their lengths'
 // means must fit in it (a draw past it is cut, and counted in the results).
 workloads::RequestStream read_requests(const YamlMap& m, int context) {
@@ -65,10 +73,8 @@ workloads::RequestStream read_requests(const YamlMap& m, int context) {
   r.max_context = context;
   const double tokens = mean_length(r.prompt_tokens) + mean_length(r.output_tokens);
   if (tokens > context)
-    m.fail("prompt_tokens", fmt::format("{:g}", mean_length(r.prompt_tokens)),
-           fmt::format("plus the {:g} output tokens is longer than the model's {}-token context:",
-                       mean_length(r.output_tokens), context),
-           "prompt + output within the context (inference.context, else model.seq_length)");
+    longer_than_context(m, fmt::format("{:g}", mean_length(r.prompt_tokens)), fmt::format("{:g}", mean_length(r.output_tokens)),
+                        context);
   if (r.duration_s * r.rate_per_s > 1e8)
     m.fail("duration_s", fmt::format("{:g}", r.duration_s), fmt::format("at {:g} requests/s draws over 1e8 requests:", r.rate_per_s),
            "rate_per_s x duration_s <= 1e8");
@@ -150,9 +156,7 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
   // inference.context is written, which serves a longer one (a model extended by RoPE scaling, say) as the user
   // says it can.
   if (!context && prompt && output && *prompt + *output > model.seq_length)
-    m.fail("prompt_tokens", std::to_string(*prompt),
-           fmt::format("plus the {} output tokens is longer than the model's {}-token context:", *output, model.seq_length),
-           "prompt + output within the context (inference.context, else model.seq_length)");
+    longer_than_context(m, std::to_string(*prompt), std::to_string(*output), model.seq_length);
   i.context = static_cast<int>(context.value_or(prompt && output && !stream ? *prompt + *output : model.seq_length));
   if (prompt && output) {
     if (*prompt + *output > i.context)
