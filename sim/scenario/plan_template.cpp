@@ -17,16 +17,16 @@ constexpr const char* kPlanKeys[] = {"parallelism.tp", "parallelism.pp", "parall
 constexpr const char* kDerivedKeys[] = {"training.tp_comm_overlap", "training.dp_bucket_MB", "training.distributed_optimizer",
                                         "training.overlap_param_gather", "training.overlap_grad_reduce",
                                         "parallelism.layers_per_stage", "parallelism.replica_micro_batches"};
-// A derived key given under its old name (the resolved scenario writes the new one).
-bool given_derived(const Scenario& s, const std::string& key) {
-  return given(s, key) || (key == "training.overlap_grad_reduce" && given(s, "training.dp_overlap"));
-}
+// Keys a scenario may still give under an old name (the resolved scenario writes the new one).
+constexpr std::pair<const char*, const char*> kOldNames[] = {{"training.overlap_grad_reduce", "training.dp_overlap"}};
 
 }  // namespace
 
 bool given(const Scenario& s, const std::string& key) {
   if (std::ranges::find(s.auto_keys, key) != s.auto_keys.end()) return false;
   if (s.origin.count(key) > 0) return true;
+  for (const auto& [now, old] : kOldNames)
+    if (key == now && given(s, old)) return true;
   return std::ranges::any_of(s.point.values, [&](const auto& kv) { return kv.first == key || key.starts_with(kv.first + "."); });
 }
 
@@ -35,7 +35,7 @@ Template make_template(const Scenario& s) {
   for (const char* key : kPlanKeys)
     if (!given(s, key)) erase_dotted(t.node, key);
   for (const char* key : kDerivedKeys)
-    if (!given_derived(s, key)) erase_dotted(t.node, key);
+    if (!given(s, key)) erase_dotted(t.node, key);
   t.node.remove("sweep");
   const auto& w = *s.workload;
   if (given(s, "parallelism.tp")) t.fixed.tp = w.plan.tp;

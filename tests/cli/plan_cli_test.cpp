@@ -337,6 +337,19 @@ TEST_CASE("plan: framework defaults per candidate (DeepSpeed's overlap), and onl
         ++compared;
       }
   CHECK(compared > 0);
+  // Written, under its old name too, the overlap is kept for every candidate: the ZeRO-3 plan then runs slower.
+  std::ofstream(dir / "off.yaml") << "name: off\n"
+                                     "cluster: {gpu: h100-sxm5-80gb, nodes: 2, gpus_per_node: 8, intra: nvswitch,\n"
+                                     "  inter: fat-tree, inter_link: ib-ndr}\n"
+                                     "model: {preset: llama3-8b}\n"
+                                     "training: {framework: deepspeed, global_batch: 64, dp_overlap: false}\n"
+                                     "parallelism: {tp: 1, pp: 1}\nsimulation: {engine: analytic}\n";
+  const auto zero3_time = [&](const json& ranked) {
+    for (const auto& p : ranked)
+      if (key(p) == key(three.front())) return p.at("analytic_step_time_s").get<double>();
+    return 0.0;
+  };
+  CHECK(zero3_time(plans("off.yaml", "")) > zero3_time(open));
   // 14 layers on 4 stages: Megatron-Core interleaves them unequally, Megatron-LM 2022 and DeepSpeed not at all.
   std::ofstream(dir / "pp.yaml") << "name: pp\ncluster: {preset: dgx-h100}\n"
                                     "model: {layers: 14, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, "
