@@ -203,7 +203,7 @@ constexpr const char* kAttentionStreamWork =
 }  // namespace
 
 std::span<const KernelWork> kernel_works() {
-  static const std::array<KernelWork, 30> table = {{
+  static const std::array<KernelWork, 34> table = {{
       {KernelClass::Embedding, Work::Stream, kStreamWork},
       {KernelClass::LayerNorm, Work::Stream, kStreamWork},
       {KernelClass::QkvGemm, Work::Gemm, kGemmWork},
@@ -226,6 +226,10 @@ std::span<const KernelWork> kernel_works() {
       {KernelClass::Dropout, Work::Stream, kStreamWork},
       {KernelClass::Residual, Work::Stream, kStreamWork},
       {KernelClass::Fp8Cast, Work::Stream, kStreamWork},
+      {KernelClass::LoraColumnA, Work::Gemm, kGemmWork},
+      {KernelClass::LoraColumnB, Work::Gemm, kGemmWork},
+      {KernelClass::LoraRowA, Work::Gemm, kGemmWork},
+      {KernelClass::LoraRowB, Work::Gemm, kGemmWork},
       {KernelClass::Logits, Work::Gemm, kGemmWork},
       {KernelClass::CrossEntropy, Work::Stream, kStreamWork},
       {KernelClass::Conv, Work::Gemm, kConvWork},

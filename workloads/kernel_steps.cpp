@@ -43,6 +43,7 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.b = micro_batch;
   d.s = m.seq_length;
   d.cp = s.cp;
+  d.tp = tp;
   d.h = m.hidden;
   d.tokens = d.b * d.s / d.cp;
   d.ew_tokens = s.sequence_parallel ? d.tokens / tp : d.tokens;
@@ -73,6 +74,9 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.flash2 = t.attention == AttentionKernel::Flash2;
   d.causal = m.causal;
   d.fp8 = t.fp8 != Fp8::None;
+  d.frozen = t.lora.on();
+  d.lora_rank = t.lora.rank;
+  d.lora_targets = t.lora.on() ? t.lora.targets : 0U;
   d.low = low_gemm_precision(t.fp8);
   d.cast_out = 2.0 * bytes_per_element(d.low);
   d.fused_loss = t.cross_entropy_fusion;
@@ -92,8 +96,8 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   return d;
 }
 
-Step gemm_step(KernelClass kind, GemmShape g, bool weighted) { return {kind, g, weighted, {}, {}, 0, false, 1, 1}; }
-Step elementwise_step(KernelClass kind, Traffic t) { return {kind, std::nullopt, true, t, {}, 0, false, 1, 1}; }
+Step gemm_step(KernelClass kind, GemmShape g, bool weighted) { return {kind, g, weighted, {}, {}, 0, false, 1, 1, 0, false}; }
+Step elementwise_step(KernelClass kind, Traffic t) { return {kind, std::nullopt, true, t, {}, 0, false, 1, 1, 0, false}; }
 
 Kernel kernel_of(const Step& step, Pass pass, const Dims& d) {
   Kernel k;
@@ -109,10 +113,14 @@ Kernel kernel_of(const Step& step, Pass pass, const Dims& d) {
     return k;
   }
   const GemmShape& g = *step.gemm;
-  k.flops = FlopCount(gemm_flops(g) * (backward ? 2.0 : 1.0));
-  k.bytes = Bytes(backward ? gemm_backward_bytes(g, step.weighted, d) : gemm_forward_bytes(g, step.weighted, d));
+  // A frozen weight's backward is its data gradient alone: the forward's FLOPs, reading dC and B, writing dA.
+  const bool weight_grad = step.weighted && !step.frozen;
+  k.flops = FlopCount(gemm_flops(g) * (backward && (weight_grad || !step.weighted) ? 2.0 : 1.0));
+  k.bytes = Bytes(!backward      ? gemm_forward_bytes(g, step.weighted, d)
+                  : step.frozen ? gemm_forward_bytes(g, true, d)
+                                : gemm_backward_bytes(g, step.weighted, d));
   k.gemm = backward ? backward_shape(g) : g;
-  if (backward && step.weighted) k.weight_gemm = weight_shape(g);
+  if (backward && weight_grad) k.weight_gemm = weight_shape(g);
   if (step.fp8) k.precision = d.low;
   return k;
 }

@@ -16,6 +16,7 @@ struct Dims {
   double b = 0;            // sequences in the micro-batch
   double s = 0;            // sequence length
   double cp = 1;           // context-parallel size: this GPU holds s / cp of each sequence
+  double tp = 1;           // tensor-parallel size
   double h = 0;            // hidden size
   double tokens = 0;       // b * s / cp: the rows of every linear layer (gathered when sequence-parallel)
   double ew_tokens = 0;    // tokens of the norms, dropouts and residuals: tokens / t with SP, else tokens
@@ -46,6 +47,9 @@ struct Dims {
   Precision low = Precision::Fp8;   // ... at this precision (its recipe's: fp8, mxfp8, fp4)
   double cast_out = 2.0;   // bytes a cast writes per element: the low-precision tensor and its transpose
   bool fused_loss = false;
+  bool frozen = false;     // LoRA: the model's weights need no gradient (only data gradients run backward)
+  double lora_rank = 0;    // LoRA: the adapters' rank (0: none) and which linear layers have one (LoraTarget bits)
+  unsigned lora_targets = 0;
   bool hidden_dropout = true;      // dropout after the projection and the MLP (model.hidden_dropout > 0)
   bool attention_dropout = true;   // over the attention probabilities (model.attention_dropout > 0)
   // MoE layers
@@ -81,6 +85,7 @@ struct Step {
   int launches = 1;
   double load = 1;        // Kernel::load
   unsigned modules = 0;   // the training.recompute_modules that recompute it (RecomputeModule bits)
+  bool frozen = false;    // a weighted GEMM whose weight does not train (LoRA): backward, the data gradient only
 };
 
 Step gemm_step(KernelClass kind, GemmShape g, bool weighted = true);

@@ -25,7 +25,7 @@ using topology::name_of;
 using topology::value_of;
 using namespace detail;
 
-constexpr NameTable<KernelClass, 30> kKernelNames{{
+constexpr NameTable<KernelClass, 34> kKernelNames{{
     {KernelClass::Embedding, "embedding"},
     {KernelClass::LayerNorm, "layer-norm"},
     {KernelClass::QkvGemm, "qkv-gemm"},
@@ -48,6 +48,10 @@ constexpr NameTable<KernelClass, 30> kKernelNames{{
     {KernelClass::Dropout, "dropout"},
     {KernelClass::Residual, "residual"},
     {KernelClass::Fp8Cast, "fp8-cast"},
+    {KernelClass::LoraColumnA, "lora-column-a"},
+    {KernelClass::LoraColumnB, "lora-column-b"},
+    {KernelClass::LoraRowA, "lora-row-a"},
+    {KernelClass::LoraRowB, "lora-row-b"},
     {KernelClass::Logits, "logits"},
     {KernelClass::CrossEntropy, "cross-entropy"},
     {KernelClass::Conv, "conv"},
@@ -89,9 +93,11 @@ Traffic cross_entropy_traffic(const Dims& d) {
 }
 
 std::vector<Step> logits_steps(const Dims& d) {
+  Step logits = gemm_step(KernelClass::Logits, {d.tokens, d.vocab, d.h, 1});
+  logits.frozen = d.frozen;
   return {
       elementwise_step(KernelClass::LayerNorm, norm_traffic(d.ew_tokens * d.h, d.e)),   // the final norm
-      gemm_step(KernelClass::Logits, {d.tokens, d.vocab, d.h, 1}),
+      logits,
       elementwise_step(KernelClass::CrossEntropy, cross_entropy_traffic(d)),
   };
 }
@@ -113,6 +119,10 @@ bool is_gemm(KernelClass k) {   // the fused attention counts FLOPs too, but is 
     case KernelClass::ProjGemm:
     case KernelClass::MlpUpGemm:
     case KernelClass::MlpDownGemm:
+    case KernelClass::LoraColumnA:
+    case KernelClass::LoraColumnB:
+    case KernelClass::LoraRowA:
+    case KernelClass::LoraRowB:
     case KernelClass::Router:
     case KernelClass::ExpertUpGemm:
     case KernelClass::ExpertDownGemm:
@@ -169,6 +179,7 @@ MoeTraffic moe_traffic(const ModelSpec& m, const TrainingSpec& t, Sharding s, in
 std::vector<Kernel> embedding_kernels(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch,
                                       Pass pass) {
   if (pass == Pass::Recompute) return {};
+  if (pass == Pass::Backward && t.lora.on()) return {};   // a frozen embedding: no gradient to scatter
   const Dims d = dims_of(m, t, s, micro_batch);
   return {kernel_of(elementwise_step(KernelClass::Embedding, embedding_traffic(d, s.tp)), pass, d)};
 }

@@ -43,6 +43,10 @@ enum class KernelClass {
   Dropout,          // dropout after the projection and after the MLP
   Residual,         // residual adds
   Fp8Cast,          // fp8 training: an activation or gradient quantised (and transposed) for an fp8 GEMM
+  LoraColumnA,      // LoRA: the adapter beside a column-parallel layer (Q K V, MLP up): h -> rank (split over it)
+  LoraColumnB,      //   rank -> the layer's output columns on this GPU
+  LoraRowA,         // LoRA: the adapter beside a row-parallel layer (projection, MLP down): its input rows -> rank
+  LoraRowB,         //   rank -> h / t, gathered
   Logits,           // output projection to the vocabulary
   CrossEntropy,     // softmax cross-entropy over the vocabulary
   Conv,             // layer-list workloads: a convolution (an implicit GEMM)

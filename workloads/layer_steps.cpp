@@ -34,6 +34,38 @@ Step fused_attention(const Dims& d) {
   return step;
 }
 
+// LoRA's adapter beside a linear layer that training.lora targets, after the layer's GEMM as Megatron-Bridge's
+// LoRALinear runs it (peft/lora_layers.py: the wrapped layer, then the adapter on the same input, their outputs
+// added), in the 16-bit precision (the adapters are Megatron-Core's own parallel linear layers, outside
+// Transformer Engine's fp8; peft/utils.py ParallelLinearAdapter). Beside a column-parallel layer: A (h -> rank,
+// split over the rank, its output gathered) on the layer's whole input, B (rank -> the layer's columns on this
+// GPU). Beside a row-parallel one: A (this GPU's input rows -> rank, its output all-reduced), B (rank -> h / t, its
+// output gathered whole). Then the add into the layer's output (read both, write one).
+void lora_adapter(std::vector<Step>& steps, KernelClass kind, const GemmShape& g, const Dims& d) {
+  if (d.lora_rank <= 0) return;
+  LoraTarget target = LoraTarget::Qkv;
+  switch (kind) {
+    case KernelClass::QkvGemm: target = LoraTarget::Qkv; break;
+    case KernelClass::ProjGemm: target = LoraTarget::Proj; break;
+    case KernelClass::MlpUpGemm: target = LoraTarget::Fc1; break;
+    case KernelClass::MlpDownGemm: target = LoraTarget::Fc2; break;
+    default: return;
+  }
+  if ((d.lora_targets & bit(target)) == 0) return;
+  const double r = d.lora_rank;
+  const double tp = d.tp;
+  const bool column = target == LoraTarget::Qkv || target == LoraTarget::Fc1;
+  if (column) {
+    steps.push_back(gemm_step(KernelClass::LoraColumnA, {g.m, r / tp, g.k, 1}));
+    steps.push_back(gemm_step(KernelClass::LoraColumnB, {g.m, g.n, r, 1}));
+    steps.push_back(elementwise_step(KernelClass::Residual, residual_traffic(g.m * g.n, d.e, false)));
+    return;
+  }
+  steps.push_back(gemm_step(KernelClass::LoraRowA, {g.m, r, g.k, 1}));
+  steps.push_back(gemm_step(KernelClass::LoraRowB, {g.m, g.n / tp, r, 1}));
+  steps.push_back(elementwise_step(KernelClass::Residual, residual_traffic(d.ew_tokens * d.h, d.e, false)));
+}
+
 // A linear layer's GEMM, in fp8 when the layer trains in fp8, behind the quantisation of its operands: a cast
 // reads e bytes per element and writes 2 (the fp8 tensor and its transpose, Hopper's fp8 GEMMs being TN only; the
 // block-scaled recipes write both directions too, each with its scales: MX's blocks run along one axis).
@@ -49,7 +81,9 @@ void linear(std::vector<Step>& steps, KernelClass kind, GemmShape g, const Dims&
   }
   Step step = gemm_step(kind, g);
   step.fp8 = d.fp8;
+  step.frozen = d.frozen;
   steps.push_back(step);
+  lora_adapter(steps, kind, g, d);
 }
 
 // The bias-dropout-add closing the attention and MLP blocks.

@@ -10,6 +10,7 @@
 
 #include "topology/error.hpp"
 #include "workloads/activation_memory.hpp"
+#include "workloads/lora.hpp"
 #include "workloads/schedule.hpp"
 
 namespace dtsim::workloads {
@@ -83,10 +84,19 @@ GpuParameters stage_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p
 // ---------------------------------------------------------------------------------------------------------
 // Training plan of one pipeline stage.
 
+// LoRA's adapters on one GPU of `stage` (every adapter split over tp, lora.cpp): what it trains.
+GpuParameters stage_adapters_per_gpu(const ModelSpec& m, const TrainingSpec& t, const ParallelPlan& p, int stage) {
+  const auto layers = stage_layers(p, m.layers);
+  double on_stage = 0;
+  for (int chunk = 0; chunk < p.vpp; ++chunk) on_stage += layers[static_cast<std::size_t>(chunk * p.pp + stage)];
+  return {on_stage * lora_layer_parameters(m, t.lora) / p.tp, 0.0};
+}
+
 struct StageMemory {
   MemoryParts parts;
   int in_flight = 0;
   GpuParameters parameters;   // per GPU, before ZeRO sharding
+  GpuParameters trained;      // of them, what trains (with LoRA: the adapters, held beside the frozen weights)
 };
 
 Bytes total(const MemoryParts& p) {
@@ -130,12 +140,16 @@ StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
   const StageActivations act = stage_activations(w, stage);
   StageMemory s;
   s.parameters = n;
+  s.trained = t.lora.on() ? stage_adapters_per_gpu(w.model, t, p, stage) : n;
   s.in_flight = act.in_flight;
-  s.parts.params = Bytes(sharded(n, p, 3, bytes_per_element(t.weight_dtype)));
-  s.parts.grads = Bytes(sharded(n, p, 2, bytes_per_element(t.grad_dtype)));
-  s.parts.optimizer = Bytes(sharded(n, p, 1, optimizer_bytes));
+  const double we = bytes_per_element(t.weight_dtype);
+  s.parts.params = Bytes(sharded(n, p, 3, we) + (t.lora.on() ? s.trained.total() * we : 0.0));
+  s.parts.grads = Bytes(sharded(s.trained, p, 2, bytes_per_element(t.grad_dtype)));
+  s.parts.optimizer = Bytes(sharded(s.trained, p, 1, optimizer_bytes));
   s.parts.activations = act.peak;
   s.parts.buffers = training_buffers(w, prefetch);
+  // LoRA's buckets hold only the adapters' gradients: no more than all of them.
+  if (t.lora.on()) s.parts.buffers = std::min(s.parts.buffers, Bytes(s.trained.total() * bytes_per_element(t.grad_dtype)));
   return s;
 }
 
@@ -193,10 +207,15 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
                   count(s.parameters.total()), stage, p.tp, w.model.moe() ? " and routers" : "",
                   w.model.moe() ? fmt::format("; of them {} routed experts' over ep {} x etp {}", count(s.parameters.expert), p.ep, p.expert_tp()) : "",
                   bytes_per_element(t.weight_dtype), to_string(t.weight_dtype), zero_note(p, 3)),
-      fmt::format("grads: same parameters x {} B {}{}", bytes_per_element(t.grad_dtype), to_string(t.grad_dtype),
-                  zero_note(p, 2)),
-      fmt::format("optimizer: {}{} {} states ({} B) per parameter{}", master, to_string(t.optimizer),
-                  to_string(t.optimizer_dtype), optimizer_state_bytes_per_param(t), zero_note(p, 1)),
+      t.lora.on() ? fmt::format("grads: LoRA's adapters only (rank {} on {}: {} parameters per GPU, beside the frozen "
+                                "weights above, counted with them) x {} B {}{}",
+                                t.lora.rank, fmt::join(lora_target_names(t.lora.targets), ", "), count(s.trained.total()),
+                                bytes_per_element(t.grad_dtype), to_string(t.grad_dtype), zero_note(p, 2))
+                  : fmt::format("grads: same parameters x {} B {}{}", bytes_per_element(t.grad_dtype),
+                                to_string(t.grad_dtype), zero_note(p, 2)),
+      fmt::format("optimizer: {}{} {} states ({} B) per {}parameter{}", master, to_string(t.optimizer),
+                  to_string(t.optimizer_dtype), optimizer_state_bytes_per_param(t), t.lora.on() ? "adapter " : "",
+                  zero_note(p, 1)),
       act,
       "kv_cache: none (training)",
       p.dp_ranks() == 1 ? std::string("buffers: none (dp 1: no gradient buckets)")

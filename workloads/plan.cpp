@@ -184,6 +184,26 @@ void check_recompute_modules(const Workload& w) {
   needs(RecomputeModule::Mlp, dense_layer, "no dense layer: every MLP is an MoE layer");
 }
 
+// LoRA on what dtsim models it for: a dense transformer without multi-head latent attention (the adapters of
+// experts and of MLA's low-rank projections are not modelled), weights not sharded (ZeRO-3 or FSDP would gather
+// frozen weights every micro-batch, a layout the frameworks' LoRA recipes do not use), no activation offloading.
+void check_lora(const Workload& w) {
+  const TrainingSpec& t = *w.training;
+  if (!t.lora.on()) return;
+  const auto refuse = [&](const std::string& why, const std::string& allowed) {
+    throw InputError("training.lora", fmt::format("rank {}", t.lora.rank), why, allowed);
+  };
+  if (w.model.kind != ModelKind::Transformer) refuse("adapts a transformer's linear layers; this model is a layer list:", "no lora");
+  if (w.model.moe()) refuse("is not modelled on a model with experts:", "no lora, or a dense model");
+  if (w.model.mla()) refuse("is not modelled on multi-head latent attention (model.kv_lora_rank):", "no lora, or a model without MLA");
+  if (w.plan.zero >= 3 || w.plan.fsdp != Fsdp::None)
+    refuse("keeps the frozen weights whole on each GPU, and the plan shards them (zero 3 or fsdp):", "zero 0 to 2 and no fsdp");
+  if (t.offload_layers > 0) refuse("is not modelled with activation offloading:", "training.offload_layers: 0");
+  if (t.lora.rank > w.model.hidden)
+    refuse(fmt::format("is above model.hidden {} (a low-rank adapter narrower than the layer):", w.model.hidden),
+           fmt::format("1 to {}", w.model.hidden));
+}
+
 // Uneven micro-batches per replica: dp entries, each at least one (a multiple of pp when interleaved, as every
 // replica's count must be), together as many as the even split gives.
 void check_replica_micro_batches(const ParallelPlan& p, int m) {
@@ -212,6 +232,7 @@ void check_training(const Workload& w) {
   check_recompute_op(w);
   check_offload(w);
   check_recompute_modules(w);
+  check_lora(w);
   if (t.global_batch % (p.dp * t.micro_batch) != 0)
     fail("training.micro_batch", t.micro_batch,
          fmt::format("x dp {} does not divide training.global_batch {}: micro_batch", p.dp, t.global_batch),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "topology/error.hpp"
+#include "workloads/lora.hpp"
 
 namespace dtsim::workloads::detail {
 namespace {
@@ -41,7 +42,7 @@ bool overlaps_p2p(const Workload& w) {
 }
 
 // A unit of parameters the forward uses: a layer, the embedding (-1) or the head (-2), with the parameters one
-// GPU holds of it: dense (sharded over dp by the distributed optimizer) and routed experts' (over the expert dp
+// GPU trains of it (with LoRA: the layer's adapters; the embedding and the head, frozen, none): dense (sharded over dp by the distributed optimizer) and routed experts' (over the expert dp
 // group).
 struct Unit {
   int id;
@@ -55,13 +56,13 @@ std::vector<Unit> forward_units(const Context& ctx, int v) {
   const auto vi = static_cast<std::size_t>(v);
   const double tp = ctx.w.plan.tp;
   std::vector<Unit> units;
-  if (v == 0) units.push_back({-1, embedding_parameters(m) / tp, 0.0});
+  if (v == 0) units.push_back({-1, trained_embedding_parameters(m, ctx.t) / tp, 0.0});
   for (int l = ctx.first_layer[vi]; l < ctx.first_layer[vi] + ctx.layers[vi]; ++l)
-    units.push_back({l, layer_dense_parameters(m, l) / tp,
-                     layer_routed_parameters(m, l) / (ctx.w.plan.ep * ctx.w.plan.expert_tp())});
+    units.push_back({l, trained_layer_dense_parameters(m, ctx.t, l) / tp,
+                     trained_layer_routed_parameters(m, ctx.t, l) / (ctx.w.plan.ep * ctx.w.plan.expert_tp())});
   if (v == ctx.virtual_stages - 1) {
-    double head = final_norm_parameters(m) + logits_parameters(m);
-    if (m.tied_embeddings && ctx.w.plan.pp > 1) head += static_cast<double>(m.vocab) * m.hidden;
+    double head = trained_final_norm_parameters(m, ctx.t) + trained_logits_parameters(m, ctx.t);
+    if (m.tied_embeddings && ctx.w.plan.pp > 1 && !ctx.t.lora.on()) head += static_cast<double>(m.vocab) * m.hidden;
     units.push_back({-2, head / tp, 0.0});
   }
   return units;
@@ -340,7 +341,7 @@ void StageBuilder::finish(double stage_params, double stage_expert_params) {
   const auto sends = take_blocking_sends();
   before_step.append(sends.begin(), sends.end());
   const bool ends = stage_ == 0 || stage_ == plan.pp - 1;
-  if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends)
+  if (ctx_.w.model.tied_embeddings && plan.pp > 1 && ends && ctx_.embedding_grads.value() > 0)
     before_step.push_back(collective(CollectiveKind::AllReduce, Group::Embedding, ctx_.embedding_grads,
                                      CommPurpose::EmbeddingGrads, -1, -1, last_backward_));
   const double shard = plan.zero >= 1 ? stage_params / plan.zero_ranks() + stage_expert_params / plan.expert_dp()

@@ -104,6 +104,38 @@ std::vector<TpComm> cp_plan(Pass pass, const Context& ctx) {
   return plan;
 }
 
+// LoRA's adapters under tensor parallelism (Megatron-Bridge's ParallelLinearAdapter, peft/utils.py, and the
+// Megatron-Core layers it builds them from: tensor_parallel/layers.py), every collective on the compute stream:
+// forward, a column-parallel layer's A gathers its rank-wide output (gather_output) and, with sequence parallelism
+// under TP comm overlap, first gathers the layer's input again (TE then cannot hand the adapter its gathered
+// norm output); a row-parallel layer's A all-reduces its rank-wide output and B gathers its h-wide one. Backward,
+// each B all-reduces the gradient of its replicated rank-wide input; the column A reduces its input's gradient
+// (all-reduce, or reduce-scatter where it gathered the input); the row B first gathers its output's gradient
+// under sequence parallelism (the backward of its scatter to the sequence shards).
+std::vector<TpComm> lora_plan(Pass pass, const Context& ctx) {
+  using K = KernelClass;
+  using C = CollectiveKind;
+  const Bytes full = ctx.activation;
+  const Bytes narrow = ctx.activation * (static_cast<double>(ctx.t.lora.rank) / ctx.w.model.hidden);
+  const bool sp = ctx.sharding.sequence_parallel;
+  const bool regather = sp && ctx.t.tp_comm_overlap;
+  const auto exposed = [](K k, bool before, C c, Bytes b) { return TpComm{k, before, c, TpStyle::Exposed, Group::Tp, b}; };
+  std::vector<TpComm> plan;
+  if (pass != Pass::Backward) {
+    if (regather) plan.push_back(exposed(K::LoraColumnA, true, C::AllGather, full));
+    plan.push_back(exposed(K::LoraColumnA, false, C::AllGather, narrow));
+    plan.push_back(exposed(K::LoraRowA, false, C::AllReduce, narrow));
+    plan.push_back(exposed(K::LoraRowB, false, C::AllGather, full));
+    return plan;
+  }
+  plan.push_back(exposed(K::LoraColumnB, false, C::AllReduce, narrow));
+  if (!sp) plan.push_back(exposed(K::LoraColumnA, false, C::AllReduce, full));
+  if (regather) plan.push_back(exposed(K::LoraColumnA, false, C::ReduceScatter, full));
+  if (sp) plan.push_back(exposed(K::LoraRowB, true, C::AllGather, full));
+  plan.push_back(exposed(K::LoraRowB, false, C::AllReduce, narrow));
+  return plan;
+}
+
 }  // namespace
 
 // The collectives of a layer pass, in the order its kernels meet them: TP's, an MoE layer's exchange, context
@@ -116,6 +148,10 @@ std::vector<TpComm> StageBuilder::comm_plan(int layer, Pass pass) const {
   const Pass as = pass == Pass::Recompute ? Pass::Forward : pass;
   std::vector<TpComm> plan;
   if (ctx_.sharding.tp > 1) plan = tp_plan(as, ctx_.t);
+  if (ctx_.sharding.tp > 1 && ctx_.t.lora.on()) {
+    const auto lora = lora_plan(as, ctx_);
+    plan.insert(plan.end(), lora.begin(), lora.end());
+  }
   // torchtitan's per-op checkpointing keeps the reduce-scatters' outputs (its save list), so rerunning the output
   // projection replays no reduce-scatter; the all-gathers and all-reduces it recomputes.
   if (pass == Pass::Recompute && ctx_.t.recompute == Recompute::Op)
@@ -173,7 +209,7 @@ Index StageBuilder::tp_collective(CollectiveKind kind, Bytes bytes, const Pendin
 }
 
 Index StageBuilder::exposed_collective(const TpComm& c, const Pending& p, Deps deps) {
-  if (c.group == Group::Tp) return tp_collective(c.kind, ctx_.activation, p, std::move(deps));
+  if (c.group == Group::Tp) return tp_collective(c.kind, c.bytes.value() > 0 ? c.bytes : ctx_.activation, p, std::move(deps));
   const CommPurpose purpose = c.group == Group::Cp ? CommPurpose::ContextParallel : CommPurpose::ExpertParallel;
   return collective(c.kind, c.group, c.bytes, purpose, p.layer, p.mb, std::move(deps));
 }
@@ -262,6 +298,12 @@ void StageBuilder::overlapped(Pending& p, const Kernel& k, const TpComm& c, std:
       break;
     }
     case TpStyle::Bulk: {
+      if (!k.weight_gemm) {   // a frozen weight (LoRA): no weight gradient, so no input to gather and nothing beside R
+        const auto d = run({k}, p.deps);
+        p.deps = {tp_collective(c.kind, b, p, d)};
+        ready = d.front();
+        break;
+      }
       const auto [data, weight] = gradient_halves(k);
       Deps gate;
       if (ctx_.sharding.sequence_parallel) gate.push_back(tp_collective(CollectiveKind::AllGather, b, p, p.deps));

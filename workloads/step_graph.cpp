@@ -22,6 +22,7 @@
 #include "workloads/compute_model.hpp"
 #include "workloads/host_model.hpp"
 #include "workloads/layer_list.hpp"
+#include "workloads/lora.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/schedule.hpp"
 #include "workloads/stage_builder.hpp"
@@ -35,9 +36,9 @@ using detail::ModuleGrads;
 using detail::pass_index;
 using detail::StageBuilder;
 
-// Parameters one GPU of `stage` holds (its TP shard): its layers, the embedding on the first virtual stage, the
+// Parameters one GPU of `stage` trains (its TP shard): its layers, the embedding on the first virtual stage, the
 // final norm and the output layer (untied; or, tied with pp > 1, Megatron's copy of the embedding) on the last;
-// and apart, its share of the routed experts (split over ep x etp).
+// and apart, its share of the routed experts (split over ep x etp). With LoRA, its layers' adapters only.
 struct StageParameters {
   double dense = 0;
   double expert = 0;
@@ -49,19 +50,20 @@ StageParameters stage_parameters(const Context& ctx, int stage) {
   for (int v = stage; v < ctx.virtual_stages; v += plan.pp) {
     const auto vi = static_cast<std::size_t>(v);
     for (int l = ctx.first_layer[vi]; l < ctx.first_layer[vi] + ctx.layers[vi]; ++l) {
-      params.dense += layer_dense_parameters(m, l);
-      params.expert += layer_routed_parameters(m, l);
+      params.dense += trained_layer_dense_parameters(m, ctx.t, l);
+      params.expert += trained_layer_routed_parameters(m, ctx.t, l);
     }
-    if (v == 0) params.dense += embedding_parameters(m);
+    if (v == 0) params.dense += trained_embedding_parameters(m, ctx.t);
     if (v == ctx.virtual_stages - 1) {
-      params.dense += final_norm_parameters(m) + logits_parameters(m);
-      if (m.tied_embeddings && plan.pp > 1) params.dense += static_cast<double>(m.vocab) * m.hidden;
+      params.dense += trained_final_norm_parameters(m, ctx.t) + trained_logits_parameters(m, ctx.t);
+      if (m.tied_embeddings && plan.pp > 1 && !ctx.t.lora.on()) params.dense += static_cast<double>(m.vocab) * m.hidden;
     }
   }
   return {params.dense / plan.tp, params.expert / (plan.ep * plan.expert_tp())};
 }
 
-// A dense layer's gradients by module (layer_module_parameters: Q K V with the norms, projection, MLP up, down),
+// A dense layer's gradients by module (layer_module_parameters: Q K V with the norms, projection, MLP up, down;
+// with LoRA, their adapters'),
 // or an MoE layer's (attention with the norms and the router, projection, the shared experts' up and down, the
 // routed experts' up and down), on one GPU.
 std::vector<ModuleGrads> module_grads(const Workload& w, bool moe) {
@@ -71,7 +73,7 @@ std::vector<ModuleGrads> module_grads(const Workload& w, bool moe) {
   const double g = bytes_per_element(w.training->grad_dtype);
   using K = KernelClass;
   if (!moe) {
-    const auto parts = layer_module_parameters(m);
+    const auto parts = w.training->lora.on() ? lora_module_parameters(m, w.training->lora) : layer_module_parameters(m);
     return {{std::nullopt, Bytes(parts[0] / tp * g), false}, {K::ProjGemm, Bytes(parts[1] / tp * g), false},
             {K::MlpUpGemm, Bytes(parts[2] / tp * g), false}, {K::MlpDownGemm, Bytes(parts[3] / tp * g), false}};
   }
@@ -155,8 +157,8 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, const Gene
   else
     for (const double part : layer_module_parameters(m))
       ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
-  ctx.embedding_grads = Bytes(embedding_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
-  ctx.logits_grads = Bytes(logits_parameters(m) / w.plan.tp * bytes_per_element(t.grad_dtype));
+  ctx.embedding_grads = Bytes(trained_embedding_parameters(m, t) / w.plan.tp * bytes_per_element(t.grad_dtype));
+  ctx.logits_grads = Bytes(trained_logits_parameters(m, t) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.layer_work[0] = layer_work(ctx, false);
   if (m.moe()) {
     ctx.ep_nodes = ep_nodes(w);

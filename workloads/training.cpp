@@ -23,6 +23,18 @@ constexpr NameTable<RecomputeModule, 7> kRecomputeModules{{{RecomputeModule::Cor
                                                             {RecomputeModule::Mlp, "mlp"},
                                                             {RecomputeModule::Moe, "moe"},
                                                             {RecomputeModule::SharedExperts, "shared_experts"}}};
+constexpr NameTable<LoraTarget, 4> kLoraTargets{{{LoraTarget::Qkv, "qkv"},
+                                                {LoraTarget::Proj, "proj"},
+                                                {LoraTarget::Fc1, "fc1"},
+                                                {LoraTarget::Fc2, "fc2"}}};
+// LoRA's defaults: rank 32 (Megatron-Bridge's LoRA class, src/megatron/bridge/peft/lora.py: dim 32; NeMo 1.x's
+// launcher, conf/peft/llama/sft.yaml: adapter_dim 32) on every linear layer of the block (Megatron-Bridge's
+// target_modules: linear_qkv, linear_proj, linear_fc1, linear_fc2), or under nemo on Q K V alone: NeMo's own
+// default (nemo/collections/nlp/parts/peft_config.py: target_modules ("attention_qkv",)) and what NVIDIA's LoRA
+// performance recipes adapt (Megatron-Bridge scripts/performance/configs/llama/llama3_llm_finetune.py: "only
+// apply LoRA to QKV"), the adapters of the other three costing more than their weights suggest (an extra pass
+// over each layer's input and output, below).
+constexpr int kLoraRank = 32;
 constexpr NameTable<Framework, 7> kFrameworks{{{Framework::MegatronCore, "megatron-core"},
                                                {Framework::Nemo, "nemo"},
                                                {Framework::Megatron2021, "megatron-2021"},
@@ -58,6 +70,17 @@ std::vector<std::string_view> recompute_module_names(unsigned modules) {
   for (const auto& [module, name] : kRecomputeModules)
     if ((modules & bit(module)) != 0) names.push_back(name);
   return names;
+}
+std::optional<LoraTarget> parse_lora_target(std::string_view name) { return value_of(kLoraTargets, name); }
+std::vector<std::string_view> lora_target_names(unsigned targets) {
+  std::vector<std::string_view> names;
+  for (const auto& [target, name] : kLoraTargets)
+    if ((targets & bit(target)) != 0) names.push_back(name);
+  return names;
+}
+LoraSpec lora_defaults(Framework f) {
+  if (f == Framework::Nemo) return {kLoraRank, bit(LoraTarget::Qkv)};
+  return {kLoraRank, bit(LoraTarget::Qkv) | bit(LoraTarget::Proj) | bit(LoraTarget::Fc1) | bit(LoraTarget::Fc2)};
 }
 std::string_view to_string(Zero3Prefetch p) { return name_of(kZero3Prefetches, p); }
 std::optional<Zero3Prefetch> parse_zero3_prefetch(std::string_view name) { return value_of(kZero3Prefetches, name); }

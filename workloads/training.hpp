@@ -120,6 +120,26 @@ std::string_view to_string(CpComm c);
 std::optional<CpComm> parse_cp_comm(std::string_view name);
 inline constexpr std::string_view kCpCommNames = "p2p, all_gather";
 
+// LoRA (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models"), training.lora: every weight of the
+// model frozen, and beside each targeted linear layer W (k x n) a trainable adapter B A, A k x rank and B rank x n,
+// whose output adds to W's. The targets are Megatron-Core's linear layers of a transformer block: qkv (the fused Q
+// K V projection, linear_qkv), proj (the attention output, linear_proj), fc1 (the MLP's up and gate, linear_fc1),
+// fc2 (its down projection, linear_fc2). Frozen weights need no gradient, no optimizer state and no master copy;
+// the backward still computes every data gradient, for the adapters below.
+enum class LoraTarget : unsigned { Qkv = 1U << 0, Proj = 1U << 1, Fc1 = 1U << 2, Fc2 = 1U << 3 };
+inline constexpr unsigned bit(LoraTarget t) { return static_cast<unsigned>(t); }
+std::optional<LoraTarget> parse_lora_target(std::string_view name);
+std::vector<std::string_view> lora_target_names(unsigned targets);   // in kLoraTargetNames' order
+inline constexpr std::string_view kLoraTargetNames = "qkv, proj, fc1, fc2";
+struct LoraSpec {
+  int rank = 0;           // 0: no LoRA, every weight trains
+  unsigned targets = 0;   // LoraTarget bits
+  [[nodiscard]] bool on() const { return rank > 0; }
+  [[nodiscard]] bool targets_module(LoraTarget t) const { return on() && (targets & bit(t)) != 0; }
+};
+// LoRA's defaults under framework `f` (training.lora: true, {} or a rank alone): see training.cpp.
+LoraSpec lora_defaults(Framework f);
+
 // Bytes of one element stored in `p` (int4: 0.5; tf32 is stored as fp32).
 double bytes_per_element(Precision p);
 
@@ -190,6 +210,7 @@ struct TrainingSpec {
   // copy beside the next layer's compute. Megatron-Core allows it below the model's layer count, with one pipeline
   // stage and no recomputation (megatron/core/transformer/transformer_config.py __post_init__).
   int offload_layers = 0;
+  LoraSpec lora;   // training.lora; rank 0: every weight trains
 };
 
 // The chunks a pipelined reduce-scatter splits its GEMM into (Transformer Engine's default num_splits for

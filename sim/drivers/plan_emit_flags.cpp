@@ -100,6 +100,7 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   if (p.zero >= 2) cannot(kName, fmt::format("ZeRO stage {} (Megatron-LM shards optimizer states only)", p.zero));
   if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
   if (t.offload_layers > 0) cannot(kName, "activation offloading (core_r0.11.0's arguments.py has no flag for it)");
+  if (t.lora.on()) cannot(kName, "LoRA (Megatron-LM has no adapters)");
   if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
   std::vector<std::string> f;
   const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
@@ -161,6 +162,7 @@ std::vector<std::string> deepspeed_flags(const workloads::Workload& w) {
   if (p.cp > 1) cannot(kName, "context parallelism (its sequence parallelism is Ulysses')");
   if (p.vpp > 1) cannot(kName, "interleaved virtual stages (DeepSpeed's pipeline engine has none)");
   if (p.fsdp != workloads::Fsdp::None) cannot(kName, "PyTorch FSDP (DeepSpeed shards with ZeRO stages)");
+  if (t.lora.on()) cannot(kName, "LoRA (Megatron-DeepSpeed has no adapters)");
   if (t.offload_layers > 0) cannot(kName, "Megatron-Core's activation offloading");
   if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
   if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
@@ -229,6 +231,7 @@ std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const st
   const auto& [kName, m, t, p] = Job{"torchtitan", w.model, *w.training, w.plan};
   const auto flavour = torchtitan_flavour(m.name);
   if (!flavour) cannot(kName, fmt::format("model '{}' (torchtitan's flavours: llama3-8b, llama3-70b, llama3-405b)", m.name));
+  if (t.lora.on()) cannot(kName, "LoRA (torchtitan has no adapters)");
   if (p.vpp > 1) cannot(kName, "interleaved virtual stages (its split points are given by hand)");
   if (p.ep > 1 || m.moe()) cannot(kName, "experts");
   if (t.offload_layers > 0) cannot(kName, "Megatron-Core's activation offloading");
@@ -294,6 +297,7 @@ std::optional<std::string> bridge_recipe_name(const std::string& preset) {
 
 std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
   const auto& [kName, m, t, p] = Job{"nemo", w.model, *w.training, w.plan};
+  if (t.lora.on()) cannot(kName, "LoRA (the emitted script is a pre-training recipe; Megatron-Bridge's fine-tuning ones are not written)");
   const auto recipe = bridge_recipe(m.name);
   if (!recipe)
     cannot(kName, fmt::format("model '{}' (Megatron-Bridge's Llama 3 recipes: llama3-8b, llama3-70b, llama3-405b)", m.name));

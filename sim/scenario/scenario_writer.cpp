@@ -223,6 +223,13 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t, const A
     for (const std::string_view name : workloads::recompute_module_names(t.recompute_modules)) out << std::string(name);
     out << YAML::EndSeq;
   }
+  if (t.lora.on()) {
+    out << YAML::Key << "lora" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "rank" << YAML::Value << t.lora.rank;
+    out << YAML::Key << "targets" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string_view name : workloads::lora_target_names(t.lora.targets)) out << std::string(name);
+    out << YAML::EndSeq << YAML::EndMap;
+  }
   emit(out, "sequence_parallel", t.sequence_parallel);
   emit(out, "dp_bucket_MB", t.dp_bucket.value() / 1e6);
   emit(out, "overlap_grad_reduce", t.dp_overlap);

@@ -93,13 +93,36 @@ void read_recompute_modules(const YamlMap& m, TrainingSpec& t) {
   for (const std::string& n : *names) t.recompute_modules |= bit(*workloads::parse_recompute_module(n));
 }
 
+// training.lora: {rank, targets}, either left out for the framework's defaults (workloads::lora_defaults); `{}` or
+// `true` alone is LoRA at those defaults, `false` none.
+void read_lora(const YamlMap& m, TrainingSpec& t) {
+  if (!m.has("lora")) return;
+  if (!m.is_map("lora")) {
+    const std::optional<bool> on = m.boolean("lora");
+    if (on == std::optional<bool>(true)) t.lora = workloads::lora_defaults(t.framework);
+    return;
+  }
+  const YamlMap l = m.map("lora");
+  l.allow_only({"rank", "targets"});
+  const workloads::LoraSpec defaults = workloads::lora_defaults(t.framework);
+  t.lora.rank = read_int(l, "rank", defaults.rank, 1, 65536);
+  t.lora.targets = defaults.targets;
+  const auto names = l.names("targets", [](std::string_view n) { return workloads::parse_lora_target(n).has_value(); },
+                             workloads::kLoraTargetNames);
+  if (!names) return;
+  if (names->empty())
+    l.fail("targets", "[]", "adapts no layer:", fmt::format("at least one of {}, or no training.lora", workloads::kLoraTargetNames));
+  t.lora.targets = 0;
+  for (const std::string& n : *names) t.lora.targets |= bit(*workloads::parse_lora_target(n));
+}
+
 TrainingSpec read_training(const YamlMap& m) {
   m.allow_only({"framework", "global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype",
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
                 "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
                 "steps", "moe_dispatcher", "cp_comm", "recompute_modules", "overlap_moe_expert_parallel_comm",
-                "overlap_p2p_comm", "offload_layers"});
+                "overlap_p2p_comm", "offload_layers", "lora"});
   if (m.has("tokens") && m.has("steps"))
     m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
            "training.tokens or training.steps, not both");
@@ -152,6 +175,7 @@ TrainingSpec read_training(const YamlMap& m) {
   t.overlap_param_gather = m.boolean("overlap_param_gather").value_or(t.overlap_param_gather);
   t.tokens = m.number("tokens", 0.0, false, 1e18);
   if (const auto steps = m.integer("steps", 1, 1'000'000'000'000)) t.steps = *steps;
+  read_lora(m, t);
   return t;
 }
 

@@ -43,7 +43,7 @@ TEST_CASE("kernels: every class and pass has a lower-case hyphenated name that p
     CHECK(parse_kernel_class(name) == k);
     names.insert(name);
   }
-  CHECK(names.size() == 30);
+  CHECK(names.size() == 34);
   CHECK(to_string(KernelClass::QkvGemm) == "qkv-gemm");
   CHECK(to_string(KernelClass::FlashAttention) == "flash-attention");
   CHECK(to_string(KernelClass::Fp8Cast) == "fp8-cast");
@@ -57,11 +57,12 @@ TEST_CASE("kernels: every class and pass has a lower-case hyphenated name that p
   CHECK(fmt::format("{} {}", KernelClass::MlpDownGemm, Pass::Recompute) == "mlp-down-gemm recompute");
 }
 
-TEST_CASE("kernels: the GEMMs are the thirteen matrix kernels (three of them MoE's, one MLA's, two layer lists'), and only they count FLOPs") {
+TEST_CASE("kernels: the GEMMs are the seventeen matrix kernels (three of them MoE's, one MLA's, two layer lists', four LoRA's), and only they count FLOPs") {
   int gemms = 0;
   for (int i = 0; i <= static_cast<int>(KernelClass::OptimizerUpdate); ++i)
     gemms += is_gemm(static_cast<KernelClass>(i)) ? 1 : 0;
-  CHECK(gemms == 13);
+  CHECK(gemms == 17);
+  CHECK(is_gemm(KernelClass::LoraRowB));
   CHECK(is_gemm(KernelClass::MlaUpGemm));
   CHECK(is_gemm(KernelClass::ExpertUpGemm));
   CHECK(is_gemm(KernelClass::Router));
