@@ -203,7 +203,7 @@ constexpr const char* kAttentionStreamWork =
 }  // namespace
 
 std::span<const KernelWork> kernel_works() {
-  static const std::array<KernelWork, 34> table = {{
+  static const std::array<KernelWork, 35> table = {{
       {KernelClass::Embedding, Work::Stream, kStreamWork},
       {KernelClass::LayerNorm, Work::Stream, kStreamWork},
       {KernelClass::QkvGemm, Work::Gemm, kGemmWork},
@@ -230,6 +230,7 @@ std::span<const KernelWork> kernel_works() {
       {KernelClass::LoraColumnB, Work::Gemm, kGemmWork},
       {KernelClass::LoraRowA, Work::Gemm, kGemmWork},
       {KernelClass::LoraRowB, Work::Gemm, kGemmWork},
+      {KernelClass::Quantize, Work::Stream, kStreamWork},
       {KernelClass::Logits, Work::Gemm, kGemmWork},
       {KernelClass::CrossEntropy, Work::Stream, kStreamWork},
       {KernelClass::Conv, Work::Gemm, kConvWork},

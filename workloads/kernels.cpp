@@ -25,7 +25,7 @@ using topology::name_of;
 using topology::value_of;
 using namespace detail;
 
-constexpr NameTable<KernelClass, 34> kKernelNames{{
+constexpr NameTable<KernelClass, 35> kKernelNames{{
     {KernelClass::Embedding, "embedding"},
     {KernelClass::LayerNorm, "layer-norm"},
     {KernelClass::QkvGemm, "qkv-gemm"},
@@ -52,6 +52,7 @@ constexpr NameTable<KernelClass, 34> kKernelNames{{
     {KernelClass::LoraColumnB, "lora-column-b"},
     {KernelClass::LoraRowA, "lora-row-a"},
     {KernelClass::LoraRowB, "lora-row-b"},
+    {KernelClass::Quantize, "quantize"},
     {KernelClass::Logits, "logits"},
     {KernelClass::CrossEntropy, "cross-entropy"},
     {KernelClass::Conv, "conv"},

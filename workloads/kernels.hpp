@@ -47,6 +47,7 @@ enum class KernelClass {
   LoraColumnB,      //   rank -> the layer's output columns on this GPU
   LoraRowA,         // LoRA: the adapter beside a row-parallel layer (projection, MLP down): its input rows -> rank
   LoraRowB,         //   rank -> h / t, gathered
+  Quantize,         // ZeRO++: weights or gradients quantised to int8 / int4 for a collective, or dequantised after
   Logits,           // output projection to the vocabulary
   CrossEntropy,     // softmax cross-entropy over the vocabulary
   Conv,             // layer-list workloads: a convolution (an implicit GEMM)

@@ -144,6 +144,9 @@ StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
   s.in_flight = act.in_flight;
   const double we = bytes_per_element(t.weight_dtype);
   s.parts.params = Bytes(sharded(n, p, 3, we) + (t.lora.on() ? s.trained.total() * we : 0.0));
+  // ZeRO++'s hpZ: beside the primary shard, a secondary partition of the weights over the node's data-parallel
+  // ranks, in the weights' dtype (DeepSpeed's ds_secondary_tensor: tensor_size // hpz_partition_size).
+  if (t.zero_pp.hpz) s.parts.params += Bytes(n.total() * we / std::max(1, node_dp_ranks(w)));
   s.parts.grads = Bytes(sharded(s.trained, p, 2, bytes_per_element(t.grad_dtype)));
   s.parts.optimizer = Bytes(sharded(s.trained, p, 1, optimizer_bytes));
   s.parts.activations = act.peak;
@@ -206,7 +209,10 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
                   "replicated{}) x {} B {}{}",
                   count(s.parameters.total()), stage, p.tp, w.model.moe() ? " and routers" : "",
                   w.model.moe() ? fmt::format("; of them {} routed experts' over ep {} x etp {}", count(s.parameters.expert), p.ep, p.expert_tp()) : "",
-                  bytes_per_element(t.weight_dtype), to_string(t.weight_dtype), zero_note(p, 3)),
+                  bytes_per_element(t.weight_dtype), to_string(t.weight_dtype), zero_note(p, 3)) +
+          (t.zero_pp.hpz ? fmt::format("; ZeRO++ hpZ: a secondary partition over the node's {} data-parallel ranks",
+                                       std::max(1, node_dp_ranks(w)))
+                         : std::string()),
       t.lora.on() ? fmt::format("grads: LoRA's adapters only (rank {} on {}: {} parameters per GPU, beside the frozen "
                                 "weights above, counted with them) x {} B {}{}",
                                 t.lora.rank, fmt::join(lora_target_names(t.lora.targets), ", "), count(s.trained.total()),

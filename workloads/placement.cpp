@@ -80,6 +80,12 @@ std::vector<int> Placement::replica_group(int r, int shard) const {
 
 std::vector<int> Placement::cp_group(int r) const { return shard_group(r, cp_); }
 
+int node_dp_ranks(const Workload& w) {
+  const auto group = Placement(w.plan).group(0, Axis::Dp);
+  if (w.gpus_per_node <= 0) return static_cast<int>(group.size());
+  return static_cast<int>(std::ranges::count_if(group, [&](int r) { return r / w.gpus_per_node == 0; }));
+}
+
 bool every_ep_group_alike(const Workload& w, EpNodes n) {
   if (w.gpus_per_node <= 0) return true;
   const Placement place(w.plan);

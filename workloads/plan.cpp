@@ -204,6 +204,17 @@ void check_lora(const Workload& w) {
            fmt::format("1 to {}", w.model.hidden));
 }
 
+// ZeRO++ rewrites ZeRO-3's collectives: it needs them (zero 3, DeepSpeed's sharding rather than FSDP's).
+void check_zero_pp(const Workload& w) {
+  const TrainingSpec& t = *w.training;
+  if (!t.zero_pp.any()) return;
+  if (w.plan.zero != 3 || w.plan.fsdp != Fsdp::None)
+    throw InputError("training.zero_pp", fmt::format("{{qwz: {}, hpz: {}, qgz: {}}}", t.zero_pp.qwz, t.zero_pp.hpz, t.zero_pp.qgz),
+                     fmt::format("rewrites DeepSpeed's ZeRO-3 collectives, and the plan is zero {}{}:", w.plan.zero,
+                                 w.plan.fsdp != Fsdp::None ? " with fsdp" : ""),
+                     "parallelism.zero: 3 without fsdp, or no zero_pp");
+}
+
 // Uneven micro-batches per replica: dp entries, each at least one (a multiple of pp when interleaved, as every
 // replica's count must be), together as many as the even split gives.
 void check_replica_micro_batches(const ParallelPlan& p, int m) {
@@ -233,6 +244,7 @@ void check_training(const Workload& w) {
   check_offload(w);
   check_recompute_modules(w);
   check_lora(w);
+  check_zero_pp(w);
   if (t.global_batch % (p.dp * t.micro_batch) != 0)
     fail("training.micro_batch", t.micro_batch,
          fmt::format("x dp {} does not divide training.global_batch {}: micro_batch", p.dp, t.global_batch),

@@ -110,6 +110,10 @@ void check_model_split(const ModelSpec& m, const ParallelPlan& p);
 // and plan search does not offer it.
 const char* per_op_recompute_misfit(const Workload& w);
 
+// The data-parallel ranks of rank 0's group on its node (Workload::gpus_per_node; all of them when unknown):
+// ZeRO++'s secondary partition and first all-to-all.
+int node_dp_ranks(const Workload& w);
+
 // Every check of a plan against its model, training and cluster: tp divides heads and kv_heads, the degrees'
 // product equals `gpus`, pp * vpp <= layers, micro_batch divides global_batch / dp, ...
 // Throws InputError naming the scenario key ("parallelism.tp") and what is allowed.

@@ -15,6 +15,8 @@
 namespace dtsim::workloads::detail {
 namespace {
 
+constexpr double kQwzBlock = 8000;   // weights per int8 block with its fp32 scale (qwZ)
+
 // The distributed optimizer's parameter all-gather moved to the next step's forward (training.overlap_param_gather).
 bool overlaps_param_gather(const Workload& w) { return w.training->overlap_param_gather && w.plan.zero == 1; }
 
@@ -76,8 +78,9 @@ Deps StageBuilder::backward_gather(int layer, int mb, Deps deps, bool more) {
   if (auto it = prefetched_.find(layer); it != prefetched_.end()) {
     deps.append(it->second.begin(), it->second.end());
     prefetched_.erase(it);
+    deps = dequantized(layer, mb, Pass::Backward, std::move(deps));
   } else {
-    deps = zero3_gather(layer, mb, std::move(deps));
+    deps = zero3_gather(layer, mb, std::move(deps), Pass::Backward);
   }
   const auto& plan = ctx_.w.plan;
   if (!more || plan.zero < 3 || plan.zero_ranks() == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
@@ -85,29 +88,53 @@ Deps StageBuilder::backward_gather(int layer, int mb, Deps deps, bool more) {
   // (the previous in the backward) has finished.
   Deps gate;
   if (!gather_window_.empty()) gate.push_back(gather_window_.back());
-  prefetched_[layer - 1] = gather_modules(layer - 1, mb, std::move(gate));
+  prefetched_[layer - 1] = gather_modules(layer - 1, mb, std::move(gate), Pass::Backward);
   return deps;
 }
 
-Deps StageBuilder::zero3_gather(int layer, int mb, Deps deps) {
+Deps StageBuilder::zero3_gather(int layer, int mb, Deps deps, Pass pass) {
   if (ctx_.w.plan.zero < 3 || ctx_.w.plan.zero_ranks() == 1) return deps;
   // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
   // gathered at once); without, once the previous layer's compute has.
   const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
   Deps gate;
   if (gather_window_.size() >= back) gate.push_back(gather_window_[gather_window_.size() - back]);
-  for (const Index g : gather_modules(layer, mb, std::move(gate))) deps.push_back(g);
-  return deps;
+  for (const Index g : gather_modules(layer, mb, std::move(gate), pass)) deps.push_back(g);
+  return dequantized(layer, mb, pass, std::move(deps));
 }
 
 // One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module: each pays the ring's per-step
-// latency over the whole data-parallel group.
-Deps StageBuilder::gather_modules(int layer, int mb, Deps gate) {
+// latency over the whole data-parallel group. ZeRO++: qwZ sends int8 with an fp32 scale per block of
+// kQwzBlock weights (deepspeed/runtime/zero/partition_parameters.py, CUDAQuantizer: target_group_size 8000);
+// hpZ's backward gathers read the node's secondary partition (the node's data-parallel ranks), or nothing where a
+// node holds one rank of the group (its secondary partition is the whole layer).
+Deps StageBuilder::gather_modules(int layer, int mb, Deps gate, Pass pass) {
   Deps out;
-  const Group group = ctx_.w.plan.shard_ranks > 0 ? Group::Shard : Group::Dp;   // hybrid FSDP: within the node
+  const ZeroPp& zpp = ctx_.t.zero_pp;
+  const bool secondary = zpp.hpz && pass == Pass::Backward;
+  if (secondary && ctx_.node_dp <= 1) return out;
+  // hybrid FSDP, or hpZ's secondary partition: within the node
+  const Group group = ctx_.w.plan.shard_ranks > 0 || secondary ? Group::Shard : Group::Dp;
+  const double wire = zpp.qwz ? (1.0 + 4.0 / kQwzBlock) / bytes_per_element(ctx_.t.weight_dtype) : 1.0;
   for (const Bytes part : ctx_.layer_modules)
-    out.push_back(collective(CollectiveKind::AllGather, group, part, CommPurpose::ZeroParamGather, layer, mb, gate));
+    out.push_back(collective(CollectiveKind::AllGather, group, part * wire, CommPurpose::ZeroParamGather, layer, mb, gate));
   return out;
+}
+
+// qwZ: the gathered int8 modules dequantised on the compute stream before the layer uses them (DeepSpeed waits on
+// the gather's handle and dequantises there), with this rank's own shard quantised before its gather: read 1 and
+// write w bytes per gathered weight, read w and write 1 per owned one.
+Deps StageBuilder::dequantized(int layer, int mb, Pass pass, Deps deps) {
+  if (!ctx_.t.zero_pp.qwz || ctx_.layer_modules.empty() || deps.empty()) return deps;
+  if (ctx_.t.zero_pp.hpz && pass == Pass::Backward && ctx_.node_dp <= 1) return deps;
+  const double we = bytes_per_element(ctx_.t.weight_dtype);
+  double weights = 0;
+  for (const Bytes part : ctx_.layer_modules) weights += part.value() / we;
+  Kernel k;
+  k.kind = KernelClass::Quantize;
+  k.pass = pass;
+  k.bytes = Bytes(weights * (1.0 + we) * (1.0 + 1.0 / ctx_.w.plan.zero_ranks()));
+  return compute({k}, Scope::Layer, pass, layer, mb, std::move(deps));
 }
 
 Deps StageBuilder::receive(const PipeStep& step, int from_virtual, Deps deps) {
@@ -139,7 +166,7 @@ void StageBuilder::forward(const PipeStep& step) {
                              Scope::Embedding, Pass::Forward, -1, mb, gated(kEmbeddingUnit, std::move(deps)));
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi]; l < ctx_.first_layer[vi] + ctx_.layers[vi]; ++l) {
-    deps = zero3_gather(l, mb, gated(l, std::move(deps)));
+    deps = zero3_gather(l, mb, gated(l, std::move(deps)), Pass::Forward);
     deps = layer_pass(l, mb, Pass::Forward, std::move(deps));
     deps = offload_wait(l, mb, Pass::Forward, std::move(deps));
     gather_window_.push_back(deps.front());
@@ -178,7 +205,9 @@ void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
   }
   const auto kind = ctx_.w.plan.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
   const int shard = ctx_.w.plan.shard_ranks;
-  if (!expert && shard > 0) {
+  if (!expert && ctx_.t.zero_pp.qgz && kind == CollectiveKind::ReduceScatter) {
+    dp_comms_.push_back(quantized_reduce(b.bytes, layer, mb, b.deps));
+  } else if (!expert && shard > 0) {
     // Hybrid FSDP: reduce-scattered within the node, each shard then all-reduced with its replicas on the others.
     const Index scattered = collective(kind, Group::Shard, b.bytes, CommPurpose::DataParallelGrads, layer, mb, b.deps);
     dp_comms_.push_back(ctx_.w.plan.dp_ranks() > shard
@@ -190,6 +219,33 @@ void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
                                    expert ? CommPurpose::ExpertGrads : CommPurpose::DataParallelGrads, layer, mb, b.deps));
   }
   b.bytes = Bytes(0);
+}
+
+// qgZ (DeepSpeed's all_to_all_quant_reduce, deepspeed/runtime/comm/coalesced_collectives.py): a bucket's
+// gradients quantised to int4, exchanged among the node's data-parallel ranks (all-to-all), each rank's slice
+// reduced and quantised again, exchanged with the ranks at its place on the other nodes (all-to-all), and
+// dequantised and reduced into this rank's shard. The three kernels run on DeepSpeed's reduction stream, beside
+// the backward; dtsim charges them to the GPU before the first exchange (their bytes: read g and write 0.5 per
+// gradient, read 0.5 and write 0.5 per gradient of the node's slice, twice, and write g per gradient of the shard),
+// so that the two exchanges follow each other.
+Index StageBuilder::quantized_reduce(Bytes bytes, int layer, int mb, Deps deps) {
+  const double g = bytes_per_element(ctx_.t.grad_dtype);
+  const double grads = bytes.value() / g;
+  const double node = std::max(1, ctx_.node_dp);
+  const double dp = ctx_.w.plan.dp_ranks();
+  Kernel k;
+  k.kind = KernelClass::Quantize;
+  k.pass = Pass::Backward;
+  k.bytes = Bytes(grads * (g + 0.5 + 0.5) + grads / node * (0.5 + 0.5) + grads / dp * g);
+  const Deps quantized = compute({k}, Scope::Layer, Pass::Backward, layer, mb, std::move(deps));
+  Deps last = quantized;
+  if (node > 1)
+    last = {collective(CollectiveKind::AllToAll, Group::Shard, Bytes(grads * 0.5), CommPurpose::DataParallelGrads,
+                       layer, mb, last)};
+  if (dp > node)
+    last = {collective(CollectiveKind::AllToAll, Group::Replica, Bytes(grads / node * 0.5),
+                       CommPurpose::DataParallelGrads, layer, mb, last)};
+  return last.front();
 }
 
 void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {

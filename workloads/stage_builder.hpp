@@ -67,6 +67,7 @@ struct Context {
   // Activation offloading (TrainingSpec::offload_layers): what an offloaded layer's copy to the host (forward) or
   // back (backward) takes beyond the next layer's compute it runs beside, per pass (Forward, Backward).
   std::array<Seconds, 2> offload_wait{};
+  int node_dp = 0;                // ZeRO++'s hpZ and qgZ: the data-parallel ranks of one node (node_dp_ranks)
 
   [[nodiscard]] const LayerWork& work(int layer) const { return layer_work[w.model.moe_layer(layer) ? 1 : 0]; }
 };
@@ -168,9 +169,11 @@ class StageBuilder {
   // The sends the stage's next pass waits for (their exchange blocks it: overlaps_p2p false), taken once.
   Deps take_blocking_sends() { return std::exchange(blocking_sends_, {}); }
   void send(const PipeStep& step, int to_virtual, Deps deps);
-  Deps zero3_gather(int layer, int mb, Deps deps);
+  Deps zero3_gather(int layer, int mb, Deps deps, Pass pass);
   Deps backward_gather(int layer, int mb, Deps deps, bool more);
-  Deps gather_modules(int layer, int mb, Deps gate);
+  Deps gather_modules(int layer, int mb, Deps gate, Pass pass);
+  Deps dequantized(int layer, int mb, Pass pass, Deps deps);
+  Index quantized_reduce(Bytes bytes, int layer, int mb, Deps deps);
   void interleave(std::size_t from, std::size_t second);
   void add_grads(Bytes bytes, bool expert, int layer, int mb, Index after);
   void flush_bucket(bool expert, int layer, int mb);

@@ -166,6 +166,7 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, const Gene
     ctx.layer_work[1] = layer_work(ctx, true);
   }
   if (t.offload_layers > 0) ctx.offload_wait = offload_waits(ctx);
+  if (t.zero_pp.hpz || t.zero_pp.qgz) ctx.node_dp = node_dp_ranks(w);
   for (const Pass p : {Pass::Forward, Pass::Backward}) {
     ctx.embedding_kernels[pass_index(p)] = embedding_kernels(m, t, ctx.sharding, t.micro_batch, p);
     ctx.logits_kernels[pass_index(p)] = logits_kernels(m, t, ctx.sharding, t.micro_batch, p);
@@ -206,7 +207,8 @@ StepGraph generate_step(const Workload& w, const topology::GpuSpec& gpu, const G
   DTSIM_ASSERT(w.training.has_value(), "generate_step needs a training workload");
   if (w.model.kind == ModelKind::Layers) return generate_layer_list_step(w, gpu, options.granularity);
   const Context ctx = make_context(w, gpu, options);
-  StepGraph g{w, Placement(w.plan), options.granularity, micro_batches(w.plan, *w.training), {}};
+  StepGraph g{w, Placement(w.plan), options.granularity, micro_batches(w.plan, *w.training), {}, 0};
+  if (w.training->zero_pp.hpz || w.training->zero_pp.qgz) g.node_dp = ctx.node_dp;
   for (int stage = 0; stage < w.plan.pp; ++stage) {
     g.classes.push_back(stage_class(g.placement, stage, stage_ops(ctx, stage, g.micro_batches)));
   }
@@ -253,8 +255,8 @@ std::vector<int> StepGraph::group_ranks(int rank, Group group) const {
     case Group::ExpertTp: return placement.expert_group(rank, ExpertAxis::Etp);
     case Group::ExpertDp: return placement.expert_group(rank, ExpertAxis::Edp);
     case Group::Cp: return placement.cp_group(rank);
-    case Group::Shard: return placement.shard_group(rank, workload.plan.zero_ranks());
-    case Group::Replica: return placement.replica_group(rank, workload.plan.zero_ranks());
+    case Group::Shard: return placement.shard_group(rank, node_dp > 0 ? node_dp : workload.plan.zero_ranks());
+    case Group::Replica: return placement.replica_group(rank, node_dp > 0 ? node_dp : workload.plan.zero_ranks());
     case Group::EpNode:
     case Group::EpRail: {
       const int per_node = workload.gpus_per_node;

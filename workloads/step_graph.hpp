@@ -42,8 +42,8 @@ enum class Group {
   EpNode,      // MoE, DeepEP: the expert-parallel peers on this rank's node (Workload::gpus_per_node)
   EpRail,      // MoE, DeepEP: the expert-parallel peers at this rank's place on each node the group spans
   Cp,          // the context-parallel peers (Placement::cp_group)
-  Shard,       // hybrid FSDP: the data-parallel peers sharing this rank's shards (its node's)
-  Replica,     // hybrid FSDP: the ranks holding the same shard on the other nodes
+  Shard,       // the data-parallel peers on this rank's node: hybrid FSDP's shard group, ZeRO++'s secondary partition
+  Replica,     // the ranks at this rank's place in the data-parallel group on the other nodes (its shard's replicas)
 };
 inline constexpr std::size_t kGroupCount = 11;   // the Groups, for tables indexed by one
 static_assert(static_cast<std::size_t>(Group::Replica) + 1 == kGroupCount, "kGroupCount counts every Group");
@@ -145,6 +145,7 @@ struct StepGraph {
   Granularity granularity = Granularity::Layer;
   int micro_batches = 0;               // per data-parallel replica (with cohorts: cohort 0's)
   std::vector<RankClass> classes;      // one per pipeline stage, in stage order (with cohorts: per stage, then cohort)
+  int node_dp = 0;                     // ZeRO++: the data-parallel ranks of one node (Group::Shard's size; 0: unused)
 
   [[nodiscard]] const RankClass& class_of(int rank) const;
   [[nodiscard]] int cohorts() const;

@@ -140,6 +140,19 @@ struct LoraSpec {
 // LoRA's defaults under framework `f` (training.lora: true, {} or a rank alone): see training.cpp.
 LoraSpec lora_defaults(Framework f);
 
+// DeepSpeed's ZeRO++ (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective Communication for Giant Model
+// Training"; training.zero_pp, with ZeRO-3): qwz, every parameter all-gather in int8 with a scale per block
+// (DeepSpeed's zero_quantized_weights); hpz, a secondary partition of the parameters within each node, which the
+// backward's all-gathers read instead of the whole data-parallel group (zero_hpz_partition_size); qgz, the
+// gradients' reduce-scatter replaced by int4 all-to-alls, first within the node, then across nodes
+// (zero_quantized_gradients).
+struct ZeroPp {
+  bool qwz = false;
+  bool hpz = false;
+  bool qgz = false;
+  [[nodiscard]] bool any() const { return qwz || hpz || qgz; }
+};
+
 // Bytes of one element stored in `p` (int4: 0.5; tf32 is stored as fp32).
 double bytes_per_element(Precision p);
 
@@ -211,6 +224,7 @@ struct TrainingSpec {
   // stage and no recomputation (megatron/core/transformer/transformer_config.py __post_init__).
   int offload_layers = 0;
   LoraSpec lora;   // training.lora; rank 0: every weight trains
+  ZeroPp zero_pp;  // training.zero_pp (ZeRO-3 only)
 };
 
 // The chunks a pipelined reduce-scatter splits its GEMM into (Transformer Engine's default num_splits for

@@ -230,6 +230,11 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t, const A
     for (const std::string_view name : workloads::lora_target_names(t.lora.targets)) out << std::string(name);
     out << YAML::EndSeq << YAML::EndMap;
   }
+  if (t.zero_pp.any()) {
+    out << YAML::Key << "zero_pp" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "qwz" << YAML::Value << t.zero_pp.qwz << YAML::Key << "hpz" << YAML::Value << t.zero_pp.hpz
+        << YAML::Key << "qgz" << YAML::Value << t.zero_pp.qgz << YAML::EndMap;
+  }
   emit(out, "sequence_parallel", t.sequence_parallel);
   emit(out, "dp_bucket_MB", t.dp_bucket.value() / 1e6);
   emit(out, "overlap_grad_reduce", t.dp_overlap);

@@ -116,13 +116,28 @@ void read_lora(const YamlMap& m, TrainingSpec& t) {
   for (const std::string& n : *names) t.lora.targets |= bit(*workloads::parse_lora_target(n));
 }
 
+// training.zero_pp: true (all three), false, or {qwz, hpz, qgz}, each false unless written true.
+void read_zero_pp(const YamlMap& m, TrainingSpec& t) {
+  if (!m.has("zero_pp")) return;
+  if (!m.is_map("zero_pp")) {
+    const bool on = m.boolean("zero_pp").value_or(false);
+    t.zero_pp = {on, on, on};
+    return;
+  }
+  const YamlMap z = m.map("zero_pp");
+  z.allow_only({"qwz", "hpz", "qgz"});
+  t.zero_pp.qwz = z.boolean("qwz").value_or(false);
+  t.zero_pp.hpz = z.boolean("hpz").value_or(false);
+  t.zero_pp.qgz = z.boolean("qgz").value_or(false);
+}
+
 TrainingSpec read_training(const YamlMap& m) {
   m.allow_only({"framework", "global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype",
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
                 "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
                 "steps", "moe_dispatcher", "cp_comm", "recompute_modules", "overlap_moe_expert_parallel_comm",
-                "overlap_p2p_comm", "offload_layers", "lora"});
+                "overlap_p2p_comm", "offload_layers", "lora", "zero_pp"});
   if (m.has("tokens") && m.has("steps"))
     m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
            "training.tokens or training.steps, not both");
@@ -176,6 +191,7 @@ TrainingSpec read_training(const YamlMap& m) {
   t.tokens = m.number("tokens", 0.0, false, 1e18);
   if (const auto steps = m.integer("steps", 1, 1'000'000'000'000)) t.steps = *steps;
   read_lora(m, t);
+  read_zero_pp(m, t);
   return t;
 }
 

@@ -112,8 +112,8 @@ TEST_CASE("compute model: one work per kernel class, one row per architecture, e
     CHECK_FALSE(w.source.empty());
     CHECK(&work_of(w.kind) == &w);
   }
-  CHECK(kinds.size() == 34);
-  CHECK(kernel_works().size() == 34);
+  CHECK(kinds.size() == 35);
+  CHECK(kernel_works().size() == 35);
   std::set<std::string> names;
   for (const ArchitectureConstants& a : architectures()) {
     CAPTURE(a.name);

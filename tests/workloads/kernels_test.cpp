@@ -43,7 +43,7 @@ TEST_CASE("kernels: every class and pass has a lower-case hyphenated name that p
     CHECK(parse_kernel_class(name) == k);
     names.insert(name);
   }
-  CHECK(names.size() == 34);
+  CHECK(names.size() == 35);
   CHECK(to_string(KernelClass::QkvGemm) == "qkv-gemm");
   CHECK(to_string(KernelClass::FlashAttention) == "flash-attention");
   CHECK(to_string(KernelClass::Fp8Cast) == "fp8-cast");
