@@ -5,6 +5,7 @@
 #include "workloads/compute_model.hpp"
 #include "workloads/kernels.hpp"
 #include "workloads/layer_list.hpp"
+#include "workloads/lora.hpp"
 
 namespace dtsim::results {
 
@@ -64,11 +65,11 @@ json roofline_json(const workloads::Workload& w, const topology::GpuSpec& gpu) {
   for (const auto pass : {workloads::Pass::Forward, workloads::Pass::Backward})
     for (const auto& k : workloads::logits_kernels(w.model, t, sharding, t.micro_batch, pass))
       kernels.push_back(kernel_row(k, "logits", gpu, t.precision, ridge));
-  // A stage's even share of the parameters, its ZeRO shard when ZeRO partitions the optimizer states (the routed
-  // experts split over ep x etp and sharded over their own replicas).
+  // A stage's even share of the trained parameters (with LoRA, the adapters), its ZeRO shard when ZeRO partitions
+  // the optimizer states (the routed experts split over ep x etp and sharded over their own replicas).
   const int moe_layers = workloads::moe_layer_count(w.model);
   const double routed = moe_layers * workloads::moe_layer_parameters(w.model).routed();
-  double dense_params = (workloads::parameter_count(w.model) - routed) / (w.plan.tp * w.plan.pp);
+  double dense_params = (workloads::trained_parameter_count(w.model, t) - (t.lora.on() ? 0.0 : routed)) / (w.plan.tp * w.plan.pp);
   double expert_params = routed / (w.plan.ep * w.plan.expert_tp() * w.plan.pp);
   if (w.plan.zero >= 1) {
     dense_params /= w.plan.zero_ranks();

@@ -48,4 +48,8 @@ double trained_final_norm_parameters(const ModelSpec& m, const TrainingSpec& t) 
   return t.lora.on() ? 0.0 : final_norm_parameters(m);
 }
 
+double trained_parameter_count(const ModelSpec& m, const TrainingSpec& t) {
+  return t.lora.on() ? m.layers * lora_layer_parameters(m, t.lora) : parameter_count(m);
+}
+
 }  // namespace dtsim::workloads

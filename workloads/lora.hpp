@@ -22,5 +22,7 @@ double trained_layer_routed_parameters(const ModelSpec& m, const TrainingSpec& t
 double trained_embedding_parameters(const ModelSpec& m, const TrainingSpec& t);
 double trained_logits_parameters(const ModelSpec& m, const TrainingSpec& t);
 double trained_final_norm_parameters(const ModelSpec& m, const TrainingSpec& t);
+// The whole model's: parameter_count(m), or with LoRA every layer's adapters.
+double trained_parameter_count(const ModelSpec& m, const TrainingSpec& t);
 
 }  // namespace dtsim::workloads

@@ -146,7 +146,7 @@ StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
   s.parts.params = Bytes(sharded(n, p, 3, we) + (t.lora.on() ? s.trained.total() * we : 0.0));
   // ZeRO++'s hpZ: beside the primary shard, a secondary partition of the weights over the node's data-parallel
   // ranks, in the weights' dtype (DeepSpeed's ds_secondary_tensor: tensor_size // hpz_partition_size).
-  if (t.zero_pp.hpz) s.parts.params += Bytes(n.total() * we / std::max(1, node_dp_ranks(w)));
+  if (t.zero_pp.hpz && p.zero_ranks() > 1) s.parts.params += Bytes(n.total() * we / std::max(1, node_dp_ranks(w)));
   s.parts.grads = Bytes(sharded(s.trained, p, 2, bytes_per_element(t.grad_dtype)));
   s.parts.optimizer = Bytes(sharded(s.trained, p, 1, optimizer_bytes));
   s.parts.activations = act.peak;

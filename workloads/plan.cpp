@@ -199,6 +199,11 @@ void check_lora(const Workload& w) {
   if (w.plan.zero >= 3 || w.plan.fsdp != Fsdp::None)
     refuse("keeps the frozen weights whole on each GPU, and the plan shards them (zero 3 or fsdp):", "zero 0 to 2 and no fsdp");
   if (t.offload_layers > 0) refuse("is not modelled with activation offloading:", "training.offload_layers: 0");
+  if (w.plan.tp > 1 && t.lora.rank % w.plan.tp != 0)
+    refuse(fmt::format("is split over tp {} (a column-parallel adapter's rank, as Megatron-Core's ColumnParallelLinear "
+                       "splits its output), and it does not divide it:", w.plan.tp),
+           fmt::format("a multiple of {}", w.plan.tp));
+  if (t.recompute == Recompute::Op) refuse("is not modelled with per-op recomputation (torchtitan's, which has no LoRA):", "recompute none, selective or full");
   if (t.lora.rank > w.model.hidden)
     refuse(fmt::format("is above model.hidden {} (a low-rank adapter narrower than the layer):", w.model.hidden),
            fmt::format("1 to {}", w.model.hidden));
@@ -213,6 +218,21 @@ void check_zero_pp(const Workload& w) {
                      fmt::format("rewrites DeepSpeed's ZeRO-3 collectives, and the plan is zero {}{}:", w.plan.zero,
                                  w.plan.fsdp != Fsdp::None ? " with fsdp" : ""),
                      "parallelism.zero: 3 without fsdp, or no zero_pp");
+  if (!t.zero_pp.hpz && !t.zero_pp.qgz) return;
+  // hpZ's secondary partition and qgZ's first all-to-all run over each node's data-parallel ranks, which must cut
+  // the data-parallel group into equal blocks, each on one node (as DeepSpeed's contiguous hpZ groups are).
+  const int node = node_dp_ranks(w);
+  const Placement place(w.plan);
+  bool whole = w.plan.dp_ranks() % node == 0;
+  for (int r = 0; whole && w.gpus_per_node > 0 && r < place.ranks(); ++r)
+    for (const int peer : place.shard_group(r, node))
+      whole = whole && peer / w.gpus_per_node == r / w.gpus_per_node;
+  if (!whole)
+    throw InputError("training.zero_pp", t.zero_pp.hpz ? "hpz" : "qgz",
+                     fmt::format("runs over each node's data-parallel ranks ({} on the first node), and they do not "
+                                 "cut the {} data-parallel ranks into whole nodes, so not",
+                                 node, w.plan.dp_ranks()),
+                     "a placement whose data-parallel groups fill whole nodes, or qwz alone");
 }
 
 // Uneven micro-batches per replica: dp entries, each at least one (a multiple of pp when interleaved, as every

@@ -225,9 +225,10 @@ void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
 // gradients quantised to int4, exchanged among the node's data-parallel ranks (all-to-all), each rank's slice
 // reduced and quantised again, exchanged with the ranks at its place on the other nodes (all-to-all), and
 // dequantised and reduced into this rank's shard. The three kernels run on DeepSpeed's reduction stream, beside
-// the backward; dtsim charges them to the GPU before the first exchange (their bytes: read g and write 0.5 per
-// gradient, read 0.5 and write 0.5 per gradient of the node's slice, twice, and write g per gradient of the shard),
-// so that the two exchanges follow each other.
+// the backward; dtsim charges them to the GPU before the first exchange, so that the two exchanges follow each
+// other. Their bytes: quantise, read g and write 0.5 per gradient; reduce and quantise again, read 0.5 per gradient
+// and write 0.5 per gradient of the node's slice; dequantise and reduce, read 0.5 per gradient of that slice and
+// write g per gradient of this rank's shard.
 Index StageBuilder::quantized_reduce(Bytes bytes, int layer, int mb, Deps deps) {
   const double g = bytes_per_element(ctx_.t.grad_dtype);
   const double grads = bytes.value() / g;

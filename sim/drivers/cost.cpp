@@ -6,6 +6,7 @@
 
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
+#include "workloads/lora.hpp"
 #include "workloads/memory_plan.hpp"
 
 namespace dtsim::drivers {
@@ -59,10 +60,11 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
   const results::ClusterCounts counts{gpus, std::max(1, s.cluster.servers()), static_cast<int>(bom.count(topology::PartKind::Nic)),
                                       static_cast<int>(bom.count(topology::PartKind::Switch))};
   const scenario::ReliabilitySpec& r = s.reliability;
-  // A checkpoint holds every parameter's weight, master copy and optimizer states once (Megatron's distributed
-  // checkpoint): the memory plan's per-parameter bytes over the whole model.
+  // A checkpoint holds every trained parameter's weight, master copy and optimizer states once (Megatron's
+  // distributed checkpoint): the memory plan's per-parameter bytes over the whole model; with LoRA the adapters
+  // only (a PEFT checkpoint: the frozen model is read from its own files).
   const double per_param = workloads::bytes_per_element(t.weight_dtype) + workloads::optimizer_bytes_per_param(t);
-  const double bytes = workloads::parameter_count(w.model) * per_param;
+  const double bytes = workloads::trained_parameter_count(w.model, t) * per_param;
   const double write = 1e9 * s.storage.write_GBps.value_or(scenario::kStorageGBpsPerGpu * gpus);
   const double read = 1e9 * s.storage.read_GBps.value_or(scenario::kStorageGBpsPerGpu * gpus);
   results::RunInputs in;

@@ -101,6 +101,7 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   if (t.recompute == Recompute::Op) cannot(kName, "per-op recomputation (torchtitan's)");
   if (t.offload_layers > 0) cannot(kName, "activation offloading (core_r0.11.0's arguments.py has no flag for it)");
   if (t.lora.on()) cannot(kName, "LoRA (Megatron-LM has no adapters)");
+  if (t.zero_pp.any()) cannot(kName, "ZeRO++ (DeepSpeed's)");
   if (!p.layers_per_stage.empty()) cannot(kName, "uneven pipeline stages");
   std::vector<std::string> f;
   const auto add = [&f](std::string flag, const auto& value) { f.push_back(fmt::format("{} {}", flag, value)); };
@@ -203,6 +204,14 @@ std::vector<std::string> deepspeed_flags(const workloads::Workload& w) {
 std::string deepspeed_config(const workloads::Workload& w) {
   const auto& t = *w.training;
   const double bucket = t.dp_bucket.value() / workloads::bytes_per_element(t.grad_dtype);
+  // ZeRO++ (DeepSpeed's docs/_tutorials/zeropp.md): its three switches, hpZ's partition the node's ranks.
+  const std::string zero_pp =
+      t.zero_pp.any()
+          ? fmt::format(",\n    \"zero_quantized_weights\": {},\n    \"zero_hpz_partition_size\": {},\n"
+                        "    \"zero_quantized_gradients\": {}",
+                        t.zero_pp.qwz ? "true" : "false", t.zero_pp.hpz ? workloads::node_dp_ranks(w) : 1,
+                        t.zero_pp.qgz ? "true" : "false")
+          : std::string();
   return fmt::format("{{\n"
                      "  \"train_batch_size\": {},\n"
                      "  \"train_micro_batch_size_per_gpu\": {},\n"
@@ -211,11 +220,11 @@ std::string deepspeed_config(const workloads::Workload& w) {
                      "  \"zero_optimization\": {{\n"
                      "    \"stage\": {},\n"
                      "    \"overlap_comm\": {},\n"
-                     "    \"reduce_bucket_size\": {:.0f}\n"
+                     "    \"reduce_bucket_size\": {:.0f}{}\n"
                      "  }},\n"
                      "  \"{}\": {{\"enabled\": true}}\n"
                      "}}\n",
-                     t.global_batch, t.micro_batch, w.plan.zero, t.dp_overlap ? "true" : "false", bucket,
+                     t.global_batch, t.micro_batch, w.plan.zero, t.dp_overlap ? "true" : "false", bucket, zero_pp,
                      t.precision == topology::Precision::Bf16 ? "bf16" : "fp16");
 }
 
@@ -232,6 +241,7 @@ std::vector<std::string> torchtitan_flags(const workloads::Workload& w, const st
   const auto flavour = torchtitan_flavour(m.name);
   if (!flavour) cannot(kName, fmt::format("model '{}' (torchtitan's flavours: llama3-8b, llama3-70b, llama3-405b)", m.name));
   if (t.lora.on()) cannot(kName, "LoRA (torchtitan has no adapters)");
+  if (t.zero_pp.any()) cannot(kName, "ZeRO++ (DeepSpeed's)");
   if (p.vpp > 1) cannot(kName, "interleaved virtual stages (its split points are given by hand)");
   if (p.ep > 1 || m.moe()) cannot(kName, "experts");
   if (t.offload_layers > 0) cannot(kName, "Megatron-Core's activation offloading");
@@ -298,6 +308,7 @@ std::optional<std::string> bridge_recipe_name(const std::string& preset) {
 std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
   const auto& [kName, m, t, p] = Job{"nemo", w.model, *w.training, w.plan};
   if (t.lora.on()) cannot(kName, "LoRA (the emitted script is a pre-training recipe; Megatron-Bridge's fine-tuning ones are not written)");
+  if (t.zero_pp.any()) cannot(kName, "ZeRO++ (DeepSpeed's)");
   const auto recipe = bridge_recipe(m.name);
   if (!recipe)
     cannot(kName, fmt::format("model '{}' (Megatron-Bridge's Llama 3 recipes: llama3-8b, llama3-70b, llama3-405b)", m.name));

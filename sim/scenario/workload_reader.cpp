@@ -93,12 +93,23 @@ void read_recompute_modules(const YamlMap& m, TrainingSpec& t) {
   for (const std::string& n : *names) t.recompute_modules |= bit(*workloads::parse_recompute_module(n));
 }
 
+// A key that is either a switch or a map of settings, given as a switch: its value, or the one-line error that
+// names both forms.
+std::optional<bool> switch_or_map(const YamlMap& m, const std::string& key, const std::string& allowed) {
+  if (m.is_list(key)) m.fail(key, "[...]", "is neither a switch nor a map:", allowed);
+  try {
+    return m.boolean(key);
+  } catch (const InputError&) {
+    m.fail(key, m.text(key).value_or(""), "is neither a switch nor a map:", allowed);
+  }
+}
+
 // training.lora: {rank, targets}, either left out for the framework's defaults (workloads::lora_defaults); `{}` or
 // `true` alone is LoRA at those defaults, `false` none.
 void read_lora(const YamlMap& m, TrainingSpec& t) {
   if (!m.has("lora")) return;
   if (!m.is_map("lora")) {
-    const std::optional<bool> on = m.boolean("lora");
+    const std::optional<bool> on = switch_or_map(m, "lora", "true, false, or {rank, targets}");
     if (on == std::optional<bool>(true)) t.lora = workloads::lora_defaults(t.framework);
     return;
   }
@@ -120,7 +131,7 @@ void read_lora(const YamlMap& m, TrainingSpec& t) {
 void read_zero_pp(const YamlMap& m, TrainingSpec& t) {
   if (!m.has("zero_pp")) return;
   if (!m.is_map("zero_pp")) {
-    const bool on = m.boolean("zero_pp").value_or(false);
+    const bool on = switch_or_map(m, "zero_pp", "true, false, or {qwz, hpz, qgz}").value_or(false);
     t.zero_pp = {on, on, on};
     return;
   }

@@ -96,8 +96,16 @@ TEST_CASE("zero++ qgz: the gradients' reduce-scatter becomes int4 all-to-alls wi
   CHECK(q.at(inter).bytes == doctest::Approx(b.at(scatter).bytes / 4 / 4));   // the node's slice
 }
 
-TEST_CASE("zero++ needs ZeRO-3's collectives: the plan check names the key") {
+TEST_CASE("zero++ needs ZeRO-3's collectives and node groups that fill whole nodes: the plan checks name the key") {
   Workload w = zero_pp_job({true, true, true});
   w.plan.zero = 1;
   CHECK(dtsim::test::plan_error(w, 16).find("training.zero_pp") != std::string::npos);
+  // 16 data-parallel ranks on nodes of 6: the first node holds 6 of them, which do not cut 16 into whole nodes.
+  Workload odd = zero_pp_job({false, true, false});
+  odd.gpus_per_node = 6;
+  CHECK(dtsim::test::plan_error(odd, 16).find("do not cut the 16 data-parallel ranks into whole nodes") != std::string::npos);
+  // qwZ alone needs no node group.
+  Workload qwz = zero_pp_job({true, false, false});
+  qwz.gpus_per_node = 6;
+  CHECK(dtsim::test::plan_error(qwz, 16) == "no error");
 }
