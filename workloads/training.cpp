@@ -57,6 +57,15 @@ constexpr NameTable<Zero3Prefetch, 3> kZero3Prefetches{{{Zero3Prefetch::Auto, "a
                                                         {Zero3Prefetch::Layer, "layer"},
                                                         {Zero3Prefetch::None, "none"}}};
 
+// The names of the members of a bit set, in the table's order (an enum whose values are its bits).
+template <typename Enum, std::size_t N>
+std::vector<std::string_view> names_of_bits(const NameTable<Enum, N>& table, unsigned bits) {
+  std::vector<std::string_view> names;
+  for (const auto& [value, name] : table)
+    if ((bits & static_cast<unsigned>(value)) != 0) names.push_back(name);
+  return names;
+}
+
 }  // namespace
 
 std::string_view to_string(Optimizer o) { return name_of(kOptimizers, o); }
@@ -66,18 +75,10 @@ std::optional<Recompute> parse_recompute(std::string_view name) { return value_o
 std::string_view to_string(RecomputeModule m) { return name_of(kRecomputeModules, m); }
 std::optional<RecomputeModule> parse_recompute_module(std::string_view name) { return value_of(kRecomputeModules, name); }
 std::vector<std::string_view> recompute_module_names(unsigned modules) {
-  std::vector<std::string_view> names;
-  for (const auto& [module, name] : kRecomputeModules)
-    if ((modules & bit(module)) != 0) names.push_back(name);
-  return names;
+  return names_of_bits(kRecomputeModules, modules);
 }
 std::optional<LoraTarget> parse_lora_target(std::string_view name) { return value_of(kLoraTargets, name); }
-std::vector<std::string_view> lora_target_names(unsigned targets) {
-  std::vector<std::string_view> names;
-  for (const auto& [target, name] : kLoraTargets)
-    if ((targets & bit(target)) != 0) names.push_back(name);
-  return names;
-}
+std::vector<std::string_view> lora_target_names(unsigned targets) { return names_of_bits(kLoraTargets, targets); }
 LoraSpec lora_defaults(Framework f) {
   if (f == Framework::Nemo) return {kLoraRank, bit(LoraTarget::Qkv)};
   return {kLoraRank, bit(LoraTarget::Qkv) | bit(LoraTarget::Proj) | bit(LoraTarget::Fc1) | bit(LoraTarget::Fc2)};

@@ -345,27 +345,22 @@ TEST_CASE("plan --emit: a script behind dtsim's best plan says why the faster on
 
 TEST_CASE("plan --emit deepspeed writes ZeRO++'s three switches, hpZ over the node's data-parallel ranks") {
   const fs::path dir = fresh_dir("plan", "emit-zero-pp");
-  const auto r = emit(dir, "s.yaml",
-                      "name: llama3-8b-zero-pp\n"
-                      "cluster: {preset: dgx-h100, nodes: 2}\n"
-                      "model: {preset: llama3-8b}\n"
-                      "training: {framework: deepspeed, global_batch: 64, zero_pp: {qwz: true, hpz: true}}\n"
-                      "parallelism: {zero: 3, tp: 1, pp: 1}\n"
-                      "simulation: {engine: analytic}\n",
-                      "deepspeed");
+  const auto job = [](const std::string& zero_pp) {
+    return "name: llama3-8b-zero-pp\n"
+           "cluster: {preset: dgx-h100, nodes: 2}\n"
+           "model: {preset: llama3-8b}\n"
+           "training: {framework: deepspeed, global_batch: 64, zero_pp: " + zero_pp + "}\n"
+           "parallelism: {zero: 3, tp: 1, pp: 1}\n"
+           "simulation: {engine: analytic}\n";
+  };
+  const auto r = emit(dir, "s.yaml", job("{qwz: true, hpz: true}"), "deepspeed");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(r.out.find("\"zero_quantized_weights\": true") != std::string::npos);
   CHECK(r.out.find("\"zero_hpz_partition_size\": 8") != std::string::npos);
   CHECK(r.out.find("\"zero_quantized_gradients\": false") != std::string::npos);
   // The other frameworks have no ZeRO++: their emitters say so.
-  const auto m = emit(dir, "m.yaml",
-                      "name: llama3-8b-zero-pp\n"
-                      "cluster: {preset: dgx-h100, nodes: 2}\n"
-                      "model: {preset: llama3-8b}\n"
-                      "training: {framework: deepspeed, global_batch: 64, zero_pp: true}\n"
-                      "parallelism: {zero: 3, tp: 1, pp: 1}\n"
-                      "simulation: {engine: analytic}\n",
-                      "torchtitan");
-  CHECK(m.status == 2);
-  CHECK(m.err.find("ZeRO++") != std::string::npos);
+  const auto titan = emit(dir, "t.yaml", job("true"), "torchtitan");
+  CHECK(titan.status == 2);
+  CHECK(titan.err.find("ZeRO++") != std::string::npos);
+  fs::remove_all(dir);
 }
