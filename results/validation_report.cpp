@@ -37,8 +37,9 @@ json validation_json(const std::vector<ValidationTable>& tables) {
         if (key != "source") add(r.at("name"), key, value.get<double>(), reference_figure(r, key), r);
     }
     const double mean = rows.empty() ? 0.0 : sum / static_cast<double>(rows.size());
-    out.push_back({{"name", t.name}, {"source", source}, {"stated_only", !t.unstated.empty()}, {"unstated", t.unstated},
-                   {"rows", rows}, {"mean_abs_error", mean}, {"max_abs_error", worst}});
+    out.push_back({{"name", t.name}, {"source", source}, {"stated_only", !t.unstated.empty() || !t.stated.empty()},
+                   {"unstated", t.unstated}, {"stated", t.stated}, {"rows", rows}, {"mean_abs_error", mean},
+                   {"max_abs_error", worst}});
   }
   return {{"tables", out}};
 }
@@ -85,7 +86,10 @@ std::string validation_text(const json& report) {
     if (stated) {
       std::string keys;
       for (const json& k : t.at("unstated")) keys += (keys.empty() ? "" : ", ") + k.get<std::string>();
-      out += fmt::format("  left to dtsim's defaults: {}\n", keys);
+      if (!keys.empty()) out += fmt::format("  left to dtsim's defaults: {}\n", keys);
+      std::string given;
+      for (const json& k : t.value("stated", json::array())) given += (given.empty() ? "" : ", ") + k.get<std::string>();
+      if (!given.empty()) out += fmt::format("  as the source states: {}\n", given);
     }
     out += fmt::format("  {:<40} {:<20} {:>10} {:>10} {:>8}{}\n", "row", "figure", "published", "dtsim", "error",
                        stated ? "  auto chose" : "");

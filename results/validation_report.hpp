@@ -16,9 +16,11 @@ struct ValidationTable {
   // Non-empty: the rows written from their source's stated columns only, these keys (the table's own rule)
   // removed and left at dtsim's defaults.
   std::vector<std::string> unstated;
+  // ... and these set as the source states them ("training.framework nemo": the software it names).
+  std::vector<std::string> stated;
 };
 
-// {"tables": [{"name", "source", "stated_only", "unstated", "rows": [{"name", "figure", "published", "dtsim",
+// {"tables": [{"name", "source", "stated_only", "unstated", "stated", "rows": [{"name", "figure", "published", "dtsim",
 //              "error", "auto_chosen"}], "mean_abs_error", "max_abs_error"}]}; errors as fractions.
 nlohmann::json validation_json(const std::vector<ValidationTable>& tables);
 // The same as text: per table its rows, then its mean and max absolute error in percent; a stated-only table says

@@ -30,7 +30,7 @@ void check_only(const std::vector<std::string>& only, const std::vector<const st
 // The rows of one table (`only` selects, their baselines run with them), run and paired with their references.
 results::ValidationTable run_table(const std::string& name, const std::vector<scenario::Scenario>& scenarios,
                                    const std::vector<std::string>& only) {
-  results::ValidationTable t{name, {}, {}};
+  results::ValidationTable t{name, {}, {}, {}};
   const auto selected = [&](const scenario::Scenario& s) { return only.empty() || std::ranges::find(only, s.name) != only.end(); };
   // Ratio rows: each names its baseline, a row of the same file, which runs with it.
   std::set<std::string> names, baselines;
@@ -70,6 +70,17 @@ std::vector<std::string> unstated_keys(const std::vector<scenario::Scenario>& sc
   return {};
 }
 
+// The keys its source states otherwise, as "key value" (the first row's reference.stated).
+std::vector<std::string> stated_keys(const std::vector<scenario::Scenario>& scenarios) {
+  for (const scenario::Scenario& s : scenarios)
+    if (!s.reference.stated.empty()) {
+      std::vector<std::string> out;
+      for (const auto& [key, value] : s.reference.stated) out.push_back(key + " " + value);
+      return out;
+    }
+  return {};
+}
+
 }  // namespace
 
 std::vector<ValidationSource> validation_sources(const std::vector<std::string>& files) {
@@ -91,8 +102,9 @@ std::vector<results::ValidationTable> validate(const std::vector<ValidationSourc
   std::vector<Table> tables;
   for (const auto& [name, text] : sources) {
     auto written = scenario::load_scenarios(text, name, overrides);
-    auto stated = unstated_keys(written).empty() ? std::vector<scenario::Scenario>{}
-                                                 : scenario::load_stated_only(text, name, overrides);
+    auto stated = unstated_keys(written).empty() && stated_keys(written).empty()
+                      ? std::vector<scenario::Scenario>{}
+                      : scenario::load_stated_only(text, name, overrides);
     tables.push_back({name, std::move(written), std::move(stated)});
   }
   {
@@ -108,6 +120,7 @@ std::vector<results::ValidationTable> validate(const std::vector<ValidationSourc
     if (table.stated.empty()) continue;
     auto stated = run_table(table.name, table.stated, only);
     stated.unstated = unstated_keys(table.written);
+    stated.stated = stated_keys(table.written);
     if (!stated.rows.empty()) report.push_back(std::move(stated));
   }
   return report;

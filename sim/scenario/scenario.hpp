@@ -115,6 +115,9 @@ struct Reference {
   // Keys the rows set that the source does not publish (a table's own rule): `validate` also runs the rows with
   // these removed, at dtsim's defaults, beside the rows as written.
   std::vector<std::string> unstated;
+  // Keys the source states otherwise than the rows set them (the software it names, where the table's own rule
+  // runs another): the second run takes these values (dotted key -> its YAML value).
+  std::map<std::string, std::string> stated;
 };
 
 // Which point of its file's `sweep:` a scenario is: its index in sweep order and the values it took.

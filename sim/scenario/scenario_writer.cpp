@@ -384,6 +384,7 @@ void emit_reference(YAML::Emitter& out, const Reference& r) {
   if (!r.source.empty()) out << YAML::Key << "source" << YAML::Value << r.source;
   for (const auto& [key, value] : r.values) out << YAML::Key << key << YAML::Value << value;
   if (!r.unstated.empty()) out << YAML::Key << "unstated" << YAML::Value << YAML::Flow << r.unstated;
+  if (!r.stated.empty()) out << YAML::Key << "stated" << YAML::Value << YAML::Flow << r.stated;
   out << YAML::EndMap;
 }
 
@@ -399,7 +400,8 @@ std::string to_yaml(const Scenario& scenario) {
   emit_simulation(out, scenario.simulation);
   emit_cost(out, scenario.cost);
   if (scenario.workload && scenario.workload->training) emit_reliability(out, scenario.reliability);
-  if (!scenario.reference.source.empty() || !scenario.reference.values.empty() || !scenario.reference.unstated.empty())
+  if (!scenario.reference.source.empty() || !scenario.reference.values.empty() || !scenario.reference.unstated.empty() ||
+      !scenario.reference.stated.empty())
     emit_reference(out, scenario.reference);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

@@ -38,7 +38,7 @@ std::optional<workloads::Granularity> parse_granularity(std::string_view name) {
 
 std::string reference_keys(ReferenceKind kind) {
   switch (kind) {
-    case ReferenceKind::Training: return fmt::format("source, baseline, unstated, {}", fmt::join(kReferenceKeys, ", "));
+    case ReferenceKind::Training: return fmt::format("source, baseline, unstated, stated, {}", fmt::join(kReferenceKeys, ", "));
     case ReferenceKind::Serving: return fmt::format("source, baseline, {}", fmt::join(kServingReferenceKeys, ", "));
     case ReferenceKind::Stream:
       return fmt::format("source, baseline, {}, {}", fmt::join(kServingReferenceKeys, ", "), fmt::join(kStreamReferenceKeys, ", "));
@@ -122,6 +122,15 @@ Reference read_reference(const YamlMap& m, ReferenceKind kind) {
                                           "dotted scenario keys (training.micro_batch, ...)")
                                       .value_or(std::vector<std::string>{}))
         r.unstated.push_back(k);
+      continue;
+    }
+    if (key == "stated") {
+      const YamlMap stated = m.map(key);
+      for (const auto& k : stated.keys()) {
+        if (k.find('.') == std::string::npos)
+          stated.fail(k, k, "is not a dotted scenario key", "dotted scenario keys (training.framework, ...)");
+        r.stated[k] = stated.text(k).value_or("");
+      }
       continue;
     }
     if (!allowed(key)) m.fail(key, key, "unknown key", reference_keys(kind));

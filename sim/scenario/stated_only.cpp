@@ -39,6 +39,17 @@ std::vector<Scenario> load_stated_only(const std::string& text, const std::strin
     // Every document is kept (a ratio row's baseline may be in another); keys go only where a document lists them.
     const YAML::Node unstated = doc["reference"] ? doc["reference"]["unstated"] : YAML::Node();
     if (unstated && unstated.IsSequence() && unstated.size() > 0) any = true;
+    // What the source states otherwise than the rows set it: the value the source gives, on every row.
+    const YAML::Node stated = doc["reference"] ? doc["reference"]["stated"] : YAML::Node();
+    if (stated && stated.IsMap() && stated.size() > 0) {
+      any = true;
+      for (const auto& kv : stated) {
+        const std::string key = kv.first.as<std::string>();
+        erase_from_axes(doc["sweep"], key);
+        if (doc["sweep"]) erase_from_axes(doc["sweep"]["zip"], key);
+        set_dotted(doc, key, kv.second, location(file, kv.first));
+      }
+    }
     for (const auto& k : unstated && unstated.IsSequence() ? unstated : YAML::Node(YAML::NodeType::Sequence)) {
       const std::string key = k.as<std::string>();
       bool found = erase_dotted(doc, key);
