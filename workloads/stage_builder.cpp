@@ -1,7 +1,7 @@
 // StageBuilder (stage_builder.hpp): a stage's schedule steps as ops. The forward and backward of a micro-batch
-// (pipeline receives and sends, the embedding and logits, each layer's pass), ZeRO-3's parameter gathers,
-// gradient buckets and their data-parallel reductions, the parameter all-gathers at the step's start
+// (pipeline receives and sends, the embedding and logits, each layer's pass), gradient buckets and their data-parallel reductions, the parameter all-gathers at the step's start
 // (overlap_param_gather), and the end of the step (tied embeddings, the optimizer, ZeRO-1/2's all-gather).
+// ZeRO-3's parameter gathers and ZeRO++'s quantised collectives: stage_builder_zero.cpp.
 #include "workloads/stage_builder.hpp"
 
 #include <algorithm>
@@ -14,8 +14,6 @@
 
 namespace dtsim::workloads::detail {
 namespace {
-
-constexpr double kQwzBlock = 8000;   // weights per int8 block with its fp32 scale (qwZ)
 
 // The distributed optimizer's parameter all-gather moved to the next step's forward (training.overlap_param_gather).
 bool overlaps_param_gather(const Workload& w) { return w.training->overlap_param_gather && w.plan.zero == 1; }
@@ -44,8 +42,8 @@ bool overlaps_p2p(const Workload& w) {
 }
 
 // A unit of parameters the forward uses: a layer, the embedding (-1) or the head (-2), with the parameters one
-// GPU trains of it (with LoRA: the layer's adapters; the embedding and the head, frozen, none): dense (sharded over dp by the distributed optimizer) and routed experts' (over the expert dp
-// group).
+// GPU trains of it (with LoRA: the layer's adapters; the embedding and the head, frozen, none): dense (sharded
+// over dp by the distributed optimizer) and routed experts' (over the expert dp group).
 struct Unit {
   int id;
   double dense;
@@ -71,71 +69,6 @@ std::vector<Unit> forward_units(const Context& ctx, int v) {
 }
 
 }  // namespace
-
-// The backward's gathers for `layer`: issued a layer ahead (with the previous layer's, before its reduce-scatters)
-// where the framework prefetches ahead and the memory holds it; and, so, those of the next layer (`more`) now.
-Deps StageBuilder::backward_gather(int layer, int mb, Deps deps, bool more) {
-  if (auto it = prefetched_.find(layer); it != prefetched_.end()) {
-    deps.append(it->second.begin(), it->second.end());
-    prefetched_.erase(it);
-    deps = dequantized(layer, mb, Pass::Backward, std::move(deps));
-  } else {
-    deps = zero3_gather(layer, mb, std::move(deps), Pass::Backward);
-  }
-  const auto& plan = ctx_.w.plan;
-  if (!more || plan.zero < 3 || plan.zero_ranks() == 1 || !ctx_.zero3_prefetch || !ctx_.t.zero3_prefetch_ahead) return deps;
-  // Two layers gathered at once, as zero3_gather's prefetch: this one and the next, once the one after this
-  // (the previous in the backward) has finished.
-  Deps gate;
-  if (!gather_window_.empty()) gate.push_back(gather_window_.back());
-  prefetched_[layer - 1] = gather_modules(layer - 1, mb, std::move(gate), Pass::Backward);
-  return deps;
-}
-
-Deps StageBuilder::zero3_gather(int layer, int mb, Deps deps, Pass pass) {
-  if (ctx_.w.plan.zero < 3 || ctx_.w.plan.zero_ranks() == 1) return deps;
-  // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
-  // gathered at once); without, once the previous layer's compute has.
-  const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
-  Deps gate;
-  if (gather_window_.size() >= back) gate.push_back(gather_window_[gather_window_.size() - back]);
-  for (const Index g : gather_modules(layer, mb, std::move(gate), pass)) deps.push_back(g);
-  return dequantized(layer, mb, pass, std::move(deps));
-}
-
-// One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module: each pays the ring's per-step
-// latency over the whole data-parallel group. ZeRO++: qwZ sends int8 with an fp32 scale per block of
-// kQwzBlock weights (deepspeed/runtime/zero/partition_parameters.py, CUDAQuantizer: target_group_size 8000);
-// hpZ's backward gathers read the node's secondary partition (the node's data-parallel ranks), or nothing where a
-// node holds one rank of the group (its secondary partition is the whole layer).
-Deps StageBuilder::gather_modules(int layer, int mb, Deps gate, Pass pass) {
-  Deps out;
-  const ZeroPp& zpp = ctx_.t.zero_pp;
-  const bool secondary = zpp.hpz && pass == Pass::Backward;
-  if (secondary && ctx_.node_dp <= 1) return out;
-  // hybrid FSDP, or hpZ's secondary partition: within the node
-  const Group group = ctx_.w.plan.shard_ranks > 0 || secondary ? Group::Shard : Group::Dp;
-  const double wire = zpp.qwz ? (1.0 + 4.0 / kQwzBlock) / bytes_per_element(ctx_.t.weight_dtype) : 1.0;
-  for (const Bytes part : ctx_.layer_modules)
-    out.push_back(collective(CollectiveKind::AllGather, group, part * wire, CommPurpose::ZeroParamGather, layer, mb, gate));
-  return out;
-}
-
-// qwZ: the gathered int8 modules dequantised on the compute stream before the layer uses them (DeepSpeed waits on
-// the gather's handle and dequantises there), with this rank's own shard quantised before its gather: read 1 and
-// write w bytes per gathered weight, read w and write 1 per owned one.
-Deps StageBuilder::dequantized(int layer, int mb, Pass pass, Deps deps) {
-  if (!ctx_.t.zero_pp.qwz || ctx_.layer_modules.empty() || deps.empty()) return deps;
-  if (ctx_.t.zero_pp.hpz && pass == Pass::Backward && ctx_.node_dp <= 1) return deps;
-  const double we = bytes_per_element(ctx_.t.weight_dtype);
-  double weights = 0;
-  for (const Bytes part : ctx_.layer_modules) weights += part.value() / we;
-  Kernel k;
-  k.kind = KernelClass::Quantize;
-  k.pass = pass;
-  k.bytes = Bytes(weights * (1.0 + we) * (1.0 + 1.0 / ctx_.w.plan.zero_ranks()));
-  return compute({k}, Scope::Layer, pass, layer, mb, std::move(deps));
-}
 
 Deps StageBuilder::receive(const PipeStep& step, int from_virtual, Deps deps) {
   const auto& plan = ctx_.w.plan;
@@ -219,34 +152,6 @@ void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
                                    expert ? CommPurpose::ExpertGrads : CommPurpose::DataParallelGrads, layer, mb, b.deps));
   }
   b.bytes = Bytes(0);
-}
-
-// qgZ (DeepSpeed's all_to_all_quant_reduce, deepspeed/runtime/comm/coalesced_collectives.py): a bucket's
-// gradients quantised to int4, exchanged among the node's data-parallel ranks (all-to-all), each rank's slice
-// reduced and quantised again, exchanged with the ranks at its place on the other nodes (all-to-all), and
-// dequantised and reduced into this rank's shard. The three kernels run on DeepSpeed's reduction stream, beside
-// the backward; dtsim charges them to the GPU before the first exchange, so that the two exchanges follow each
-// other. Their bytes: quantise, read g and write 0.5 per gradient; reduce and quantise again, read 0.5 per gradient
-// and write 0.5 per gradient of the node's slice; dequantise and reduce, read 0.5 per gradient of that slice and
-// write g per gradient of this rank's shard.
-Index StageBuilder::quantized_reduce(Bytes bytes, int layer, int mb, Deps deps) {
-  const double g = bytes_per_element(ctx_.t.grad_dtype);
-  const double grads = bytes.value() / g;
-  const double node = std::max(1, ctx_.node_dp);
-  const double dp = ctx_.w.plan.dp_ranks();
-  Kernel k;
-  k.kind = KernelClass::Quantize;
-  k.pass = Pass::Backward;
-  k.bytes = Bytes(grads * (g + 0.5 + 0.5) + grads / node * (0.5 + 0.5) + grads / dp * g);
-  const Deps quantized = compute({k}, Scope::Layer, Pass::Backward, layer, mb, std::move(deps));
-  Deps last = quantized;
-  if (node > 1)
-    last = {collective(CollectiveKind::AllToAll, Group::Shard, Bytes(grads * 0.5), CommPurpose::DataParallelGrads,
-                       layer, mb, last)};
-  if (dp > node)
-    last = {collective(CollectiveKind::AllToAll, Group::Replica, Bytes(grads / node * 0.5),
-                       CommPurpose::DataParallelGrads, layer, mb, last)};
-  return last.front();
 }
 
 void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
