@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -177,6 +178,41 @@ Algorithm resolve_auto(CollectiveKind kind, Bytes bytes, const GroupLayout& layo
   return layout.nvls ? Algorithm::Nvls : Algorithm::Ring;
 }
 
+// A lowering inside one switched machine, timed contention-free over its switch path (GroupLayout): the
+// collective's latency, then per step its step latency, the path's latency (half of it to or from the switch)
+// and the most wire bytes one rank sends or receives in the step at the path's rate (or a transfer's cap).
+// The engines' lowered_time on the same machine, up to transfers of one endpoint overlapping across steps.
+Seconds switched_time(const Lowered& l, const GroupLayout& layout) {
+  std::map<std::pair<int, int>, Seconds> busy;   // (rank, 0 sending / 1 receiving) -> time on its links
+  Seconds total = l.latency, hop(0);
+  int step = 0;
+  const auto close_step = [&] {
+    Seconds longest(0);
+    for (const auto& [end, t] : busy) longest = std::max(longest, t);
+    total += l.step_latency + hop + longest;
+    busy.clear();
+    hop = Seconds(0);
+  };
+  for (const Transfer& t : l.transfers) {
+    if (t.step != step) {
+      close_step();
+      step = t.step;
+    }
+    const bool via_switch = t.src == kSwitch || t.dst == kSwitch;
+    hop = std::max(hop, via_switch ? 0.5 * layout.switch_path_latency : layout.switch_path_latency);
+    const BytesPerSecond rate = t.rate ? std::min(layout.switch_path_rate, *t.rate) : layout.switch_path_rate;
+    // The switch reaches each rank through that rank's own port: only the ranks' links are shared.
+    if (t.src != kSwitch) busy[{t.src, 0}] += t.bytes / rate;
+    if (t.dst != kSwitch) busy[{t.dst, 1}] += t.bytes / rate;
+  }
+  if (l.transfers.empty()) return total;
+  const Seconds before_last = total;
+  close_step();
+  // A periodic lowering lists its first step only; the others repeat it.
+  if (l.periodic) total = before_last + (total - before_last) * static_cast<double>(l.steps);
+  return total;
+}
+
 // What one collective costs under one protocol.
 struct Costs {
   Seconds latency;        // once
@@ -305,6 +341,14 @@ Lowered lower_periodic(workloads::CollectiveKind kind, Bytes bytes, const GroupL
   DTSIM_ASSERT(bytes >= Bytes(0), "a collective moves a non-negative number of bytes");
   DTSIM_ASSERT(layout.order.empty() || layout.order.size() == layout.machine.size(), "a walk order covers the group");
   const Algorithm resolved = algorithm == Algorithm::Auto ? resolve_auto(kind, bytes, layout, tuning) : algorithm;
+  if (algorithm == Algorithm::Auto && resolved == Algorithm::Nvls) {
+    // NCCL's tuner weighs every algorithm that runs the protocol (collective.hpp): a ring too.
+    Lowered ring = lower_periodic(kind, bytes, layout, Algorithm::Ring, protocol, tuning);
+    if (protocol != Protocol::Auto && protocol != Protocol::Simple) return ring;   // NVLS runs Simple only
+    if (layout.switch_path_rate.value() <= 0.0) return lower_periodic(kind, bytes, layout, resolved, protocol, tuning);
+    Lowered nvls = lower_periodic(kind, bytes, layout, resolved, protocol, tuning);
+    return switched_time(ring, layout) < switched_time(nvls, layout) ? ring : nvls;
+  }
   const Row& row = row_of(resolved);
   const Builder build = row.ops.of(kind);
   if (build == nullptr) refuse(resolved, kind, fmt::format("{} is not implemented by", to_string(kind)));

@@ -42,6 +42,11 @@ struct GroupLayout {
                               // GPUs as NCCL's ring search orders them (topology/ring_order.hpp), in the places
                               // the machine's ranks hold; empty: group-rank order
   BytesPerSecond nvls_rate{}; // with nvls, the switch's reduction rate per GPU port (its link class's; 0: the tuning's)
+  // With nvls, what one rank's links to its machine's switch give a transfer to another rank of the machine: their
+  // rate (line rate x efficiency, all of them) and the latency of the two hops through the switch. Auto weighs
+  // NVLS against a ring with them (0: unknown, auto keeps NVLS).
+  BytesPerSecond switch_path_rate{};
+  Seconds switch_path_latency{};
 };
 
 // An endpoint that is not a group rank: the NVSwitch of machine `Transfer::machine` (NVLS only).
@@ -110,6 +115,10 @@ CollectiveTuning collective_tuning(int max_channels);
 // Protocol::Auto picks, among the protocols the algorithm runs, the least estimated time
 //   T_p = base latency_p + steps x step_latency_p + W / (efficiency_p x tuning.choice_bandwidth),
 // W the most payload bytes any rank sends or receives; ties go to the lower-latency protocol (LL, LL128, Simple).
+// Algorithm::Auto on an all-reduce inside one NVLS machine weighs NVLS against a ring (with its auto protocol)
+// as NCCL's tuner does (least predicted time over algorithms and protocols, src/graph/tuning.cc): each lowering
+// timed contention-free over the layout's switch path (switch_path_rate, switch_path_latency); ties go to NVLS.
+// So small all-reduces run ring LL (NCCL's 15 us on 8 ranks against NVLS's 25 us floor), large ones NVLS.
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
               const CollectiveTuning& tuning = collective_tuning());
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,

@@ -261,6 +261,37 @@ TEST_CASE("simgrid: NVLS all-reduce on an H100 NVSwitch is bounded by the switch
   CHECK(sizes[1].value() / t[1] == doctest::Approx(port * k / (k + 1)).epsilon(0.01));
 }
 
+TEST_CASE("simgrid: auto on an NVLS machine runs ring LL on small all-reduces and NVLS on large ones, the faster of the two") {
+  // NCCL's tuner (src/graph/tuning.cc) takes the least predicted time over algorithms: on 8 H100 a ring with LL
+  // (6.6 us + 14 hops of 0.6 us) undercuts NVLS's 25 us floor until the buffer is a few hundred KB.
+  const int n = 8;
+  const auto topo = built(IntraKind::NvSwitch, n, "h100-sxm5-80gb");
+  const sim::GroupLayout layout = sim::group_layout(first_ranks(n), topo, true);
+  REQUIRE(layout.switch_path_rate.value() > 0.0);
+  const std::vector<Bytes> sizes{Bytes(8), Bytes(64 << 10), Bytes(4 << 20), Bytes(1 << 30)};
+  const auto automatic = timed(CollectiveKind::AllReduce, sizes, n, topo, layout, sim::Algorithm::Auto);
+  const auto ring = timed(CollectiveKind::AllReduce, sizes, n, topo, layout, sim::Algorithm::Ring);
+  const auto nvls = timed(CollectiveKind::AllReduce, sizes, n, topo, layout, sim::Algorithm::Nvls);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(sizes[i].value());
+    CHECK(automatic[i] <= std::min(ring[i], nvls[i]) * (1.0 + 1e-9));
+  }
+  const auto picked = [&](Bytes s) { return sim::lower(CollectiveKind::AllReduce, s, layout, sim::Algorithm::Auto); };
+  CHECK(picked(sizes[0]).algorithm == sim::Algorithm::Ring);
+  CHECK(picked(sizes[0]).protocol == sim::Protocol::LL);
+  CHECK(picked(sizes[1]).algorithm == sim::Algorithm::Ring);
+  CHECK(picked(sizes[2]).algorithm == sim::Algorithm::Nvls);
+  CHECK(picked(sizes[3]).algorithm == sim::Algorithm::Nvls);
+  CHECK(automatic[0] == doctest::Approx(15.0e-6).epsilon(0.01));   // NCCL's ring LL estimate on 8 ranks
+  CHECK(automatic[0] < nvls[0] - 5.0e-6);
+  // A protocol NVLS does not run leaves the ring; without the switch path, auto keeps NVLS.
+  CHECK(sim::lower(CollectiveKind::AllReduce, sizes[3], layout, sim::Algorithm::Auto, sim::Protocol::LL128).algorithm ==
+        sim::Algorithm::Ring);
+  sim::GroupLayout unknown = layout;
+  unknown.switch_path_rate = BytesPerSecond(0);
+  CHECK(sim::lower(CollectiveKind::AllReduce, sizes[0], unknown, sim::Algorithm::Auto).algorithm == sim::Algorithm::Nvls);
+}
+
 namespace {
 
 struct FatTreeRun {
