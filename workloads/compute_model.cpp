@@ -92,7 +92,8 @@ double attention_shape_factor(const AttentionShape& a, const ArchitectureConstan
 
 FlopCount executed_flops(const Kernel& k) {
   if (!k.attention) return k.flops;
-  const double causal = k.attention->causal ? 0.5 : 1.0;
+  const AttentionShape& a = *k.attention;
+  const double causal = !a.causal ? 1.0 : a.queries > 0 && a.queries < a.seq ? 1.0 - a.queries / (2.0 * a.seq) : 0.5;
   const double recompute = k.pass == Pass::Backward ? 2.5 / 2.0 : 1.0;
   return k.flops * (causal * recompute);
 }

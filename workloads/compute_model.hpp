@@ -81,7 +81,7 @@ double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch);
 // A fused attention kernel's fraction of its architecture's long-sequence efficiency, in (0, 1].
 double attention_shape_factor(const AttentionShape& a, const ArchitectureConstants& arch);
 // FLOPs a kernel executes: its counted FLOPs, but for a fused attention kernel under a causal mask (half the
-// scores) and in its backward (which recomputes the scores: 2.5 forward GEMMs of work for the 2 counted).
+// scores; a chunk of q queries over seq keys, 1 - q / (2 seq) of them: AttentionShape::queries) and in its backward (which recomputes the scores: 2.5 forward GEMMs of work for the 2 counted).
 FlopCount executed_flops(const Kernel& k);
 
 // The share of its quoted peak that `gpu` sustains under compute-bound load, relative to its architecture's

@@ -79,6 +79,10 @@ struct AttentionShape {
   double head_dim = 0;
   bool causal = true;   // a causal mask: the kernel skips the masked half of the scores
   bool flash2 = false;  // FlashAttention-2 (training.attention: flash2), not the architecture's best fused kernel
+  // Queries per sequence when fewer than `seq` (a prompt's chunk after its cached or earlier tokens: they attend to
+  // all of those and causally among themselves, so the mask hides queries / 2 of seq keys a query on average, not
+  // half); 0: as many as seq.
+  double queries = 0;
 };
 
 struct Kernel {

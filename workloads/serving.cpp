@@ -56,10 +56,21 @@ Kernel stream(KernelClass kind, double bytes) {
 
 std::string_view to_string(ServingPhase p) { return p == ServingPhase::Prefill ? "prefill" : "decode"; }
 
+int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens) {
+  DTSIM_ASSERT(prompt_tokens >= 1 && hit >= 0.0 && hit <= 1.0 && block_tokens >= 1, "a checked prefix-cache hit");
+  // vLLM caps a hit at the prompt less its last token, then keeps whole blocks of that (vllm/v1/core/
+  // kv_cache_manager.py, get_computed_blocks: max_cache_hit_length = num_tokens - 1; only full blocks are hashed).
+  const double hit_tokens = std::min(hit * prompt_tokens, static_cast<double>(prompt_tokens - 1));
+  return static_cast<int>(std::floor(hit_tokens / block_tokens + 1e-9)) * block_tokens;
+}
+
 ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
   DTSIM_ASSERT(inf.prompt_tokens >= 1 && (phase == ServingPhase::Prefill || inf.output_tokens >= 1),
                "a serving pass of a resolved inference spec");
-  if (phase == ServingPhase::Prefill) return {phase, inf.batch, inf.prompt_tokens, inf.prompt_tokens};
+  if (phase == ServingPhase::Prefill) {
+    const int cached = prefix_cached_tokens(inf.prompt_tokens, inf.prefix_cache_hit, inf.scheduler.block_tokens);
+    return {phase, inf.batch, inf.prompt_tokens - cached, inf.prompt_tokens};
+  }
   // Decode step j (0-based) attends over prompt + j + 1 tokens; the mean over the output's steps.
   return {phase, inf.batch, 1, inf.prompt_tokens + (inf.output_tokens + 1) / 2};
 }
@@ -124,6 +135,7 @@ Kernel serving_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, in
                           static_cast<double>(pass.batch) * pass.context * 2 * kv_dim * bytes_per_element(inf.kv_cache));
   attention.attention = AttentionShape{pass.batch * heads, static_cast<double>(pass.context),
                                        static_cast<double>(m.head_dim()), pass.phase == ServingPhase::Prefill};
+  if (pass.new_tokens < pass.context) attention.attention->queries = pass.new_tokens;   // a chunk after cached tokens
   return attention;
 }
 

@@ -35,7 +35,13 @@ struct ServingPass {
   bool operator==(const ServingPass&) const = default;
 };
 
-// The pass for `phase` of `inf`: prefill of the prompts, or the decode step at the middle of the output (the
+// The tokens of a `prompt_tokens`-token prompt a prefix cache holds when `hit` of its tokens are cached
+// (inference.prefix_cache_hit): never the prompt's last token, which is computed to sample the first output
+// token, and of the rest whole blocks of `block_tokens` (vLLM matches and keeps the cache by block): a full hit on
+// a prompt of whole blocks recomputes its last block.
+int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens);
+
+// The pass for `phase` of `inf`: prefill of the prompts (but their cached prefix, prefix_cached_tokens), or the decode step at the middle of the output (the
 // KV cache's mean length over the decode steps: a step's time is affine in it, so this is the mean step).
 ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);
 

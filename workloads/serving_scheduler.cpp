@@ -91,6 +91,8 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
     throw InputError("inference.requests", "", "the scheduler needs a token budget, a sequence limit and KV-cache blocks "
                      "of at least 1; got none for", "a model and batch that leave memory for the KV cache");
   for (const Request& r : requests)
+    DTSIM_ASSERT(r.cached_tokens >= 0 && r.cached_tokens < r.prompt_tokens, "a request computes its prompt's last token");
+  for (const Request& r : requests)
     if (blocks_for(r, limits.block_tokens) > limits.kv_blocks)
       throw InputError("inference.requests",
                        fmt::format("{} + {} tokens", r.prompt_tokens, r.output_tokens),
@@ -166,13 +168,14 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       const std::size_t i = waiting.front();
       const long long need = blocks_for(requests[i], limits.block_tokens);
       if (need > free_blocks) break;   // head of line: later requests wait behind it
-      const int chunk = chunk_of(requests[i].prompt_tokens);
+      const int cached = requests[i].cached_tokens;
+      const int chunk = chunk_of(requests[i].prompt_tokens - cached);
       if (chunk == 0) break;
       waiting.pop_front();
       free_blocks -= need;
       out.requests[i].admitted_s = now;
-      running.push_back({i, 0, 0});
-      passes.push_back({ServingPhase::Prefill, 1, chunk, chunk, chunk == requests[i].prompt_tokens});
+      running.push_back({i, cached, 0});
+      passes.push_back({ServingPhase::Prefill, 1, chunk, cached + chunk, chunk == requests[i].prompt_tokens - cached});
       members.emplace_back(running.size() - 1, chunk);
       budget -= chunk;
     }

@@ -26,6 +26,7 @@ struct Request {
   bool truncated = false;   // its drawn lengths were cut to the stream's max_context
   bool prefilled = false;   // its prompt's KV cache arrives with it (disaggregated decode): admitted, it decodes at
                             // once, its first token already sampled
+  int cached_tokens = 0;    // its prompt's first tokens a prefix cache holds (prefix_cached_tokens): not prefilled
 };
 
 // The stream's requests in arrival order; the same seed gives the same requests on every machine (the generator

@@ -261,6 +261,10 @@ struct InferenceSpec {
   int output_tokens = 0;                 // then this many tokens decoded one step at a time (prompt + output <= context)
   Precision weights = Precision::Bf16;
   Precision kv_cache = Precision::Bf16;
+  // The share of each prompt's tokens whose KV cache a prefix cache already holds when it arrives (vLLM's automatic
+  // prefix caching, SGLang's RadixAttention, TensorRT-LLM's KV cache reuse): they are not prefilled
+  // (prefix_cached_tokens, serving.hpp). The cache's memory is counted per sequence, as if nothing were shared.
+  double prefix_cache_hit = 0;
   std::optional<RequestStream> requests;   // a served stream (the static batch above then times one request alone)
   SchedulerLimits scheduler;               // how the stream is served; kv_blocks 0: what the memory plan leaves
   std::optional<Disaggregation> disaggregation;   // prefill and decode on two pools of the cluster (with requests)

@@ -242,7 +242,12 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
   sim::progress().requests.store(true, std::memory_order_relaxed);   // the passes' ops before it are not the stream's
   sim::progress().total.store(0, std::memory_order_relaxed);
   sim::progress().done.store(0, std::memory_order_relaxed);
-  const auto requests = workloads::draw_requests(*inf.requests);
+  auto requests = workloads::draw_requests(*inf.requests);
+  long long cached = 0;   // prompt tokens the prefix cache spared
+  for (Request& r : requests) {
+    r.cached_tokens = workloads::prefix_cached_tokens(r.prompt_tokens, inf.prefix_cache_hit, inf.scheduler.block_tokens);
+    cached += r.cached_tokens;
+  }
   sim::progress().total.store(requests.size(), std::memory_order_relaxed);
   Work work;
   json details = json::object();
@@ -285,6 +290,7 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
       {"completion_s", end},
       {"throughput_requests_per_s", end > 0 ? static_cast<double>(requests.size()) / end : 0.0},
       {"output_tokens", output},
+      {"prefix_cached_tokens", cached},
       {"p50_queue_s", quantile_or_null(queue, 0.50)},
       {"p99_queue_s", quantile_or_null(queue, 0.99)},
       {"p50_latency_s", quantile_or_null(latency, 0.50)},

@@ -116,8 +116,10 @@ workloads::Disaggregation read_disaggregation(const YamlMap& m) {
 
 InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
   m.allow_only({"batch", "context", "weights", "kv_cache", "prompt_tokens", "output_tokens", "requests", "scheduler",
-                "disaggregation"});
+                "disaggregation", "prefix_cache_hit"});
   InferenceSpec i;
+  // The share of each prompt a prefix cache holds (workloads/training.hpp); 1 still computes the last token.
+  i.prefix_cache_hit = m.number("prefix_cache_hit", 0, true, 1.0).value_or(0.0);
   for (const char* key : {"scheduler", "disaggregation"})
     if (m.has(key) && !m.has("requests"))
       m.fail(key, "{...}", "serves a request stream, and there is none:", fmt::format("inference.requests with it, or no {}", key));

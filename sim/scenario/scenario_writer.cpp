@@ -279,6 +279,7 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
   emit(out, "output_tokens", i.output_tokens);
   emit_name(out, "weights", to_string(i.weights));
   emit_name(out, "kv_cache", to_string(i.kv_cache));
+  emit(out, "prefix_cache_hit", i.prefix_cache_hit);
   if (i.requests) {
     const workloads::RequestStream& r = *i.requests;
     out << YAML::Key << "requests" << YAML::Value << YAML::BeginMap;

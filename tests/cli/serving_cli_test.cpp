@@ -203,6 +203,41 @@ TEST_CASE("serving stream: a lone request's TTFT and TPOT are the static batch's
         doctest::Approx(64 * requests / busy["stream"]["completion_s"].get<double>()));
 }
 
+TEST_CASE("serving prefix cache: a hit spares the prefill, the static batch's and each request's, and is written back") {
+  // A static batch: 1,024-token prompts, half of each cached: the prefill computes 512 tokens a sequence over
+  // the whole prompt; decode is unchanged.
+  const fs::path file = scenario("prefix-static", kLlama70b);
+  const json cold = serving_run_json(file);
+  const json warm = serving_run_json(file, "--set inference.prefix_cache_hit=0.5");
+  CHECK(warm["phases"]["prefill"]["new_tokens_per_sequence"] == 512);
+  CHECK(warm["phases"]["prefill"]["context_tokens"] == 1024);
+  CHECK(warm["ttft_s"].get<double>() < 0.6 * cold["ttft_s"].get<double>());
+  CHECK(warm["tpot_s"].get<double>() == doctest::Approx(cold["tpot_s"].get<double>()));
+  // A stream: every request spares 496 of its 512 prompt tokens (31 blocks; the last block is computed).
+  const fs::path stream = scenario("prefix-stream", stream_of(4, 60, "  prefix_cache_hit: 1\n"));
+  const json served = serving_run_json(stream);
+  const json plain = serving_run_json(scenario("prefix-stream-cold", stream_of(4, 60)));
+  CHECK(served["stream"]["prefix_cached_tokens"].get<double>() == 496 * served["stream"]["requests"].get<double>());
+  CHECK(plain["stream"]["prefix_cached_tokens"] == 0);
+  CHECK(served["p50_ttft_s"].get<double>() < 0.6 * plain["p50_ttft_s"].get<double>());   // 16 tokens: a weight read
+  // The resolved scenario holds the hit, and runs again to the same figures.
+  const fs::path out = fresh_dir("serving", "prefix-out");
+  REQUIRE(dtsim("run " + stream.string() + " --out " + out.string()).status == 0);
+  std::ifstream resolved(out / "scenario.resolved.yaml");
+  const std::string text((std::istreambuf_iterator<char>(resolved)), std::istreambuf_iterator<char>());
+  CHECK(text.find("prefix_cache_hit: 1") != std::string::npos);
+  const json again = serving_run_json(out / "scenario.resolved.yaml");
+  CHECK(again["p50_ttft_s"] == served["p50_ttft_s"]);
+  // Bad values are one line, status 2.
+  for (const char* bad : {"-0.1", "1.5", "yes"}) {
+    const Result r = dtsim("run " + file.string() + " --set inference.prefix_cache_hit=" + bad);
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("inference.prefix_cache_hit") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
 TEST_CASE("serving stream: a seed fixes the stream, data-parallel replicas share it, a small cache queues requests") {
   const json a = serving_run_json(scenario("stream-seed", stream_of(5, 60)));
   const fs::path seeded = scenario("stream-seed", stream_of(5, 60));

@@ -63,6 +63,27 @@ TEST_CASE("scheduler: two requests, chunked prefill under a 4-token budget, work
   }
 }
 
+TEST_CASE("scheduler: a prompt's cached prefix is not prefilled, and its chunks attend over it") {
+  // A: 10-token prompt, 8 cached, 2 output tokens; B: 6-token prompt, none cached, 1 output token; budget 3.
+  // it 1: A's 2 uncached tokens over its 10 (first token at 1), then B's first prompt token with the budget left.
+  // it 2: A decodes (cache 11, done at 2), B's next 2 prompt tokens.  it 3: B's last 3 (its one token, done at 3).
+  std::vector<Request> requests = {{0.0, 10, 2}, {0.0, 6, 1}};
+  requests[0].cached_tokens = 8;
+  SchedulerLimits limits;
+  limits.max_tokens_per_iteration = 3;
+  limits.max_sequences = 2;
+  limits.kv_blocks = 100;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer());
+  using P = ServingPhase;
+  REQUIRE(clock.seen.size() >= 2);
+  CHECK(clock.seen[0] == std::vector<ServingPass>{{P::Prefill, 1, 2, 10, true}, {P::Prefill, 1, 1, 1, false}});
+  CHECK(clock.seen[1] == std::vector<ServingPass>{{P::Decode, 1, 1, 11}, {P::Prefill, 1, 2, 3, false}});
+  CHECK(s.requests[0].first_token_s == 1.0);
+  CHECK(s.requests[0].finished_s == 2.0);
+  CHECK(s.tokens == 2 + 1 + 6);   // the cached 8 are not computed
+}
+
 TEST_CASE("scheduler: a request waits for KV-cache blocks, and without chunking a prompt runs whole") {
   // One 16-token block: A (10 + 2 tokens) holds it until it finishes at 2; B (arrived at 0) is admitted then.
   const std::vector<Request> requests = {{0.0, 10, 2}, {0.0, 3, 1}};

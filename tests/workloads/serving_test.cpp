@@ -94,6 +94,33 @@ TEST_CASE("serving: the decode pass attends over the mean KV length and prefill 
   CHECK(std::ranges::find(prefill_kernels, KernelClass::FlashAttention, &Kernel::kind)->attention->causal);
 }
 
+TEST_CASE("serving: a prefix cache spares whole blocks of the prompt, never its last token") {
+  CHECK(prefix_cached_tokens(1000, 0.0, 16) == 0);
+  CHECK(prefix_cached_tokens(100, 0.5, 16) == 48);     // 50 tokens hit: three whole blocks
+  CHECK(prefix_cached_tokens(1000, 1.0, 16) == 992);   // 999 may hit: 62 blocks; the 8-token tail is computed
+  CHECK(prefix_cached_tokens(512, 1.0, 16) == 496);    // a prompt of whole blocks recomputes its last block
+  CHECK(prefix_cached_tokens(512, 1.0, 128) == 384);
+  CHECK(prefix_cached_tokens(15, 1.0, 16) == 0);       // shorter than a block: nothing to match
+  CHECK(prefix_cached_tokens(1, 1.0, 1) == 0);
+  InferenceSpec inf = batch_of(4, Precision::Bf16, 1000, 201);
+  inf.prefix_cache_hit = 0.8;
+  const ServingPass prefill = serving_pass(inf, ServingPhase::Prefill);
+  CHECK(prefill.new_tokens == 1000 - 800);   // 800 tokens hit: 50 blocks
+  CHECK(prefill.context == 1000);
+  CHECK(serving_pass(inf, ServingPhase::Decode) == serving_pass(batch_of(4, Precision::Bf16, 1000, 201), ServingPhase::Decode));
+  // The 200 computed tokens attend to the 800 cached and causally among themselves: 1 - 200 / 2000 of the scores.
+  const auto kernels = serving_layer_kernels(llama2_70b(), inf, 1, prefill);
+  const auto attention = std::ranges::find(kernels, KernelClass::FlashAttention, &Kernel::kind);
+  REQUIRE(attention != kernels.end());
+  CHECK(attention->attention->queries == 200);
+  CHECK(executed_flops(*attention).value() == doctest::Approx(attention->flops.value() * 0.9));
+  const auto whole = serving_layer_kernels(llama2_70b(), batch_of(4, Precision::Bf16, 1000, 201), 1,
+                                           serving_pass(batch_of(4, Precision::Bf16, 1000, 201), ServingPhase::Prefill));
+  const auto whole_attention = std::ranges::find(whole, KernelClass::FlashAttention, &Kernel::kind);
+  CHECK(whole_attention->attention->queries == 0);
+  CHECK(executed_flops(*whole_attention).value() == doctest::Approx(whole_attention->flops.value() * 0.5));
+}
+
 TEST_CASE("serving: weights compute in their own precision where the GPU has it, else dequantised to 16 bits") {
   const auto& h100 = find_gpu("h100-sxm5-80gb");
   const auto& a100 = find_gpu("a100-sxm4-80gb");
