@@ -285,6 +285,15 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   plan.parts.params = Bytes(n * bytes_per_element(inf.weights) / (p.tp * p.pp));
   plan.parts.kv_cache = kv_cache_bytes(w.model, inf, p.tp) / p.pp;
   plan.parts.activations = decode_workspace(w.model, inf, p.tp);
+  // A draft model (speculative decoding) beside the target: its weights and its own KV cache, split as the
+  // target's; the two run one after the other, so the larger workspace counts.
+  const ModelSpec* draft = inf.speculative ? &inf.speculative->draft : nullptr;
+  const double draft_n = draft ? parameter_count(*draft) : 0.0;
+  if (draft) {
+    plan.parts.params += Bytes(draft_n * bytes_per_element(inf.weights) / (p.tp * p.pp));
+    plan.parts.kv_cache += kv_cache_bytes(*draft, inf, p.tp) / p.pp;
+    plan.parts.activations = std::max(plan.parts.activations, decode_workspace(*draft, inf, p.tp));
+  }
   plan.in_flight_micro_batches = 1;
   plan.inference = true;
   plan.notes = {
@@ -303,6 +312,10 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
                   bytes_per_element(inf.kv_cache), to_string(inf.kv_cache), p.tp, p.pp),
       "buffers: none counted (inference)",
   };
+  if (draft)
+    plan.notes.push_back(fmt::format("draft (speculative decoding): {} parameters and its KV cache ({} layers x {} kv "
+                                     "heads) in params and kv_cache, split as the target",
+                                     count(draft_n), draft->layers, draft->kv_heads));
   return finish(std::move(plan), gpu);
 }
 

@@ -396,6 +396,20 @@ void check_plan(const Workload& w, int gpus) {
   check_context(w);
   check_schedule(p);
   if (w.training) check_training(w);
+  // A draft model (speculative decoding) runs with the target's split: the same checks, named as its key.
+  if (w.inference && w.inference->speculative) {
+    Workload draft = w;
+    draft.model = w.inference->speculative->draft;
+    draft.inference->speculative.reset();
+    draft.plan.layers_per_stage.clear();
+    try {
+      check_plan(draft, gpus);
+    } catch (const InputError& e) {
+      throw InputError("inference.speculative.draft", draft.model.name,
+                       fmt::format("cannot run the target's split ({} '{}' {}) as the draft model", e.key(), e.value(), e.reason()),
+                       e.allowed());
+    }
+  }
 }
 
 }  // namespace dtsim::workloads

@@ -64,6 +64,21 @@ int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens) {
   return static_cast<int>(std::floor(hit_tokens / block_tokens + 1e-9)) * block_tokens;
 }
 
+double speculative_tokens_per_round(const SpeculativeDecoding& s) {
+  DTSIM_ASSERT(s.tokens >= 1 && s.acceptance >= 0.0 && s.acceptance <= 1.0, "a checked speculative spec");
+  if (s.acceptance >= 1.0) return s.tokens + 1.0;
+  return (1.0 - std::pow(s.acceptance, s.tokens + 1)) / (1.0 - s.acceptance);
+}
+
+Workload draft_workload(const Workload& w) {
+  DTSIM_ASSERT(w.inference && w.inference->speculative, "a draft needs a speculative serving workload");
+  Workload d = w;
+  d.model = w.inference->speculative->draft;
+  d.inference->speculative.reset();
+  d.plan.layers_per_stage.clear();   // the draft's own layers, spread as evenly as the target's split allows
+  return d;
+}
+
 ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
   DTSIM_ASSERT(inf.prompt_tokens >= 1 && (phase == ServingPhase::Prefill || inf.output_tokens >= 1),
                "a serving pass of a resolved inference spec");

@@ -41,6 +41,11 @@ struct ServingPass {
 // a prompt of whole blocks recomputes its last block.
 int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens);
 
+// Tokens a speculative round yields per sequence on average: (1 - a^(k + 1)) / (1 - a), k + 1 at a = 1.
+double speculative_tokens_per_round(const SpeculativeDecoding& s);
+// The workload that runs `w`'s draft model: its model, the target's split, precisions and batch.
+Workload draft_workload(const Workload& w);
+
 // The pass for `phase` of `inf`: prefill of the prompts (but their cached prefix, prefix_cached_tokens), or the decode step at the middle of the output (the
 // KV cache's mean length over the decode steps: a step's time is affine in it, so this is the mean step).
 ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);

@@ -61,6 +61,7 @@ struct Running {
   std::size_t index;
   int prefilled = 0;   // prompt tokens in the cache
   int produced = 0;    // output tokens sampled
+  double yielded = 0;  // decode rounds' tokens, fractions included (speculative decoding): produced is its floor
 };
 
 }  // namespace
@@ -86,7 +87,10 @@ std::vector<Request> draw_requests(const RequestStream& s) {
 }
 
 ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time,
-                            const std::function<void()>& on_finished) {
+                            const std::function<void()>& on_finished, SpeculativeRounds speculation) {
+  DTSIM_ASSERT(speculation.tokens >= 0 && speculation.per_round >= 1.0 && speculation.per_round <= speculation.tokens + 1.0,
+               "a round yields between one token and every drafted one and the target's");
+  const int step_tokens = 1 + speculation.tokens;   // a decoding sequence's tokens through the target an iteration
   if (limits.max_tokens_per_iteration < 1 || limits.max_sequences < 1 || limits.block_tokens < 1 || limits.kv_blocks < 1)
     throw InputError("inference.requests", "", "the scheduler needs a token budget, a sequence limit and KV-cache blocks "
                      "of at least 1; got none for", "a model and batch that leave memory for the KV cache");
@@ -133,7 +137,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
         continue;
       }
       free_blocks -= need;
-      running.push_back({i, requests[i].prompt_tokens, 1});
+      running.push_back({i, requests[i].prompt_tokens, 1, 1.0});
     }
     if (finished == requests.size()) break;
     passes.clear();
@@ -145,13 +149,13 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       return remaining <= budget || passes.empty() ? remaining : 0;
     };
     // Decoding sequences first, one token each; then prompts under way; then admissions, first come first served.
-    for (std::size_t k = 0; k < running.size() && budget > 0; ++k) {
+    for (std::size_t k = 0; k < running.size() && budget >= step_tokens; ++k) {
       const Running& r = running[k];
       const Request& q = requests[r.index];
       if (r.prefilled < q.prompt_tokens) continue;
-      passes.push_back({ServingPhase::Decode, 1, 1, q.prompt_tokens + r.produced});
-      members.emplace_back(k, 1);
-      --budget;
+      passes.push_back({ServingPhase::Decode, 1, step_tokens, q.prompt_tokens + r.produced + step_tokens - 1});
+      members.emplace_back(k, step_tokens);
+      budget -= step_tokens;
     }
     for (std::size_t k = 0; k < running.size() && budget > 0; ++k) {
       const Running& r = running[k];
@@ -197,10 +201,12 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
         r.prefilled += tokens;
         if (r.prefilled == q.prompt_tokens) {   // the prompt's last chunk samples the first token
           r.produced = 1;
+          r.yielded = 1.0;
           out.requests[r.index].first_token_s = now;
         }
       } else {
-        ++r.produced;
+        r.yielded += speculation.per_round;
+        r.produced = std::min(q.output_tokens, static_cast<int>(std::floor(r.yielded + 1e-9)));
       }
     }
     // Finished requests leave, and their blocks return to the cache.

@@ -51,10 +51,18 @@ struct ServedStream {
   double end_s = 0;                       // the last request's finish
 };
 
+// Speculative decoding in the scheduler (InferenceSpec::speculative): a decoding sequence's pass carries the
+// `tokens` drafted tokens and the target's own, tokens + 1 against the budget, and yields `per_round` tokens on
+// average (speculative_tokens_per_round; the fraction carried to its next round). {0, 1}: one token a step.
+struct SpeculativeRounds {
+  int tokens = 0;
+  double per_round = 1;
+};
+
 // Serves every request to its last token. A request whose prompt and output need more blocks than the cache has
 // is refused (InputError on `inference.requests`), as are limits below 1.
 // `finished`, when given, is called as each request ends (a caller's progress count).
 ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time,
-                            const std::function<void()>& finished = {});
+                            const std::function<void()>& finished = {}, SpeculativeRounds speculation = {});
 
 }  // namespace dtsim::workloads

@@ -9,6 +9,7 @@
 
 #include "topology/catalog.hpp"
 #include "topology/units.hpp"
+#include "workloads/model.hpp"
 #include "workloads/request_stream.hpp"
 
 namespace dtsim::workloads {
@@ -253,6 +254,18 @@ inline constexpr int kTpSplits = 4;
 //     every TP collective exposed unless async TP is asked for (tp_comm_overlap).
 void apply_framework(TrainingSpec& t, Framework f);
 
+// Speculative decoding with a draft model (inference.speculative; Leviathan, Kalman and Matias, ICML 2023): each
+// round the draft proposes `tokens` tokens, one decode step each, and the target scores them all in one pass of
+// tokens + 1 per sequence, keeping the accepted prefix and one token of its own. With each drafted token accepted
+// with probability `acceptance` (their alpha, i.i.d.), a round yields (1 - alpha^(tokens + 1)) / (1 - alpha)
+// tokens (their eq. 1; speculative_tokens_per_round). The draft runs on the target's GPUs with its split and the
+// target's precisions, and keeps a KV cache of its own.
+struct SpeculativeDecoding {
+  ModelSpec draft;
+  int tokens = 5;          // vLLM's draft-model example speculates 5 (docs/features/speculative_decoding/draft_model.md)
+  double acceptance = 0;   // per drafted token, 0 to 1: vLLM's draft_acceptance_rate (accepted / drafted)
+};
+
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).
 struct InferenceSpec {
   int batch = 1;
@@ -265,6 +278,7 @@ struct InferenceSpec {
   // prefix caching, SGLang's RadixAttention, TensorRT-LLM's KV cache reuse): they are not prefilled
   // (prefix_cached_tokens, serving.hpp). The cache's memory is counted per sequence, as if nothing were shared.
   double prefix_cache_hit = 0;
+  std::optional<SpeculativeDecoding> speculative;
   std::optional<RequestStream> requests;   // a served stream (the static batch above then times one request alone)
   SchedulerLimits scheduler;               // how the stream is served; kv_blocks 0: what the memory plan leaves
   std::optional<Disaggregation> disaggregation;   // prefill and decode on two pools of the cluster (with requests)

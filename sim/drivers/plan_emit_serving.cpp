@@ -122,6 +122,8 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
   const auto& inf = *w.inference;
   const auto& m = w.model;
   if (m.kind != workloads::ModelKind::Transformer) emit::cannot(framework, "a model given as a list of layers");
+  // The engines take a draft by its checkpoint and their own spelling of the method: not written here.
+  if (inf.speculative) emit::cannot(framework, "speculative decoding (inference.speculative)");
   const Layout l = layout(framework, s);
   require_kv(framework, inf.kv_cache);
   Weights wt = weights(inf);

@@ -16,6 +16,7 @@
 #include "results/files.hpp"
 #include "sim/simgrid/isolated.hpp"
 #include "topology/builders.hpp"
+#include "workloads/compute_model.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/serving.hpp"
 
@@ -34,10 +35,10 @@ struct Phase {
   Joules gpu_energy;  // every GPU of the cluster's replicas over the pass (results/energy.hpp)
 };
 
-Phase play_phase(const scenario::Scenario& s, const topology::Topology& topo, ServingPhase which, const PlayServing& play,
-                 bool trace) {
-  const auto& w = *s.workload;
-  Phase p{workloads::serving_pass(*w.inference, which), {}, 0, 0, Seconds(0), Joules(0)};
+// `pass` of workload `w` (the scenario's, or its draft's) played on the scenario's engine.
+Phase play_pass(const scenario::Scenario& s, const workloads::Workload& w, const topology::Topology& topo,
+                const workloads::ServingPass& pass, const PlayServing& play, bool trace) {
+  Phase p{pass, {}, 0, 0, Seconds(0), Joules(0)};
   const auto graph = located(s, [&] { return workloads::generate_serving_step(w, s.cluster.gpu, p.pass); });
   p.timing = play(graph, topo, trace);
   for (std::size_t c = 0; c < graph.classes.size(); ++c) {
@@ -54,6 +55,32 @@ Phase play_phase(const scenario::Scenario& s, const topology::Topology& topo, Se
   for (double busy : p.timing.compute_busy_s) t.classes.push_back({{}, t.step_time, Seconds(busy), Seconds(0)});
   p.gpu_energy = results::gpu_step_energy(graph, t, s.cluster.gpu, topology::power_model());
   return p;
+}
+
+// The draft's pass inside the target's iteration: the iteration's host work (scheduling, input preparation, the
+// serving_step_overhead its first op carries) is paid once, by the target's pass; the draft's steps run in the
+// same engine step (vLLM V1 proposes inside execute_model; TensorRT-LLM in its C++ runtime).
+Phase inside_iteration(Phase p) {
+  const double host = workloads::compute_constants().serving_step_overhead.value();
+  p.timing.time_s -= host;
+  if (!p.timing.compute_busy_s.empty()) p.timing.compute_busy_s.front() -= host;
+  p.compute -= Seconds(host);
+  return p;
+}
+
+// `times` runs of `a` then `b` (once), all over `per`: a speculative round (the draft's steps, the target's verify)
+// per token it yields, or a prefill and the draft's (per 1). The pass and trace are b's (the target's).
+Phase chained(const Phase& a, double times, const Phase& b, double per) {
+  Phase out = b;
+  const auto mix = [&](double x, double y) { return (times * x + y) / per; };
+  out.timing.time_s = mix(a.timing.time_s, b.timing.time_s);
+  for (std::size_t c = 0; c < out.timing.compute_busy_s.size() && c < a.timing.compute_busy_s.size(); ++c)
+    out.timing.compute_busy_s[c] = mix(a.timing.compute_busy_s[c], b.timing.compute_busy_s[c]);
+  out.flops = mix(a.flops, b.flops);
+  out.bytes = mix(a.bytes, b.bytes);
+  out.compute = Seconds(mix(a.compute.value(), b.compute.value()));
+  out.gpu_energy = Joules(mix(a.gpu_energy.value(), b.gpu_energy.value()));
+  return out;
 }
 
 // What an hour of serving costs and what a token takes in energy (rental: the GPUs' hourly rate; ownership: the
@@ -151,7 +178,17 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
   const auto built = located(s, [&] { return topology::build_cluster(s.cluster); });
   const auto precision = workloads::serving_compute_precision(inf, s.cluster.gpu);
   const bool trace = !trace_path.empty();
-  const Phase prefill = play_phase(s, built.topology, ServingPhase::Prefill, play, trace);
+  const auto& spec = inf.speculative;
+  std::optional<workloads::Workload> draft;
+  if (spec) draft = workloads::draft_workload(w);
+  json speculative;
+  // The prompt is prefilled by the target, then by the draft (its own KV cache).
+  Phase prefill = play_pass(s, w, built.topology, workloads::serving_pass(inf, ServingPhase::Prefill), play, trace);
+  if (draft) {
+    const Phase own = inside_iteration(play_pass(s, *draft, built.topology, prefill.pass, play, false));
+    speculative["draft_prefill_s"] = own.timing.time_s;
+    prefill = chained(own, 1.0, prefill, 1.0);
+  }
   std::optional<Phase> decode_phase;
   const double ttft = prefill.timing.time_s;
   const double replicas = w.plan.dp;
@@ -166,7 +203,26 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
               {"ttft_s", ttft}};
   json phases = {{"prefill", phase_json(prefill, s.cluster.gpu, precision)}};
   if (inf.output_tokens > 0) {
-    const Phase& decode = decode_phase.emplace(play_phase(s, built.topology, ServingPhase::Decode, play, trace));
+    workloads::ServingPass step = workloads::serving_pass(inf, ServingPhase::Decode);
+    if (!spec) {
+      decode_phase.emplace(play_pass(s, w, built.topology, step, play, trace));
+    } else {
+      // A round: the draft's `tokens` decode steps, then the target scoring tokens + 1 per sequence; per token yielded.
+      const Phase drafting = inside_iteration(play_pass(s, *draft, built.topology, step, play, false));
+      workloads::ServingPass verify = step;
+      verify.new_tokens = spec->tokens + 1;
+      const Phase verifying = play_pass(s, w, built.topology, verify, play, trace);
+      const double per_round = workloads::speculative_tokens_per_round(*spec);
+      decode_phase.emplace(chained(drafting, spec->tokens, verifying, per_round));
+      speculative.update({{"draft", spec->draft.name},
+                          {"tokens", spec->tokens},
+                          {"acceptance", spec->acceptance},
+                          {"tokens_per_round", per_round},
+                          {"draft_step_s", drafting.timing.time_s},
+                          {"verify_s", verifying.timing.time_s},
+                          {"round_s", spec->tokens * drafting.timing.time_s + verifying.timing.time_s}});
+    }
+    const Phase& decode = *decode_phase;
     const double tpot = decode.timing.time_s;
     const double request = ttft + (inf.output_tokens - 1) * tpot;   // the first token comes with the prefill
     row["tpot_s"] = tpot;
@@ -184,6 +240,7 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
                            row["tokens_per_s"].get<double>(), row);
   }
   row["tokens_per_s_per_gpu"] = row["tokens_per_s"].get<double>() / gpus;
+  if (spec) row["speculative"] = speculative;
   row["phases"] = phases;
   const auto memory = workloads::plan_memory(w, s.cluster.gpu);
   row["memory"] = results::memory_json(memory);

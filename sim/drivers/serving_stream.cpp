@@ -6,11 +6,13 @@
 // topology to a decode replica, and decoded there.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "sim/analytic/serving_iterations.hpp"
 #include "sim/drivers/common.hpp"
 #include "sim/drivers/run.hpp"
 #include "sim/drivers/serving.hpp"
+#include "workloads/compute_model.hpp"
 #include "workloads/memory_plan.hpp"
 #include "sim/process.hpp"
 #include "workloads/serving_scheduler.hpp"
@@ -30,8 +32,10 @@ long long kv_blocks_that_fit(const scenario::Scenario& s, workloads::Workload w,
   inf.batch = l.max_sequences;
   const auto plan = workloads::plan_memory(w, s.cluster.gpu);
   const Bytes taken = plan.parts.params + plan.parts.activations;
-  const double block_bytes =
-      workloads::kv_bytes_per_token(w.model, inf.kv_cache).value() * l.block_tokens / (w.plan.tp * w.plan.pp);
+  // A block holds its tokens' keys and values, the draft's beside the target's under speculative decoding.
+  double token_bytes = workloads::kv_bytes_per_token(w.model, inf.kv_cache).value();
+  if (inf.speculative) token_bytes += workloads::kv_bytes_per_token(inf.speculative->draft, inf.kv_cache).value();
+  const double block_bytes = token_bytes * l.block_tokens / (w.plan.tp * w.plan.pp);
   const double left = (plan.capacity - taken).value();
   if (left < block_bytes)
     throw InputError(key, fmt::format("{:.1f} of {:.1f} GB", taken.value() / 1e9, plan.capacity.value() / 1e9),
@@ -95,12 +99,40 @@ std::vector<Served> serve_colocated(const scenario::Scenario& s, const topology:
   const auto& w = *s.workload;
   const bool planned = limits.kv_blocks == 0;
   if (planned) limits.kv_blocks = kv_blocks_that_fit(s, w, limits, "inference.requests");
-  sim::ServingIterations timer(w, s.cluster.gpu, scenario_costs(s, topo));
-  const workloads::IterationTime time = [&](std::span<const workloads::ServingPass> p) { return timer(p).value(); };
+  const sim::CommCosts costs = scenario_costs(s, topo);
+  sim::ServingIterations timer(w, s.cluster.gpu, costs);
+  workloads::IterationTime time = [&](std::span<const workloads::ServingPass> p) { return timer(p).value(); };
+  // Speculative decoding: the target's passes carry the drafted tokens; before them the draft prefills the same
+  // chunks and runs its `tokens` decode steps, one token a sequence each.
+  const auto& spec = w.inference->speculative;
+  std::optional<sim::ServingIterations> draft_timer;
+  workloads::SpeculativeRounds rounds;
+  std::vector<workloads::ServingPass> first, steps;
+  if (spec) {
+    draft_timer.emplace(workloads::draft_workload(w), s.cluster.gpu, costs);
+    rounds = {spec->tokens, workloads::speculative_tokens_per_round(*spec)};
+    time = [&](std::span<const workloads::ServingPass> passes) {
+      first.clear();
+      steps.clear();
+      for (workloads::ServingPass p : passes) {
+        if (p.phase == workloads::ServingPhase::Decode) {
+          p.context -= p.new_tokens - 1;   // the draft's step: one token over the cache as it stands
+          p.new_tokens = 1;
+          steps.push_back(p);
+        }
+        first.push_back(p);
+      }
+      // The draft's steps run inside the iteration: its host work is the target's, paid once (serving.cpp).
+      const Seconds host = workloads::compute_constants().serving_step_overhead;
+      double t = timer(passes).value() + ((*draft_timer)(first) - host).value();
+      if (!steps.empty()) t += (spec->tokens - 1) * ((*draft_timer)(steps) - host).value();
+      return t;
+    };
+  }
   std::vector<Served> out;
   work.replicas = w.plan.dp;
   for (const auto& share : deal(requests, w.plan.dp)) {
-    const auto served = located(s, [&] { return workloads::serve_requests(share, limits, time, count_finished); });
+    const auto served = located(s, [&] { return workloads::serve_requests(share, limits, time, count_finished, rounds); });
     work.add(served);
     for (const auto& r : served.requests) out.push_back({r.request, r.admitted_s, r.first_token_s, r.finished_s});
   }

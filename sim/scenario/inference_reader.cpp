@@ -112,12 +112,48 @@ workloads::Disaggregation read_disaggregation(const YamlMap& m) {
   return d;
 }
 
+// inference.speculative: {draft: PRESET | {model keys}, tokens, acceptance} (workloads/training.hpp).
+workloads::SpeculativeDecoding read_speculative(const YamlMap& m, const ModelSpec& target, const std::string& file) {
+  m.allow_only({"draft", "tokens", "acceptance"});
+  workloads::SpeculativeDecoding s;
+  if (!m.has("draft")) m.fail("draft", "", "missing: the draft model,", "a model preset or a map of model keys");
+  if (m.is_map("draft")) {
+    s.draft = read_model(m.map("draft"), "draft", file);
+  } else {
+    const auto name = m.text("draft");
+    if (!name) m.fail("draft", "", "is not a name:", "a model preset or a map of model keys");
+    s.draft = located(m, "draft", [&] { return workloads::find_model(*name, m.dotted("draft")); });
+  }
+  if (s.draft.kind != workloads::ModelKind::Transformer || s.draft.moe())
+    m.fail("draft", s.draft.name, "is not a dense transformer (serving runs those only):", "a dense decoder");
+  if (s.draft.vocab != target.vocab)
+    m.fail("draft", s.draft.name,
+           fmt::format("has a {}-token vocabulary where the target's has {}: it cannot propose the target's tokens;",
+                       s.draft.vocab, target.vocab),
+           "a draft with the target's vocabulary (its tokenizer)");
+  s.tokens = read_int(m, "tokens", s.tokens, 1, 64);
+  const auto acceptance = m.number("acceptance", 0, true, 1.0);
+  if (!acceptance)
+    m.fail("acceptance", "", "missing: the share of drafted tokens the target accepts (it depends on the data),",
+           "a number from 0 to 1 (vLLM's draft_acceptance_rate)");
+  s.acceptance = *acceptance;
+  return s;
+}
+
 }  // namespace
 
-InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
+InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const std::string& file) {
   m.allow_only({"batch", "context", "weights", "kv_cache", "prompt_tokens", "output_tokens", "requests", "scheduler",
-                "disaggregation", "prefix_cache_hit"});
+                "disaggregation", "prefix_cache_hit", "speculative"});
   InferenceSpec i;
+  if (m.has("speculative")) {
+    if (!m.is_map("speculative"))
+      m.fail("speculative", m.text("speculative").value_or(""), "is not a map:", "{draft, tokens, acceptance}");
+    i.speculative = read_speculative(m.map("speculative"), model, file);
+    if (m.has("disaggregation"))
+      m.fail("speculative", "{...}", "is modelled where prefill and decode share the GPUs, not beside",
+             "inference.disaggregation or inference.speculative, not both");
+  }
   // The share of each prompt a prefix cache holds (workloads/training.hpp); 1 still computes the last token.
   i.prefix_cache_hit = m.number("prefix_cache_hit", 0, true, 1.0).value_or(0.0);
   for (const char* key : {"scheduler", "disaggregation"})
@@ -132,6 +168,11 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model) {
              "a context of at least 2 tokens");
     i.requests = read_requests(m.map("requests"), context);
     if (m.has("scheduler")) i.scheduler = read_scheduler(m.map("scheduler"));
+    if (i.speculative && i.scheduler.max_tokens_per_iteration < i.speculative->tokens + 1)
+      m.map("scheduler").fail("max_tokens_per_iteration", std::to_string(i.scheduler.max_tokens_per_iteration),
+                              fmt::format("cannot hold one decoding sequence's {} drafted tokens and its own:",
+                                          i.speculative->tokens),
+                              "at least inference.speculative.tokens + 1");
     if (m.has("disaggregation")) i.disaggregation = read_disaggregation(m.map("disaggregation"));
     if (!m.has("prompt_tokens") && !m.has("output_tokens")) {
       const int prompt = std::clamp(static_cast<int>(std::lround(mean_length(i.requests->prompt_tokens))), 1, context - 1);

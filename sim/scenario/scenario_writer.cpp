@@ -150,8 +150,8 @@ void emit_layer_list(YAML::Emitter& out, const workloads::ModelSpec& m) {
   out << YAML::EndSeq;
 }
 
-void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m) {
-  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+void emit_model(YAML::Emitter& out, const workloads::ModelSpec& m, const char* key = "model") {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
   if (m.kind == workloads::ModelKind::Layers) {
     emit_layer_list(out, m);
     out << YAML::EndMap;
@@ -280,6 +280,13 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
   emit_name(out, "weights", to_string(i.weights));
   emit_name(out, "kv_cache", to_string(i.kv_cache));
   emit(out, "prefix_cache_hit", i.prefix_cache_hit);
+  if (i.speculative) {
+    out << YAML::Key << "speculative" << YAML::Value << YAML::BeginMap;
+    emit_model(out, i.speculative->draft, "draft");
+    emit(out, "tokens", i.speculative->tokens);
+    emit(out, "acceptance", i.speculative->acceptance);
+    out << YAML::EndMap;
+  }
   if (i.requests) {
     const workloads::RequestStream& r = *i.requests;
     out << YAML::Key << "requests" << YAML::Value << YAML::BeginMap;

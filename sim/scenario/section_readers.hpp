@@ -26,6 +26,6 @@ workloads::TrainingSpec read_training(const YamlMap& m);
 
 // An inference section: a static batch or a request stream, its scheduler and disaggregation, weight and KV-cache
 // precisions; `model` gives the default context.
-workloads::InferenceSpec read_inference(const YamlMap& m, const workloads::ModelSpec& model);
+workloads::InferenceSpec read_inference(const YamlMap& m, const workloads::ModelSpec& model, const std::string& file);
 
 }  // namespace dtsim::scenario::detail

@@ -1,6 +1,7 @@
 // `dtsim run` on an inference scenario: DESIGN.md's serving fields, their arithmetic, the topology deciding the
 // decode step, the batch that fits, prefill-only serving, and bad serving input.
 #include <fmt/format.h>
+#include <cmath>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -236,6 +237,77 @@ TEST_CASE("serving prefix cache: a hit spares the prefill, the static batch's an
     CHECK(r.err.find("inference.prefix_cache_hit") != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("serving speculative: a round is the draft's steps and the target's verify over the tokens it yields") {
+  // Llama-2-70B on two H100 (TP 2) at batch 1, drafted by Llama-2-7B on the same split.
+  const auto target = [](const std::string& speculative) {
+    return "name: spec\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 2, intra: nvswitch}\n"
+           "model: {preset: llama2-70b}\nparallelism: {tp: 2}\n"
+           "inference:\n  batch: 1\n  prompt_tokens: 1024\n  output_tokens: 256\n" + speculative;
+  };
+  const std::string spec = "  speculative: {draft: llama2-7b, tokens: 4, acceptance: 0.75}\n";
+  const json plain = serving_run_json(scenario("spec-off", target("")));
+  const json fast = serving_run_json(scenario("spec-on", target(spec)));
+  const json& sp = fast["speculative"];
+  const double per_round = (1.0 - std::pow(0.75, 5)) / 0.25;
+  CHECK(sp["tokens_per_round"].get<double>() == doctest::Approx(per_round));
+  CHECK(sp["round_s"].get<double>() ==
+        doctest::Approx(4 * sp["draft_step_s"].get<double>() + sp["verify_s"].get<double>()));
+  CHECK(fast["tpot_s"].get<double>() == doctest::Approx(sp["round_s"].get<double>() / per_round));
+  CHECK(fast["ttft_s"].get<double>() ==
+        doctest::Approx(plain["ttft_s"].get<double>() + sp["draft_prefill_s"].get<double>()).epsilon(1e-6));
+  CHECK(fast["phases"]["decode"]["new_tokens_per_sequence"] == 5);   // the verify pass: 4 drafted and its own
+  // At batch 1 the target reads its weights once for five tokens, and the draft is a tenth of its size: each
+  // token comes faster. The draft's weights and cache take memory.
+  CHECK(fast["tpot_s"].get<double>() < 0.6 * plain["tpot_s"].get<double>());
+  CHECK(sp["draft_step_s"].get<double>() < 0.25 * sp["verify_s"].get<double>());
+  CHECK(fast["memory"]["parts_bytes"]["params"].get<double>() > plain["memory"]["parts_bytes"]["params"].get<double>());
+  CHECK(fast["max_batch_that_fits"].get<long long>() < plain["max_batch_that_fits"].get<long long>());
+  // No acceptance, no speed-up: every round yields the target's own token and costs the draft's steps besides.
+  const json useless = serving_run_json(scenario("spec-zero", target(spec)), "--set inference.speculative.acceptance=0");
+  CHECK(useless["tpot_s"].get<double>() > plain["tpot_s"].get<double>());
+  // A stream of Llama-2-7B at a light load, drafted by a 68M model of Llama-2's vocabulary (JackFram/llama-68m's
+  // shape): each token comes faster; the resolved scenario holds the draft and runs again to the same figures.
+  const std::string tiny = "  speculative: {draft: {layers: 2, hidden: 768, heads: 12, ffn_hidden: 3072, vocab: 32000, "
+                           "seq_length: 2048}, tokens: 3, acceptance: 0.6}\n";
+  const json streamed = serving_run_json(scenario("spec-stream", stream_of(1, 60, tiny)));
+  const json unspeculated = serving_run_json(scenario("spec-stream-off", stream_of(1, 60)));
+  CHECK(streamed["p50_tpot_s"].get<double>() < 0.8 * unspeculated["p50_tpot_s"].get<double>());
+  const fs::path out = fresh_dir("serving", "spec-out");
+  REQUIRE(dtsim("run " + scenario("spec-stream-resolved", stream_of(1, 60, tiny)).string() + " --out " + out.string())
+              .status == 0);
+  const json again = serving_run_json(out / "scenario.resolved.yaml");
+  CHECK(again["p50_tpot_s"] == streamed["p50_tpot_s"]);
+  // Bad input: one line, status 2.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"{draft: llama2-7b, tokens: 4}", "inference.speculative.acceptance"},
+      {"{draft: llama2-7b, acceptance: 1.5}", "inference.speculative.acceptance"},
+      {"{draft: llama2-7b, tokens: 0, acceptance: 0.5}", "inference.speculative.tokens"},
+      {"{draft: llama3-8b, acceptance: 0.5}", "inference.speculative.draft"},      // another vocabulary
+      {"{draft: no-such-model, acceptance: 0.5}", "inference.speculative.draft"},
+      {"{tokens: 4, acceptance: 0.5}", "inference.speculative.draft"},
+      {"{draft: llama2-7b, acceptance: 0.5, depth: 2}", "inference.speculative.depth"},
+      {"yes", "inference.speculative"},
+      // A draft the target's split cannot hold: 25 heads over tp 2.
+      {"{draft: {layers: 4, hidden: 800, heads: 25, ffn_hidden: 3072, vocab: 32000, seq_length: 4096}, acceptance: 0.5}",
+       "inference.speculative.draft"}};
+  for (const auto& [value, key] : bad) {
+    CAPTURE(value);
+    const Result r = dtsim("run " + scenario("spec-bad", target("  speculative: " + value + "\n")).string());
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find(key) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  const Result both = dtsim("run " + scenario("spec-disagg", stream_of(1, 60, tiny +
+      "  disaggregation: {prefill: {gpus: 1}, decode: {gpus: 1}}\n")).string());
+  CHECK(both.status == 2);
+  CHECK(both.err.find("inference.speculative") != std::string::npos);
+  const Result budget = dtsim("run " + scenario("spec-budget", stream_of(1, 60, tiny +
+      "  scheduler: {max_tokens_per_iteration: 3}\n")).string());
+  CHECK(budget.status == 2);
+  CHECK(budget.err.find("inference.scheduler.max_tokens_per_iteration") != std::string::npos);
 }
 
 TEST_CASE("serving stream: a seed fixes the stream, data-parallel replicas share it, a small cache queues requests") {

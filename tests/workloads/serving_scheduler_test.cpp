@@ -84,6 +84,31 @@ TEST_CASE("scheduler: a prompt's cached prefix is not prefilled, and its chunks 
   CHECK(s.tokens == 2 + 1 + 6);   // the cached 8 are not computed
 }
 
+TEST_CASE("scheduler: speculative rounds carry the drafted tokens and yield their mean, fractions carried over") {
+  // One request: 4-token prompt, 6 output tokens; 3 drafted tokens a round, 2.5 tokens yielded a round.
+  // it 1: the prompt (first token at 1: yielded 1).  it 2: verify 4 tokens over 4 + 1 + 3 = 8 (yielded 3.5:
+  // produced 3).  it 3: over 4 + 3 + 3 = 10 (yielded 6: produced 6, done at 3).
+  const std::vector<Request> requests = {{0.0, 4, 6}};
+  SchedulerLimits limits;
+  limits.max_tokens_per_iteration = 16;
+  limits.kv_blocks = 100;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer(), {}, SpeculativeRounds{3, 2.5});
+  using P = ServingPhase;
+  REQUIRE(clock.seen.size() == 3);
+  CHECK(clock.seen[0] == std::vector<ServingPass>{{P::Prefill, 1, 4, 4, true}});
+  CHECK(clock.seen[1] == std::vector<ServingPass>{{P::Decode, 1, 4, 8}});
+  CHECK(clock.seen[2] == std::vector<ServingPass>{{P::Decode, 1, 4, 10}});
+  CHECK(s.requests[0].first_token_s == 1.0);
+  CHECK(s.requests[0].finished_s == 3.0);
+  CHECK(s.tokens == 4 + 4 + 4);   // every verified token is computed, accepted or not
+  // A budget below a round's tokens leaves the sequence waiting for nothing: the reader refuses it, the
+  // scheduler runs a round only where it fits (here a 4-token budget holds exactly one).
+  limits.max_tokens_per_iteration = 4;
+  OneSecondIterations tight;
+  CHECK(serve_requests(requests, limits, tight.timer(), {}, SpeculativeRounds{3, 2.5}).end_s == 3.0);
+}
+
 TEST_CASE("scheduler: a request waits for KV-cache blocks, and without chunking a prompt runs whole") {
   // One 16-token block: A (10 + 2 tokens) holds it until it finishes at 2; B (arrived at 0) is admitted then.
   const std::vector<Request> requests = {{0.0, 10, 2}, {0.0, 3, 1}};

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <variant>
 
 #include "topology/catalog.hpp"
@@ -119,6 +120,26 @@ TEST_CASE("serving: a prefix cache spares whole blocks of the prompt, never its 
   const auto whole_attention = std::ranges::find(whole, KernelClass::FlashAttention, &Kernel::kind);
   CHECK(whole_attention->attention->queries == 0);
   CHECK(executed_flops(*whole_attention).value() == doctest::Approx(whole_attention->flops.value() * 0.5));
+}
+
+TEST_CASE("serving: a speculative round yields Leviathan et al.'s expected tokens, and the draft runs the target's split") {
+  SpeculativeDecoding s;
+  s.tokens = 5;
+  s.acceptance = 0.0;
+  CHECK(speculative_tokens_per_round(s) == 1.0);   // every draft rejected: the target's own token
+  s.acceptance = 1.0;
+  CHECK(speculative_tokens_per_round(s) == 6.0);   // every draft accepted, and the target's
+  s.acceptance = 0.8;
+  CHECK(speculative_tokens_per_round(s) == doctest::Approx((1.0 - std::pow(0.8, 6)) / 0.2));
+  InferenceSpec inf = batch_of(4, Precision::Bf16, 1000, 201);
+  s.draft = find_model("llama2-7b");
+  inf.speculative = s;
+  const Workload w = serving(inf, 2);
+  const Workload d = draft_workload(w);
+  CHECK(d.model.name == "llama2-7b");
+  CHECK(d.plan.tp == 2);
+  CHECK_FALSE(d.inference->speculative.has_value());
+  CHECK(d.inference->batch == 4);
 }
 
 TEST_CASE("serving: weights compute in their own precision where the GPU has it, else dequantised to 16 bits") {
