@@ -41,7 +41,7 @@ double batch_tokens(std::span<const ServingPass> passes) {
 }
 double sampled_rows(std::span<const ServingPass> passes) {
   double rows = 0;
-  for (const ServingPass& p : passes) rows += p.samples ? p.batch : 0;
+  for (const ServingPass& p : passes) rows += logit_rows(p);
   return rows;
 }
 
@@ -66,8 +66,14 @@ int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens) {
 
 double speculative_tokens_per_round(const SpeculativeDecoding& s) {
   DTSIM_ASSERT(s.tokens >= 1 && s.acceptance >= 0.0 && s.acceptance <= 1.0, "a checked speculative spec");
-  if (s.acceptance >= 1.0) return s.tokens + 1.0;
-  return (1.0 - std::pow(s.acceptance, s.tokens + 1)) / (1.0 - s.acceptance);
+  double sum = 0, term = 1;   // 1 + a + ... + a^k: the closed form loses its digits as a nears 1
+  for (int i = 0; i <= s.tokens; ++i, term *= s.acceptance) sum += term;
+  return sum;
+}
+
+double logit_rows(const ServingPass& p) {
+  if (p.phase == ServingPhase::Decode) return static_cast<double>(p.batch) * p.new_tokens;
+  return p.samples ? p.batch : 0.0;
 }
 
 Workload draft_workload(const Workload& w) {

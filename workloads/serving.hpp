@@ -43,6 +43,9 @@ int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens);
 
 // Tokens a speculative round yields per sequence on average: (1 - a^(k + 1)) / (1 - a), k + 1 at a = 1.
 double speculative_tokens_per_round(const SpeculativeDecoding& s);
+// Rows a pass projects to the vocabulary: each sequence's last token when it samples; a decode pass of several
+// tokens (a speculative verify) every one of them, each drafted token's distribution being checked.
+double logit_rows(const ServingPass& p);
 // The workload that runs `w`'s draft model: its model, the target's split, precisions and batch.
 Workload draft_workload(const Workload& w);
 

@@ -51,8 +51,10 @@ int draw_length(const LengthDistribution& d, Random& random) {
   return static_cast<int>(std::clamp(std::round(x), 1.0, 1e9));
 }
 
-long long blocks_for(const Request& r, int block_tokens) {
-  const long long tokens = static_cast<long long>(r.prompt_tokens) + r.output_tokens;
+// The blocks a request holds: its prompt and output, and under speculative decoding the `drafted` tokens whose
+// keys and values the last verify writes past them.
+long long blocks_for(const Request& r, int block_tokens, int drafted) {
+  const long long tokens = static_cast<long long>(r.prompt_tokens) + r.output_tokens + drafted;
   return (tokens + block_tokens - 1) / block_tokens;
 }
 
@@ -88,16 +90,21 @@ std::vector<Request> draw_requests(const RequestStream& s) {
 
 ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time,
                             const std::function<void()>& on_finished, SpeculativeRounds speculation) {
-  DTSIM_ASSERT(speculation.tokens >= 0 && speculation.per_round >= 1.0 && speculation.per_round <= speculation.tokens + 1.0,
+  DTSIM_ASSERT(speculation.tokens >= 0 && speculation.per_round >= 1.0 &&
+                   speculation.per_round <= speculation.tokens + 1.0 + 1e-9,
                "a round yields between one token and every drafted one and the target's");
   const int step_tokens = 1 + speculation.tokens;   // a decoding sequence's tokens through the target an iteration
+  if (limits.max_tokens_per_iteration < step_tokens)   // a decoding sequence would never run
+    throw InputError("inference.scheduler.max_tokens_per_iteration", std::to_string(limits.max_tokens_per_iteration),
+                     fmt::format("cannot hold one decoding sequence's {} drafted tokens and its own:", speculation.tokens),
+                     "at least inference.speculative.tokens + 1");
   if (limits.max_tokens_per_iteration < 1 || limits.max_sequences < 1 || limits.block_tokens < 1 || limits.kv_blocks < 1)
     throw InputError("inference.requests", "", "the scheduler needs a token budget, a sequence limit and KV-cache blocks "
                      "of at least 1; got none for", "a model and batch that leave memory for the KV cache");
   for (const Request& r : requests)
     DTSIM_ASSERT(r.cached_tokens >= 0 && r.cached_tokens < r.prompt_tokens, "a request computes its prompt's last token");
   for (const Request& r : requests)
-    if (blocks_for(r, limits.block_tokens) > limits.kv_blocks)
+    if (blocks_for(r, limits.block_tokens, speculation.tokens) > limits.kv_blocks)
       throw InputError("inference.requests",
                        fmt::format("{} + {} tokens", r.prompt_tokens, r.output_tokens),
                        fmt::format("a request needs more KV-cache blocks than the cache holds ({} of {} tokens):",
@@ -125,7 +132,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
     // Requests whose prompt was prefilled elsewhere join the decoding sequences as soon as their blocks are free.
     while (!waiting.empty() && requests[waiting.front()].prefilled && std::ssize(running) < limits.max_sequences) {
       const std::size_t i = waiting.front();
-      const long long need = blocks_for(requests[i], limits.block_tokens);
+      const long long need = blocks_for(requests[i], limits.block_tokens, speculation.tokens);
       if (need > free_blocks) break;
       waiting.pop_front();
       out.requests[i].admitted_s = now;
@@ -170,7 +177,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
     while (!waiting.empty() && !requests[waiting.front()].prefilled && std::ssize(running) < limits.max_sequences &&
            (budget > 0 || passes.empty())) {
       const std::size_t i = waiting.front();
-      const long long need = blocks_for(requests[i], limits.block_tokens);
+      const long long need = blocks_for(requests[i], limits.block_tokens, speculation.tokens);
       if (need > free_blocks) break;   // head of line: later requests wait behind it
       const int cached = requests[i].cached_tokens;
       const int chunk = chunk_of(requests[i].prompt_tokens - cached);
@@ -214,7 +221,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       const Request& q = requests[r.index];
       if (r.prefilled < q.prompt_tokens || r.produced < q.output_tokens) return false;
       out.requests[r.index].finished_s = now;
-      free_blocks += blocks_for(q, limits.block_tokens);
+      free_blocks += blocks_for(q, limits.block_tokens, speculation.tokens);
       ++finished;
       if (on_finished) on_finished();
       return true;

@@ -77,11 +77,7 @@ BytesPerSecond nvls_port_rate(NodeId gpu, const Topology& topology) {
   return BytesPerSecond(0);
 }
 
-namespace {
-
-// What `gpu`'s links to its NVLS switch give a transfer to a GPU on the same switch: their summed rate (line rate x
-// efficiency) and two hops of their latency (to the switch and out of it).
-std::pair<BytesPerSecond, Seconds> switch_path(NodeId gpu, const Topology& topology) {
+std::pair<BytesPerSecond, Seconds> nvls_switch_path(NodeId gpu, const Topology& topology) {
   BytesPerSecond rate(0);
   Seconds latency(0);
   for (const topology::LinkId l : topology.incident(gpu)) {
@@ -93,7 +89,6 @@ std::pair<BytesPerSecond, Seconds> switch_path(NodeId gpu, const Topology& topol
   return {rate, 2.0 * latency};
 }
 
-}  // namespace
 
 bool fully_linked(const std::vector<NodeId>& gpus, const Topology& topology) {
   if (gpus.size() < 3) return false;   // two GPUs: ring and direct are the same
@@ -130,7 +125,7 @@ GroupLayout group_layout(const std::vector<int>& group, const Topology& topology
   if (nvls && !group.empty()) {
     const NodeId gpu = topology.gpus()[static_cast<std::size_t>(group.front())];
     layout.nvls_rate = nvls_port_rate(gpu, topology);
-    std::tie(layout.switch_path_rate, layout.switch_path_latency) = switch_path(gpu, topology);
+    std::tie(layout.switch_path_rate, layout.switch_path_latency) = nvls_switch_path(gpu, topology);
   }
   for (int r : group) layout.machine.push_back(topology.node(topology.gpus()[static_cast<std::size_t>(r)]).machine);
   std::vector<NodeId> gpus;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/collectives/collective.hpp"
@@ -20,6 +21,9 @@ bool fully_linked(const std::vector<topology::NodeId>& gpus, const topology::Top
 // The NVLS reduction rate per GPU port of the switch `gpu` hangs from (its link class's switch_port_rate; 0 when
 // the class gives none or is not in the catalog).
 BytesPerSecond nvls_port_rate(topology::NodeId gpu, const topology::Topology& topology);
+// What `gpu`'s links to its NVLS switch give a transfer to a GPU on the same switch (GroupLayout::switch_path_rate,
+// switch_path_latency): their summed rate (line rate x efficiency) and two hops of their latency.
+std::pair<BytesPerSecond, Seconds> nvls_switch_path(topology::NodeId gpu, const topology::Topology& topology);
 
 // The order rings walk the GPUs `gpus` (GroupLayout::order): the GPUs of each machine in the order its ring
 // search gives (`rings`), in the places the machine's GPUs hold in the group; empty when that is the group's own.

@@ -86,7 +86,7 @@ Seconds ServingIterations::operator()(std::span<const ServingPass> passes) {
   Seconds t(0);
   for (const ServingPass& p : passes) {
     tokens += static_cast<long long>(p.batch) * p.new_tokens;
-    rows += p.samples ? p.batch : 0;
+    rows += static_cast<long long>(workloads::logit_rows(p));
     t += attention(p);
   }
   return t + w_.model.layers * workloads::compute_constants().launch_overhead + token_part(tokens) + sampling_part(rows);

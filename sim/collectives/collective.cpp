@@ -342,12 +342,22 @@ Lowered lower_periodic(workloads::CollectiveKind kind, Bytes bytes, const GroupL
   DTSIM_ASSERT(layout.order.empty() || layout.order.size() == layout.machine.size(), "a walk order covers the group");
   const Algorithm resolved = algorithm == Algorithm::Auto ? resolve_auto(kind, bytes, layout, tuning) : algorithm;
   if (algorithm == Algorithm::Auto && resolved == Algorithm::Nvls) {
-    // NCCL's tuner weighs every algorithm that runs the protocol (collective.hpp): a ring too.
-    Lowered ring = lower_periodic(kind, bytes, layout, Algorithm::Ring, protocol, tuning);
-    if (protocol != Protocol::Auto && protocol != Protocol::Simple) return ring;   // NVLS runs Simple only
-    if (layout.switch_path_rate.value() <= 0.0) return lower_periodic(kind, bytes, layout, resolved, protocol, tuning);
-    Lowered nvls = lower_periodic(kind, bytes, layout, resolved, protocol, tuning);
-    return switched_time(ring, layout) < switched_time(nvls, layout) ? ring : nvls;
+    // NCCL's tuner weighs every algorithm and protocol (collective.hpp): a ring too, under each protocol asked.
+    if (protocol != Protocol::Auto && protocol != Protocol::Simple)   // NVLS runs Simple only
+      return lower_periodic(kind, bytes, layout, Algorithm::Ring, protocol, tuning);
+    Lowered best = lower_periodic(kind, bytes, layout, resolved, protocol, tuning);
+    if (layout.switch_path_rate.value() <= 0.0) return best;
+    Seconds best_time = switched_time(best, layout);
+    const auto protocols = protocol == Protocol::Auto ? std::vector{Protocol::LL, Protocol::LL128, Protocol::Simple}
+                                                      : std::vector{protocol};
+    for (Protocol p : protocols) {
+      Lowered ring = lower_periodic(kind, bytes, layout, Algorithm::Ring, p, tuning);
+      const Seconds t = switched_time(ring, layout);
+      if (!(t < best_time)) continue;   // ties go to NVLS, then to the lower-latency protocol
+      best = std::move(ring);
+      best_time = t;
+    }
+    return best;
   }
   const Row& row = row_of(resolved);
   const Builder build = row.ops.of(kind);

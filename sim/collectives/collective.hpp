@@ -115,10 +115,11 @@ CollectiveTuning collective_tuning(int max_channels);
 // Protocol::Auto picks, among the protocols the algorithm runs, the least estimated time
 //   T_p = base latency_p + steps x step_latency_p + W / (efficiency_p x tuning.choice_bandwidth),
 // W the most payload bytes any rank sends or receives; ties go to the lower-latency protocol (LL, LL128, Simple).
-// Algorithm::Auto on an all-reduce inside one NVLS machine weighs NVLS against a ring (with its auto protocol)
-// as NCCL's tuner does (least predicted time over algorithms and protocols, src/graph/tuning.cc): each lowering
-// timed contention-free over the layout's switch path (switch_path_rate, switch_path_latency); ties go to NVLS.
-// So small all-reduces run ring LL (NCCL's 15 us on 8 ranks against NVLS's 25 us floor), large ones NVLS.
+// Algorithm::Auto on an all-reduce inside one NVLS machine weighs NVLS against a ring under each protocol (the
+// one asked, or all three under Protocol::Auto) as NCCL's tuner does (least predicted time over algorithms and
+// protocols, src/graph/tuning.cc): each lowering timed contention-free over the layout's switch path
+// (switch_path_rate, switch_path_latency); ties go to NVLS. So small all-reduces run ring LL (NCCL's 15 us on 8
+// ranks against NVLS's 25 us floor; up to 1 MB on 8 H100), large ones NVLS.
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,
               const CollectiveTuning& tuning = collective_tuning());
 Lowered lower(workloads::CollectiveKind kind, Bytes bytes, const GroupLayout& layout, Algorithm algorithm,

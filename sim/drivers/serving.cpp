@@ -209,8 +209,9 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
     } else {
       // A round: the draft's `tokens` decode steps, then the target scoring tokens + 1 per sequence; per token yielded.
       const Phase drafting = inside_iteration(play_pass(s, *draft, built.topology, step, play, false));
-      workloads::ServingPass verify = step;
+      workloads::ServingPass verify = step;   // the drafted tokens' keys and values join the cache it attends over
       verify.new_tokens = spec->tokens + 1;
+      verify.context = step.context + spec->tokens;
       const Phase verifying = play_pass(s, w, built.topology, verify, play, trace);
       const double per_round = workloads::speculative_tokens_per_round(*spec);
       decode_phase.emplace(chained(drafting, spec->tokens, verifying, per_round));

@@ -2,6 +2,7 @@
 // output tokens) or a served request stream with its scheduler limits and prefill/decode disaggregation.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <fmt/format.h>
 
 #include "sim/scenario/scenario.hpp"
@@ -140,6 +141,25 @@ workloads::SpeculativeDecoding read_speculative(const YamlMap& m, const ModelSpe
   return s;
 }
 
+// What the resolved section must hold together: a draft that decodes (an output) within its own context, a
+// prefix cache on a causal model (a bidirectional encoder's cached keys change with every later token).
+InferenceSpec checked(const YamlMap& m, const ModelSpec& model, InferenceSpec i) {
+  if (i.prefix_cache_hit > 0 && !model.causal)
+    m.fail("prefix_cache_hit", fmt::format("{:g}", i.prefix_cache_hit),
+           "caches a causal model's prefix; this model attends both ways:", "0 for a non-causal model");
+  if (!i.speculative) return i;
+  if (i.output_tokens == 0)
+    m.fail("speculative", "{...}", "drafts output tokens, and output_tokens is 0 (prefill only):",
+           "output_tokens >= 1, or no speculative");
+  const ModelSpec& draft = i.speculative->draft;
+  if (draft.seq_length < i.context)
+    m.map("speculative").fail("draft", draft.name,
+                              fmt::format("holds a {}-token context, short of the {} tokens a sequence reaches:",
+                                          draft.seq_length, i.context),
+                              "a draft whose seq_length holds inference.context (a map: {preset, seq_length})");
+  return i;
+}
+
 }  // namespace
 
 InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const std::string& file) {
@@ -182,7 +202,7 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const std
       i.batch = read_int(m, "batch", i.batch, 1, kMaxSequences);
       i.weights = read_precision(m, "weights", i.weights, kServingPrecisions);
       i.kv_cache = read_precision(m, "kv_cache", i.kv_cache, kServingPrecisions);
-      return i;
+      return checked(m, model, std::move(i));
     }
   }
   i.batch = read_int(m, "batch", i.batch, 1, kMaxSequences);
@@ -226,7 +246,7 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const std
   }
   i.weights = read_precision(m, "weights", i.weights, kServingPrecisions);
   i.kv_cache = read_precision(m, "kv_cache", i.kv_cache, kServingPrecisions);
-  return i;
+  return checked(m, model, std::move(i));
 }
 
 }  // namespace dtsim::scenario::detail

@@ -83,8 +83,9 @@ void validate_model(const YamlMap& m, const ModelSpec& model) {
   try {
     workloads::validate(model, "model");
   } catch (const InputError& e) {
+    // Named where the map sits: model.heads, or inference.speculative.draft.heads for a draft.
     const std::string field = e.key().substr(e.key().find('.') + 1);
-    throw InputError(e.key(), e.value(), e.reason(), e.allowed(), m.where(field));
+    throw InputError(m.dotted(field), e.value(), e.reason(), e.allowed(), m.where(field));
   }
 }
 

@@ -3,6 +3,7 @@
 #include "sim/simgrid/simgrid_collective.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "topology/catalog.hpp"
 #include "topology/error.hpp"
@@ -69,7 +70,7 @@ CollectivePlan make_plan(Lowered lowered, int members) {
 std::shared_ptr<const CollectivePlan> PlanCache::get(workloads::CollectiveKind kind, Bytes bytes,
                                                      const GroupLayout& layout) {
   Key key{static_cast<int>(kind), bytes.value(), layout.machine, layout.nvls, layout.direct_links, layout.order,
-          layout.nvls_rate.value()};
+          layout.nvls_rate.value(), layout.switch_path_rate.value(), layout.switch_path_latency.value()};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Lowered lowered = lower_(kind, bytes, layout);
@@ -132,7 +133,10 @@ GroupLayout Sites::layout(const std::vector<NodeId>& gpus) const {
   GroupLayout layout;
   layout.nvls = !gpus.empty();
   for (int m : machine) layout.nvls = layout.nvls && nvls_switch_.count(m) > 0;
-  if (layout.nvls) layout.nvls_rate = nvls_port_rate(gpus.front(), topo_);
+  if (layout.nvls) {
+    layout.nvls_rate = nvls_port_rate(gpus.front(), topo_);
+    std::tie(layout.switch_path_rate, layout.switch_path_latency) = nvls_switch_path(gpus.front(), topo_);
+  }
   layout.machine = label_machines(machine).first;
   layout.direct_links = fully_linked(gpus, topo_);
   layout.order = walk_order(gpus, topo_, *rings_);

@@ -67,7 +67,7 @@ class PlanCache {
   [[nodiscard]] std::shared_ptr<const CollectivePlan> find(const CollectivePlan* plan) const;
 
  private:
-  using Key = std::tuple<int, double, std::vector<int>, bool, bool, std::vector<int>, double>;
+  using Key = std::tuple<int, double, std::vector<int>, bool, bool, std::vector<int>, double, double, double>;
   LowerFn lower_;
   bool compact_;
   std::map<Key, std::shared_ptr<const CollectivePlan>> plans_;

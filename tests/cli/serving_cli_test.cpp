@@ -270,7 +270,7 @@ TEST_CASE("serving speculative: a round is the draft's steps and the target's ve
   // A stream of Llama-2-7B at a light load, drafted by a 68M model of Llama-2's vocabulary (JackFram/llama-68m's
   // shape): each token comes faster; the resolved scenario holds the draft and runs again to the same figures.
   const std::string tiny = "  speculative: {draft: {layers: 2, hidden: 768, heads: 12, ffn_hidden: 3072, vocab: 32000, "
-                           "seq_length: 2048}, tokens: 3, acceptance: 0.6}\n";
+                           "seq_length: 4096}, tokens: 3, acceptance: 0.6}\n";
   const json streamed = serving_run_json(scenario("spec-stream", stream_of(1, 60, tiny)));
   const json unspeculated = serving_run_json(scenario("spec-stream-off", stream_of(1, 60)));
   CHECK(streamed["p50_tpot_s"].get<double>() < 0.8 * unspeculated["p50_tpot_s"].get<double>());
