@@ -289,10 +289,11 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   // target's; the two run one after the other, so the larger workspace counts.
   const ModelSpec* draft = inf.speculative ? &inf.speculative->draft : nullptr;
   const double draft_n = draft ? parameter_count(*draft) : 0.0;
-  if (draft) {
-    plan.parts.params += Bytes(draft_n * bytes_per_element(inf.weights) / (p.tp * p.pp));
-    plan.parts.kv_cache += kv_cache_bytes(*draft, inf, p.tp) / p.pp;
-    plan.parts.activations = std::max(plan.parts.activations, decode_workspace(*draft, inf, p.tp));
+  const int dtp = draft ? draft_tp(*inf.speculative, p.tp) : 1;
+  if (draft) {   // on a one-GPU draft, the first GPU of each TP group holds it whole: that GPU is the plan's
+    plan.parts.params += Bytes(draft_n * bytes_per_element(inf.weights) / (dtp * p.pp));
+    plan.parts.kv_cache += kv_cache_bytes(*draft, inf, dtp) / p.pp;
+    plan.parts.activations = std::max(plan.parts.activations, decode_workspace(*draft, inf, dtp));
   }
   plan.in_flight_micro_batches = 1;
   plan.inference = true;
@@ -314,8 +315,8 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   };
   if (draft)
     plan.notes.push_back(fmt::format("draft (speculative decoding): {} parameters and its KV cache ({} layers x {} kv "
-                                     "heads) in params and kv_cache, split as the target",
-                                     count(draft_n), draft->layers, draft->kv_heads));
+                                     "heads) in params and kv_cache, over tp {} x pp {}",
+                                     count(draft_n), draft->layers, draft->kv_heads, dtp, p.pp));
   return finish(std::move(plan), gpu);
 }
 

@@ -398,8 +398,16 @@ void check_plan(const Workload& w, int gpus) {
   if (w.training) check_training(w);
   // A draft model (speculative decoding) runs with the target's split: the same checks, named as its key.
   if (w.inference && w.inference->speculative) {
+    const int tp = draft_tp(*w.inference->speculative, p.tp);
+    if (tp != 1 && tp != p.tp)
+      throw InputError("inference.speculative.tp", std::to_string(tp),
+                       fmt::format("is neither 1 nor the target's tp {} (vLLM runs a draft on one GPU or on the "
+                                   "target's):", p.tp),
+                       fmt::format("1 or {}", p.tp));
     Workload draft = w;
     draft.model = w.inference->speculative->draft;
+    draft.plan.tp = tp;
+    draft.plan.dp = p.dp * (p.tp / tp);
     draft.inference->speculative.reset();
     draft.plan.layers_per_stage.clear();
     try {

@@ -80,6 +80,8 @@ Workload draft_workload(const Workload& w) {
   DTSIM_ASSERT(w.inference && w.inference->speculative, "a draft needs a speculative serving workload");
   Workload d = w;
   d.model = w.inference->speculative->draft;
+  d.plan.tp = draft_tp(*w.inference->speculative, w.plan.tp);
+  d.plan.dp = w.plan.dp * (w.plan.tp / d.plan.tp);   // the same GPUs: a draft on one GPU of each TP group
   d.inference->speculative.reset();
   d.plan.layers_per_stage.clear();   // the draft's own layers, spread as evenly as the target's split allows
   return d;

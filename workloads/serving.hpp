@@ -46,7 +46,8 @@ double speculative_tokens_per_round(const SpeculativeDecoding& s);
 // Rows a pass projects to the vocabulary: each sequence's last token when it samples; a decode pass of several
 // tokens (a speculative verify) every one of them, each drafted token's distribution being checked.
 double logit_rows(const ServingPass& p);
-// The workload that runs `w`'s draft model: its model, the target's split, precisions and batch.
+// The workload that runs `w`'s draft model: its model and tensor parallelism (draft_tp), the target's pipeline,
+// precisions and batch (a draft on one GPU of each TP group: tp 1, dp the target's tp x dp).
 Workload draft_workload(const Workload& w);
 
 // The pass for `phase` of `inf`: prefill of the prompts (but their cached prefix, prefix_cached_tokens), or the decode step at the middle of the output (the

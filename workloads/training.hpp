@@ -258,13 +258,18 @@ void apply_framework(TrainingSpec& t, Framework f);
 // round the draft proposes `tokens` tokens, one decode step each, and the target scores them all in one pass of
 // tokens + 1 per sequence, keeping the accepted prefix and one token of its own. With each drafted token accepted
 // with probability `acceptance` (their alpha, i.i.d.), a round yields (1 - alpha^(tokens + 1)) / (1 - alpha)
-// tokens (their eq. 1; speculative_tokens_per_round). The draft runs on the target's GPUs with its split and the
-// target's precisions, and keeps a KV cache of its own.
+// tokens (their eq. 1; speculative_tokens_per_round). The draft runs on the target's GPUs with its pipeline split,
+// its own tensor parallelism (`tp`) and the target's precisions, and keeps a KV cache of its own.
 struct SpeculativeDecoding {
   ModelSpec draft;
   int tokens = 5;          // vLLM's draft-model example speculates 5 (docs/features/speculative_decoding/draft_model.md)
   double acceptance = 0;   // per drafted token, 0 to 1: vLLM's draft_acceptance_rate (accepted / drafted)
+  int tp = 0;              // the draft's tensor parallelism: 1 (on the first GPU of each target TP group) or the
+                           // target's, as vLLM allows (vllm/config/speculative.py, _verify_and_get_draft_tp);
+                           // 0: the target's (vLLM's default)
 };
+// The draft's tensor parallelism under a target split `target_tp` (SpeculativeDecoding::tp resolved).
+inline int draft_tp(const SpeculativeDecoding& s, int target_tp) { return s.tp > 0 ? s.tp : target_tp; }
 
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).
 struct InferenceSpec {

@@ -32,10 +32,13 @@ long long kv_blocks_that_fit(const scenario::Scenario& s, workloads::Workload w,
   inf.batch = l.max_sequences;
   const auto plan = workloads::plan_memory(w, s.cluster.gpu);
   const Bytes taken = plan.parts.params + plan.parts.activations;
-  // A block holds its tokens' keys and values, the draft's beside the target's under speculative decoding.
-  double token_bytes = workloads::kv_bytes_per_token(w.model, inf.kv_cache).value();
-  if (inf.speculative) token_bytes += workloads::kv_bytes_per_token(inf.speculative->draft, inf.kv_cache).value();
-  const double block_bytes = token_bytes * l.block_tokens / (w.plan.tp * w.plan.pp);
+  // A block holds its tokens' keys and values on a GPU, the draft's beside the target's under speculative decoding
+  // (the whole draft's on a one-GPU draft).
+  double token_bytes = workloads::kv_bytes_per_token(w.model, inf.kv_cache).value() / (w.plan.tp * w.plan.pp);
+  if (inf.speculative)
+    token_bytes += workloads::kv_bytes_per_token(inf.speculative->draft, inf.kv_cache).value() /
+                   (workloads::draft_tp(*inf.speculative, w.plan.tp) * w.plan.pp);
+  const double block_bytes = token_bytes * l.block_tokens;
   const double left = (plan.capacity - taken).value();
   if (left < block_bytes)
     throw InputError(key, fmt::format("{:.1f} of {:.1f} GB", taken.value() / 1e9, plan.capacity.value() / 1e9),

@@ -115,7 +115,7 @@ workloads::Disaggregation read_disaggregation(const YamlMap& m) {
 
 // inference.speculative: {draft: PRESET | {model keys}, tokens, acceptance} (workloads/training.hpp).
 workloads::SpeculativeDecoding read_speculative(const YamlMap& m, const ModelSpec& target, const std::string& file) {
-  m.allow_only({"draft", "tokens", "acceptance"});
+  m.allow_only({"draft", "tokens", "acceptance", "tp"});
   workloads::SpeculativeDecoding s;
   if (!m.has("draft")) m.fail("draft", "", "missing: the draft model,", "a model preset or a map of model keys");
   if (m.is_map("draft")) {
@@ -133,6 +133,7 @@ workloads::SpeculativeDecoding read_speculative(const YamlMap& m, const ModelSpe
                        s.draft.vocab, target.vocab),
            "a draft with the target's vocabulary (its tokenizer)");
   s.tokens = read_int(m, "tokens", s.tokens, 1, 64);
+  s.tp = read_int(m, "tp", 0, 1, kMaxDegree);   // checked against the target's with the plan (check_plan)
   const auto acceptance = m.number("acceptance", 0, true, 1.0);
   if (!acceptance)
     m.fail("acceptance", "", "missing: the share of drafted tokens the target accepts (it depends on the data),",

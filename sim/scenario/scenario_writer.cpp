@@ -271,7 +271,7 @@ void emit_length(YAML::Emitter& out, const char* key, const workloads::LengthDis
   out << YAML::EndMap;
 }
 
-void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
+void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i, int tp) {
   out << YAML::Key << "inference" << YAML::Value << YAML::BeginMap;
   emit(out, "batch", i.batch);
   emit(out, "context", i.context);
@@ -285,6 +285,7 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i) {
     emit_model(out, i.speculative->draft, "draft");
     emit(out, "tokens", i.speculative->tokens);
     emit(out, "acceptance", i.speculative->acceptance);
+    emit(out, "tp", workloads::draft_tp(*i.speculative, tp));
     out << YAML::EndMap;
   }
   if (i.requests) {
@@ -345,7 +346,7 @@ void emit_plan(YAML::Emitter& out, const workloads::ParallelPlan& p, const AutoK
 void emit_workload(YAML::Emitter& out, const workloads::Workload& w, const AutoKeys& autos) {
   emit_model(out, w.model);
   if (w.training) emit_training(out, *w.training, autos);
-  if (w.inference) emit_inference(out, *w.inference);
+  if (w.inference) emit_inference(out, *w.inference, w.plan.tp);
   emit_plan(out, w.plan, autos);
 }
 

@@ -291,7 +291,8 @@ TEST_CASE("serving speculative: a round is the draft's steps and the target's ve
       {"yes", "inference.speculative"},
       // A draft the target's split cannot hold: 25 heads over tp 2.
       {"{draft: {layers: 4, hidden: 800, heads: 25, ffn_hidden: 3072, vocab: 32000, seq_length: 4096}, acceptance: 0.5}",
-       "inference.speculative.draft"}};
+       "inference.speculative.draft"},
+      {"{draft: llama2-7b, acceptance: 0.5, tp: 4}", "inference.speculative.tp"}};   // neither 1 nor the target's
   for (const auto& [value, key] : bad) {
     CAPTURE(value);
     const Result r = dtsim("run " + scenario("spec-bad", target("  speculative: " + value + "\n")).string());
@@ -300,6 +301,21 @@ TEST_CASE("serving speculative: a round is the draft's steps and the target's ve
     CHECK(r.err.find(key) != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+  // The same 25-head draft on one GPU of each TP group (vLLM's draft_tensor_parallel_size 1): it runs, holds its
+  // whole weights on that GPU, and the resolved scenario says tp 1.
+  const std::string one_gpu = "  speculative: {draft: {layers: 4, hidden: 800, heads: 25, ffn_hidden: 3072, vocab: 32000, "
+                              "seq_length: 4096}, acceptance: 0.5, tp: 1}\n";
+  const json narrow = serving_run_json(scenario("spec-tp1", target(one_gpu)));
+  CHECK(narrow["speculative"]["draft_step_s"].get<double>() > 0);
+  const json split_draft = serving_run_json(scenario("spec-tp2", target(spec)));
+  const json single_draft = serving_run_json(scenario("spec-7b-tp1", target(spec)), "--set inference.speculative.tp=1");
+  CHECK(single_draft["memory"]["parts_bytes"]["params"].get<double>() >
+        split_draft["memory"]["parts_bytes"]["params"].get<double>());
+  const fs::path narrow_out = fresh_dir("serving", "spec-tp1-out");
+  REQUIRE(dtsim("run " + scenario("spec-tp1-resolved", target(one_gpu)).string() + " --out " + narrow_out.string()).status == 0);
+  std::ifstream narrow_resolved(narrow_out / "scenario.resolved.yaml");
+  const std::string narrow_text((std::istreambuf_iterator<char>(narrow_resolved)), std::istreambuf_iterator<char>());
+  CHECK(narrow_text.find("tp: 1") != std::string::npos);
   const Result both = dtsim("run " + scenario("spec-disagg", stream_of(1, 60, tiny +
       "  disaggregation: {prefill: {gpus: 1}, decode: {gpus: 1}}\n")).string());
   CHECK(both.status == 2);
