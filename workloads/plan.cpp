@@ -379,6 +379,18 @@ const char* per_op_recompute_misfit(const Workload& w) {
   return nullptr;
 }
 
+Workload draft_workload(const Workload& w) {
+  DTSIM_ASSERT(w.inference && w.inference->speculative, "a draft needs a speculative serving workload");
+  Workload d = w;
+  d.model = w.inference->speculative->draft;
+  d.plan.tp = draft_tp(*w.inference->speculative, w.plan.tp);
+  d.plan.dp = w.plan.dp * (w.plan.tp / d.plan.tp);   // the same GPUs: a draft on one GPU of each TP group
+  d.inference->speculative.reset();
+  d.inference->inside_iteration = true;
+  d.plan.layers_per_stage.clear();   // the draft's own layers, spread as evenly as the target's split allows
+  return d;
+}
+
 void check_plan(const Workload& w, int gpus) {
   const ParallelPlan& p = w.plan;
   DTSIM_ASSERT(w.training.has_value() != w.inference.has_value(), "a workload is training or inference");
@@ -404,12 +416,7 @@ void check_plan(const Workload& w, int gpus) {
                        fmt::format("is neither 1 nor the target's tp {} (vLLM runs a draft on one GPU or on the "
                                    "target's):", p.tp),
                        fmt::format("1 or {}", p.tp));
-    Workload draft = w;
-    draft.model = w.inference->speculative->draft;
-    draft.plan.tp = tp;
-    draft.plan.dp = p.dp * (p.tp / tp);
-    draft.inference->speculative.reset();
-    draft.plan.layers_per_stage.clear();
+    const Workload draft = draft_workload(w);
     try {
       check_plan(draft, gpus);
     } catch (const InputError& e) {

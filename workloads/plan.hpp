@@ -114,6 +114,11 @@ const char* per_op_recompute_misfit(const Workload& w);
 // ZeRO++'s secondary partition and first all-to-all.
 int node_dp_ranks(const Workload& w);
 
+// The workload that runs `w`'s draft model (speculative decoding): its model and tensor parallelism (draft_tp),
+// the target's pipeline, precisions and batch (a draft on one GPU of each TP group: tp 1, dp the target's tp x dp);
+// its passes run inside the target's iteration (InferenceSpec::inside_iteration).
+Workload draft_workload(const Workload& w);
+
 // Every check of a plan against its model, training and cluster: tp divides heads and kv_heads, the degrees'
 // product equals `gpus`, pp * vpp <= layers, micro_batch divides global_batch / dp, ...
 // Throws InputError naming the scenario key ("parallelism.tp") and what is allowed.

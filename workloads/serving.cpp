@@ -71,20 +71,13 @@ double speculative_tokens_per_round(const SpeculativeDecoding& s) {
   return sum;
 }
 
+Seconds serving_host_step(const InferenceSpec& inf) {
+  return inf.inside_iteration ? Seconds(0) : compute_constants().serving_step_overhead;
+}
+
 double logit_rows(const ServingPass& p) {
   if (p.phase == ServingPhase::Decode) return static_cast<double>(p.batch) * p.new_tokens;
   return p.samples ? p.batch : 0.0;
-}
-
-Workload draft_workload(const Workload& w) {
-  DTSIM_ASSERT(w.inference && w.inference->speculative, "a draft needs a speculative serving workload");
-  Workload d = w;
-  d.model = w.inference->speculative->draft;
-  d.plan.tp = draft_tp(*w.inference->speculative, w.plan.tp);
-  d.plan.dp = w.plan.dp * (w.plan.tp / d.plan.tp);   // the same GPUs: a draft on one GPU of each TP group
-  d.inference->speculative.reset();
-  d.plan.layers_per_stage.clear();   // the draft's own layers, spread as evenly as the target's split allows
-  return d;
 }
 
 ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
@@ -228,7 +221,7 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
     const PipeTag tag{0, 0, Pass::Forward};
     if (stage > 0) add(RecvOp{stage - 1, activation, tag});
     else compute(Scope::Embedding, -1, {serving_embedding_kernel(m, batch_tokens(passes))},
-                 compute_constants().serving_step_overhead);   // the iteration's host work before its first kernel
+                 serving_host_step(inf));   // the iteration's host work before its first kernel
     for (int l = first_layer; l < first_layer + per_stage[static_cast<std::size_t>(stage)]; ++l) {
       compute(Scope::Layer, l, attention_block);
       all_reduce(l);

@@ -43,12 +43,13 @@ int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens);
 
 // Tokens a speculative round yields per sequence on average: (1 - a^(k + 1)) / (1 - a), k + 1 at a = 1.
 double speculative_tokens_per_round(const SpeculativeDecoding& s);
+// The host work an iteration waits for before its first kernel (serving_step_overhead): none for passes run
+// inside another workload's iteration (a speculative draft's: vLLM V1 proposes inside execute_model, TensorRT-LLM
+// in its C++ runtime).
+Seconds serving_host_step(const InferenceSpec& inf);
 // Rows a pass projects to the vocabulary: each sequence's last token when it samples; a decode pass of several
 // tokens (a speculative verify) every one of them, each drafted token's distribution being checked.
 double logit_rows(const ServingPass& p);
-// The workload that runs `w`'s draft model: its model and tensor parallelism (draft_tp), the target's pipeline,
-// precisions and batch (a draft on one GPU of each TP group: tp 1, dp the target's tp x dp).
-Workload draft_workload(const Workload& w);
 
 // The pass for `phase` of `inf`: prefill of the prompts (but their cached prefix, prefix_cached_tokens), or the decode step at the middle of the output (the
 // KV cache's mean length over the decode steps: a step's time is affine in it, so this is the mean step).

@@ -284,6 +284,9 @@ struct InferenceSpec {
   // (prefix_cached_tokens, serving.hpp). The cache's memory is counted per sequence, as if nothing were shared.
   double prefix_cache_hit = 0;
   std::optional<SpeculativeDecoding> speculative;
+  // Passes run inside another workload's iteration (a draft's, draft_workload): the iteration's host work
+  // (serving_step_overhead) is that workload's, paid once; not a scenario key.
+  bool inside_iteration = false;
   std::optional<RequestStream> requests;   // a served stream (the static batch above then times one request alone)
   SchedulerLimits scheduler;               // how the stream is served; kv_blocks 0: what the memory plan leaves
   std::optional<Disaggregation> disaggregation;   // prefill and decode on two pools of the cluster (with requests)

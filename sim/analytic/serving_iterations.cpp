@@ -42,7 +42,7 @@ Seconds ServingIterations::token_part(long long tokens) {
   for (const auto& k : workloads::serving_layer_kernels(m, *w_.inference, tp, all))
     if (k.kind != KernelClass::FlashAttention) layer += workloads::kernel_time(k, gpu_, precision_);
   const Bytes activation(static_cast<double>(tokens) * m.hidden * kActivationBytes);
-  Seconds t = workloads::compute_constants().serving_step_overhead +
+  Seconds t = workloads::serving_host_step(*w_.inference) +
               workloads::kernel_time(workloads::serving_embedding_kernel(m, static_cast<double>(tokens)), gpu_, precision_);
   for (std::size_t s = 0; s < stage_layers_.size(); ++s) {
     Seconds all_reduce(0);

@@ -16,7 +16,6 @@
 #include "results/files.hpp"
 #include "sim/simgrid/isolated.hpp"
 #include "topology/builders.hpp"
-#include "workloads/compute_model.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/serving.hpp"
 
@@ -54,17 +53,6 @@ Phase play_pass(const scenario::Scenario& s, const workloads::Workload& w, const
   t.step_time = Seconds(p.timing.time_s);
   for (double busy : p.timing.compute_busy_s) t.classes.push_back({{}, t.step_time, Seconds(busy), Seconds(0)});
   p.gpu_energy = results::gpu_step_energy(graph, t, s.cluster.gpu, topology::power_model());
-  return p;
-}
-
-// The draft's pass inside the target's iteration: the iteration's host work (scheduling, input preparation, the
-// serving_step_overhead its first op carries) is paid once, by the target's pass; the draft's steps run in the
-// same engine step (vLLM V1 proposes inside execute_model; TensorRT-LLM in its C++ runtime).
-Phase inside_iteration(Phase p) {
-  const double host = workloads::compute_constants().serving_step_overhead.value();
-  p.timing.time_s -= host;
-  if (!p.timing.compute_busy_s.empty()) p.timing.compute_busy_s.front() -= host;
-  p.compute -= Seconds(host);
   return p;
 }
 
@@ -185,7 +173,7 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
   // The prompt is prefilled by the target, then by the draft (its own KV cache).
   Phase prefill = play_pass(s, w, built.topology, workloads::serving_pass(inf, ServingPhase::Prefill), play, trace);
   if (draft) {
-    const Phase own = inside_iteration(play_pass(s, *draft, built.topology, prefill.pass, play, false));
+    const Phase own = play_pass(s, *draft, built.topology, prefill.pass, play, false);
     speculative["draft_prefill_s"] = own.timing.time_s;
     prefill = chained(own, 1.0, prefill, 1.0);
   }
@@ -208,7 +196,7 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
       decode_phase.emplace(play_pass(s, w, built.topology, step, play, trace));
     } else {
       // A round: the draft's `tokens` decode steps, then the target scoring tokens + 1 per sequence; per token yielded.
-      const Phase drafting = inside_iteration(play_pass(s, *draft, built.topology, step, play, false));
+      const Phase drafting = play_pass(s, *draft, built.topology, step, play, false);
       workloads::ServingPass verify = step;   // the drafted tokens' keys and values join the cache it attends over
       verify.new_tokens = spec->tokens + 1;
       verify.context = step.context + spec->tokens;

@@ -12,7 +12,6 @@
 #include "sim/drivers/common.hpp"
 #include "sim/drivers/run.hpp"
 #include "sim/drivers/serving.hpp"
-#include "workloads/compute_model.hpp"
 #include "workloads/memory_plan.hpp"
 #include "sim/process.hpp"
 #include "workloads/serving_scheduler.hpp"
@@ -125,10 +124,8 @@ std::vector<Served> serve_colocated(const scenario::Scenario& s, const topology:
         }
         first.push_back(p);
       }
-      // The draft's steps run inside the iteration: its host work is the target's, paid once (serving.cpp).
-      const Seconds host = workloads::compute_constants().serving_step_overhead;
-      double t = timer(passes).value() + ((*draft_timer)(first) - host).value();
-      if (!steps.empty()) t += (spec->tokens - 1) * ((*draft_timer)(steps) - host).value();
+      double t = timer(passes).value() + (*draft_timer)(first).value();
+      if (!steps.empty()) t += (spec->tokens - 1) * (*draft_timer)(steps).value();
       return t;
     };
   }
