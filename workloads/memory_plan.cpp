@@ -270,10 +270,17 @@ MemoryPlan plan_training(const Workload& w, std::span<const topology::GpuSpec> g
 // One token per sequence through the widest tensors of one layer (hidden state; Q, K, V; the attention scores
 // over the whole context; the MLP) and the logits, fp32: batch x 4 B x (h + (h + 2kv + a x context + k f + V)/tp).
 // Prefill workspace (a whole prompt at once) is not counted.
+// An MoE layer's MLP tensors are its token's k experts' and the shared experts' (each split as tp, ep x etp = tp
+// spreading them), the widest of that and a dense layer's where the model has both.
 Bytes decode_workspace(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
+  const double moe_width = static_cast<double>(m.experts_per_token + m.shared_experts) * m.expert_width();
+  const bool dense_too = m.dense_layers > 0 || m.moe_layer_freq > 1;
+  const double mlp_width = !m.moe()    ? m.ffn_hidden
+                           : dense_too ? std::max(static_cast<double>(m.ffn_hidden), moe_width)
+                                       : moe_width;
   const double split = m.hidden + 2.0 * m.kv_dim() + static_cast<double>(m.heads) * inf.context +
-                       mlp_tensors * m.ffn_hidden + m.logits_width();
+                       mlp_tensors * mlp_width + m.logits_width();
   return Bytes(inf.batch * kWorkspaceBytes * (m.hidden + split / tp));
 }
 

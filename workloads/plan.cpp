@@ -62,7 +62,13 @@ void check_experts(const Workload& w) {
   }
   if (m.experts % p.ep != 0)
     fail("parallelism.ep", p.ep, fmt::format("does not divide model.experts {}: ep", m.experts), "a divisor of experts");
-  const int etp = p.expert_tp();
+  const int etp = w.inference ? serving_expert_tp(p) : p.expert_tp();
+  if (w.inference && p.ep * etp != p.tp)
+    fail("parallelism.ep", p.ep,
+         fmt::format("with ep {} and etp {} does not spread the experts over tp {} (in serving ep x etp = tp, the GPUs "
+                     "that serve the attention; attention data parallelism is not modelled), so not",
+                     p.ep, etp, p.tp),
+         "ep x etp = tp (etp unset: tp / ep)");
   if (p.tp % etp != 0) fail("parallelism.etp", etp, fmt::format("does not divide tp {}: etp", p.tp), "a divisor of tp");
   if (m.expert_width() % etp != 0)
     fail("parallelism.etp", etp, fmt::format("does not divide model.expert_ffn_hidden {}: etp", m.expert_width()),
@@ -76,8 +82,6 @@ void check_experts(const Workload& w) {
          "true");
   if (p.zero >= 3)
     fail("parallelism.zero", p.zero, "(ZeRO-3) is not modelled with a mixture of experts: zero", "0, 1 or 2");
-  if (w.inference) fail("model.experts", m.experts, "(a mixture of experts) is modelled in training only; serving",
-                        "a dense model under inference");
   if (w.training && w.training->moe_dispatcher == MoeDispatcher::DeepEp) {
     const EpNodes n = ep_nodes(w);
     if (n.nodes * n.per_node != p.ep || !every_ep_group_alike(w, n))
@@ -384,11 +388,18 @@ Workload draft_workload(const Workload& w) {
   Workload d = w;
   d.model = w.inference->speculative->draft;
   d.plan.tp = draft_tp(*w.inference->speculative, w.plan.tp);
+  d.plan.ep = 1;    // a dense draft beside a target whose experts are spread (the reader refuses MoE drafts)
+  d.plan.etp = 0;
   d.plan.dp = w.plan.dp * (w.plan.tp / d.plan.tp);   // the same GPUs: a draft on one GPU of each TP group
   d.inference->speculative.reset();
   d.inference->inside_iteration = true;
   d.plan.layers_per_stage.clear();   // the draft's own layers, spread as evenly as the target's split allows
   return d;
+}
+
+int serving_expert_tp(const ParallelPlan& p) {
+  if (p.etp > 0) return p.etp;
+  return p.tp % p.ep == 0 ? p.tp / p.ep : p.tp;
 }
 
 void check_plan(const Workload& w, int gpus) {
@@ -406,6 +417,11 @@ void check_plan(const Workload& w, int gpus) {
   check_layers_per_stage(w.model, p);
   check_experts(w);
   check_context(w);
+  if (w.inference && w.model.mla())
+    fail("model.kv_lora_rank", w.model.kv_lora_rank,
+         "multi-head latent attention (a latent KV cache, absorbed decode attention) is modelled in training only, "
+         "so serving refuses kv_lora_rank",
+         "0 (a model without MLA) under inference");
   check_schedule(p);
   if (w.training) check_training(w);
   // A draft model (speculative decoding) runs with the target's split: the same checks, named as its key.

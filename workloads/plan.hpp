@@ -121,6 +121,10 @@ Workload draft_workload(const Workload& w);
 
 // Every check of a plan against its model, training and cluster: tp divides heads and kv_heads, the degrees'
 // product equals `gpus`, pp * vpp <= layers, micro_batch divides global_batch / dp, ...
+// A serving plan's expert tensor-parallel size: etp when set, else what is left of tp over ep (tp / ep: the
+// experts spread over the GPUs that serve the attention, ep x etp = tp; check_plan refuses any other split).
+int serving_expert_tp(const ParallelPlan& p);
+
 // Throws InputError naming the scenario key ("parallelism.tp") and what is allowed.
 void check_plan(const Workload& w, int gpus);
 

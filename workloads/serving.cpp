@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
+#include <unordered_map>
 
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
@@ -52,6 +54,14 @@ Kernel stream(KernelClass kind, double bytes) {
   return s;
 }
 
+// An MLP of `ffn` columns on this GPU: up (and gate), activation, down.
+void dense_mlp(std::vector<Kernel>& out, double tokens, double h, double ffn, bool swiglu, double weight_bytes) {
+  const double up = swiglu ? 2 * ffn : ffn;
+  out.push_back(gemm(KernelClass::MlpUpGemm, tokens, up, h, weight_bytes));
+  out.push_back(stream(KernelClass::Activation, (up + ffn) * tokens * kActivationBytes));
+  out.push_back(gemm(KernelClass::MlpDownGemm, tokens, h, ffn, weight_bytes));
+}
+
 }  // namespace
 
 std::string_view to_string(ServingPhase p) { return p == ServingPhase::Prefill ? "prefill" : "decode"; }
@@ -91,6 +101,10 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
   return {phase, inf.batch, 1, inf.prompt_tokens + (inf.output_tokens + 1) / 2};
 }
 
+Sharding serving_sharding(const ParallelPlan& plan) {
+  return Sharding{.tp = plan.tp, .ep = plan.ep, .etp = serving_expert_tp(plan)};
+}
+
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
   if (computes_in_own_precision(inf.weights)) return inf.weights;
   if ((low_float(inf.weights) || inf.weights == Precision::Int8) && gpu.peak_for(inf.weights)) return inf.weights;   // W8A8 / W4A4 on the GPU's own units
@@ -103,7 +117,13 @@ std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpe
 
 std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,
                                           std::span<const ServingPass> passes) {
-  DTSIM_ASSERT(tp >= 1 && !passes.empty(), "serving kernels of a checked plan");
+  return serving_layer_kernels(m, inf, Sharding{.tp = tp}, passes, false);
+}
+
+std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, const Sharding& s,
+                                          std::span<const ServingPass> passes, bool moe) {
+  const int tp = s.tp;
+  DTSIM_ASSERT(tp >= 1 && !passes.empty() && (!moe || m.moe()), "serving kernels of a checked plan");
   const double w = bytes_per_element(inf.weights);
   const double kv = bytes_per_element(inf.kv_cache);
   const double tokens = batch_tokens(passes);
@@ -111,8 +131,6 @@ std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpe
   const double kv_dim = static_cast<double>(m.kv_dim()) / tp;
   const double heads = static_cast<double>(m.heads) / tp;
   const double q_dim = heads * m.head_dim();
-  const double ffn = static_cast<double>(m.ffn_hidden) / tp;
-  const double up = m.activation == Activation::Swiglu ? 2 * ffn : ffn;
   const double row = tokens * h * kActivationBytes;   // one activation row per token, whole hidden
 
   std::vector<Kernel> out;
@@ -131,10 +149,83 @@ std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpe
   out.push_back(gemm(KernelClass::ProjGemm, tokens, h, q_dim, w));
   out.push_back(stream(KernelClass::Residual, 3 * row));
   out.push_back(stream(KernelClass::LayerNorm, 2 * row));
-  out.push_back(gemm(KernelClass::MlpUpGemm, tokens, up, h, w));
-  out.push_back(stream(KernelClass::Activation, (up + ffn) * tokens * kActivationBytes));
-  out.push_back(gemm(KernelClass::MlpDownGemm, tokens, h, ffn, w));
+  if (moe) {
+    const auto experts = serving_moe_kernels(m, inf, s, tokens);
+    out.insert(out.end(), experts.begin(), experts.end());
+  } else {
+    dense_mlp(out, tokens, h, static_cast<double>(m.ffn_hidden) / tp, m.activation == Activation::Swiglu, w);
+  }
   out.push_back(stream(KernelClass::Residual, 3 * row));
+  return out;
+}
+
+double expected_normal_maximum(int n) {
+  DTSIM_ASSERT(n >= 1, "a maximum over at least one draw");
+  if (n == 1) return 0.0;
+  // A function of n alone, asked for at every new iteration size of a stream: computed once per n and thread.
+  thread_local std::unordered_map<int, double> known;
+  if (const auto it = known.find(n); it != known.end()) return it->second;
+  // E[max] = integral of x n phi(x) Phi(x)^(n-1) dx; the integrand is negligible outside [-8, 8 + sqrt(2 ln n)].
+  constexpr double kStep = 1e-3;
+  const double hi = 8.0 + std::sqrt(2.0 * std::log(static_cast<double>(n)));
+  double sum = 0;
+  for (double x = -8.0; x <= hi; x += kStep) {
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+    const double cdf = 0.5 * std::erfc(-x / std::numbers::sqrt2);
+    sum += x * n * phi * std::pow(cdf, n - 1);
+  }
+  return known.emplace(n, sum * kStep).first->second;
+}
+
+ExpertLoad serving_expert_load(const ModelSpec& m, double tokens, int ep) {
+  DTSIM_ASSERT(m.moe() && ep >= 1 && m.experts % ep == 0 && tokens > 0, "expert load of a checked MoE plan");
+  const double experts = m.experts, k = m.experts_per_token, local = experts / ep;
+  const double z = expected_normal_maximum(ep);
+  const double hit = 1.0 - std::pow(1.0 - k / experts, tokens);
+  const double hit_mean = local * hit;
+  const double hit_spread = std::sqrt(local * hit * (1.0 - hit));
+  const double share = 1.0 / ep;
+  const double rows_mean = tokens * k * share;
+  const double rows_spread =
+      experts > 1 ? std::sqrt(tokens * k * share * (1.0 - share) * (experts - k) / (experts - 1.0)) : 0.0;
+  // Some GPU gets at least its whole share of the copies, rounded up (pigeonhole); none more than every token's
+  // copies that its experts can take; and a GPU computes on no expert without a row.
+  const double most = tokens * std::min(k, local);
+  const double rows = std::min(most, std::max({rows_mean + z * rows_spread, rows_mean * m.expert_imbalance,
+                                               std::ceil(rows_mean - 1e-9)}));
+  return {std::min({local, hit_mean + z * hit_spread, rows}), rows};
+}
+
+std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec& inf, const Sharding& s, double tokens) {
+  DTSIM_ASSERT(m.moe() && s.ep * s.etp == s.tp && tokens > 0, "an MoE layer over a checked serving plan");
+  const double w = bytes_per_element(inf.weights);
+  const double h = m.hidden, experts = m.experts, k = m.experts_per_token;
+  const double ffn = static_cast<double>(m.expert_width()) / s.etp;
+  const bool swiglu = m.activation == Activation::Swiglu;
+  const double up = swiglu ? 2 * ffn : ffn;
+  const ExpertLoad load = serving_expert_load(m, tokens, s.ep);
+  const double rows = load.rows, hit = std::max(load.experts, 1.0);
+
+  std::vector<Kernel> out;
+  Kernel router = gemm(KernelClass::Router, tokens, experts, h, kActivationBytes);
+  out.push_back(router);
+  // The 16-bit router logits read; the top-k ids and weights written (4 B each), as vLLM's topk_softmax kernel.
+  out.push_back(stream(KernelClass::RouterTopk, tokens * (experts * kActivationBytes + k * 8.0)));
+  out.push_back(stream(KernelClass::TokenPermute, (tokens + rows) * h * kActivationBytes));
+  const auto grouped = [&](KernelClass kind, double n, double depth) {
+    Kernel g = gemm(kind, rows / hit, n, depth, w);   // one expert's rows, as gemm() counts one GEMM
+    g.flops = FlopCount(2.0 * rows * n * depth);
+    g.bytes = Bytes(hit * n * depth * w + rows * (depth + n) * kActivationBytes);
+    g.gemm = GemmShape{rows / hit, n, depth, hit};
+    if (w < 2) g.dequant_elements = hit * n * depth * std::ceil(rows / hit / kDequantTileRows);
+    return g;
+  };
+  out.push_back(grouped(KernelClass::ExpertUpGemm, up, h));
+  out.push_back(stream(KernelClass::Activation, (up + ffn) * rows * kActivationBytes));
+  out.push_back(grouped(KernelClass::ExpertDownGemm, h, ffn));
+  out.push_back(stream(KernelClass::TokenUnpermute, (rows + tokens) * h * kActivationBytes));
+  if (m.shared_experts > 0)
+    dense_mlp(out, tokens, h, static_cast<double>(m.shared_experts) * m.expert_width() / s.tp, swiglu, w);
   return out;
 }
 
@@ -180,11 +271,16 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   const ParallelPlan& plan = w.plan;
   const Precision precision = serving_compute_precision(inf, gpu);
   const Bytes activation(batch_tokens(passes) * m.hidden * kActivationBytes);
-  const auto layer = serving_layer_kernels(m, inf, plan.tp, passes);
-  // The attention block (norm to projection) and the MLP block (residual to residual): each ends in a
-  // row-parallel GEMM whose partial sums the TP group all-reduces.
-  const auto split = std::ranges::find(layer, KernelClass::ProjGemm, &Kernel::kind) + 1;
-  const std::vector<Kernel> attention_block(layer.begin(), split), mlp_block(split, layer.end());
+  const Sharding shard = serving_sharding(plan);
+  // The attention block (norm to projection) and the MLP block (residual to residual, the experts' in an MoE
+  // layer): each ends in a row-parallel GEMM whose partial sums the TP group all-reduces.
+  const auto blocks = [&](bool moe) {
+    const auto layer = serving_layer_kernels(m, inf, shard, passes, moe);
+    const auto split = std::ranges::find(layer, KernelClass::ProjGemm, &Kernel::kind) + 1;
+    return std::pair{std::vector<Kernel>(layer.begin(), split), std::vector<Kernel>(split, layer.end())};
+  };
+  const auto [attention_block, mlp_block] = blocks(false);
+  const std::vector<Kernel> moe_block = m.moe() ? blocks(true).second : std::vector<Kernel>{};
 
   StepGraph g{w, Placement(plan), Granularity::Layer, 1, {}};
   const std::vector<int> per_stage = stage_layers(plan, m.layers);
@@ -225,7 +321,7 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
     for (int l = first_layer; l < first_layer + per_stage[static_cast<std::size_t>(stage)]; ++l) {
       compute(Scope::Layer, l, attention_block);
       all_reduce(l);
-      compute(Scope::Layer, l, mlp_block);
+      compute(Scope::Layer, l, m.moe_layer(l) ? moe_block : mlp_block);
       all_reduce(l);
     }
     first_layer += per_stage[static_cast<std::size_t>(stage)];

@@ -55,6 +55,9 @@ double logit_rows(const ServingPass& p);
 // KV cache's mean length over the decode steps: a step's time is affine in it, so this is the mean step).
 ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);
 
+// The shard a serving GPU holds under `plan`: its tp, and its ep and etp (the experts over the same GPUs).
+Sharding serving_sharding(const ParallelPlan& plan);
+
 // The precision the GEMMs of `inf` compute in on `gpu` (see above).
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu);
 
@@ -65,6 +68,40 @@ Precision serving_compute_precision(const InferenceSpec& inf, const topology::Gp
 std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp,
                                           std::span<const ServingPass> passes);
 std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
+// The same on shard `s` (tp, and for a mixture of experts ep x etp = tp: the experts spread over the GPUs that
+// serve the attention), with `moe` one of the model's MoE layers (ModelSpec::moe_layer): its MLP is replaced by
+// serving_moe_kernels.
+std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpec& inf, const Sharding& s,
+                                          std::span<const ServingPass> passes, bool moe);
+
+// The busiest GPU's share of an MoE layer's routed experts when `tokens` tokens pass through it, each routed to
+// experts_per_token of model.experts, chosen uniformly and independently per token (a router that balances its
+// experts, as their training's auxiliary loss makes it), over `ep` GPUs of experts / ep experts each:
+// - experts: the local experts at least one token is routed to, whose weights the GPU reads. An expert is missed by
+//   one token with probability 1 - k / E, so hit with p = 1 - (1 - k / E)^tokens: experts / ep x p on a GPU on
+//   average, with binomial spread;
+// - rows: the tokens' copies the local experts compute on, tokens x k / ep on average, each token's k choices
+//   landing on a GPU hypergeometrically (variance k (1/ep)(1 - 1/ep)(E - k)/(E - 1) per token); never below the
+//   mean x model.expert_imbalance when that is set.
+// The busiest of ep GPUs is the mean plus the expected maximum of ep standard normals times the spread (capped at
+// the GPU's experts and the rows at every token's k copies): a decode step waits for it.
+struct ExpertLoad {
+  double experts = 0;
+  double rows = 0;
+};
+ExpertLoad serving_expert_load(const ModelSpec& m, double tokens, int ep);
+// The expected maximum of n independent standard normal draws (0 at n = 1), by quadrature of
+// n x phi(x) x Phi(x)^(n-1).
+double expected_normal_maximum(int n);
+
+// An MoE layer's MLP on one GPU, on `tokens` tokens, as vLLM's fused MoE layer runs it (vllm/model_executor/layers/
+// fused_moe): the router's GEMM (16-bit gate weights on every GPU), its softmax and top-k, the tokens gathered
+// per expert, the local experts' up (and gate) and down projections each as one grouped GEMM over the experts
+// hit (their weights read once, at the busiest GPU's load, serving_expert_load), the activation between, the
+// outputs summed back per token with the router's weights; then the shared experts, if any, as a dense MLP split
+// over tp. The TP group's all-reduce after it (generate_serving_step) sums the experts' partial outputs as it sums
+// a dense MLP's.
+std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec& inf, const Sharding& s, double tokens);
 // The attention kernel of one pass on one GPU: the fused kernel reads Q, the cache's K and V for `context` tokens
 // (prefill: causal over the prompt itself) and writes the context vectors.
 Kernel serving_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);

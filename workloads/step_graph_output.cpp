@@ -128,7 +128,8 @@ std::string summary(const StepGraph& g) {
   const auto& p = g.workload.plan;
   std::string extra;
   if (p.cp > 1) extra += fmt::format(" cp {}", p.cp);
-  if (p.ep > 1 || p.expert_tp() != p.tp) extra += fmt::format(" ep {} etp {}", p.ep, p.expert_tp());
+  const int etp = g.workload.inference ? serving_expert_tp(p) : p.expert_tp();
+  if (p.ep > 1 || etp != p.tp) extra += fmt::format(" ep {} etp {}", p.ep, etp);
   const bool cohorts = g.cohorts() > 1;
   std::string out = fmt::format("step graph: {} ranks (tp {} pp {} dp {}{} vpp {}), {} micro-batches per replica, {} rank classes\n",
                                 g.placement.ranks(), p.tp, p.pp, p.dp, extra, p.vpp,

@@ -24,6 +24,12 @@ constexpr double kActivationBytes = 2;   // 16-bit activations, as workloads/ser
 ServingIterations::ServingIterations(const workloads::Workload& w, const topology::GpuSpec& gpu, CommCosts costs)
     : w_(w), gpu_(gpu), precision_(workloads::serving_compute_precision(*w.inference, gpu)), costs_(std::move(costs)),
       stage_layers_(workloads::stage_layers(w.plan, w.model.layers)) {
+  int layer = 0;
+  for (const int n : stage_layers_) {
+    int moe = 0;
+    for (const int end = layer + n; layer < end; ++layer) moe += w.model.moe_layer(layer) ? 1 : 0;
+    stage_moe_layers_.push_back(moe);
+  }
   // The ranks that play each stage, as the graph places them (replica 0's representative of each stage).
   const auto graph = workloads::generate_serving_step(w, gpu, ServingPass{});
   for (std::size_t s = 0; s < graph.classes.size(); ++s) {
@@ -38,9 +44,14 @@ Seconds ServingIterations::token_part(long long tokens) {
   const auto& m = w_.model;
   const int tp = w_.plan.tp;
   const ServingPass all{ServingPhase::Decode, static_cast<int>(tokens), 1, 1, false};
-  Seconds layer(0);   // one layer's kernels but attention
-  for (const auto& k : workloads::serving_layer_kernels(m, *w_.inference, tp, all))
-    if (k.kind != KernelClass::FlashAttention) layer += workloads::kernel_time(k, gpu_, precision_);
+  const auto layer_time = [&](bool moe) {   // one layer's kernels but attention
+    Seconds t(0);
+    for (const auto& k : workloads::serving_layer_kernels(m, *w_.inference, workloads::serving_sharding(w_.plan),
+                                                          std::span(&all, 1), moe))
+      if (k.kind != KernelClass::FlashAttention) t += workloads::kernel_time(k, gpu_, precision_);
+    return t;
+  };
+  const Seconds dense = layer_time(false), moe = m.moe() ? layer_time(true) : Seconds(0);
   const Bytes activation(static_cast<double>(tokens) * m.hidden * kActivationBytes);
   Seconds t = workloads::serving_host_step(*w_.inference) +
               workloads::kernel_time(workloads::serving_embedding_kernel(m, static_cast<double>(tokens)), gpu_, precision_);
@@ -50,7 +61,8 @@ Seconds ServingIterations::token_part(long long tokens) {
       all_reduce = costs_.collective(workloads::CollectiveOp{CollectiveKind::AllReduce, Group::Tp, activation,
                                                              CommPurpose::TensorParallel, 0, 0},
                                      tp_groups_[s]);
-    t += stage_layers_[s] * (layer + 2 * all_reduce);
+    t += stage_layers_[s] * 2 * all_reduce + (stage_layers_[s] - stage_moe_layers_[s]) * dense +
+         stage_moe_layers_[s] * moe;
   }
   for (std::size_t s = 0; s < sends_.size(); ++s) {
     const workloads::SendOp send{static_cast<int>(s) + 1, activation, {0, 0, workloads::Pass::Forward}};

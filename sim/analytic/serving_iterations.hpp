@@ -35,6 +35,7 @@ class ServingIterations {
   workloads::Precision precision_;
   CommCosts costs_;
   std::vector<int> stage_layers_;
+  std::vector<int> stage_moe_layers_;   // of them, MoE layers (ModelSpec::moe_layer)
   std::vector<std::vector<int>> tp_groups_;   // per stage: replica 0's TP group
   std::vector<std::pair<int, int>> sends_;     // per stage boundary: (from rank, to rank)
   std::unordered_map<long long, Seconds> by_tokens_;

@@ -126,7 +126,8 @@ workloads::SpeculativeDecoding read_speculative(const YamlMap& m, const ModelSpe
     s.draft = located(m, "draft", [&] { return workloads::find_model(*name, m.dotted("draft")); });
   }
   if (s.draft.kind != workloads::ModelKind::Transformer || s.draft.moe())
-    m.fail("draft", s.draft.name, "is not a dense transformer (serving runs those only):", "a dense decoder");
+    m.fail("draft", s.draft.name, "is not a dense transformer (a draft of experts or of layers is not modelled):",
+           "a dense decoder");
   if (s.draft.vocab != target.vocab)
     m.fail("draft", s.draft.name,
            fmt::format("has a {}-token vocabulary where the target's has {}: it cannot propose the target's tokens;",

@@ -26,7 +26,7 @@ workloads::ModelSpec hf_model(const std::string& file) {
   return load_one(hf_scenario("hf_config: " + hf_file(file))).workload->model;
 }
 
-// A mixture of experts trains (dtsim serves dense models only): the same on a training scenario.
+// A mixture of experts read from its config: on a training scenario.
 workloads::ModelSpec hf_moe(const std::string& file) {
   return load_one(fmt::format("name: hf\ncluster: {{gpu: h100-sxm5-80gb, gpus_per_node: 8}}\nmodel: {{hf_config: {}}}\n"
                               "training: {{global_batch: 8}}\nparallelism: {{ep: 8}}\n",

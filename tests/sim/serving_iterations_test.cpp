@@ -60,6 +60,30 @@ TEST_CASE("serving iterations: the closed form gives what the analytic engine pl
   }
 }
 
+TEST_CASE("serving iterations: a mixture of experts, dense and MoE layers, in closed form as played") {
+  auto spec = topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8);
+  const auto topo = topology::build_cluster(spec).topology;
+  for (const auto& [pp, ep] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{1, 4}, std::pair{2, 2}}) {
+    CAPTURE(pp);
+    CAPTURE(ep);
+    // Two dense layers first: with pp 2 the first stage holds both and one MoE layer, the second three MoE layers.
+    workloads::Workload w = serving_job(4, pp, 1);
+    w.model = workloads::find_model("mixtral-8x7b");
+    w.model.layers = 6;
+    w.model.dense_layers = 2;
+    w.plan.ep = ep;
+    const auto costs = [&] { return sim::analytic_costs(topo, sim::Algorithm::Auto, false, topology::Routing::Single); };
+    sim::ServingIterations timer(w, test::a100(), costs());
+    for (std::size_t n = 1; n <= kIterationMix.size(); ++n) {
+      CAPTURE(n);
+      const std::span<const ServingPass> passes(kIterationMix.data(), n);
+      const double played =
+          sim::play_analytic(workloads::generate_serving_step(w, test::a100(), passes), costs()).step_time.value();
+      CHECK(timer(passes).value() == doctest::Approx(played).epsilon(1e-12));
+    }
+  }
+}
+
 TEST_CASE("serving iterations: a longer cache or more tokens never takes less time") {
   const auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 2)).topology;
   sim::ServingIterations timer(serving_job(2, 1, 1), test::a100(),

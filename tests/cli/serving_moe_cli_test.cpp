@@ -1,0 +1,69 @@
+// `dtsim run` serving a mixture of experts: a static batch and a request stream of Mixtral-8x7B, experts split
+// over the tensor-parallel GPUs or spread whole over them, and the one-line errors of what is not modelled.
+#include "cli/serving_support.hpp"
+
+using namespace serving_support;
+
+namespace {
+
+const std::string kMixtral = R"(name: mixtral
+cluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 2, intra: nvswitch}
+model: {preset: mixtral-8x7b}
+inference: {batch: 8, prompt_tokens: 32, output_tokens: 128}
+parallelism: {tp: 2}
+)";
+
+}  // namespace
+
+TEST_CASE("serving MoE: Mixtral decodes at its experts' weight reads, between its active and total parameters") {
+  const fs::path file = scenario("moe-static", kMixtral);
+  const json one = serving_run_json(file, "--set inference.batch=1");
+  const json eight = serving_run_json(file);
+  // Batch 1 reads 2 of 8 experts a layer, batch 8 about 7.2: the step grows, but far less than 8 times.
+  CHECK(eight["tpot_s"].get<double>() > 2.0 * one["tpot_s"].get<double>());
+  CHECK(eight["tpot_s"].get<double>() < 4.0 * one["tpot_s"].get<double>());
+  // A dense model of Mixtral's 46.7 B parameters at batch 1 reads them all: Mixtral's step is well under it.
+  const json dense = serving_run_json(file, "--set inference.batch=1 --set model.experts=0 --set model.ffn_hidden=114688");
+  CHECK(one["tpot_s"].get<double>() < 0.5 * dense["tpot_s"].get<double>());
+  // Experts whole on each GPU (vLLM's --enable-expert-parallel): the busiest GPU's hits set the step.
+  const json ep = serving_run_json(file, "--set parallelism.ep=2");   // etp unset: tp / ep = 1
+  CHECK(ep["tpot_s"].get<double>() > eight["tpot_s"].get<double>());
+  CHECK(ep["tpot_s"].get<double>() < 1.2 * eight["tpot_s"].get<double>());
+  // The memory plan holds every expert, split over the two GPUs.
+  CHECK(eight["memory"]["parts_bytes"]["params"].get<double>() == doctest::Approx(46.7e9 * 2 / 2).epsilon(0.01));
+}
+
+TEST_CASE("serving MoE: a static batch plays alike on both engines, and a request stream of Mixtral is served") {
+  const fs::path file = scenario("moe-engines", kMixtral);
+  const json simgrid = serving_run_json(file, "--set parallelism.ep=2");
+  const json analytic = serving_run_json(file, "--set parallelism.ep=2 --set simulation.engine=analytic");
+  CHECK(simgrid["tpot_s"].get<double>() == doctest::Approx(analytic["tpot_s"].get<double>()).epsilon(0.01));
+  CHECK(simgrid["ttft_s"].get<double>() == doctest::Approx(analytic["ttft_s"].get<double>()).epsilon(0.01));
+  // A stream keeps several sequences decoding at once: its iterations hit more experts than one sequence's step.
+  const std::string stream = kMixtral.substr(0, kMixtral.find("inference:")) +
+                             "inference:\n  requests: {prompt_tokens: 512, output_tokens: 64, rate_per_s: 4, "
+                             "duration_s: 20, seed: 3}\nparallelism: {tp: 2}\n";
+  const json served = serving_run_json(scenario("moe-stream", stream));
+  const json alone = serving_run_json(file, "--set inference.batch=1 --set inference.prompt_tokens=512 "
+                                            "--set inference.output_tokens=64");
+  CHECK(served["stream"]["requests"].get<int>() > 60);
+  CHECK(served["p50_tpot_s"].get<double>() > alone["tpot_s"].get<double>());
+  CHECK(served["p50_tpot_s"].get<double>() < 3.0 * alone["tpot_s"].get<double>());
+}
+
+TEST_CASE("serving MoE: what is not modelled is one line and status 2") {
+  const fs::path file = scenario("moe-bad", kMixtral);
+  const auto refused = [&](const std::string& sets, const std::string& key) {
+    const Result r = dtsim("run " + file.string() + " " + sets);
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find(key) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  };
+  // Experts repeated within the tensor-parallel group (ep x etp < tp): attention data parallelism is not modelled.
+  refused("--set cluster.gpus_per_node=4 --set parallelism.tp=4 --set parallelism.ep=2 --set parallelism.etp=1",
+          "parallelism.ep");
+  // Multi-head latent attention (DeepSeek-V3's latent KV cache) is not served.
+  refused("--set model.preset=deepseek-v3 --set cluster.gpus_per_node=8 --set parallelism.tp=8 --set inference.weights=fp8",
+          "model.kv_lora_rank");
+}
