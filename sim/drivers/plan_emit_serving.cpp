@@ -39,6 +39,10 @@ std::optional<std::string> hf_model(const std::string& preset) {
       {"llama3-8b", "meta-llama/Meta-Llama-3-8B"},
       {"llama3-70b", "meta-llama/Meta-Llama-3-70B"},
       {"llama3-405b", "meta-llama/Llama-3.1-405B"},
+      {"mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1"},
+      {"mixtral-8x22b", "mistralai/Mixtral-8x22B-v0.1"},
+      {"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B"},
+      {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B"},
   };
   for (const auto& [name, id] : kModels)
     if (preset == name) return std::string(id);
@@ -125,6 +129,16 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
   // The engines take a draft by its checkpoint and their own spelling of the method: not written here.
   if (inf.speculative) emit::cannot(framework, "speculative decoding (inference.speculative)");
   const Layout l = layout(framework, s);
+  const int ep = m.moe() ? w.plan.ep : 1;
+  // vLLM's --data-parallel-size on a mixture of experts spreads the experts over the replicas (attention data
+  // parallelism), which dtsim does not model: its replicas are independent.
+  if (m.moe() && l.replicas_per_server > 1 && framework == "vllm")
+    emit::cannot(framework, "a mixture of experts in several replicas a server (its --data-parallel-size spreads the "
+                            "experts over them; dtsim's replicas are independent)");
+  // Its expert parallelism is all or nothing: whole experts over TP x DP (etp 1), or each expert split over tp.
+  if (framework == "vllm" && ep > 1 && ep != l.tp)
+    emit::cannot(framework, fmt::format("ep {} on tp {} (its --enable-expert-parallel spreads whole experts over all "
+                                        "of tp: ep = tp, or ep 1)", ep, l.tp));
   require_kv(framework, inf.kv_cache);
   Weights wt = weights(inf);
   if (wt.dtype.empty()) emit::cannot(framework, fmt::format("weights in {}", to_string(inf.weights)));
@@ -172,6 +186,8 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
     add("--tensor-parallel-size", std::to_string(l.tp));
     add("--pipeline-parallel-size", std::to_string(l.pp));
     if (l.replicas_per_server > 1) add("--data-parallel-size", std::to_string(l.replicas_per_server));
+    // Whole experts over the TP group (vllm/engine/arg_utils.py --enable-expert-parallel: EP = TP x DP, DP 1 here).
+    if (ep > 1) add("--enable-expert-parallel");
     // Its block sizes (vllm/config/cache.py BlockSize at v0.11.2).
     constexpr int kBlockSizes[] = {1, 8, 16, 32, 64, 128, 256};
     if (std::ranges::find(kBlockSizes, sch.block_tokens) == std::end(kBlockSizes))
@@ -209,6 +225,7 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
     add("--tp-size", std::to_string(l.tp));
     add("--pp-size", std::to_string(l.pp));
     if (l.replicas_per_server > 1) add("--dp-size", std::to_string(l.replicas_per_server));
+    if (ep > 1) add("--ep-size", std::to_string(ep));   // python/sglang/srt/server_args.py --expert-parallel-size
     add("--chunked-prefill-size", chunked ? std::to_string(budget) : "-1");
     add("--max-prefill-tokens", std::to_string(budget));
     add("--max-running-requests", std::to_string(sequences));
@@ -243,6 +260,7 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
     add("--backend", "pytorch");
     add("--tp_size", std::to_string(l.tp));
     add("--pp_size", std::to_string(l.pp));
+    if (ep > 1) add("--ep_size", std::to_string(ep));   // the experts' width over tp / ep (moe_tensor_parallel_size)
     add("--max_num_tokens", std::to_string(budget));
     add("--max_batch_size", std::to_string(sequences));
     add("--max_seq_len", std::to_string(context));

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -294,6 +295,44 @@ TEST_CASE("plan --emit vllm | sglang | trtllm: the best serving plan as the engi
     CHECK(block.err.find("KV blocks of 48 tokens") != std::string::npos);
     CHECK(std::count(block.err.begin(), block.err.end(), '\n') == 1);
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan --emit for a mixture of experts: whole experts over the TP group in each engine's flag") {
+  const fs::path dir = fresh_dir("plan", "serving-emit-moe");
+  const fs::path s = served_write(dir, "s.yaml",
+                                  "name: mix\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 4, intra: nvswitch}\n"
+                                  "model: {preset: mixtral-8x7b}\nparallelism: {tp: 4, pp: 1, dp: 1, ep: 4}\n"
+                                  "inference:\n  requests: {rate_per_s: 2, duration_s: 20, prompt_tokens: 512, "
+                                  "output_tokens: 128}\n");
+  const std::vector<std::tuple<std::string, std::string, std::string>> engines = {
+      {"vllm", "vllm-serve-arguments.txt", "--enable-expert-parallel"},
+      {"sglang", "sglang-arguments.txt", "--ep-size"},
+      {"trtllm", "trtllm-serve-arguments.txt", "--ep_size"}};
+  for (const auto& [engine, list, flag] : engines) {
+    CAPTURE(engine);
+    const auto r = dtsim("plan " + s.string() + " --emit " + engine);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    const auto args = served_launched(dir, r.out);
+    served_check_flags(args, list);
+    REQUIRE(std::ranges::find(args, flag) != args.end());
+    if (engine != "vllm") CHECK(served_after(args, flag) == "4");
+  }
+  // vLLM's expert parallelism is whole experts over all of tp: ep 2 on tp 4 (each expert split in two) it cannot
+  // write; SGLang and TensorRT-LLM can.
+  const auto half = dtsim("plan " + s.string() + " --emit vllm --set parallelism.ep=2");
+  CHECK(half.status == 2);
+  CHECK(half.err.find("ep 2 on tp 4") != std::string::npos);
+  REQUIRE(dtsim("plan " + s.string() + " --emit trtllm --set parallelism.ep=2").status == 0);
+  // Experts split over tp (ep 1): no expert-parallel flag.
+  const auto split = dtsim("plan " + s.string() + " --emit vllm --set parallelism.ep=1");
+  REQUIRE_MESSAGE(split.status == 0, split.err);
+  CHECK(split.out.find("--enable-expert-parallel") == std::string::npos);
+  // Replicas of a mixture of experts on one server: vLLM's --data-parallel-size would spread the experts over them.
+  const auto replicas = dtsim("plan " + s.string() + " --emit vllm --set parallelism.tp=2 --set parallelism.dp=2 "
+                              "--set parallelism.ep=2");
+  CHECK(replicas.status == 2);
+  CHECK(replicas.err.find("mixture of experts") != std::string::npos);
   fs::remove_all(dir);
 }
 
