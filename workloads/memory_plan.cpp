@@ -279,7 +279,8 @@ Bytes decode_workspace(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   const double mlp_width = !m.moe()    ? m.ffn_hidden
                            : dense_too ? std::max(static_cast<double>(m.ffn_hidden), moe_width)
                                        : moe_width;
-  const double split = m.hidden + 2.0 * m.kv_dim() + static_cast<double>(m.heads) * inf.context +
+  const double kv_width = m.mla() ? m.kv_lora_rank + m.rope_head_dim : 2.0 * m.kv_dim();   // MLA: the latent
+  const double split = m.hidden + kv_width + static_cast<double>(m.heads) * inf.context +
                        mlp_tensors * mlp_width + m.logits_width();
   return Bytes(inf.batch * kWorkspaceBytes * (m.hidden + split / tp));
 }
@@ -290,6 +291,12 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   const double n = parameter_count(w.model);
   MemoryPlan plan;
   plan.parts.params = Bytes(n * bytes_per_element(inf.weights) / (p.tp * p.pp));
+  // MLA's down projections (q_a, kv_a with the rope key) are replicated on every GPU of the TP group (vLLM's
+  // DeepseekV2MLAAttention: ReplicatedLinear), not split.
+  const double replicated = w.model.mla() ? static_cast<double>(w.model.layers) * w.model.hidden *
+                                                (w.model.q_lora_rank + w.model.kv_lora_rank + w.model.rope_head_dim)
+                                          : 0.0;
+  plan.parts.params += Bytes(replicated * bytes_per_element(inf.weights) * (1.0 - 1.0 / p.tp) / p.pp);
   plan.parts.kv_cache = kv_cache_bytes(w.model, inf, p.tp) / p.pp;
   plan.parts.activations = decode_workspace(w.model, inf, p.tp);
   // A draft model (speculative decoding) beside the target: its weights and its own KV cache, split as the
@@ -314,10 +321,15 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
       "optimizer: none (inference)",
       fmt::format("activations: decode workspace, one token per sequence, batch {}, fp32 (prefill not counted)",
                   inf.batch),
-      fmt::format("kv_cache: {} layers x {} kv heads x {} dims x {} tokens x batch {} x {} B {} x 2 (K, V) / "
-                  "(tp {} x pp {})",
-                  w.model.layers, w.model.kv_heads, w.model.head_dim(), inf.context, inf.batch,
-                  bytes_per_element(inf.kv_cache), to_string(inf.kv_cache), p.tp, p.pp),
+      w.model.mla()
+          ? fmt::format("kv_cache: {} layers x ({} latent + {} rope) dims x {} tokens x batch {} x {} B {}, whole on "
+                        "each GPU of the TP group / pp {} (multi-head latent attention)",
+                        w.model.layers, w.model.kv_lora_rank, w.model.rope_head_dim, inf.context, inf.batch,
+                        bytes_per_element(inf.kv_cache), to_string(inf.kv_cache), p.pp)
+          : fmt::format("kv_cache: {} layers x {} kv heads x {} dims x {} tokens x batch {} x {} B {} x 2 (K, V) / "
+                        "(tp {} x pp {})",
+                        w.model.layers, w.model.kv_heads, w.model.head_dim(), inf.context, inf.batch,
+                        bytes_per_element(inf.kv_cache), to_string(inf.kv_cache), p.tp, p.pp),
       "buffers: none counted (inference)",
   };
   if (draft)
@@ -336,10 +348,15 @@ int in_flight_micro_batches(const ParallelPlan& plan, int micro_batches, int sta
 
 Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   DTSIM_ASSERT(tp >= 1, "kv cache of a checked plan");
-  return kv_bytes_per_token(m, inf.kv_cache) * (static_cast<double>(inf.context) * inf.batch / tp);
+  return kv_bytes_per_token(m, inf.kv_cache) * (static_cast<double>(inf.context) * inf.batch / kv_split(m, tp));
 }
 
+int kv_split(const ModelSpec& m, int tp) { return m.mla() ? 1 : tp; }
+
 Bytes kv_bytes_per_token(const ModelSpec& m, Precision kv_cache) {
+  // MLA caches the latent kv_c (kv_lora_rank) and the shared rope key k_pe (rope_head_dim) a layer (DeepSeek-V2,
+  // arXiv:2405.04434, table 1: (d_c + d_h^R) x l elements a token).
+  if (m.mla()) return Bytes(static_cast<double>(m.layers) * (m.kv_lora_rank + m.rope_head_dim) * bytes_per_element(kv_cache));
   return Bytes(2.0 * m.layers * static_cast<double>(m.kv_dim()) * bytes_per_element(kv_cache));
 }
 

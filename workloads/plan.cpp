@@ -417,11 +417,13 @@ void check_plan(const Workload& w, int gpus) {
   check_layers_per_stage(w.model, p);
   check_experts(w);
   check_context(w);
-  if (w.inference && w.model.mla())
+  // A disaggregated stream sends each request's cache by head shares between the pools' GPUs; a latent cache is
+  // whole on every GPU of a group, which that transfer does not describe.
+  if (w.inference && w.inference->disaggregation && w.model.mla())
     fail("model.kv_lora_rank", w.model.kv_lora_rank,
-         "multi-head latent attention (a latent KV cache, absorbed decode attention) is modelled in training only, "
-         "so serving refuses kv_lora_rank",
-         "0 (a model without MLA) under inference");
+         "(multi-head latent attention) has one latent cache a token on every GPU, which disaggregated serving's KV "
+         "transfer does not model, so not",
+         "0 (a model without MLA) with inference.disaggregation, or no disaggregation");
   check_schedule(p);
   if (w.training) check_training(w);
   // A draft model (speculative decoding) runs with the target's split: the same checks, named as its key.

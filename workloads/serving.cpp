@@ -54,6 +54,55 @@ Kernel stream(KernelClass kind, double bytes) {
   return s;
 }
 
+// A batched GEMM: `batch` independent (rows x k) by (k x n) products, each with its own weight (MLA's per-head
+// absorptions, vLLM's torch.bmm over heads).
+Kernel batched_gemm(KernelClass kind, double rows, double n, double k, double batch, double weight_bytes) {
+  Kernel g = gemm(kind, rows, n, k, weight_bytes);
+  g.flops = FlopCount(2.0 * rows * n * k * batch);
+  g.bytes = Bytes(batch * (n * k * weight_bytes + rows * (k + n) * kActivationBytes));
+  g.gemm = GemmShape{rows, n, k, batch};
+  if (weight_bytes < 2) g.dequant_elements = batch * n * k * std::ceil(rows / kDequantTileRows);
+  return g;
+}
+
+// One varlen launch for every pass (vLLM's paged attention, flash-attention's varlen kernel): each pass's work is
+// its own roofline, the launch is paid once.
+void attention_kernels(std::vector<Kernel>& out, const ModelSpec& m, const InferenceSpec& inf, int tp,
+                       std::span<const ServingPass> passes) {
+  for (const ServingPass& pass : passes) {
+    out.push_back(serving_attention_kernel(m, inf, tp, pass));
+    out.back().launches = &pass == &passes.front() ? 1 : 0;
+  }
+}
+
+// Multi-head latent attention as vLLM runs it (vllm/model_executor/layers/attention/mla_attention.py, after
+// DeepSeek-V2, arXiv:2405.04434): the down projections of Q (q_lora_rank) and of the latent KV with its rope key
+// (kv_lora_rank + rope_head_dim) replicated on every GPU of the TP group (ReplicatedLinear), the latent written to
+// the cache, the two latents' norms, Q's up projection split over tp by heads. Decode tokens take the
+// data-movement friendly path: q_nope absorbed into the latent space by W_UK (a GEMM a head), attention as MQA over
+// the cached latent (heads of kv_lora_rank + rope_head_dim sharing one key), W_UV after. Prompt tokens take the
+// compute friendly one: kv_b up-projects their latents to K and V (heads of head_dim + rope_head_dim and
+// v_head_dim), then MHA. A chunk's earlier context, which vLLM up-projects again chunk by chunk, is not counted.
+void mla_attention(std::vector<Kernel>& out, const ModelSpec& m, const InferenceSpec& inf, int tp,
+                   std::span<const ServingPass> passes) {
+  const double w = bytes_per_element(inf.weights);
+  const double h = m.hidden, heads = static_cast<double>(m.heads) / tp;
+  const double lq = m.q_lora_rank, lkv = m.kv_lora_rank, r = m.rope_head_dim, nope = m.head_dim(), v = m.v_head_dim;
+  double decode = 0, prompt = 0;
+  for (const ServingPass& p : passes) (p.phase == ServingPhase::Decode ? decode : prompt) += static_cast<double>(p.batch) * p.new_tokens;
+  const double tokens = decode + prompt;
+  Kernel down = gemm(KernelClass::QkvGemm, tokens, lq + lkv + r, h, w);
+  down.bytes += Bytes(tokens * (lkv + r) * bytes_per_element(inf.kv_cache));   // the new tokens' latents cached
+  out.push_back(down);
+  out.push_back(stream(KernelClass::LayerNorm, 2 * tokens * (lq + lkv) * kActivationBytes));
+  out.push_back(gemm(KernelClass::MlaUpGemm, tokens, heads * (nope + r), lq > 0 ? lq : h, w));
+  if (decode > 0) out.push_back(batched_gemm(KernelClass::MlaUpGemm, decode, lkv, nope, heads, w));   // W_UK
+  if (prompt > 0) out.push_back(gemm(KernelClass::MlaUpGemm, prompt, heads * (nope + v), lkv, w));      // kv_b
+  attention_kernels(out, m, inf, tp, passes);
+  if (decode > 0) out.push_back(batched_gemm(KernelClass::MlaUpGemm, decode, v, lkv, heads, w));      // W_UV
+  out.push_back(gemm(KernelClass::ProjGemm, tokens, h, heads * v, w));
+}
+
 // An MLP of `ffn` columns on this GPU: up (and gate), activation, down.
 void dense_mlp(std::vector<Kernel>& out, double tokens, double h, double ffn, bool swiglu, double weight_bytes) {
   const double up = swiglu ? 2 * ffn : ffn;
@@ -135,18 +184,15 @@ std::vector<Kernel> serving_layer_kernels(const ModelSpec& m, const InferenceSpe
 
   std::vector<Kernel> out;
   out.push_back(stream(KernelClass::LayerNorm, 2 * row));
-  Kernel qkv = gemm(KernelClass::QkvGemm, tokens, q_dim + 2 * kv_dim, h, w);
-  qkv.bytes += Bytes(tokens * 2 * kv_dim * kv);   // the new tokens' K and V appended to the cache
-  out.push_back(qkv);
-
-  // One varlen launch for every pass (vLLM's paged attention, flash-attention's varlen kernel): each pass's work
-  // is its own roofline, the launch is paid once.
-  for (const ServingPass& pass : passes) {
-    out.push_back(serving_attention_kernel(m, inf, tp, pass));
-    out.back().launches = &pass == &passes.front() ? 1 : 0;
+  if (m.mla()) {
+    mla_attention(out, m, inf, tp, passes);
+  } else {
+    Kernel qkv = gemm(KernelClass::QkvGemm, tokens, q_dim + 2 * kv_dim, h, w);
+    qkv.bytes += Bytes(tokens * 2 * kv_dim * kv);   // the new tokens' K and V appended to the cache
+    out.push_back(qkv);
+    attention_kernels(out, m, inf, tp, passes);
+    out.push_back(gemm(KernelClass::ProjGemm, tokens, h, q_dim, w));
   }
-
-  out.push_back(gemm(KernelClass::ProjGemm, tokens, h, q_dim, w));
   out.push_back(stream(KernelClass::Residual, 3 * row));
   out.push_back(stream(KernelClass::LayerNorm, 2 * row));
   if (moe) {
@@ -211,7 +257,9 @@ std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec&
   out.push_back(router);
   // The 16-bit router logits read; the top-k ids and weights written (4 B each), as vLLM's topk_softmax kernel.
   out.push_back(stream(KernelClass::RouterTopk, tokens * (experts * kActivationBytes + k * 8.0)));
-  out.push_back(stream(KernelClass::TokenPermute, (tokens + rows) * h * kActivationBytes));
+  // No copies made: moe_align_block_size sorts the (token, expert) ids by expert, and the grouped GEMM gathers
+  // each copy's row as it reads it (vllm/model_executor/layers/fused_moe/fused_moe.py).
+  out.push_back(stream(KernelClass::TokenPermute, 3.0 * tokens * k * 4.0));
   const auto grouped = [&](KernelClass kind, double n, double depth) {
     Kernel g = gemm(kind, rows / hit, n, depth, w);   // one expert's rows, as gemm() counts one GEMM
     g.flops = FlopCount(2.0 * rows * n * depth);
@@ -231,6 +279,7 @@ std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec&
 
 Kernel serving_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass) {
   DTSIM_ASSERT(tp >= 1 && pass.batch >= 1 && pass.new_tokens >= 1 && pass.context >= pass.new_tokens, "a serving pass");
+  if (m.mla()) return mla_attention_kernel(m, inf, tp, pass);
   const double kv_dim = static_cast<double>(m.kv_dim()) / tp;
   const double heads = static_cast<double>(m.heads) / tp;
   const double q_dim = heads * m.head_dim();
@@ -244,6 +293,30 @@ Kernel serving_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, in
                                        static_cast<double>(m.head_dim()), pass.phase == ServingPhase::Prefill};
   if (pass.new_tokens < pass.context) attention.attention->queries = pass.new_tokens;   // a chunk after cached tokens
   return attention;
+}
+
+Kernel mla_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass) {
+  DTSIM_ASSERT(m.mla() && tp >= 1 && pass.batch >= 1 && pass.context >= pass.new_tokens, "an MLA serving pass");
+  const double heads = static_cast<double>(m.heads) / tp;
+  const double lkv = m.kv_lora_rank, r = m.rope_head_dim, nope = m.head_dim(), v = m.v_head_dim;
+  const double queries = static_cast<double>(pass.batch) * pass.new_tokens;
+  const double keys = static_cast<double>(pass.batch) * pass.context;   // every sequence's cached tokens
+  const double context = pass.context;
+  Kernel a;
+  a.kind = KernelClass::FlashAttention;
+  if (pass.phase == ServingPhase::Decode) {
+    // MQA over the latent: scores over kv_lora + rope, values of kv_lora; the latent read once for all the heads.
+    a.flops = FlopCount(2.0 * queries * context * heads * (2 * lkv + r));
+    a.bytes = Bytes(queries * heads * (2 * lkv + r) * kActivationBytes + keys * (lkv + r) * bytes_per_element(inf.kv_cache));
+    a.attention = AttentionShape{pass.batch * heads, context, lkv + r, false};
+  } else {
+    // MHA over the up-projected keys and values (kv_b's output, 16-bit) and the cached latents of earlier tokens.
+    a.flops = FlopCount(2.0 * queries * context * heads * (nope + r + v));
+    a.bytes = Bytes(queries * heads * (nope + r + v) * kActivationBytes + keys * heads * (nope + r + v) * kActivationBytes);
+    a.attention = AttentionShape{pass.batch * heads, context, nope + r, true};
+    if (pass.new_tokens < pass.context) a.attention->queries = pass.new_tokens;
+  }
+  return a;
 }
 
 Kernel serving_embedding_kernel(const ModelSpec& m, double tokens) {

@@ -95,9 +95,9 @@ ExpertLoad serving_expert_load(const ModelSpec& m, double tokens, int ep);
 double expected_normal_maximum(int n);
 
 // An MoE layer's MLP on one GPU, on `tokens` tokens, as vLLM's fused MoE layer runs it (vllm/model_executor/layers/
-// fused_moe): the router's GEMM (16-bit gate weights on every GPU), its softmax and top-k, the tokens gathered
-// per expert, the local experts' up (and gate) and down projections each as one grouped GEMM over the experts
-// hit (their weights read once, at the busiest GPU's load, serving_expert_load), the activation between, the
+// fused_moe): the router's GEMM (16-bit gate weights on every GPU), its softmax and top-k, the (token, expert)
+// ids sorted by expert, the local experts' up (and gate) and down projections each as one grouped GEMM over the
+// experts hit, gathering each token copy's row as it reads it (their weights read once, at the busiest GPU's load, serving_expert_load), the activation between, the
 // outputs summed back per token with the router's weights; then the shared experts, if any, as a dense MLP split
 // over tp. The TP group's all-reduce after it (generate_serving_step) sums the experts' partial outputs as it sums
 // a dense MLP's.
@@ -105,6 +105,10 @@ std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec&
 // The attention kernel of one pass on one GPU: the fused kernel reads Q, the cache's K and V for `context` tokens
 // (prefill: causal over the prompt itself) and writes the context vectors.
 Kernel serving_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
+// The same under multi-head latent attention (model.kv_lora_rank > 0): a decode pass as MQA over the cached
+// latent (scores over kv_lora_rank + rope_head_dim, values of kv_lora_rank, the latent read once for every head),
+// a prompt as MHA over its up-projected keys (head_dim + rope_head_dim) and values (v_head_dim), causal.
+Kernel mla_attention_kernel(const ModelSpec& m, const InferenceSpec& inf, int tp, const ServingPass& pass);
 // The first stage's embedding lookup of `tokens` tokens.
 Kernel serving_embedding_kernel(const ModelSpec& m, double tokens);
 // The last stage's final norm and logits (the last token of each sequence that samples) on one GPU; none when no

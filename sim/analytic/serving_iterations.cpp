@@ -39,15 +39,21 @@ ServingIterations::ServingIterations(const workloads::Workload& w, const topolog
   }
 }
 
-Seconds ServingIterations::token_part(long long tokens) {
-  if (const auto it = by_tokens_.find(tokens); it != by_tokens_.end()) return it->second;
+Seconds ServingIterations::token_part(long long tokens, long long decode) {
+  const std::pair key{tokens, decode};
+  if (const auto it = by_tokens_.find(key); it != by_tokens_.end()) return it->second;
   const auto& m = w_.model;
   const int tp = w_.plan.tp;
-  const ServingPass all{ServingPhase::Decode, static_cast<int>(tokens), 1, 1, false};
+  // The iteration's tokens as one decode pass and one prompt pass (their attention left out below).
+  std::vector<ServingPass> all;
+  if (decode > 0) all.push_back({ServingPhase::Decode, static_cast<int>(decode), 1, 1, false});
+  if (tokens > decode) {
+    const int prompt = static_cast<int>(tokens - decode);
+    all.push_back({ServingPhase::Prefill, 1, prompt, prompt, false});
+  }
   const auto layer_time = [&](bool moe) {   // one layer's kernels but attention
     Seconds t(0);
-    for (const auto& k : workloads::serving_layer_kernels(m, *w_.inference, workloads::serving_sharding(w_.plan),
-                                                          std::span(&all, 1), moe))
+    for (const auto& k : workloads::serving_layer_kernels(m, *w_.inference, workloads::serving_sharding(w_.plan), all, moe))
       if (k.kind != KernelClass::FlashAttention) t += workloads::kernel_time(k, gpu_, precision_);
     return t;
   };
@@ -68,7 +74,7 @@ Seconds ServingIterations::token_part(long long tokens) {
     const workloads::SendOp send{static_cast<int>(s) + 1, activation, {0, 0, workloads::Pass::Forward}};
     t += costs_.transfer(send, sends_[s].first, sends_[s].second);
   }
-  return by_tokens_.emplace(tokens, t).first->second;
+  return by_tokens_.emplace(key, t).first->second;
 }
 
 Seconds ServingIterations::sampling_part(long long rows) {
@@ -94,14 +100,17 @@ Seconds ServingIterations::attention(const ServingPass& pass) const {
 
 Seconds ServingIterations::operator()(std::span<const ServingPass> passes) {
   DTSIM_ASSERT(!passes.empty(), "an iteration runs at least one pass");
-  long long tokens = 0, rows = 0;
+  long long tokens = 0, decode = 0, rows = 0;
   Seconds t(0);
   for (const ServingPass& p : passes) {
     tokens += static_cast<long long>(p.batch) * p.new_tokens;
+    if (p.phase == ServingPhase::Decode) decode += static_cast<long long>(p.batch) * p.new_tokens;
     rows += static_cast<long long>(workloads::logit_rows(p));
     t += attention(p);
   }
-  return t + w_.model.layers * workloads::compute_constants().launch_overhead + token_part(tokens) + sampling_part(rows);
+  // Only latent attention computes decode and prompt tokens apart: other models share one entry per token count.
+  return t + w_.model.layers * workloads::compute_constants().launch_overhead +
+         token_part(tokens, w_.model.mla() ? decode : 0) + sampling_part(rows);
 }
 
 Seconds kv_transfer_time(const workloads::ModelSpec& m, workloads::Precision kv_cache, double tokens,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <span>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -26,7 +27,9 @@ class ServingIterations {
   Seconds operator()(std::span<const workloads::ServingPass> passes);
 
  private:
-  Seconds token_part(long long tokens);          // embedding, every layer's kernels but attention, all-reduces, sends
+  // Embedding, every layer's kernels but attention, all-reduces, sends, for `tokens` tokens of which `decode` decode
+  // (multi-head latent attention treats the two apart; other models take decode 0).
+  Seconds token_part(long long tokens, long long decode);
   Seconds sampling_part(long long rows);         // the logits and their gather
   Seconds attention(const workloads::ServingPass& pass) const;   // one pass, every layer
 
@@ -38,7 +41,7 @@ class ServingIterations {
   std::vector<int> stage_moe_layers_;   // of them, MoE layers (ModelSpec::moe_layer)
   std::vector<std::vector<int>> tp_groups_;   // per stage: replica 0's TP group
   std::vector<std::pair<int, int>> sends_;     // per stage boundary: (from rank, to rank)
-  std::unordered_map<long long, Seconds> by_tokens_;
+  std::map<std::pair<long long, long long>, Seconds> by_tokens_;
   std::unordered_map<long long, Seconds> by_rows_;
 };
 

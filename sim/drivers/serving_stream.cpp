@@ -33,10 +33,12 @@ long long kv_blocks_that_fit(const scenario::Scenario& s, workloads::Workload w,
   const Bytes taken = plan.parts.params + plan.parts.activations;
   // A block holds its tokens' keys and values on a GPU, the draft's beside the target's under speculative decoding
   // (the whole draft's on a one-GPU draft).
-  double token_bytes = workloads::kv_bytes_per_token(w.model, inf.kv_cache).value() / (w.plan.tp * w.plan.pp);
+  double token_bytes = workloads::kv_bytes_per_token(w.model, inf.kv_cache).value() /
+                       (workloads::kv_split(w.model, w.plan.tp) * w.plan.pp);
   if (inf.speculative)
     token_bytes += workloads::kv_bytes_per_token(inf.speculative->draft, inf.kv_cache).value() /
-                   (workloads::draft_tp(*inf.speculative, w.plan.tp) * w.plan.pp);
+                   (workloads::kv_split(inf.speculative->draft, workloads::draft_tp(*inf.speculative, w.plan.tp)) *
+                    w.plan.pp);
   const double block_bytes = token_bytes * l.block_tokens;
   const double left = (plan.capacity - taken).value();
   if (left < block_bytes)

@@ -63,7 +63,27 @@ TEST_CASE("serving MoE: what is not modelled is one line and status 2") {
   // Experts repeated within the tensor-parallel group (ep x etp < tp): attention data parallelism is not modelled.
   refused("--set cluster.gpus_per_node=4 --set parallelism.tp=4 --set parallelism.ep=2 --set parallelism.etp=1",
           "parallelism.ep");
-  // Multi-head latent attention (DeepSeek-V3's latent KV cache) is not served.
-  refused("--set model.preset=deepseek-v3 --set cluster.gpus_per_node=8 --set parallelism.tp=8 --set inference.weights=fp8",
-          "model.kv_lora_rank");
+  // Multi-head latent attention beside disaggregated pools (their KV transfer splits a cache by heads).
+  const std::string deepseek = "name: ds\ncluster: {gpu: h200-sxm-141gb, nodes: 2, gpus_per_node: 8, intra: nvswitch, "
+                               "inter: switch}\nmodel: {preset: deepseek-v3}\nparallelism: {tp: 8}\ninference:\n"
+                               "  weights: fp8\n  requests: {prompt_tokens: 512, output_tokens: 64, rate_per_s: 1, "
+                               "duration_s: 5}\n  disaggregation: {prefill: {gpus: 8, tp: 8}, decode: {gpus: 8, tp: 8}}\n";
+  const Result r = dtsim("run " + scenario("mla-pools", deepseek).string());
+  CAPTURE(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("model.kv_lora_rank") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("serving MLA: DeepSeek-V3 in FP8 on 8 H200 holds its latent cache whole on each GPU and decodes") {
+  const fs::path file = scenario("deepseek", "name: ds\ncluster: {gpu: h200-sxm-141gb, nodes: 1, gpus_per_node: 8, "
+                                             "intra: nvswitch}\nmodel: {preset: deepseek-v3}\nparallelism: {tp: 8}\n"
+                                             "inference: {batch: 16, prompt_tokens: 1024, output_tokens: 256, weights: fp8}\n");
+  const json r = serving_run_json(file);
+  // 61 layers x 576 x 2 B x 1,280 tokens x 16 sequences on every GPU: the latent is not split over tp.
+  CHECK(r["memory"]["parts_bytes"]["kv_cache"].get<double>() == doctest::Approx(61.0 * 576 * 2 * 1280 * 16));
+  CHECK(r["memory"]["fits"].get<bool>());
+  const json one = serving_run_json(file, "--set inference.batch=1");
+  CHECK(r["tpot_s"].get<double>() > one["tpot_s"].get<double>());   // 16 tokens hit more of the 256 experts
+  CHECK(one["tpot_s"].get<double>() > 0.002);
 }

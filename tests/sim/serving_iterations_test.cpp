@@ -84,6 +84,27 @@ TEST_CASE("serving iterations: a mixture of experts, dense and MoE layers, in cl
   }
 }
 
+TEST_CASE("serving iterations: latent attention's decode and prompt tokens apart, in closed form as played") {
+  const auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 8)).topology;
+  workloads::Workload w = serving_job(8, 1, 1);
+  w.model = workloads::find_model("deepseek-v3");
+  w.model.layers = 5;   // two dense layers, three MoE
+  w.model.dense_layers = 2;
+  w.plan.ep = 8;
+  const auto costs = [&] { return sim::analytic_costs(topo, sim::Algorithm::Auto, false, topology::Routing::Single); };
+  sim::ServingIterations timer(w, test::a100(), costs());
+  // Every prefix of the mix, and the prompts alone (no decode token) and the decodes alone.
+  std::vector<std::vector<ServingPass>> mixes;
+  for (std::size_t n = 1; n <= kIterationMix.size(); ++n) mixes.emplace_back(kIterationMix.begin(), kIterationMix.begin() + static_cast<long>(n));
+  mixes.emplace_back(kIterationMix.begin() + 3, kIterationMix.end());
+  for (const auto& passes : mixes) {
+    CAPTURE(passes.size());
+    const double played =
+        sim::play_analytic(workloads::generate_serving_step(w, test::a100(), passes), costs()).step_time.value();
+    CHECK(timer(passes).value() == doctest::Approx(played).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("serving iterations: a longer cache or more tokens never takes less time") {
   const auto topo = topology::build_cluster(topology::default_cluster("a100-sxm4-80gb", topology::IntraKind::NvSwitch, 1, 2)).topology;
   sim::ServingIterations timer(serving_job(2, 1, 1), test::a100(),

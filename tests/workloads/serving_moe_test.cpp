@@ -9,6 +9,7 @@
 
 #include "topology/catalog.hpp"
 #include "workloads/compute_model.hpp"
+#include "workloads/memory_plan.hpp"
 #include "workloads/model.hpp"
 #include "workloads/serving.hpp"
 
@@ -148,7 +149,7 @@ TEST_CASE("serving MoE: dense layers stay dense, shared experts run on every tok
   CHECK(std::ranges::count(kernels, KernelClass::ExpertUpGemm, &Kernel::kind) == 1);
 }
 
-TEST_CASE("serving MoE: the plan checks the experts' split and refuses latent attention") {
+TEST_CASE("serving MoE: the plan checks the experts' split, and latent attention beside disaggregation") {
   const ModelSpec m = find_model("mixtral-8x7b");
   const InferenceSpec inf = moe_batch(8);
   CHECK_NOTHROW(check_plan(moe_serving(m, inf, 2, 1), 2));
@@ -156,6 +157,55 @@ TEST_CASE("serving MoE: the plan checks the experts' split and refuses latent at
   Workload halves = moe_serving(m, inf, 4, 2);   // ep 2 x etp 1 on tp 4: experts repeated within the group
   halves.plan.etp = 1;
   CHECK_THROWS_AS(check_plan(halves, 4), InputError);
-  const Workload mla = moe_serving(find_model("deepseek-v3"), inf, 8, 8);
+  Workload mla = moe_serving(find_model("deepseek-v3"), inf, 8, 8);
+  CHECK_NOTHROW(check_plan(mla, 8));
+  mla.inference->disaggregation = Disaggregation{};   // KV transfers by head shares: not a latent cache's
   CHECK_THROWS_WITH_AS(check_plan(mla, 8), doctest::Contains("model.kv_lora_rank"), InputError);
+}
+
+TEST_CASE("serving MLA: a token caches one latent a layer, whole on every GPU of the TP group") {
+  const ModelSpec m = find_model("deepseek-v3");
+  // (kv_lora_rank 512 + rope 64) x 61 layers x 2 B: 70,272 B a token (DeepSeek-V2's (d_c + d_h^R) x l elements).
+  CHECK(kv_bytes_per_token(m, Precision::Bf16).value() == doctest::Approx(70272.0));
+  const InferenceSpec inf = moe_batch(4, 1000, 24);
+  CHECK(kv_cache_bytes(m, inf, 8).value() == doctest::Approx(kv_cache_bytes(m, inf, 1).value()));
+  CHECK(kv_split(m, 8) == 1);
+  CHECK(kv_split(find_model("mixtral-8x7b"), 8) == 8);
+  // The down projections are replicated: a GPU of TP 8 holds more than an eighth of the weights.
+  InferenceSpec fp8 = inf;
+  fp8.weights = Precision::Fp8;
+  const MemoryPlan plan = plan_memory(moe_serving(m, fp8, 8, 8), topology::find_gpu("h200-sxm-141gb"));
+  const double replicated = 61.0 * 7168 * (1536 + 512 + 64);
+  CHECK(plan.parts.params.value() == doctest::Approx(parameter_count(m) / 8 + replicated * 7.0 / 8));
+}
+
+TEST_CASE("serving MLA: decode attends over the latent once for every head, a prompt up-projects its keys") {
+  const ModelSpec m = find_model("deepseek-v3");
+  const InferenceSpec inf = moe_batch(4, 1000, 24);
+  const ServingPass decode{ServingPhase::Decode, 4, 1, 1000, true};
+  for (const int tp : {1, 8}) {
+    CAPTURE(tp);
+    const Kernel a = serving_attention_kernel(m, inf, tp, decode);
+    const double heads = 128.0 / tp;
+    // The cache read: 4 sequences x 1,000 tokens x 576 x 2 B, the same at any tp; Q in and the output out per head.
+    CHECK(a.bytes.value() == doctest::Approx(4 * 1000 * 576 * 2.0 + 4 * heads * (2 * 512 + 64) * 2.0));
+    CHECK(a.flops.value() == doctest::Approx(2.0 * 4 * 1000 * heads * (2 * 512 + 64)));
+    CHECK_FALSE(a.attention->causal);
+  }
+  const ServingPass prompt{ServingPhase::Prefill, 1, 1000, 1000, true};
+  const Kernel p = serving_attention_kernel(m, inf, 8, prompt);
+  CHECK(p.flops.value() == doctest::Approx(2.0 * 1000 * 1000 * 16 * (128 + 64 + 128)));
+  CHECK(p.attention->causal);
+  // Decode tokens absorb W_UK and W_UV (per head, 16 heads a GPU at TP 8); prompt tokens run kv_b instead.
+  const Sharding shard = serving_sharding(moe_serving(m, inf, 8, 8).plan);
+  const auto decoding = serving_layer_kernels(m, inf, shard, std::span(&decode, 1), true);
+  const auto prompting = serving_layer_kernels(m, inf, shard, std::span(&prompt, 1), true);
+  const auto batched = [](const std::vector<Kernel>& ks) {
+    return std::ranges::count_if(ks, [](const Kernel& k) { return k.gemm && k.gemm->batch == 16; });
+  };
+  CHECK(batched(decoding) == 2);
+  CHECK(batched(prompting) == 0);
+  const auto up = [](const std::vector<Kernel>& ks) { return std::ranges::count(ks, KernelClass::MlaUpGemm, &Kernel::kind); };
+  CHECK(up(decoding) == 3);    // q_b, W_UK, W_UV
+  CHECK(up(prompting) == 2);   // q_b, kv_b
 }
