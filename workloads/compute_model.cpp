@@ -40,11 +40,17 @@ const FusedAttentionRates& fused_rates(const AttentionShape& a, const Architectu
 
 bool eight_bit(Precision p) { return low_float(p) || p == Precision::Int8 || p == Precision::Int4; }
 
+bool weight_only_precision(Precision p) {
+  return p == Precision::Bf16 || p == Precision::Fp16 || p == Precision::Fp32 || p == Precision::Tf32;
+}
+
 // The compute efficiency of `k` on `arch` at `p`, its shape factor included.
 double compute_efficiency(const Kernel& k, const ArchitectureConstants& arch, Precision p) {
   switch (work_of(k.kind).work) {
     case Work::Gemm: {
       const double large = eight_bit(p) ? arch.gemm_fp8 : arch.gemm;
+      if (k.narrow_weights && weight_only_precision(p) && !k.weight_gemm)
+        return large * weight_only_shape_factor(*k.gemm, arch);
       if (!k.weight_gemm) return large * gemm_shape_factor(*k.gemm, arch);
       // A backward GEMM is two of equal FLOPs (data and weight gradients), each at its own shape: the rate of
       // the pair is the harmonic mean of theirs.
@@ -79,6 +85,14 @@ const KernelWork& work_of(KernelClass k) {
 // blocks available along m, so m * batch stands for m in the parallelism factor. n and k count as they are.
 double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch) {
   return fill(g.m * g.batch, arch.gemm_half_mn) * fill(g.n, arch.gemm_half_mn) * fill(g.k, arch.gemm_half_k);
+}
+
+// A weight-only GEMM (Marlin class) takes the batch in 16-row m-blocks: a skinny batch wastes only the rows of its
+// last block, not the half-filled large tiles gemm_shape_factor charges a cuBLAS GEMM of few rows.
+double weight_only_shape_factor(const GemmShape& g, const ArchitectureConstants& arch) {
+  const double rows = g.m * g.batch;
+  const double padded = kWeightOnlyBlockRows * std::ceil(rows / kWeightOnlyBlockRows - 1e-9);
+  return rows / padded * fill(g.n, arch.gemm_half_mn) * fill(g.k, arch.gemm_half_k);
 }
 
 // The constants are measured at head_dim 128, the common one: smaller heads cost; larger ones are assumed to gain
@@ -123,8 +137,7 @@ KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precis
     DTSIM_ASSERT(efficiency > 0.0, "a kernel with FLOPs has an empty shape");
     compute = executed_flops(k) * k.load / (peak * (efficiency * sustained_clock(gpu, arch)));
   }
-  const bool weight_only = p == Precision::Bf16 || p == Precision::Fp16 || p == Precision::Fp32 || p == Precision::Tf32;
-  if (k.dequant_elements > 0 && weight_only)
+  if (k.dequant_elements > 0 && weight_only_precision(p))
     if (const auto vector = gpu.peak_for(Precision::Fp32))
       compute = std::max(compute, Seconds(k.dequant_elements * kDequantInstructions / (vector->value() / 2)));
   const Seconds memory = k.bytes * k.load / (gpu.memory_bandwidth * memory_efficiency(k, arch));

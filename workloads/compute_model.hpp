@@ -78,6 +78,9 @@ const ComputeConstants& compute_constants();
 
 // The shape factor in (0, 1] on `arch`.
 double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch);
+// A weight-only GEMM's (narrow weights converted inside a 16-bit GEMM, Marlin class): the batch's rows over whole
+// kWeightOnlyBlockRows blocks, times n's and k's fills as gemm_shape_factor.
+double weight_only_shape_factor(const GemmShape& g, const ArchitectureConstants& arch);
 // A fused attention kernel's fraction of its architecture's long-sequence efficiency, in (0, 1].
 double attention_shape_factor(const AttentionShape& a, const ArchitectureConstants& arch);
 // FLOPs a kernel executes: its counted FLOPs, but for a fused attention kernel under a causal mask (half the
@@ -103,6 +106,9 @@ inline constexpr double kPowerClockExponent = 0.2429;
 // weight tile is converted once per 64 rows.
 inline constexpr double kDequantInstructions = 1.0;
 inline constexpr double kDequantTileRows = 64;
+// Marlin's m-block (its mma.sync tiles are 16 rows): a weight-only GEMM's compute side pads the batch to whole
+// blocks of it (weight_only_shape_factor), where a cuBLAS GEMM of few rows runs half-empty large tiles.
+inline constexpr double kWeightOnlyBlockRows = 16;
 
 // Duration of `k` on `gpu` computing in `precision` (the kernel's own precision when it has one: fp8 GEMMs), its
 // FLOPs and bytes taken `k.load` times (the busiest GPU's share).

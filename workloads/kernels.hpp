@@ -94,6 +94,8 @@ struct Kernel {
   std::optional<GemmShape> weight_gemm;    // a weighted backward GEMM: its weight-gradient GEMM's shape
   std::optional<AttentionShape> attention; // fused attention
   std::optional<Precision> precision;      // a GEMM computing in its own precision (fp8 training's linear layers)
+  bool narrow_weights = false;             // weights narrower than 16 bits (serving's int4, int8, fp8, fp4): a
+                                           // weight-only GEMM where it computes in 16 bits (Marlin class)
   double dequant_elements = 0;             // narrow weight elements a weight-only GEMM converts to its 16-bit
                                            // precision, each time a thread block uses them (compute_model.hpp)
   int launches = 1;                        // kernel launches it pays: 0 for a part of one varlen launch that

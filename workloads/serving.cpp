@@ -31,7 +31,8 @@ Kernel gemm(KernelClass kind, double tokens, double n, double k, double weight_b
   g.gemm = GemmShape{tokens, n, k, 1};
   // Weights narrower than 16 bits: converted per thread block (counted only where the GEMM computes in a 16-bit
   // precision, compute_model.hpp; a W8A8 GEMM feeds them to the tensor cores as they are).
-  if (weight_bytes < 2) g.dequant_elements = n * k * std::ceil(tokens / kDequantTileRows);
+  g.narrow_weights = weight_bytes < 2;
+  if (g.narrow_weights) g.dequant_elements = n * k * std::ceil(tokens / kDequantTileRows);
   return g;
 }
 

@@ -251,3 +251,24 @@ TEST_CASE("serving: weight-only GEMMs convert their weights on the vector units 
     }
   }
 }
+
+TEST_CASE("serving: a weight-only GEMM of few rows pads them to 16-row blocks, not half-empty large tiles") {
+  const ArchitectureConstants& ampere = architecture("ampere");
+  for (const double rows : {1.0, 8.0, 16.0, 17.0, 64.0}) {
+    CAPTURE(rows);
+    const GemmShape g{rows, 8192, 8192, 1};
+    const double padded = 16.0 * std::ceil(rows / 16.0);
+    CHECK(weight_only_shape_factor(g, ampere) ==
+          doctest::Approx(rows / padded * gemm_shape_factor(GemmShape{1e9, 8192, 8192, 1}, ampere)).epsilon(1e-6));
+    // A cuBLAS GEMM of the same rows charges its large tiles' waste: never more efficient than Marlin's blocks.
+    CHECK(gemm_shape_factor(g, ampere) < weight_only_shape_factor(g, ampere));
+  }
+  // On an RTX 4090 (165 dense fp16 TFLOP/s against 1 TB/s) a 7B model's int4 decode at batch 1 is bound by its
+  // weight reads, not by tensor-core tiles of 64 rows holding one.
+  const ModelSpec m = test_shapes::llama2_7b();
+  const InferenceSpec inf = batch_of(1, Precision::Int4, 128, 128);
+  const auto kernels = serving_layer_kernels(m, inf, 1, serving_pass(inf, ServingPhase::Decode));
+  const topology::GpuSpec& rtx = find_gpu("rtx4090");
+  for (const Kernel& k : kernels)
+    if (k.gemm) CHECK(kernel_timing(k, rtx, Precision::Fp16).memory_bound);
+}
