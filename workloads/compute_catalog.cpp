@@ -57,6 +57,12 @@ constexpr double kHopperBestFp8 = 0.709 / 0.919;
 constexpr double kBlackwellBest = 0.776 / 0.889;
 constexpr double kBlackwellBestFp8 = 0.763 / 0.907;
 constexpr double kCdna3Best = 0.514 / 0.982;
+// MI300X fp8: hipblaslt-bench f8_r at 8192 x 8192 x 8192, 1159.23 of 2614.9 TFLOP/s (shape factor 0.977), and
+// BabelStream hip-stream's triad at 4.09 of 5.3 TB/s (copy 4.11), both on Azure ND MI300X v5 under ROCm 6.2
+// (Azure/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md, lines 21-32 and 36-42, as forked at
+// yosoyjay/AI-benchmarking-guide fa25d565; AMD's rocprof-compute tests expect 3.91 TB/s from a memcopy).
+constexpr double kCdna3BestFp8 = 0.4433 / 0.977;
+constexpr double kCdna3Stream = 4.09 / 5.3;
 // V100: cuBLAS's tensor-core HGEMM "up to 85 Tflops" (hma02/cublasHgemm-P100 PR #1, 2019; Markidis et al., IPDPSW
 // 2018, measured 83), of 125, on large square GEMMs (8192: shape factor 0.977 with d_half 64).
 constexpr double kVoltaBest = 0.680 / 0.977;
@@ -100,8 +106,9 @@ constexpr const char* kVoltaSource =
     "V100 at 62.4 TFLOP/s (nv-adlr.github.io/MegatronLMV1)";
 constexpr const char* kCdna3Source =
     "gemm: best measured 0.514 (ml-engineering MAMF, MI300X bf16 668.4 TFLOP/s, TunableOp) without its shape "
-    "factor, x the sustained share carried from Ampere; everything else Ampere's (no measurement found: an "
-    "assumption)";
+    "factor, x the sustained share carried from Ampere; gemm_fp8: hipBLASLt's 1159 TFLOP/s at 8192^3 (0.443 of "
+    "2615) likewise; stream: BabelStream's triad at 4.09 of 5.3 TB/s (0.772), both Azure's AI-benchmarking-guide "
+    "on ND MI300X v5; everything else Ampere's (no measurement found: an assumption)";
 
 // FlashAttention-2 on an A100 (Ampere's fused kernel, flash and flash2 alike; kAmpereSource).
 constexpr FusedAttentionRates kFlash2Ampere{.forward = 0.64, .backward = 0.64, .half_seq = 520, .half_head = 15};
@@ -173,7 +180,9 @@ ArchitectureConstants blackwell_ultra() {
 
 ArchitectureConstants cdna3(const char* name = "cdna3", const char* source = kCdna3Source) {
   ArchitectureConstants a = ampere_like(name, source);
-  a.gemm = a.gemm_fp8 = a.attention_gemm = kCdna3Best * kSustained;
+  a.gemm = a.attention_gemm = kCdna3Best * kSustained;
+  a.gemm_fp8 = kCdna3BestFp8 * kSustained;
+  a.stream = kCdna3Stream;
   return a;
 }
 
