@@ -31,6 +31,24 @@ const std::vector<ServingPass> kIterationMix = {{ServingPhase::Decode, 1, 1, 100
                                                 {ServingPhase::Prefill, 1, 300, 300, false},
                                                 {ServingPhase::Prefill, 1, 200, 700, true}};
 
+// The closed form of `w` against the analytic engine playing each iteration's graph: the same time, twice (the
+// second from its memo). Default: every prefix of kIterationMix.
+void check_closed_form(const workloads::Workload& w, const topology::Topology& topo,
+                       std::vector<std::vector<ServingPass>> mixes = {}) {
+  if (mixes.empty())
+    for (std::size_t n = 1; n <= kIterationMix.size(); ++n)
+      mixes.emplace_back(kIterationMix.begin(), kIterationMix.begin() + static_cast<long>(n));
+  const auto costs = [&] { return sim::analytic_costs(topo, sim::Algorithm::Auto, false, topology::Routing::Single); };
+  sim::ServingIterations timer(w, test::a100(), costs());
+  for (const auto& passes : mixes) {
+    CAPTURE(passes.size());
+    const double played =
+        sim::play_analytic(workloads::generate_serving_step(w, test::a100(), passes), costs()).step_time.value();
+    CHECK(timer(passes).value() == doctest::Approx(played).epsilon(1e-12));
+    CHECK(timer(passes).value() == doctest::Approx(played).epsilon(1e-12));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("serving iterations: the closed form gives what the analytic engine plays, for every plan and mix") {
@@ -46,17 +64,7 @@ TEST_CASE("serving iterations: the closed form gives what the analytic engine pl
     auto spec = topology::default_cluster("a100-sxm4-80gb", c.intra, c.nodes, c.per_node);
     if (c.nodes > 1) spec.inter = topology::InterKind::Switch;
     const auto topo = topology::build_cluster(spec).topology;
-    const workloads::Workload w = serving_job(c.tp, c.pp, c.dp);
-    const auto costs = [&] { return sim::analytic_costs(topo, sim::Algorithm::Auto, false, topology::Routing::Single); };
-    sim::ServingIterations timer(w, test::a100(), costs());
-    for (std::size_t n = 1; n <= kIterationMix.size(); ++n) {
-      CAPTURE(n);
-      const std::span<const ServingPass> passes(kIterationMix.data(), n);
-      const double played =
-          sim::play_analytic(workloads::generate_serving_step(w, test::a100(), passes), costs()).step_time.value();
-      CHECK(timer(passes).value() == doctest::Approx(played).epsilon(1e-12));
-      CHECK(timer(passes).value() == doctest::Approx(played).epsilon(1e-12));   // memoised: the same again
-    }
+    check_closed_form(serving_job(c.tp, c.pp, c.dp), topo);
   }
 }
 
@@ -72,15 +80,7 @@ TEST_CASE("serving iterations: a mixture of experts, dense and MoE layers, in cl
     w.model.layers = 6;
     w.model.dense_layers = 2;
     w.plan.ep = ep;
-    const auto costs = [&] { return sim::analytic_costs(topo, sim::Algorithm::Auto, false, topology::Routing::Single); };
-    sim::ServingIterations timer(w, test::a100(), costs());
-    for (std::size_t n = 1; n <= kIterationMix.size(); ++n) {
-      CAPTURE(n);
-      const std::span<const ServingPass> passes(kIterationMix.data(), n);
-      const double played =
-          sim::play_analytic(workloads::generate_serving_step(w, test::a100(), passes), costs()).step_time.value();
-      CHECK(timer(passes).value() == doctest::Approx(played).epsilon(1e-12));
-    }
+    check_closed_form(w, topo);
   }
 }
 
@@ -91,18 +91,12 @@ TEST_CASE("serving iterations: latent attention's decode and prompt tokens apart
   w.model.layers = 5;   // two dense layers, three MoE
   w.model.dense_layers = 2;
   w.plan.ep = 8;
-  const auto costs = [&] { return sim::analytic_costs(topo, sim::Algorithm::Auto, false, topology::Routing::Single); };
-  sim::ServingIterations timer(w, test::a100(), costs());
-  // Every prefix of the mix, and the prompts alone (no decode token) and the decodes alone.
+  // Every prefix of the mix (the first three decodes alone among them), and the prompts alone (no decode token).
   std::vector<std::vector<ServingPass>> mixes;
-  for (std::size_t n = 1; n <= kIterationMix.size(); ++n) mixes.emplace_back(kIterationMix.begin(), kIterationMix.begin() + static_cast<long>(n));
+  for (std::size_t n = 1; n <= kIterationMix.size(); ++n)
+    mixes.emplace_back(kIterationMix.begin(), kIterationMix.begin() + static_cast<long>(n));
   mixes.emplace_back(kIterationMix.begin() + 3, kIterationMix.end());
-  for (const auto& passes : mixes) {
-    CAPTURE(passes.size());
-    const double played =
-        sim::play_analytic(workloads::generate_serving_step(w, test::a100(), passes), costs()).step_time.value();
-    CHECK(timer(passes).value() == doctest::Approx(played).epsilon(1e-12));
-  }
+  check_closed_form(w, topo, mixes);
 }
 
 TEST_CASE("serving iterations: a longer cache or more tokens never takes less time") {
