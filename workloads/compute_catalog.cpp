@@ -187,7 +187,8 @@ ArchitectureConstants cdna3(const char* name = "cdna3", const char* source = kCd
 }
 
 constexpr const char* kCdna4Source =
-    "CDNA 4 (MI355X): CDNA 3's constants (kCdna3Source), no CDNA 4 kernel measurement read: an assumption";
+    "CDNA 4 (MI355X): CDNA 3's constants (kCdna3Source), MI300X's measured stream and fp8 GEMM shares included; no "
+    "CDNA 4 kernel measurement read: an assumption";
 
 constexpr const char* kGemmWork = "dense GEMM: compute-bound at the architecture's gemm efficiency x shape";
 constexpr const char* kAttentionGemmWork =

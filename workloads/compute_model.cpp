@@ -88,11 +88,14 @@ double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch) 
 }
 
 // A weight-only GEMM (Marlin class) takes the batch in 16-row m-blocks: a skinny batch wastes only the rows of its
-// last block, not the half-filled large tiles gemm_shape_factor charges a cuBLAS GEMM of few rows.
+// last block, not the half-filled large tiles gemm_shape_factor charges a cuBLAS GEMM of few rows. The block share
+// is capped at one half, where cuBLAS's m / (m + 64) meets it at 64 rows: from there on the weight-only GEMM runs
+// as a 16-bit one does, never faster.
 double weight_only_shape_factor(const GemmShape& g, const ArchitectureConstants& arch) {
   const double rows = g.m * g.batch;
   const double padded = kWeightOnlyBlockRows * std::ceil(rows / kWeightOnlyBlockRows - 1e-9);
-  return rows / padded * fill(g.n, arch.gemm_half_mn) * fill(g.k, arch.gemm_half_k);
+  const double m = std::max(fill(rows, arch.gemm_half_mn), std::min(rows / padded, 0.5));
+  return m * fill(g.n, arch.gemm_half_mn) * fill(g.k, arch.gemm_half_k);
 }
 
 // The constants are measured at head_dim 128, the common one: smaller heads cost; larger ones are assumed to gain

@@ -79,7 +79,9 @@ const ComputeConstants& compute_constants();
 // The shape factor in (0, 1] on `arch`.
 double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch);
 // A weight-only GEMM's (narrow weights converted inside a 16-bit GEMM, Marlin class): the batch's rows over whole
-// kWeightOnlyBlockRows blocks, times n's and k's fills as gemm_shape_factor.
+// kWeightOnlyBlockRows blocks, at most one half, or gemm_shape_factor's m fill where that is larger (from 64 rows),
+// times n's and k's fills as gemm_shape_factor. Assumed alike on GPUs Marlin does not run on (Turing, CDNA): their
+// weight-only kernels (GEMV-style at small batches) do not waste 64-row tiles either.
 double weight_only_shape_factor(const GemmShape& g, const ArchitectureConstants& arch);
 // A fused attention kernel's fraction of its architecture's long-sequence efficiency, in (0, 1].
 double attention_shape_factor(const AttentionShape& a, const ArchitectureConstants& arch);

@@ -297,6 +297,11 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
                                                 (w.model.q_lora_rank + w.model.kv_lora_rank + w.model.rope_head_dim)
                                           : 0.0;
   plan.parts.params += Bytes(replicated * bytes_per_element(inf.weights) * (1.0 - 1.0 / p.tp) / p.pp);
+  // and its decode keeps 16-bit copies of W_UK and W_UV (kv_b's two halves) beside them, split by heads.
+  const double absorbed = w.model.mla() ? static_cast<double>(w.model.layers) * w.model.heads * w.model.kv_lora_rank *
+                                              (w.model.head_dim() + w.model.v_head_dim)
+                                        : 0.0;
+  plan.parts.params += Bytes(absorbed * 2.0 / (p.tp * p.pp));
   plan.parts.kv_cache = kv_cache_bytes(w.model, inf, p.tp) / p.pp;
   plan.parts.activations = decode_workspace(w.model, inf, p.tp);
   // A draft model (speculative decoding) beside the target: its weights and its own KV cache, split as the
@@ -312,8 +317,10 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   plan.in_flight_micro_batches = 1;
   plan.inference = true;
   plan.notes = {
-      fmt::format("params: {} parameters x {} B {} / (tp {} x pp {}){}", count(n), bytes_per_element(inf.weights),
+      fmt::format("params: {} parameters x {} B {} / (tp {} x pp {}){}{}", count(n), bytes_per_element(inf.weights),
                   to_string(inf.weights), p.tp, p.pp,
+                  w.model.mla() ? "; MLA's down projections whole on every GPU, 16-bit copies of W_UK and W_UV beside"
+                                : "",
                   inf.weights == Precision::Int8 || inf.weights == Precision::Int4 ? "; quantisation scales not counted"
                   : low_float(inf.weights) && inf.weights != Precision::Fp8        ? "; block scales counted"
                                                                                    : ""),

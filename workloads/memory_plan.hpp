@@ -58,13 +58,14 @@ Bytes largest_layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, 
 // interleaved: per Megatron's warm-up count), derived from the schedule's order.
 int in_flight_micro_batches(const ParallelPlan& plan, int micro_batches, int stage);
 
-// One token's keys and values over every layer, all KV heads, in `kv_cache`'s precision.
+// One token's keys and values over every layer, all KV heads, in `kv_cache`'s precision (under MLA: its latent
+// and rope key a layer).
 Bytes kv_bytes_per_token(const ModelSpec& m, Precision kv_cache);
 // The GPUs of a tensor-parallel group that one token's cache is split over: tp, its heads shared out; 1 under
 // multi-head latent attention, whose one latent vector a token every GPU of the group holds whole (vLLM's MLA
 // backends cache kv_c and k_pe per rank).
 int kv_split(const ModelSpec& m, int tp);
-// KV cache: layers x kv_heads x head_dim x context x batch x bytes x 2 (keys and values), on one GPU (/tp).
+// KV cache: kv_bytes_per_token x context x batch on one GPU (/ kv_split: tp, or 1 under MLA).
 Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp);
 
 }  // namespace dtsim::workloads

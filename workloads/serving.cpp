@@ -97,10 +97,11 @@ void mla_attention(std::vector<Kernel>& out, const ModelSpec& m, const Inference
   out.push_back(down);
   out.push_back(stream(KernelClass::LayerNorm, 2 * tokens * (lq + lkv) * kActivationBytes));
   out.push_back(gemm(KernelClass::MlaUpGemm, tokens, heads * (nope + r), lq > 0 ? lq : h, w));
-  if (decode > 0) out.push_back(batched_gemm(KernelClass::MlaUpGemm, decode, lkv, nope, heads, w));   // W_UK
+  // W_UK and W_UV: vLLM keeps 16-bit copies of them, dequantised at load (process_weights_after_loading).
+  if (decode > 0) out.push_back(batched_gemm(KernelClass::MlaUpGemm, decode, lkv, nope, heads, kActivationBytes));
   if (prompt > 0) out.push_back(gemm(KernelClass::MlaUpGemm, prompt, heads * (nope + v), lkv, w));      // kv_b
   attention_kernels(out, m, inf, tp, passes);
-  if (decode > 0) out.push_back(batched_gemm(KernelClass::MlaUpGemm, decode, v, lkv, heads, w));      // W_UV
+  if (decode > 0) out.push_back(batched_gemm(KernelClass::MlaUpGemm, decode, v, lkv, heads, kActivationBytes));
   out.push_back(gemm(KernelClass::ProjGemm, tokens, h, heads * v, w));
 }
 

@@ -96,6 +96,9 @@ TEST_CASE("serving iterations: latent attention's decode and prompt tokens apart
   for (std::size_t n = 1; n <= kIterationMix.size(); ++n)
     mixes.emplace_back(kIterationMix.begin(), kIterationMix.begin() + static_cast<long>(n));
   mixes.emplace_back(kIterationMix.begin() + 3, kIterationMix.end());
+  // The same 300 tokens as decodes and as a prompt: they run different kernels, timed apart by the same timer.
+  mixes.push_back({{ServingPhase::Decode, 300, 1, 400, true}});
+  mixes.push_back({{ServingPhase::Prefill, 1, 300, 300, true}});
   check_closed_form(w, topo, mixes);
 }
 
