@@ -56,13 +56,13 @@ Kernel stream(KernelClass kind, double bytes) {
 }
 
 // A batched GEMM: `batch` independent (rows x k) by (k x n) products, each with its own weight (MLA's per-head
-// absorptions, vLLM's torch.bmm over heads).
+// absorptions, vLLM's torch.bmm over heads; an MoE layer's grouped GEMM over the experts hit, rows each).
 Kernel batched_gemm(KernelClass kind, double rows, double n, double k, double batch, double weight_bytes) {
   Kernel g = gemm(kind, rows, n, k, weight_bytes);
   g.flops = FlopCount(2.0 * rows * n * k * batch);
   g.bytes = Bytes(batch * (n * k * weight_bytes + rows * (k + n) * kActivationBytes));
   g.gemm = GemmShape{rows, n, k, batch};
-  if (weight_bytes < 2) g.dequant_elements = batch * n * k * std::ceil(rows / kDequantTileRows);
+  if (g.narrow_weights) g.dequant_elements = batch * n * k * std::ceil(rows / kDequantTileRows);
   return g;
 }
 
@@ -255,24 +255,15 @@ std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec&
   const double rows = load.rows, hit = std::max(load.experts, 1.0);
 
   std::vector<Kernel> out;
-  Kernel router = gemm(KernelClass::Router, tokens, experts, h, kActivationBytes);
-  out.push_back(router);
+  out.push_back(gemm(KernelClass::Router, tokens, experts, h, kActivationBytes));
   // The 16-bit router logits read; the top-k ids and weights written (4 B each), as vLLM's topk_softmax kernel.
   out.push_back(stream(KernelClass::RouterTopk, tokens * (experts * kActivationBytes + k * 8.0)));
   // No copies made: moe_align_block_size sorts the (token, expert) ids by expert, and the grouped GEMM gathers
   // each copy's row as it reads it (vllm/model_executor/layers/fused_moe/fused_moe.py).
   out.push_back(stream(KernelClass::TokenPermute, 3.0 * tokens * k * 4.0));
-  const auto grouped = [&](KernelClass kind, double n, double depth) {
-    Kernel g = gemm(kind, rows / hit, n, depth, w);   // one expert's rows, as gemm() counts one GEMM
-    g.flops = FlopCount(2.0 * rows * n * depth);
-    g.bytes = Bytes(hit * n * depth * w + rows * (depth + n) * kActivationBytes);
-    g.gemm = GemmShape{rows / hit, n, depth, hit};
-    if (w < 2) g.dequant_elements = hit * n * depth * std::ceil(rows / hit / kDequantTileRows);
-    return g;
-  };
-  out.push_back(grouped(KernelClass::ExpertUpGemm, up, h));
+  out.push_back(batched_gemm(KernelClass::ExpertUpGemm, rows / hit, up, h, hit, w));
   out.push_back(stream(KernelClass::Activation, (up + ffn) * rows * kActivationBytes));
-  out.push_back(grouped(KernelClass::ExpertDownGemm, h, ffn));
+  out.push_back(batched_gemm(KernelClass::ExpertDownGemm, rows / hit, h, ffn, hit, w));
   out.push_back(stream(KernelClass::TokenUnpermute, (rows + tokens) * h * kActivationBytes));
   if (m.shared_experts > 0)
     dense_mlp(out, tokens, h, static_cast<double>(m.shared_experts) * m.expert_width() / s.tp, swiglu, w);
