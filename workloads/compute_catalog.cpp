@@ -96,7 +96,9 @@ constexpr const char* kBlackwellSource =
     "d_half, stream: Hopper's (no Blackwell "
     "measurement found: an assumption); fused attention: FlashAttention-4 on B200 1.88-1.95x FlashAttention-3 on "
     "H200 (ml-engineering insights/when-to-upgrade-gpus) over a 2.275x peak: Hopper's fractions x 0.835; flash2: "
-    "Hopper's FlashAttention-2 fractions (no Blackwell measurement found: an assumption)";
+    "Hopper's FlashAttention-2 fractions (no Blackwell measurement found: an assumption); MXFP8 GEMMs 1.096x "
+    "(forward) and 1.031x (backward) the time of per-tensor fp8 ones (cuBLAS on B300, pre-quantised: Transformer "
+    "Engine docs/examples/gemm_profiling/gemm_profiling.rst at 1609c890e)";
 constexpr const char* kAssumedAmpereSource =
     "no kernel measurements of this architecture found: Ampere's constants, an assumption";
 constexpr const char* kVoltaSource =
@@ -166,8 +168,19 @@ constexpr const char* kBlackwellUltraSource =
     "exponentials take as long as, or longer than, the tile's MMAs); the kernel runs at twice Blackwell's rate, "
     "capped at the architecture's dense GEMM efficiency (the tensor cores then bound it)";
 
+// MXFP8 GEMMs over per-tensor fp8 ones, cuBLAS on a B300 with pre-quantised inputs (Transformer Engine
+// docs/examples/gemm_profiling/gemm_profiling.rst at 1609c890e, benchmarks/gemm/benchmark_gemm.py --pre-quantize,
+// a 4096-wide layer, MLP 16384, 15,872 tokens; per-layer ms FP8Current / MXFP8): forward 2.158 / 2.365, backward
+// dgrad + wgrad 2.329 + 2.325 / 2.397 + 2.400. The swizzle of the scales before each GEMM is inside the MXFP8 times.
+// Blackwell Ultra's GEMMs are Blackwell's here, so the B300's ratios carry to the B200.
+constexpr double kMxfp8Forward = 2.365 / 2.158;
+constexpr double kMxfp8Backward = (2.397 + 2.400) / (2.329 + 2.325);
+
 ArchitectureConstants blackwell(std::string_view name = "blackwell", const char* source = kBlackwellSource) {
-  return hopper_like(name, kBlackwellBest, kBlackwellBestFp8, 0.835, source);
+  ArchitectureConstants a = hopper_like(name, kBlackwellBest, kBlackwellBestFp8, 0.835, source);
+  a.mxfp8_forward = kMxfp8Forward;
+  a.mxfp8_backward = kMxfp8Backward;
+  return a;
 }
 
 // Blackwell Ultra (GB300, B300): Blackwell's GEMMs, its attention core no longer held by the exponentials.

@@ -48,7 +48,8 @@ bool weight_only_precision(Precision p) {
 double compute_efficiency(const Kernel& k, const ArchitectureConstants& arch, Precision p) {
   switch (work_of(k.kind).work) {
     case Work::Gemm: {
-      const double large = eight_bit(p) ? arch.gemm_fp8 : arch.gemm;
+      double large = eight_bit(p) ? arch.gemm_fp8 : arch.gemm;
+      if (p == Precision::Mxfp8) large /= k.pass == Pass::Backward ? arch.mxfp8_backward : arch.mxfp8_forward;
       if (k.narrow_weights && weight_only_precision(p) && !k.weight_gemm)
         return large * weight_only_shape_factor(*k.gemm, arch);
       if (!k.weight_gemm) return large * gemm_shape_factor(*k.gemm, arch);

@@ -59,6 +59,11 @@ struct ArchitectureConstants {
   // 16-bit peak (its TDP over that peak, W per TFLOP/s) is where the clocks hold (sustained_clock).
   std::string_view reference_gpu;
   double reference_watts_per_tflops = 0;
+  // An MXFP8 GEMM's kernel time over a per-tensor-scaled fp8 GEMM's of the same shape (the E8M0 scale of every 32
+  // elements loaded and applied inside the main loop, its scales swizzled for cuBLAS before it): forward, and the
+  // backward's data- and weight-gradient pair. 1: not measured on the architecture, taken as fp8's.
+  double mxfp8_forward = 1;
+  double mxfp8_backward = 1;
 };
 
 struct ComputeConstants {

@@ -411,17 +411,21 @@ TEST_CASE("validate: --only with a name no row has is an input error listing the
 }
 
 // Issue 45's table: Megatron-Bridge 25.11's Llama 3 runs on GB300 and GB200 NVL72 racks, DGX B200 and DGX H100,
-// written from the published columns only, at the errors measured when it was added (docs/validation.md: mean
-// 7.7 %, the MXFP8 rows the furthest); and the ratio a buyer reads, the same 8B job on 8 GPUs of a GB200 rack and of
-// a DGX B200 (published 1.029), within 7 %.
-TEST_CASE("validate: Megatron-Bridge's Blackwell and Hopper runs, 15 rows, 18 % each and 8 % mean, the rack-to-server ratio"
+// written from the published columns only, within issue 45's targets (max 15 %, mean 8 %; docs/validation.md:
+// 13.3 % and 6.8 % since MXFP8's GEMM rate); the ratio a buyer reads, the same 8B job on 8 GPUs of a GB200 rack
+// and of a DGX B200 (published 1.029), within 7 %; and MXFP8 against FP8-CS on the same DGX B200 job (published
+// 0.964), within 2 %.
+TEST_CASE("validate: Megatron-Bridge's Blackwell and Hopper runs, 15 rows, 15 % each and 8 % mean, the rack-to-server and MXFP8 ratios"
           * doctest::test_suite("figures")) {
-  check_figures("scenarios/validation/megatron-bridge-blackwell.yaml", "Megatron-Bridge 25.11", 15, 0.18, 0.08);
-  const json report = validate_json(src("scenarios/validation/megatron-bridge-blackwell.yaml") + " --only gb200-8b,b200-8b");
+  check_figures("scenarios/validation/megatron-bridge-blackwell.yaml", "Megatron-Bridge 25.11", 15, 0.15, 0.08);
+  const json report = validate_json(src("scenarios/validation/megatron-bridge-blackwell.yaml") +
+                                    " --only gb200-8b,b200-8b,b200-8b-mxfp8");
   std::map<std::string, json> rows;
   for (const json& row : report.at("tables").at(0).at("rows")) rows[row.at("name").get<std::string>()] = row;
-  const auto ratio = [&](const char* key) {
-    return rows.at("gb200-8b").at(key).get<double>() / rows.at("b200-8b").at(key).get<double>();
+  const auto ratio = [&](const char* a, const char* b, const char* key) {
+    return rows.at(a).at(key).get<double>() / rows.at(b).at(key).get<double>();
   };
-  CHECK(ratio("dtsim") == doctest::Approx(ratio("published")).epsilon(0.07));
+  CHECK(ratio("gb200-8b", "b200-8b", "dtsim") == doctest::Approx(ratio("gb200-8b", "b200-8b", "published")).epsilon(0.07));
+  CHECK(ratio("b200-8b-mxfp8", "b200-8b", "dtsim") ==
+        doctest::Approx(ratio("b200-8b-mxfp8", "b200-8b", "published")).epsilon(0.02));
 }
