@@ -180,6 +180,9 @@ ArchitectureConstants blackwell(std::string_view name = "blackwell", const char*
   ArchitectureConstants a = hopper_like(name, kBlackwellBest, kBlackwellBestFp8, 0.835, source);
   a.mxfp8_forward = kMxfp8Forward;
   a.mxfp8_backward = kMxfp8Backward;
+  // Transformer Engine transformer_engine/pytorch/csrc/quantizer.cpp: with_transpose = columnwise_usage &&
+  // !nvte_is_non_tn_fp8_gemm_supported(), true from compute capability 10.0 (B200, B300).
+  a.fp8_any_layout = true;
   return a;
 }
 

@@ -144,7 +144,8 @@ KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precis
   if (k.dequant_elements > 0 && weight_only_precision(p))
     if (const auto vector = gpu.peak_for(Precision::Fp32))
       compute = std::max(compute, Seconds(k.dequant_elements * kDequantInstructions / (vector->value() / 2)));
-  const Seconds memory = k.bytes * k.load / (gpu.memory_bandwidth * memory_efficiency(k, arch));
+  const Bytes bytes = arch.fp8_any_layout ? k.bytes - k.transposed : k.bytes;
+  const Seconds memory = bytes * k.load / (gpu.memory_bandwidth * memory_efficiency(k, arch));
   return {std::max(compute, memory) + k.launches * compute_constants().launch_overhead, memory > compute};
 }
 

@@ -108,6 +108,10 @@ Kernel kernel_of(const Step& step, Pass pass, const Dims& d) {
   const bool backward = pass == Pass::Backward;
   if (!step.gemm) {
     k.bytes = Bytes(backward ? step.traffic.backward : step.traffic.forward);
+    // A cast reads e and writes cast_out per element, of which one low-precision element is the transpose when
+    // the recipe scales per tensor (a block-scaled recipe's second copy has scales of its own: always written).
+    if (step.kind == KernelClass::Fp8Cast && d.low == Precision::Fp8)
+      k.transposed = k.bytes * (bytes_per_element(d.low) / (d.e + d.cast_out));
     k.attention = step.attention;
     k.flops = FlopCount(step.attention_flops * (backward ? 2.0 : 1.0));
     return k;

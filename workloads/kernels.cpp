@@ -207,6 +207,8 @@ Kernel optimizer_kernel(const TrainingSpec& t, double params) {
   k.kind = KernelClass::OptimizerUpdate;
   k.pass = Pass::Backward;
   k.bytes = Bytes(params * per_param);
+  if (t.fp8 != Fp8::None && low_gemm_precision(t.fp8) == Precision::Fp8)   // per-tensor: the transpose
+    k.transposed = Bytes(params * bytes_per_element(Precision::Fp8));
   return k;
 }
 

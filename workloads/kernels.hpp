@@ -100,6 +100,9 @@ struct Kernel {
                                            // precision, each time a thread block uses them (compute_model.hpp)
   int launches = 1;                        // kernel launches it pays: 0 for a part of one varlen launch that
                                            // another part pays (a serving batch's attention over many caches)
+  Bytes transposed;                        // of `bytes`, the transposed copy a per-tensor fp8 cast writes for the
+                                           // GEMM that reads its operand the other way round, which a GPU whose fp8
+                                           // GEMMs take any layout does not write (compute_model.hpp)
   double load = 1;                         // the busiest GPU's work over the mean, which `flops` and `bytes` count
                                            // (MoE experts under model.expert_imbalance): timed at `load` times
 };

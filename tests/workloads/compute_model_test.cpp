@@ -260,6 +260,21 @@ TEST_CASE("compute model: an MXFP8 GEMM on Blackwell takes cuBLAS's measured tim
   CHECK(hopper().mxfp8_backward == 1.0);
 }
 
+TEST_CASE("compute model: a per-tensor fp8 cast writes its transpose on Hopper, not on Blackwell") {
+  Kernel cast = streaming(KernelClass::Fp8Cast, Bytes(4e9));
+  cast.transposed = Bytes(1e9);
+  const Seconds launch = compute_constants().launch_overhead;
+  for (const char* name : {"h100-sxm5-80gb", "b200-sxm-180gb", "gb300"}) {
+    CAPTURE(name);
+    const auto& gpu = find_gpu(name);
+    const ArchitectureConstants& arch = architecture(gpu.architecture);
+    CHECK(arch.fp8_any_layout == (std::string(name) != "h100-sxm5-80gb"));
+    const double bytes = arch.fp8_any_layout ? 3e9 : 4e9;
+    CHECK((kernel_time(cast, gpu, Precision::Bf16) - launch).value() ==
+          doctest::Approx(bytes / (gpu.memory_bandwidth.value() * arch.stream)).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("compute model: a backward GEMM times its data- and weight-gradient halves at their own shapes") {
   Kernel k = gemm(KernelClass::ProjGemm, {8192, 768, 6144, 1}, Bytes(0));   // dgrad: tokens x in x out
   k.pass = Pass::Backward;

@@ -139,6 +139,12 @@ TEST_CASE("kernels: fp8 training runs the four linear GEMMs in fp8 behind a cast
   for (const Kernel& k : logits_kernels(m, t, {8, false}, 1, Pass::Forward)) CHECK_FALSE(k.precision.has_value());
   // Each weight is quantised once per step, with the optimizer's pass: 4 more bytes per parameter in bf16.
   CHECK(optimizer_kernel(t, 1e9).bytes.value() == optimizer_kernel(training(), 1e9).bytes.value() + 4e9);
+  // One fp8 byte of each cast's write is the transpose, which Blackwell's any-layout fp8 GEMMs do not need.
+  CHECK((proj - 1)->transposed.value() == 4096 * 8192.0 / 8);
+  CHECK((qkv - 1)->transposed.value() == 4096 * (8192.0 + 2 * 1024) / 8);
+  CHECK(optimizer_kernel(t, 1e9).transposed.value() == 1e9);
+  for (const Kernel& k : fwd)
+    if (k.kind != KernelClass::Fp8Cast) CHECK(k.transposed.value() == 0);
 }
 
 TEST_CASE("kernels: the block-scaled recipes run the same GEMMs at their own precision, the casts writing the scales") {
@@ -156,6 +162,8 @@ TEST_CASE("kernels: the block-scaled recipes run the same GEMMs at their own pre
     CHECK(low == 4);
     const auto proj = std::ranges::find(fwd, KernelClass::ProjGemm, &Kernel::kind);
     CHECK((proj - 1)->bytes.value() == doctest::Approx(4096 * 8192.0 / 8 * (2 + 2 * element)));
+    CHECK((proj - 1)->transposed.value() == 0);   // the second copy has its own block scales: always written
+    CHECK(optimizer_kernel(t, 1e9).transposed.value() == 0);
     CHECK(optimizer_kernel(t, 1e9).bytes.value() ==
           doctest::Approx(optimizer_kernel(training(), 1e9).bytes.value() + 1e9 * (2 + 2 * element)));
   }
