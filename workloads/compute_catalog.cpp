@@ -98,7 +98,8 @@ constexpr const char* kBlackwellSource =
     "H200 (ml-engineering insights/when-to-upgrade-gpus) over a 2.275x peak: Hopper's fractions x 0.835; flash2: "
     "Hopper's FlashAttention-2 fractions (no Blackwell measurement found: an assumption); MXFP8 GEMMs 1.096x "
     "(forward) and 1.031x (backward) the time of per-tensor fp8 ones (cuBLAS on B300, pre-quantised: Transformer "
-    "Engine docs/examples/gemm_profiling/gemm_profiling.rst at 1609c890e)";
+    "Engine docs/examples/gemm_profiling/gemm_profiling.rst at 1609c890e); NVFP4 GEMMs 0.586x fp8's time (CUTLASS "
+    "on B200 at 16384 x 6144 x 4096, each against its run's bf16: vLLM pull requests 19566 and 20646)";
 constexpr const char* kAssumedAmpereSource =
     "no kernel measurements of this architecture found: Ampere's constants, an assumption";
 constexpr const char* kVoltaSource =
@@ -166,7 +167,9 @@ constexpr const char* kBlackwellUltraSource =
     "throughput (NVIDIA, 'Inside NVIDIA Blackwell Ultra', 2025: 10.7 TeraExponentials/s, '2X attention-layer "
     "acceleration'), which bounds the attention core on B200 (FlashAttention-4, Zadouri et al. 2026: the softmax's "
     "exponentials take as long as, or longer than, the tile's MMAs); the kernel runs at twice Blackwell's rate, "
-    "capped at the architecture's dense GEMM efficiency (the tensor cores then bound it)";
+    "capped at the architecture's dense GEMM efficiency (the tensor cores then bound it); NVFP4 GEMMs 0.581x "
+    "(forward) and 0.539x (backward) the time of per-tensor fp8 ones (cuBLAS on B300, pre-quantised: Transformer "
+    "Engine docs/examples/gemm_profiling/gemm_profiling.rst at 1609c890e)";
 
 // MXFP8 GEMMs over per-tensor fp8 ones, cuBLAS on a B300 with pre-quantised inputs (Transformer Engine
 // docs/examples/gemm_profiling/gemm_profiling.rst at 1609c890e, benchmarks/gemm/benchmark_gemm.py --pre-quantize,
@@ -175,11 +178,20 @@ constexpr const char* kBlackwellUltraSource =
 // Blackwell Ultra's GEMMs are Blackwell's here, so the B300's ratios carry to the B200.
 constexpr double kMxfp8Forward = 2.365 / 2.158;
 constexpr double kMxfp8Backward = (2.397 + 2.400) / (2.329 + 2.325);
+// NVFP4 GEMMs over per-tensor fp8 ones at equal FLOPs. Blackwell Ultra: the same B300 measurement, NVFP4 forward
+// 1.254 ms, backward 1.305 + 1.205 ms. Blackwell: vLLM's CUTLASS GEMMs on a B200 at 16,384 x 6,144 x 4,096 (Llama
+// 3.1 8B's QKV), pre-quantised, each against torch's bf16 GEMM of its own run: fp8 2544.7 over 1512.8 TFLOP/s
+// (vllm-project/vllm pull request 19566), NVFP4 3904.3 over 1360.1 (pull request 20646): 1.682 and 2.870 times
+// bf16; forward only, so the backward takes the forward's ratio.
+constexpr double kFp4UltraForward = 1.254 / 2.158;
+constexpr double kFp4UltraBackward = (1.305 + 1.205) / (2.329 + 2.325);
+constexpr double kFp4Forward = (2544.7 / 1512.8) / (3904.3 / 1360.1);
 
 ArchitectureConstants blackwell(std::string_view name = "blackwell", const char* source = kBlackwellSource) {
   ArchitectureConstants a = hopper_like(name, kBlackwellBest, kBlackwellBestFp8, 0.835, source);
   a.mxfp8_forward = kMxfp8Forward;
   a.mxfp8_backward = kMxfp8Backward;
+  a.fp4_forward = a.fp4_backward = kFp4Forward;
   // Transformer Engine transformer_engine/pytorch/csrc/quantizer.cpp: with_transpose = columnwise_usage &&
   // !nvte_is_non_tn_fp8_gemm_supported(), true from compute capability 10.0 (B200, B300).
   a.fp8_any_layout = true;
@@ -191,6 +203,8 @@ ArchitectureConstants blackwell_ultra() {
   ArchitectureConstants a = blackwell("blackwell-ultra", kBlackwellUltraSource);
   a.flash.forward = std::min(2.0 * a.flash.forward, a.gemm);
   a.flash.backward = std::min(2.0 * a.flash.backward, a.gemm);
+  a.fp4_forward = kFp4UltraForward;
+  a.fp4_backward = kFp4UltraBackward;
   return a;
 }
 

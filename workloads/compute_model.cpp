@@ -132,12 +132,18 @@ double sustained_clock(const topology::GpuSpec& gpu) { return sustained_clock(gp
 
 KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precision precision) {
   const Precision p = k.precision.value_or(precision);
-  const FlopsPerSecond peak = peak_of(gpu, p, k.precision.has_value());
+  FlopsPerSecond peak = peak_of(gpu, p, k.precision.has_value());
   if (k.flops.value() <= 0.0 && k.bytes.value() <= 0.0) return {Seconds(0), false};   // no work, no launch
   const ArchitectureConstants& arch = architecture(gpu.architecture);
   Seconds compute(0);
   if (k.flops.value() > 0.0) {
-    const double efficiency = compute_efficiency(k, arch, p);
+    double efficiency = compute_efficiency(k, arch, p);
+    // An NVFP4 GEMM where its time was measured against fp8's: fp8's rate over that ratio.
+    const double fp4 = k.pass == Pass::Backward ? arch.fp4_backward : arch.fp4_forward;
+    if (p == Precision::Fp4 && fp4 > 0.0 && work_of(k.kind).work == Work::Gemm && gpu.peak_for(Precision::Fp8)) {
+      peak = *gpu.peak_for(Precision::Fp8);
+      efficiency = compute_efficiency(k, arch, Precision::Fp8) / fp4;
+    }
     DTSIM_ASSERT(efficiency > 0.0, "a kernel with FLOPs has an empty shape");
     compute = executed_flops(k) * k.load / (peak * (efficiency * sustained_clock(gpu, arch)));
   }

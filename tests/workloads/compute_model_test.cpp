@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -258,6 +259,41 @@ TEST_CASE("compute model: an MXFP8 GEMM on Blackwell takes cuBLAS's measured tim
   // Where nothing was measured the block-scaled GEMM runs as fp8 does.
   CHECK(hopper().mxfp8_forward == 1.0);
   CHECK(hopper().mxfp8_backward == 1.0);
+}
+
+TEST_CASE("compute model: an NVFP4 GEMM takes its measured share of a per-tensor fp8 GEMM's time, not fp4's peak") {
+  // B200 (Blackwell): vLLM's CUTLASS GEMMs at 16384 x 6144 x 4096, each against its own run's bf16 (pull requests
+  // 19566 and 20646), the forward's ratio backward too; B300 (Blackwell Ultra): Transformer Engine's
+  // gemm_profiling, pre-quantised, forward 1.254 / 2.158 ms, backward 2.510 / 4.654 ms.
+  const double b200 = (2544.7 / 1512.8) / (3904.3 / 1360.1);
+  for (const auto& [name, forward, backward] : {std::tuple{"b200-sxm-180gb", b200, b200}, std::tuple{"gb200", b200, b200},
+                                                std::tuple{"gb300", 1.254 / 2.158, 2.510 / 4.654}}) {
+    CAPTURE(name);
+    const auto& gpu = find_gpu(name);
+    REQUIRE(gpu.peak_for(Precision::Fp4).has_value());
+    const Seconds launch = compute_constants().launch_overhead;
+    Kernel k = gemm(KernelClass::MlpUpGemm, {16384, 14336, 4096, 1}, Bytes(0));
+    const auto time = [&](Precision p, Pass pass) {
+      k.precision = p;
+      k.pass = pass;
+      return (kernel_time(k, gpu, Precision::Bf16) - launch).value();
+    };
+    CHECK(time(Precision::Fp4, Pass::Forward) / time(Precision::Fp8, Pass::Forward) == doctest::Approx(forward).epsilon(1e-12));
+    k.flops = k.flops * 2.0;
+    k.weight_gemm = GemmShape{4096, 14336, 16384, 1};
+    CHECK(time(Precision::Fp4, Pass::Backward) / time(Precision::Fp8, Pass::Backward) ==
+          doctest::Approx(backward).epsilon(1e-12));
+    // Faster than fp8, but well short of fp4's peak over fp8's (2x on B200, 3x on GB300).
+    CHECK(forward < 1.0);
+    CHECK(1.0 / forward < gpu.peak_for(Precision::Fp4)->value() / gpu.peak_for(Precision::Fp8)->value());
+  }
+  // MXFP4 has no measurement: still its peak at the fp8 efficiency.
+  const auto& gb300 = find_gpu("gb300");
+  Kernel k = gemm(KernelClass::MlpUpGemm, {16384, 14336, 4096, 1}, Bytes(0));
+  k.precision = Precision::Mxfp4;
+  const double want = k.flops.value() / (gb300.peak_for(Precision::Mxfp4)->value() * architecture("blackwell-ultra").gemm_fp8 *
+                                         gemm_shape_factor(*k.gemm, architecture("blackwell-ultra")) * sustained_clock(gb300));
+  CHECK((kernel_time(k, gb300, Precision::Bf16) - compute_constants().launch_overhead).value() == doctest::Approx(want).epsilon(1e-12));
 }
 
 TEST_CASE("compute model: a per-tensor fp8 cast writes its transpose on Hopper, not on Blackwell") {
