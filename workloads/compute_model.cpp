@@ -138,9 +138,12 @@ KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precis
   Seconds compute(0);
   if (k.flops.value() > 0.0) {
     double efficiency = compute_efficiency(k, arch, p);
-    // An NVFP4 GEMM where its time was measured against fp8's: fp8's rate over that ratio.
+    // A 4-bit float GEMM where NVFP4's time was measured against fp8's: fp8's rate over that ratio (MXFP4 runs
+    // on the same block-scaled fp4 instructions: topology's catalog gives it NVFP4's peak). A custom GPU with an
+    // fp4 peak and no fp8 one keeps its fp4 peak at gemm_fp8's share.
     const double fp4 = k.pass == Pass::Backward ? arch.fp4_backward : arch.fp4_forward;
-    if (p == Precision::Fp4 && fp4 > 0.0 && work_of(k.kind).work == Work::Gemm && gpu.peak_for(Precision::Fp8)) {
+    if ((p == Precision::Fp4 || p == Precision::Mxfp4) && fp4 > 0.0 && work_of(k.kind).work == Work::Gemm &&
+        gpu.peak_for(Precision::Fp8)) {
       peak = *gpu.peak_for(Precision::Fp8);
       efficiency = compute_efficiency(k, arch, Precision::Fp8) / fp4;
     }
@@ -150,6 +153,7 @@ KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precis
   if (k.dequant_elements > 0 && weight_only_precision(p))
     if (const auto vector = gpu.peak_for(Precision::Fp32))
       compute = std::max(compute, Seconds(k.dequant_elements * kDequantInstructions / (vector->value() / 2)));
+  DTSIM_ASSERT(k.transposed.value() <= k.bytes.value(), "a cast's transposed copy is part of its bytes");
   const Bytes bytes = arch.fp8_any_layout ? k.bytes - k.transposed : k.bytes;
   const Seconds memory = bytes * k.load / (gpu.memory_bandwidth * memory_efficiency(k, arch));
   return {std::max(compute, memory) + k.launches * compute_constants().launch_overhead, memory > compute};

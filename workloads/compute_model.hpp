@@ -65,13 +65,14 @@ struct ArchitectureConstants {
   double mxfp8_forward = 1;
   double mxfp8_backward = 1;
   // An NVFP4 GEMM's kernel time over a per-tensor fp8 GEMM's of the same shape, forward and backward (data and
-  // weight gradients): it is timed at the fp8 peak and efficiency times this. 0: not measured, NVFP4 at gemm_fp8's
-  // share of its own peak.
+  // weight gradients): a 4-bit float GEMM (NVFP4 or MXFP4) takes the fp8 GEMM's time (fp8 peak, gemm_fp8) times
+  // this. 0: not measured, the 4-bit GEMM at gemm_fp8's share of its own peak.
   double fp4_forward = 0;
   double fp4_backward = 0;
   // cuBLASLt runs per-tensor fp8 GEMMs in any operand layout (Transformer Engine's nvte_is_non_tn_fp8_gemm_supported:
   // compute capability 10.x-11.x and 13.0 on), so a per-tensor cast writes no transposed copy (Kernel::transposed);
-  // false: fp8 GEMMs are TN only (Hopper, Ada), the cast writes both.
+  // false: fp8 GEMMs are TN only (Hopper, Ada), the cast writes both. The data-centre Blackwells (sm_100, sm_103)
+  // only: a consumer Blackwell (sm_120, RTX 50) is outside TE's range and would need an architecture of its own.
   bool fp8_any_layout = false;
 };
 

@@ -203,7 +203,7 @@ class StageBuilder {
   Deps gated(int unit, Deps deps);
   // kernel_time, memoized: a stage times the same few kernels thousands of times.
   Seconds time_of(const Kernel& k);
-  using TimeKey = std::array<double, 19>;
+  using TimeKey = std::array<double, 20>;
   std::map<TimeKey, Seconds> times_;
 };
 

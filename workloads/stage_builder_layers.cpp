@@ -37,6 +37,7 @@ Kernel row_chunk(const Kernel& k, int parts) {
   Kernel c = k;
   c.flops = k.flops / parts;
   c.bytes = k.bytes / parts;
+  c.transposed = k.transposed / parts;
   if (c.gemm) c.gemm->m /= parts;
   if (c.weight_gemm) c.weight_gemm->k /= parts;
   return c;
@@ -48,6 +49,7 @@ std::pair<Kernel, Kernel> gradient_halves(const Kernel& k) {
   Kernel data = k, weight = k;
   data.flops = weight.flops = k.flops / 2.0;
   data.bytes = weight.bytes = k.bytes / 2.0;
+  data.transposed = weight.transposed = k.transposed / 2.0;
   data.weight_gemm = weight.weight_gemm = std::nullopt;
   weight.gemm = k.weight_gemm;
   return {data, weight};
@@ -176,7 +178,7 @@ Seconds StageBuilder::time_of(const Kernel& k) {
                     g.n, g.k, g.batch, wg.m, wg.n, wg.k, a.batch_heads, a.seq, a.head_dim,
                     (a.causal ? 1.0 : 0.0) + (a.flash2 ? 2.0 : 0.0),
                     k.precision ? static_cast<double>(*k.precision) : -1.0, k.gemm ? 1.0 : 0.0,
-                    static_cast<double>(k.launches), k.load};
+                    static_cast<double>(k.launches), k.load, k.transposed.value()};
   auto [it, added] = times_.emplace(key, Seconds(0));
   if (added) it->second = kernel_time(k, ctx_.gpu, ctx_.t.precision);
   return it->second;

@@ -412,7 +412,7 @@ TEST_CASE("validate: --only with a name no row has is an input error listing the
 
 // Issue 45's table: Megatron-Bridge 25.11's Llama 3 runs on GB300 and GB200 NVL72 racks, DGX B200 and DGX H100,
 // written from the published columns only, within issue 45's targets (max 15 %, mean 8 %; docs/validation.md:
-// 13.3 % and 6.8 % since MXFP8's GEMM rate); the ratio a buyer reads, the same 8B job on 8 GPUs of a GB200 rack
+// 13.3 % and 7.0 % since MXFP8's GEMM rate and Blackwell's transposeless casts); the ratio a buyer reads, the same 8B job on 8 GPUs of a GB200 rack
 // and of a DGX B200 (published 1.029), within 7 %; and MXFP8 against FP8-CS on the same DGX B200 job (published
 // 0.964), within 2 %.
 TEST_CASE("validate: Megatron-Bridge's Blackwell and Hopper runs, 15 rows, 15 % each and 8 % mean, the rack-to-server and MXFP8 ratios"

@@ -279,6 +279,8 @@ TEST_CASE("compute model: an NVFP4 GEMM takes its measured share of a per-tensor
       return (kernel_time(k, gpu, Precision::Bf16) - launch).value();
     };
     CHECK(time(Precision::Fp4, Pass::Forward) / time(Precision::Fp8, Pass::Forward) == doctest::Approx(forward).epsilon(1e-12));
+    CHECK(time(Precision::Fp4, Pass::Recompute) / time(Precision::Fp8, Pass::Recompute) ==
+          doctest::Approx(forward).epsilon(1e-12));
     k.flops = k.flops * 2.0;
     k.weight_gemm = GemmShape{4096, 14336, 16384, 1};
     CHECK(time(Precision::Fp4, Pass::Backward) / time(Precision::Fp8, Pass::Backward) ==
@@ -287,13 +289,24 @@ TEST_CASE("compute model: an NVFP4 GEMM takes its measured share of a per-tensor
     CHECK(forward < 1.0);
     CHECK(1.0 / forward < gpu.peak_for(Precision::Fp4)->value() / gpu.peak_for(Precision::Fp8)->value());
   }
-  // MXFP4 has no measurement: still its peak at the fp8 efficiency.
-  const auto& gb300 = find_gpu("gb300");
+  // MXFP4 runs on the same fp4 instructions: NVFP4's time on Blackwell; on CDNA 4 (no measurement) its own peak at
+  // the fp8 efficiency.
   Kernel k = gemm(KernelClass::MlpUpGemm, {16384, 14336, 4096, 1}, Bytes(0));
+  for (const char* name : {"b200-sxm-180gb", "gb300"}) {
+    CAPTURE(name);
+    const auto& gpu = find_gpu(name);
+    k.precision = Precision::Mxfp4;
+    const Seconds mx = kernel_time(k, gpu, Precision::Bf16);
+    k.precision = Precision::Fp4;
+    CHECK(mx.value() == kernel_time(k, gpu, Precision::Bf16).value());
+  }
+  const auto& mi355x = find_gpu("mi355x");
+  const ArchitectureConstants& cdna4 = architecture(mi355x.architecture);
+  CHECK(cdna4.fp4_forward == 0.0);
   k.precision = Precision::Mxfp4;
-  const double want = k.flops.value() / (gb300.peak_for(Precision::Mxfp4)->value() * architecture("blackwell-ultra").gemm_fp8 *
-                                         gemm_shape_factor(*k.gemm, architecture("blackwell-ultra")) * sustained_clock(gb300));
-  CHECK((kernel_time(k, gb300, Precision::Bf16) - compute_constants().launch_overhead).value() == doctest::Approx(want).epsilon(1e-12));
+  const double want = k.flops.value() / (mi355x.peak_for(Precision::Mxfp4)->value() * cdna4.gemm_fp8 *
+                                         gemm_shape_factor(*k.gemm, cdna4) * sustained_clock(mi355x));
+  CHECK((kernel_time(k, mi355x, Precision::Bf16) - compute_constants().launch_overhead).value() == doctest::Approx(want).epsilon(1e-12));
 }
 
 TEST_CASE("compute model: a per-tensor fp8 cast writes its transpose on Hopper, not on Blackwell") {
