@@ -16,7 +16,7 @@ namespace {
 json kernel_row(const workloads::Kernel& k, const std::string& scope, const topology::GpuSpec& gpu,
                 topology::Precision precision, double ridge) {
   const double flops = k.flops.value();
-  const double bytes = k.bytes.value();
+  const double bytes = workloads::moved_bytes(k, gpu).value();   // what the GPU moves (no fp8 transpose on Blackwell)
   const double seconds = workloads::kernel_time(k, gpu, precision).value();
   const double intensity = bytes > 0 ? flops / bytes : 0.0;
   return {{"kernel", std::string(workloads::to_string(k.kind))},

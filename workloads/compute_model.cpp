@@ -130,6 +130,11 @@ double sustained_clock(const topology::GpuSpec& gpu, const ArchitectureConstants
 
 double sustained_clock(const topology::GpuSpec& gpu) { return sustained_clock(gpu, architecture(gpu.architecture)); }
 
+Bytes moved_bytes(const Kernel& k, const topology::GpuSpec& gpu) {
+  DTSIM_ASSERT(k.transposed.value() <= k.bytes.value(), "a cast's transposed copy is part of its bytes");
+  return architecture(gpu.architecture).fp8_any_layout ? k.bytes - k.transposed : k.bytes;
+}
+
 KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precision precision) {
   const Precision p = k.precision.value_or(precision);
   FlopsPerSecond peak = peak_of(gpu, p, k.precision.has_value());
@@ -153,9 +158,7 @@ KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precis
   if (k.dequant_elements > 0 && weight_only_precision(p))
     if (const auto vector = gpu.peak_for(Precision::Fp32))
       compute = std::max(compute, Seconds(k.dequant_elements * kDequantInstructions / (vector->value() / 2)));
-  DTSIM_ASSERT(k.transposed.value() <= k.bytes.value(), "a cast's transposed copy is part of its bytes");
-  const Bytes bytes = arch.fp8_any_layout ? k.bytes - k.transposed : k.bytes;
-  const Seconds memory = bytes * k.load / (gpu.memory_bandwidth * memory_efficiency(k, arch));
+  const Seconds memory = moved_bytes(k, gpu) * k.load / (gpu.memory_bandwidth * memory_efficiency(k, arch));
   return {std::max(compute, memory) + k.launches * compute_constants().launch_overhead, memory > compute};
 }
 

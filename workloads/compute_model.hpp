@@ -91,6 +91,10 @@ const ArchitectureConstants& architecture(std::string_view name, std::string_vie
 std::string architecture_names();
 const ComputeConstants& compute_constants();
 
+// The bytes `k` moves on `gpu`: its bytes, less the transposed fp8 copy (Kernel::transposed) where the GPU's fp8
+// GEMMs take any layout (ArchitectureConstants::fp8_any_layout).
+Bytes moved_bytes(const Kernel& k, const topology::GpuSpec& gpu);
+
 // The shape factor in (0, 1] on `arch`.
 double gemm_shape_factor(const GemmShape& g, const ArchitectureConstants& arch);
 // A weight-only GEMM's (narrow weights converted inside a 16-bit GEMM, Marlin class): the batch's rows over whole

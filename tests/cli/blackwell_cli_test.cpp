@@ -62,6 +62,17 @@ TEST_CASE("blackwell: NVFP4 training runs faster than MXFP8, which casts a littl
   CHECK(t(fp4) < 0.85 * t(mx));
   // The linear layers' saved inputs take the recipe's bytes: NVFP4's fewer than MXFP8's.
   CHECK(fp4.at("memory").at("per_gpu_bytes").get<double>() < mx.at("memory").at("per_gpu_bytes").get<double>());
+  // The roofline reports what the GPU moves: a per-tensor cast on Blackwell reads bf16 and writes one fp8 copy (3
+  // bytes an element), on Hopper the transpose too (4); MXFP8 writes both copies with their scales everywhere.
+  const auto cast_bytes = [](const json& j) {
+    for (const json& k : j.at("roofline").at("kernels"))
+      if (k.at("kernel") == "fp8-cast" && k.at("pass") == "backward") return k.at("bytes").get<double>();
+    return 0.0;
+  };
+  const json hopper = blackwell_run(llama8b("h100-sxm5-80gb", "hybrid"));
+  REQUIRE(cast_bytes(hopper) > 0);
+  CHECK(cast_bytes(fp8) / cast_bytes(hopper) == doctest::Approx(3.0 / 4.0));
+  CHECK(cast_bytes(mx) / cast_bytes(hopper) == doctest::Approx((2.0 + 2.0 * (1.0 + 1.0 / 32)) / 4.0));
   // A GPU without the recipe's matrix units refuses it in one line.
   const fs::path dir = fresh_dir("blackwell", "refused");
   const auto refused = dtsim("run " + written(dir, "h.yaml", llama8b("h100-sxm5-80gb", "mxfp8")).string());

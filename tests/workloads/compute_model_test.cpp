@@ -319,6 +319,7 @@ TEST_CASE("compute model: a per-tensor fp8 cast writes its transpose on Hopper, 
     const ArchitectureConstants& arch = architecture(gpu.architecture);
     CHECK(arch.fp8_any_layout == (std::string(name) != "h100-sxm5-80gb"));
     const double bytes = arch.fp8_any_layout ? 3e9 : 4e9;
+    CHECK(moved_bytes(cast, gpu).value() == bytes);
     CHECK((kernel_time(cast, gpu, Precision::Bf16) - launch).value() ==
           doctest::Approx(bytes / (gpu.memory_bandwidth.value() * arch.stream)).epsilon(1e-12));
   }
