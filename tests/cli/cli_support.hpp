@@ -78,6 +78,36 @@ inline std::vector<nlohmann::json> json_lines(const std::string& text) {
 
 inline std::string src(const std::string& rel) { return std::string(DTSIM_SOURCE_DIR) + "/" + rel; }
 
+// The names a list in tests/data/frameworks holds (an engine's flags or config keys, each file citing its source):
+// its lines that are not comments.
+inline std::set<std::string> listed(const std::string& file) {
+  std::set<std::string> names;
+  std::istringstream in(slurp(src("tests/data/frameworks/" + file)));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && !line.starts_with("#")) names.insert(line);
+  return names;
+}
+
+// Slurm's commands stubbed in DIR/bin: scontrol names `nodes` (one a line, as `scontrol show hostnames` does), srun
+// writes the arguments it is given to $SRUN_ARGS, one a line.
+inline void stub_slurm(const fs::path& dir, const std::vector<std::string>& nodes = {"node1"}) {
+  fs::create_directories(dir / "bin");
+  std::string names;
+  for (const auto& n : nodes) names += " " + n;
+  std::ofstream(dir / "bin" / "scontrol") << "#!/bin/sh\nprintf '%s\\n'" << names << "\n";
+  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
+  fs::permissions(dir / "bin" / "scontrol", fs::perms::owner_all);
+  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+}
+
+// The arguments the stubbed srun was given, read back from its $SRUN_ARGS file.
+inline std::vector<std::string> srun_arguments(const fs::path& file) {
+  std::vector<std::string> args;
+  std::istringstream launched(slurp(file));
+  for (std::string a; std::getline(launched, a);) args.push_back(a);
+  return args;
+}
+
 inline std::vector<fs::path> files_in(const std::string& rel) {
   std::vector<fs::path> out;
   for (const auto& e : fs::directory_iterator(src(rel)))

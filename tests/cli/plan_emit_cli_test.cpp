@@ -37,15 +37,6 @@ std::vector<std::string> emitted_flags(const std::string& script) {
   return out;
 }
 
-// The names a list in tests/data/frameworks holds: its lines that are not comments.
-std::set<std::string> listed(const std::string& file) {
-  std::set<std::string> names;
-  std::istringstream in(slurp(src("tests/data/frameworks/" + file)));
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && !line.starts_with("#")) names.insert(line);
-  return names;
-}
-
 }  // namespace
 
 TEST_CASE("plan --emit megatron: the best plan as Megatron-LM's own flags in a Slurm script, every flag one it has") {
@@ -162,22 +153,6 @@ TEST_CASE("plan --emit torchtitan: the best plan as torchtitan's own options ove
 }
 
 namespace {
-
-// A stub of srun in DIR/bin that writes the arguments it is given to $SRUN_ARGS, one a line (and of scontrol, which
-// names node1); the arguments it was given, read back.
-void stub_slurm(const fs::path& dir) {
-  fs::create_directories(dir / "bin");
-  std::ofstream(dir / "bin" / "scontrol") << "#!/bin/sh\necho node1\n";
-  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
-  fs::permissions(dir / "bin" / "scontrol", fs::perms::owner_all);
-  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
-}
-std::vector<std::string> srun_arguments(const fs::path& file) {
-  std::vector<std::string> args;
-  std::istringstream launched(slurp(file));
-  for (std::string a; std::getline(launched, a);) args.push_back(a);
-  return args;
-}
 
 // `j`'s keys, nested ones dotted.
 void dotted_keys(const json& j, const std::string& prefix, std::vector<std::string>& out) {

@@ -13,7 +13,7 @@ TEST_CASE("plan on a serving scenario: every split of the GPUs the scenario leav
   const fs::path dir = fresh_dir("plan", "serving-search");
   // Llama-2-70B in bf16 on 8 H100: tp 1 cannot hold it; the 256 sequences (32 a replica at the default dp 8) stay
   // 256 in every split.
-  const fs::path s = served_write(dir, "s.yaml",
+  const fs::path s = written(dir, "s.yaml",
                            "name: l70\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
                            "model: {preset: llama2-70b}\n"
                            "inference: {batch: 32, prompt_tokens: 1024, output_tokens: 256}\n"
@@ -58,12 +58,12 @@ TEST_CASE("plan on a serving scenario: every split of the GPUs the scenario leav
     last = p["objective_value"];
   }
   // On SimGrid (the scenario's engine when not given), --confirm 1 runs the best again there.
-  const fs::path sg = served_write(dir, "sg.yaml", kServedBatch70b);
+  const fs::path sg = written(dir, "sg.yaml", kServedBatch70b);
   const json confirmed = json::parse(dtsim("plan " + sg.string() + " --confirm 1 --format json").out);
   CHECK(confirmed["plans"][0]["confirmed"] == true);
   CHECK(confirmed["plans"][0]["engine"] == "simgrid");
   // A degree the scenario gives is kept: tp 8 leaves one split.
-  const fs::path given = served_write(dir, "given.yaml", std::string(kServedBatch70b) + "simulation: {engine: analytic}\n");
+  const fs::path given = written(dir, "given.yaml", std::string(kServedBatch70b) + "simulation: {engine: analytic}\n");
   const json one = json::parse(dtsim("plan " + given.string() + " --format json").out);
   CHECK(one["candidates"] == 1);
   CHECK(one["plans"][0]["parallelism"]["tp"] == 8);
@@ -80,7 +80,7 @@ TEST_CASE("plan on a serving scenario: every split of the GPUs the scenario leav
 TEST_CASE("plan on serving scenarios: odd GPU counts, degrees that leave nothing, mixed files") {
   const fs::path dir = fresh_dir("plan", "serving-odd");
   // 3 GPUs: tp 1, pp 1 or 3, dp the rest; tp 3 does not divide Llama-3-8B's 32 heads.
-  const fs::path three = served_write(dir, "three.yaml",
+  const fs::path three = written(dir, "three.yaml",
                                       "name: l8\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 3, intra: nvswitch}\n"
                                       "model: {preset: llama3-8b}\n"
                                       "inference: {batch: 4, prompt_tokens: 512, output_tokens: 64}\n"
@@ -95,12 +95,12 @@ TEST_CASE("plan on serving scenarios: odd GPU counts, degrees that leave nothing
     if (why.starts_with("parallelism.tp")) heads += n.get<std::size_t>();
   CHECK(heads == 1);
   // Degrees given whose product is not the GPU count leave nothing to search: one line, 2.
-  const fs::path none = served_write(dir, "none.yaml", std::string(kServedBatch70b) + "simulation: {engine: analytic}\n");
+  const fs::path none = written(dir, "none.yaml", std::string(kServedBatch70b) + "simulation: {engine: analytic}\n");
   const auto nothing = dtsim("plan " + none.string() + " --set parallelism.tp=2 --set parallelism.pp=2 --set parallelism.dp=4");
   CHECK(nothing.status == 2);
   CHECK(std::count(nothing.err.begin(), nothing.err.end(), '\n') == 1);
   // Training and serving points in one file: one line, 2, before any search.
-  const fs::path mixed = served_write(dir, "mixed.yaml",
+  const fs::path mixed = written(dir, "mixed.yaml",
                                       "name: t\ncluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
                                       "model: {preset: gpt-1.7b}\ntraining: {global_batch: 32}\n---\n" +
                                           std::string(kServedBatch70b));
@@ -113,7 +113,7 @@ TEST_CASE("plan on serving scenarios: odd GPU counts, degrees that leave nothing
 
 TEST_CASE("plan on a request stream: ranked by the median end-to-end latency or the cost of the tokens served") {
   const fs::path dir = fresh_dir("plan", "serving-stream");
-  const fs::path s = served_write(dir, "s.yaml",
+  const fs::path s = written(dir, "s.yaml",
                            "name: l8\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
                            "model: {preset: llama3-8b}\n"
                            "inference:\n  requests: {rate_per_s: 10, duration_s: 30, prompt_tokens: 512, output_tokens: 128}\n");

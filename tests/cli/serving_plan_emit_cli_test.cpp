@@ -12,7 +12,7 @@ using nlohmann::json;
 
 TEST_CASE("plan --emit vllm | sglang | trtllm: the best serving plan as the engine's own launch, every flag its own") {
   const fs::path dir = fresh_dir("plan", "serving-emit");
-  const fs::path s = served_write(dir, "s.yaml",
+  const fs::path s = written(dir, "s.yaml",
                            "name: l70\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
                            "model: {preset: llama2-70b}\n"
                            "inference:\n  kv_cache: fp8\n"
@@ -69,7 +69,7 @@ TEST_CASE("plan --emit vllm | sglang | trtllm: the best serving plan as the engi
     CHECK(served_after(args, "--max_batch_size") == "64");
     // The LLM API options file: every key one of the LLM API's, the cache's block and dtype the scenario's.
     const std::string options = slurp(dir / "trtllm-options.7.yaml");
-    const auto keys = served_listed("trtllm-llm-api-keys.txt");
+    const auto keys = listed("trtllm-llm-api-keys.txt");
     REQUIRE(keys.size() > 20);
     std::istringstream in(options);
     std::string section;
@@ -96,7 +96,7 @@ TEST_CASE("plan --emit vllm | sglang | trtllm: the best serving plan as the engi
 
 TEST_CASE("plan --emit for a mixture of experts: whole experts over the TP group in each engine's flag") {
   const fs::path dir = fresh_dir("plan", "serving-emit-moe");
-  const fs::path s = served_write(dir, "s.yaml",
+  const fs::path s = written(dir, "s.yaml",
                                   "name: mix\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 4, intra: nvswitch}\n"
                                   "model: {preset: mixtral-8x7b}\nparallelism: {tp: 4, pp: 1, dp: 1, ep: 4}\n"
                                   "inference:\n  requests: {rate_per_s: 2, duration_s: 20, prompt_tokens: 512, "
@@ -135,7 +135,7 @@ TEST_CASE("plan --emit for a mixture of experts: whole experts over the TP group
 TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkpoints, and what cannot be written") {
   const fs::path dir = fresh_dir("plan", "serving-emit-limits");
   // Llama-3.1-405B in bf16 needs two 8-GPU servers a replica: SGLang's multi-node launch, a node rank a server.
-  const fs::path big = served_write(dir, "big.yaml",
+  const fs::path big = written(dir, "big.yaml",
                              "name: l405\ncluster: {gpu: h100-sxm5-80gb, nodes: 2, gpus_per_node: 8, intra: nvswitch,\n"
                              "  inter: fat-tree, inter_link: ib-ndr, nics_per_node: 8}\n"
                              "model: {preset: llama3-405b}\n"
@@ -165,7 +165,7 @@ TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkp
   CHECK(served_after(vargs, "--master-addr") == "node1");
   CHECK(rank_of(vargs[1], 0) == "--node-rank\n0\n");
   CHECK(rank_of(vargs[1], 1) == "--node-rank\n1\n--headless\n");
-  for (const char* f : {"--node-rank", "--headless"}) CHECK(served_listed("vllm-serve-arguments.txt").count(f) == 1);
+  for (const char* f : {"--node-rank", "--headless"}) CHECK(listed("vllm-serve-arguments.txt").count(f) == 1);
   const auto trt = dtsim("plan " + big.string() + " --emit trtllm");
   REQUIRE_MESSAGE(trt.status == 0, trt.err);
   CHECK(trt.out.find("#SBATCH --ntasks-per-node=8\n") != std::string::npos);
@@ -174,7 +174,7 @@ TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkp
   CHECK(trt.out.find("srun --ntasks-per-node 8 --mpi=pmix trtllm-llmapi-launch trtllm-serve serve") != std::string::npos);
   served_check_flags(targs, "trtllm-serve-arguments.txt");
   // int4 weights need a quantized checkpoint: the script stops without MODEL, saying what to give.
-  const fs::path q = served_write(dir, "q.yaml",
+  const fs::path q = written(dir, "q.yaml",
                            "name: q\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
                            "model: {preset: llama2-70b}\n"
                            "inference: {batch: 8, prompt_tokens: 512, output_tokens: 64, weights: int4}\n"
@@ -184,7 +184,7 @@ TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkp
   CHECK(v.out.find("MODEL=${MODEL:?set MODEL to a checkpoint of llama2-70b quantized to INT4") != std::string::npos);
   // Two replicas of tp 4 in one server: vLLM's and SGLang's own data parallelism, TensorRT-LLM a server each on its
   // own four GPUs and port.
-  const fs::path two = served_write(dir, "two.yaml",
+  const fs::path two = written(dir, "two.yaml",
                                     "name: l70\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
                                     "model: {preset: llama2-70b}\n"
                                     "inference: {batch: 16, prompt_tokens: 512, output_tokens: 64}\n"
@@ -209,7 +209,7 @@ TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkp
   CHECK(replica(0) == "0,1,2,3 --port 8000\n");
   CHECK(replica(1) == "4,5,6,7 --port 8001\n");
   // A model given by its shape is named by the scenario, whose name may hold anything: the script keeps it text.
-  const fs::path odd = served_write(dir, "odd.yaml",
+  const fs::path odd = written(dir, "odd.yaml",
                                     "name: 'c}u$(touch pwned)'\n"
                                     "cluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
                                     "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, seq_length: 2048, vocab: 32000}\n"
@@ -227,7 +227,7 @@ TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkp
   CHECK(megatron.status == 2);
   CHECK(megatron.err.find("cannot run the best plan: a serving scenario (its engines here: vllm, trtllm, sglang)") !=
         std::string::npos);
-  const fs::path train = served_write(dir, "t.yaml",
+  const fs::path train = written(dir, "t.yaml",
                                "name: t\ncluster: {gpu: a100-sxm4-80gb, gpus_per_node: 8, intra: nvswitch}\n"
                                "model: {preset: gpt-1.7b}\ntraining: {global_batch: 32}\nsimulation: {engine: analytic}\n");
   const auto vt = dtsim("plan " + train.string() + " --confirm 0 --emit vllm");
@@ -237,7 +237,7 @@ TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkp
   CHECK(unknown.status == 2);
   CHECK(unknown.err.find("vllm, trtllm, sglang") != std::string::npos);
   // Disaggregated pools are not searched.
-  const fs::path pools = served_write(dir, "pools.yaml",
+  const fs::path pools = written(dir, "pools.yaml",
                                "name: p\ncluster: {gpu: h100-sxm5-80gb, nodes: 2, gpus_per_node: 8, intra: nvswitch,\n"
                                "  inter: fat-tree, inter_link: ib-ndr, nics_per_node: 8}\n"
                                "model: {preset: llama2-70b}\n"

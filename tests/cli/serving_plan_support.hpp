@@ -24,37 +24,17 @@ inline const char* const kServedBatch70b =
     "inference: {batch: 32, prompt_tokens: 1024, output_tokens: 256}\n"
     "parallelism: {tp: 8}\n";
 
-inline fs::path served_write(const fs::path& dir, const std::string& name, const std::string& yaml) {
-  fs::create_directories(dir);
-  std::ofstream(dir / name) << yaml;
-  return dir / name;
-}
-
-inline std::set<std::string> served_listed(const std::string& file) {
-  std::set<std::string> names;
-  std::istringstream in(slurp(src("tests/data/frameworks/" + file)));
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && !line.starts_with("#")) names.insert(line);
-  return names;
-}
-
 // The script run with Slurm's commands stubbed: srun's arguments, one a line.
 inline std::vector<std::string> served_launched(const fs::path& dir, const std::string& script, const std::string& env = "") {
   const fs::path job = dir / "job.sbatch";
   std::ofstream(job) << script;
   REQUIRE(std::system(("bash -n " + job.string()).c_str()) == 0);
-  fs::create_directories(dir / "bin");
-  std::ofstream(dir / "bin" / "scontrol") << "#!/bin/sh\nprintf 'node1\\nnode2\\n'\n";
-  std::ofstream(dir / "bin" / "srun") << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n";
-  fs::permissions(dir / "bin" / "scontrol", fs::perms::owner_all);
-  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+  stub_slurm(dir, {"node1", "node2"});
   fs::remove(dir / "args");
   REQUIRE(std::system(fmt::format("cd {} && {} PATH={}:$PATH SLURM_JOB_ID=7 SLURM_JOB_NODELIST=node[1-2] SRUN_ARGS={} bash {}", dir.string(), env,
                                   (dir / "bin").string(), (dir / "args").string(), job.string())
                           .c_str()) == 0);
-  std::vector<std::string> args;
-  std::istringstream in(slurp(dir / "args"));
-  for (std::string a; std::getline(in, a);) args.push_back(a);
+  const std::vector<std::string> args = srun_arguments(dir / "args");
   // srun's own option first: the launch follows it.
   REQUIRE(args.size() > 2);
   CHECK(args[0] == "--ntasks-per-node");
@@ -69,7 +49,7 @@ inline std::string served_after(const std::vector<std::string>& args, const std:
 
 // Every `--flag` of `args` is in the engine's list, none twice.
 inline void served_check_flags(const std::vector<std::string>& args, const std::string& list) {
-  const auto known = served_listed(list);
+  const auto known = listed(list);
   REQUIRE(known.size() > 30);   // trtllm-serve has 39, the others hundreds
   std::set<std::string> seen;
   for (const auto& a : args) {
