@@ -48,8 +48,7 @@ bool weight_only_precision(Precision p) {
 double compute_efficiency(const Kernel& k, const ArchitectureConstants& arch, Precision p) {
   switch (work_of(k.kind).work) {
     case Work::Gemm: {
-      double large = eight_bit(p) ? arch.gemm_fp8 : arch.gemm;
-      if (p == Precision::Mxfp8) large /= k.pass == Pass::Backward ? arch.mxfp8_backward : arch.mxfp8_forward;
+      const double large = eight_bit(p) ? arch.gemm_fp8 : arch.gemm;
       if (k.narrow_weights && weight_only_precision(p) && !k.weight_gemm)
         return large * weight_only_shape_factor(*k.gemm, arch);
       if (!k.weight_gemm) return large * gemm_shape_factor(*k.gemm, arch);
@@ -67,6 +66,19 @@ double compute_efficiency(const Kernel& k, const ArchitectureConstants& arch, Pr
     case Work::AttentionStream: return 1.0;   // no FLOPs: never used
   }
   DTSIM_ASSERT(false, "work missing from compute_efficiency");
+}
+
+// A `p` GEMM's measured time over a per-tensor fp8 GEMM's of the same shape on `arch`, in `pass` (0: none
+// measured): MXFP8's; NVFP4's, and MXFP4's, which runs on the same block-scaled fp4 instructions (topology's
+// catalog gives it NVFP4's peak).
+double fp8_time_ratio(const ArchitectureConstants& arch, Precision p, Pass pass) {
+  const bool backward = pass == Pass::Backward;
+  switch (p) {
+    case Precision::Mxfp8: return backward ? arch.mxfp8_backward : arch.mxfp8_forward;
+    case Precision::Fp4:
+    case Precision::Mxfp4: return backward ? arch.fp4_backward : arch.fp4_forward;
+    default: return 0.0;
+  }
 }
 
 double memory_efficiency(const Kernel& k, const ArchitectureConstants& arch) {
@@ -143,14 +155,12 @@ KernelTiming kernel_timing(const Kernel& k, const topology::GpuSpec& gpu, Precis
   Seconds compute(0);
   if (k.flops.value() > 0.0) {
     double efficiency = compute_efficiency(k, arch, p);
-    // A 4-bit float GEMM where NVFP4's time was measured against fp8's: fp8's rate over that ratio (MXFP4 runs
-    // on the same block-scaled fp4 instructions: topology's catalog gives it NVFP4's peak). A custom GPU with an
-    // fp4 peak and no fp8 one keeps its fp4 peak at gemm_fp8's share.
-    const double fp4 = k.pass == Pass::Backward ? arch.fp4_backward : arch.fp4_forward;
-    if ((p == Precision::Fp4 || p == Precision::Mxfp4) && fp4 > 0.0 && work_of(k.kind).work == Work::Gemm &&
-        gpu.peak_for(Precision::Fp8)) {
+    // A GEMM in a format whose time was measured against per-tensor fp8's: fp8's rate over that ratio. A custom
+    // GPU with the format's peak and no fp8 one keeps its own peak at gemm_fp8's share.
+    const double ratio = fp8_time_ratio(arch, p, k.pass);
+    if (ratio > 0.0 && work_of(k.kind).work == Work::Gemm && gpu.peak_for(Precision::Fp8)) {
       peak = *gpu.peak_for(Precision::Fp8);
-      efficiency = compute_efficiency(k, arch, Precision::Fp8) / fp4;
+      efficiency = compute_efficiency(k, arch, Precision::Fp8) / ratio;
     }
     DTSIM_ASSERT(efficiency > 0.0, "a kernel with FLOPs has an empty shape");
     compute = executed_flops(k) * k.load / (peak * (efficiency * sustained_clock(gpu, arch)));

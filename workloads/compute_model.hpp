@@ -61,7 +61,8 @@ struct ArchitectureConstants {
   double reference_watts_per_tflops = 0;
   // An MXFP8 GEMM's kernel time over a per-tensor-scaled fp8 GEMM's of the same shape (the E8M0 scale of every 32
   // elements loaded and applied inside the main loop, its scales swizzled for cuBLAS before it): forward, and the
-  // backward's data- and weight-gradient pair. 1: not measured on the architecture, taken as fp8's.
+  // backward's data- and weight-gradient pair: it takes the fp8 GEMM's time (fp8 peak, gemm_fp8) times this, as
+  // the 4-bit GEMMs below. 1: not measured on the architecture, taken as fp8's.
   double mxfp8_forward = 1;
   double mxfp8_backward = 1;
   // An NVFP4 GEMM's kernel time over a per-tensor fp8 GEMM's of the same shape, forward and backward (data and
