@@ -110,12 +110,18 @@ double sharded(const GpuParameters& n, const ParallelPlan& p, int zero_stage, do
   return (n.dense / p.zero_ranks() + n.expert / p.expert_dp()) * per_parameter;
 }
 
+// The larger of a dense and an MoE layer on one GPU (with experts, FSDP gathers the rank's own experts).
+double largest_layer_per_gpu(const ModelSpec& m, const ParallelPlan& p) {
+  double most = layer_parameters_per_gpu(m, p, 0).total();
+  for (int l = 1; l < m.layers && m.moe(); ++l) most = std::max(most, layer_parameters_per_gpu(m, p, l).total());
+  return most;
+}
+
 // The largest unit ZeRO-3 holds gathered (a layer, the embedding or the output projection), per GPU. The step
 // graph gathers a layer's modules together and, with the prefetch, the next layer's too, so this unit and one
 // more layer can be live; the finer per-module release DeepSpeed can do is not modelled.
 double largest_gathered_unit(const ModelSpec& m, const ParallelPlan& p) {
-  return std::max({layer_parameters_per_gpu(m, p, 0).total(), embedding_parameters_per_gpu(m, p.tp),
-                   head_parameters_per_gpu(m, p)});
+  return std::max({largest_layer_per_gpu(m, p), embedding_parameters_per_gpu(m, p.tp), head_parameters_per_gpu(m, p)});
 }
 
 Bytes training_buffers(const Workload& w, bool prefetch) {
@@ -126,7 +132,7 @@ Bytes training_buffers(const Workload& w, bool prefetch) {
   // ZeRO-3: the unit being computed and, prefetched, the next layer, each whole, in the weight dtype.
   if (p.zero >= 3) {
     const double gathered =
-        largest_gathered_unit(w.model, p) + (prefetch ? layer_parameters_per_gpu(w.model, p, 0).total() : 0.0);
+        largest_gathered_unit(w.model, p) + (prefetch ? largest_layer_per_gpu(w.model, p) : 0.0);
     b += Bytes(gathered * bytes_per_element(t.weight_dtype));
   }
   return b;
@@ -161,9 +167,11 @@ std::string count(double n) { return n >= 1e9 ? fmt::format("{:.4g}e9", n / 1e9)
 
 std::string zero_note(const ParallelPlan& p, int zero_stage) {
   if (p.zero < zero_stage || p.zero_ranks() == 1) return "";
+  if (p.fsdp != Fsdp::None && p.shard_ranks > 0)
+    return fmt::format(", hybrid FSDP /{} (a node's data-parallel ranks)", p.shard_ranks);
   if (p.fsdp != Fsdp::None)
-    return p.shard_ranks > 0 ? fmt::format(", hybrid FSDP /{} (a node's data-parallel ranks)", p.shard_ranks)
-                             : fmt::format(", FSDP /{}", p.zero_ranks());
+    return p.ep > 1 || p.expert_tp() != p.tp ? fmt::format(", FSDP /{} (experts /{})", p.zero_ranks(), p.expert_dp())
+                                             : fmt::format(", FSDP /{}", p.zero_ranks());
   const std::string group = p.cp > 1 ? fmt::format("dp x cp {}", p.dp_ranks()) : fmt::format("dp {}", p.dp);
   if (p.ep > 1 || p.expert_tp() != p.tp) return fmt::format(", ZeRO-{} /{} (experts /{})", p.zero, group, p.expert_dp());
   return fmt::format(", ZeRO-{} /{}", p.zero, group);

@@ -80,8 +80,16 @@ void check_experts(const Workload& w) {
   if (w.training && p.tp > 1 && !w.training->sequence_parallel)
     fail("training.sequence_parallel", 0, "must be on for a mixture of experts with tp > 1 (as Megatron-Core asserts):",
          "true");
-  if (p.zero >= 3)
-    fail("parallelism.zero", p.zero, "(ZeRO-3) is not modelled with a mixture of experts: zero", "0, 1 or 2");
+  // Sharded parameters with experts as PyTorch's FSDP2 runs them (torchtitan); DeepSpeed refuses its ZeRO-3 with
+  // MoE layers ("MoE not supported with Stage 3", deepspeed/runtime/engine.py), and hybrid sharding of the experts
+  // (torchtitan's dp_replicate x efsdp) is not modelled.
+  if (p.zero >= 3 && p.fsdp == Fsdp::None)
+    fail("parallelism.zero", p.zero,
+         "(ZeRO-3) with a mixture of experts is modelled only as PyTorch FSDP shards it (parallelism.fsdp: full): zero",
+         "0, 1 or 2, or parallelism.fsdp: full");
+  if (p.fsdp == Fsdp::Hybrid)
+    throw InputError("parallelism.fsdp", "hybrid", "is not modelled with a mixture of experts, so not",
+                     "full or none");
   if (w.training && w.training->moe_dispatcher == MoeDispatcher::DeepEp) {
     const EpNodes n = ep_nodes(w);
     if (n.nodes * n.per_node != p.ep || !every_ep_group_alike(w, n))

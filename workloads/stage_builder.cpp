@@ -184,10 +184,14 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
     }
     if (reduce && !per_module) {
       add_grads(work.grads, false, l, mb, deps.front());
-      if (work.expert_grads.value() > 0) add_grads(work.expert_grads, true, l, mb, deps.front());
+      if (work.expert_grads.value() > 0) add_grads(work.expert_grads, !ctx_.experts_in_unit(), l, mb, deps.front());
     }
-    // FSDP reduce-scatters each layer's gradients when its backward ends (the unit is the bucket).
-    if (reduce && ctx_.w.plan.fsdp != Fsdp::None) flush_bucket(false, l, mb);
+    // FSDP reduce-scatters each layer's gradients when its backward ends (the unit is the bucket), the routed
+    // experts' over their own data-parallel group.
+    if (reduce && ctx_.w.plan.fsdp != Fsdp::None) {
+      flush_bucket(false, l, mb);
+      flush_bucket(true, l, mb);
+    }
   }
   if (v == 0)
     deps = compute(ctx_.embedding_kernels[1],

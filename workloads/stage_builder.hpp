@@ -38,6 +38,11 @@ struct LayerWork {
   std::vector<ModuleGrads> modules;
   Bytes grads;          // the dense parameters' gradients on one GPU, grad dtype
   Bytes expert_grads;   // the routed experts'
+  // ZeRO-3's gathers of the layer's weights on one GPU, weight dtype: the dense part per gathered unit (DeepSpeed:
+  // each linear module; FSDP: the layer) over the data-parallel group, and the routed experts' over their own
+  // data-parallel group (FSDP2 with expert parallelism: torchtitan's edp mesh).
+  std::vector<Bytes> gathered;
+  Bytes expert_gathered;
 };
 
 // What every stage's generator shares.
@@ -51,7 +56,6 @@ struct Context {
   std::vector<int> first_layer;   // per virtual stage
   int virtual_stages = 0;
   Bytes activation;               // one micro-batch's hidden states: b x s x h in the compute dtype
-  std::vector<Bytes> layer_modules;  // one dense layer's weights on one GPU, weight dtype, per linear module (ZeRO-3)
   Bytes embedding_grads;          // the embedding's gradients on one GPU (first stage)
   Bytes logits_grads;             // the untied output layer's gradients on one GPU (last stage)
   bool zero3_prefetch = false;    // ZeRO-3 gathers the next layer while this one computes (memory_plan.hpp)
@@ -70,6 +74,11 @@ struct Context {
   int node_dp = 0;                // ZeRO++'s hpZ and qgZ: the data-parallel ranks of one node (node_dp_ranks)
 
   [[nodiscard]] const LayerWork& work(int layer) const { return layer_work[w.model.moe_layer(layer) ? 1 : 0]; }
+  // FSDP without expert parallelism: the routed experts are sharded over the data-parallel group like the rest of
+  // the layer, one unit gathered and reduce-scattered in one collective each.
+  [[nodiscard]] bool experts_in_unit() const {
+    return w.plan.fsdp != Fsdp::None && w.plan.ep == 1 && w.plan.expert_tp() == w.plan.tp;
+  }
 };
 
 inline std::size_t pass_index(Pass p) { return static_cast<std::size_t>(p); }

@@ -58,8 +58,12 @@ Deps StageBuilder::gather_modules(int layer, int mb, Deps gate, Pass pass) {
   // hybrid FSDP, or hpZ's secondary partition: within the node
   const Group group = ctx_.w.plan.shard_ranks > 0 || secondary ? Group::Shard : Group::Dp;
   const double wire = zpp.qwz ? (1.0 + 4.0 / kQwzBlock) / bytes_per_element(ctx_.t.weight_dtype) : 1.0;
-  for (const Bytes part : ctx_.layer_modules)
+  const LayerWork& work = ctx_.work(layer);
+  for (const Bytes part : work.gathered)
     out.push_back(collective(CollectiveKind::AllGather, group, part * wire, CommPurpose::ZeroParamGather, layer, mb, gate));
+  if (work.expert_gathered.value() > 0 && ctx_.w.plan.expert_dp() > 1)
+    out.push_back(collective(CollectiveKind::AllGather, Group::ExpertDp, work.expert_gathered,
+                             CommPurpose::ZeroParamGather, layer, mb, gate));
   return out;
 }
 
@@ -67,11 +71,12 @@ Deps StageBuilder::gather_modules(int layer, int mb, Deps gate, Pass pass) {
 // the gather's handle and dequantises there), with this rank's own shard quantised before its gather: read 1 and
 // write w bytes per gathered weight, read w and write 1 per owned one.
 Deps StageBuilder::dequantized(int layer, int mb, Pass pass, Deps deps) {
-  if (!ctx_.t.zero_pp.qwz || ctx_.layer_modules.empty() || deps.empty()) return deps;
+  const std::vector<Bytes>& modules = ctx_.work(layer).gathered;
+  if (!ctx_.t.zero_pp.qwz || modules.empty() || deps.empty()) return deps;
   if (ctx_.t.zero_pp.hpz && pass == Pass::Backward && ctx_.node_dp <= 1) return deps;
   const double we = bytes_per_element(ctx_.t.weight_dtype);
   double weights = 0;
-  for (const Bytes part : ctx_.layer_modules) weights += part.value() / we;
+  for (const Bytes part : modules) weights += part.value() / we;
   Kernel k;
   k.kind = KernelClass::Quantize;
   k.pass = pass;

@@ -108,6 +108,22 @@ LayerWork layer_work(const Context& ctx, bool moe) {
     }
   work.modules = module_grads(w, moe);
   for (const ModuleGrads& g : work.modules) (g.expert ? work.expert_grads : work.grads) += g.bytes;
+  // ZeRO-3 (DeepSpeed) gathers a layer one linear module at a time (plan.cpp refuses it with experts); FSDP gathers
+  // the layer, its one unit, at once: with experts, the dense part over the data-parallel group and the routed
+  // experts over theirs, as FSDP2 gathers each parameter over its own mesh (torchtitan/distributed/fsdp.py,
+  // apply_fsdp's shard_placement_fn: routed experts on the edp mesh, the rest on the dp mesh).
+  const double weight = bytes_per_element(t.weight_dtype);
+  if (w.plan.fsdp != Fsdp::None) {
+    const MoeLayerParameters experts = moe ? moe_layer_parameters(w.model) : MoeLayerParameters{};
+    const Bytes routed(experts.routed() / (w.plan.ep * w.plan.expert_tp()) * weight);
+    work.gathered.push_back(Bytes((moe ? experts.dense() : layer_parameters(w.model)) / w.plan.tp * weight));
+    if (ctx.experts_in_unit())
+      work.gathered.back() += routed;
+    else
+      work.expert_gathered = routed;
+  } else {
+    for (const double part : layer_module_parameters(w.model)) work.gathered.push_back(Bytes(part / w.plan.tp * weight));
+  }
   return work;
 }
 
@@ -144,19 +160,13 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, const Gene
   const TrainingSpec& t = *w.training;
   const Sharding sharding{w.plan.tp, t.sequence_parallel, w.plan.ep, w.plan.expert_tp(), w.plan.cp};
   Context ctx{w, t, gpu, options.granularity, sharding, stage_layers(w.plan, w.model.layers), {}, w.plan.pp * w.plan.vpp,
-              {}, {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}, {}, options.reuse_passes, {}};
+              {}, {}, {}, zero3_prefetches(w, gpu), {}, {}, {}, {}, {}, {}, options.reuse_passes, {}};
   ctx.first_layer = first_layers(ctx.layers);
   const ModelSpec& m = w.model;
   const double tokens = static_cast<double>(t.micro_batch) * m.seq_length;
   // This rank's share, at the activations' width (16 bits beside 8- and 4-bit GEMMs, as the memory plan keeps them).
   ctx.activation = Bytes(tokens / w.plan.cp * m.hidden * activation_element_bytes(t.precision));
   ctx.cp_kv = context_kv_bytes(m, t, sharding, t.micro_batch);
-  // ZeRO-3 (DeepSpeed) gathers a layer one linear module at a time; FSDP gathers the layer, its one unit, at once.
-  if (w.plan.fsdp != Fsdp::None)
-    ctx.layer_modules.push_back(Bytes(layer_parameters(m) / w.plan.tp * bytes_per_element(t.weight_dtype)));
-  else
-    for (const double part : layer_module_parameters(m))
-      ctx.layer_modules.push_back(Bytes(part / w.plan.tp * bytes_per_element(t.weight_dtype)));
   ctx.embedding_grads = Bytes(trained_embedding_parameters(m, t) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(trained_logits_parameters(m, t) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.layer_work[0] = layer_work(ctx, false);

@@ -123,6 +123,25 @@ TEST_CASE("moe: an ep that does not divide the experts is refused with exit 2 an
   CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
 }
 
+TEST_CASE("moe with zero 3: DeepSpeed's ZeRO-3 refused with exit 2 and one line, FSDP with experts runs") {
+  const std::string file = src("tests/data/scenarios/moe-zero3-deepspeed.yaml");
+  const auto e = dtsim("memory " + file);
+  CHECK(e.status == 2);
+  CHECK(e.err.ends_with("moe-zero3-deepspeed.yaml:7: parallelism.zero: (ZeRO-3) with a mixture of experts is modelled "
+                        "only as PyTorch FSDP shards it (parallelism.fsdp: full): zero '3' (allowed: 0, 1 or 2, or "
+                        "parallelism.fsdp: full)\n"));
+  CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  const auto hybrid = dtsim("memory " + file + " --set parallelism.fsdp=hybrid");
+  CHECK(hybrid.status == 2);
+  CHECK(hybrid.err.find("parallelism.fsdp: is not modelled with a mixture of experts, so not 'hybrid'") != std::string::npos);
+  const auto fsdp = dtsim("run " + file + " --set parallelism.fsdp=full");
+  CHECK(fsdp.status == 0);
+  CHECK(fsdp.out.find("fits") != std::string::npos);
+  const auto graph = dtsim("graph " + file + " --set parallelism.fsdp=full");
+  CHECK(graph.out.find("all-gather over edp") != std::string::npos);
+  CHECK(graph.out.find("reduce-scatter over edp") != std::string::npos);
+}
+
 TEST_CASE("recompute op: torchtitan's per-op checkpointing on an MoE model is refused with exit 2 and one line") {
   const auto e = dtsim("memory " + src("tests/data/scenarios/recompute-op-moe.yaml"));
   CHECK(e.status == 2);

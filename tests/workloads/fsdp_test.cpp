@@ -11,10 +11,13 @@
 #include "topology/error.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/collective_tally.hpp"
+#include "workloads/gpt_job.hpp"
 #include "workloads/step_graph.hpp"
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::moe_job;
+using dtsim::test::plan_error;
 using dtsim::test::tally_collectives;
 
 namespace {
@@ -89,4 +92,52 @@ TEST_CASE("fsdp's plan checks name the key and what is allowed") {
   CHECK_THROWS_WITH(check_plan(h, 12), "parallelism.fsdp: needs the data-parallel ranks of a node (8) to divide the 12 "
                                        "of the job, so not 'hybrid' (allowed: full, or a placement whose data-parallel "
                                        "groups fill whole nodes)");
+}
+
+TEST_CASE("fsdp full with experts: the routed experts gathered and reduce-scattered over their own group") {
+  // Mixtral's layer, 4 of them, on 16 GPUs: dp 16, ep 8, so each expert's shards span 16 x 1 / 8 = 2 GPUs
+  // (torchtitan's efsdp), the rest of the layer all 16.
+  Workload w = moe_job(1, 1, 16, 8);
+  w.plan.zero = 3;
+  w.plan.fsdp = Fsdp::Full;
+  CHECK(plan_error(w, 16) == "no error");
+  const auto& gpu = topology::find_gpu("h100-sxm5-80gb");
+  const StepGraph g = generate_step(w, gpu);
+  CHECK(g.group_ranks(3, Group::ExpertDp).size() == 2);
+  const auto n = tally_collectives(g.classes[0]);
+  const int passes = 4 * 4;   // 4 layers x 4 micro-batches
+  const MoeLayerParameters layer = moe_layer_parameters(w.model);
+  const double weight = 2;   // bf16
+  const double grad = bytes_per_element(w.training->grad_dtype);
+  CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).count == 2 * passes);
+  CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).bytes == doctest::Approx(2 * passes * layer.dense() * weight));
+  CHECK(n.at({CollectiveKind::AllGather, Group::ExpertDp}).count == 2 * passes);
+  CHECK(n.at({CollectiveKind::AllGather, Group::ExpertDp}).bytes ==
+        doctest::Approx(2 * passes * layer.routed() / 8 * weight));
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::ExpertDp}).count == passes);
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::ExpertDp}).bytes == doctest::Approx(passes * layer.routed() / 8 * grad));
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count >= passes);
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count <= passes + 2 * 4);
+
+  // Without expert parallelism the experts are part of the layer's unit: one gather and one reduce-scatter.
+  Workload whole = moe_job(1, 1, 16, 1);
+  whole.plan.zero = 3;
+  whole.plan.fsdp = Fsdp::Full;
+  const auto u = tally_collectives(generate_step(whole, gpu).classes[0]);
+  CHECK_FALSE(u.contains({CollectiveKind::AllGather, Group::ExpertDp}));
+  CHECK_FALSE(u.contains({CollectiveKind::ReduceScatter, Group::ExpertDp}));
+  CHECK(u.at({CollectiveKind::AllGather, Group::Dp}).count == 2 * passes);
+  CHECK(u.at({CollectiveKind::AllGather, Group::Dp}).bytes ==
+        doctest::Approx(2 * passes * (layer.dense() + layer.routed()) * weight));
+
+  // Memory: every parameter is sharded 16 ways either way (ep x efsdp = dp), so the states are the same; what
+  // ep 8 saves is the gathered unit, an eighth of the experts.
+  const MemoryPlan ep8 = plan_memory(w, gpu);
+  const MemoryPlan ep1 = plan_memory(whole, gpu);
+  CHECK(ep8.parts.params.value() == doctest::Approx(ep1.parts.params.value()));
+  CHECK(ep8.parts.optimizer.value() == doctest::Approx(ep1.parts.optimizer.value()));
+  const double unit8 = layer.dense() + layer.routed() / 8;
+  const double unit1 = layer.dense() + layer.routed();
+  CHECK(ep1.parts.buffers.value() - ep8.parts.buffers.value() ==
+        doctest::Approx((unit1 - unit8) * weight * (zero3_prefetches(w, gpu) ? 2 : 1)));
 }

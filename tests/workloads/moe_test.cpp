@@ -187,7 +187,15 @@ TEST_CASE("plan checks of a mixture of experts name the key and what is allowed"
                              "Megatron-Core asserts): '0' (allowed: true)");
   w.training->sequence_parallel = true;
   w.plan.zero = 3;
-  CHECK(plan_error(w, 16).starts_with("parallelism.zero: (ZeRO-3) is not modelled with a mixture of experts"));
+  CHECK(plan_error(w, 16) == "parallelism.zero: (ZeRO-3) with a mixture of experts is modelled only as PyTorch FSDP "
+                             "shards it (parallelism.fsdp: full): zero '3' (allowed: 0, 1 or 2, or parallelism.fsdp: "
+                             "full)");
+  w.plan.fsdp = Fsdp::Hybrid;
+  w.plan.shard_ranks = 8;
+  CHECK(plan_error(w, 16) == "parallelism.fsdp: is not modelled with a mixture of experts, so not 'hybrid' (allowed: "
+                             "full or none)");
+  w.plan.fsdp = Fsdp::None;
+  w.plan.shard_ranks = 0;
   w.plan.zero = 1;
   w.plan.ep = 16;
   w.model.experts = 16;
