@@ -124,10 +124,12 @@ double largest_gathered_unit(const ModelSpec& m, const ParallelPlan& p) {
   return std::max({largest_layer_per_gpu(m, p), embedding_parameters_per_gpu(m, p.tp), head_parameters_per_gpu(m, p)});
 }
 
-Bytes training_buffers(const Workload& w, bool prefetch) {
+Bytes training_buffers(const Workload& w, bool prefetch, const GpuParameters& stage) {
   const ParallelPlan& p = w.plan;
   const TrainingSpec& t = *w.training;
   if (p.dp_ranks() == 1) return Bytes(0.0);
+  // FSDP under pipeline parallelism: the stage's weights stay gathered, whole, for the step.
+  if (p.fsdp_gathers_once()) return Bytes(stage.total() * bytes_per_element(t.weight_dtype));
   Bytes b = t.dp_bucket * kBucketsInFlight;
   // ZeRO-3: the unit being computed and, prefetched, the next layer, each whole, in the weight dtype.
   if (p.zero >= 3) {
@@ -153,10 +155,13 @@ StageMemory training_stage(const Workload& w, int stage, bool prefetch) {
   // ZeRO++'s hpZ: beside the primary shard, a secondary partition of the weights over the node's data-parallel
   // ranks, in the weights' dtype (DeepSpeed's ds_secondary_tensor: tensor_size // hpz_partition_size).
   if (t.zero_pp.hpz && p.zero_ranks() > 1) s.parts.params += Bytes(n.total() * we / std::max(1, node_dp_ranks(w)));
-  s.parts.grads = Bytes(sharded(s.trained, p, 2, bytes_per_element(t.grad_dtype)));
+  // FSDP under pipeline parallelism accumulates the stage's gradients unsharded until its last backward.
+  s.parts.grads = p.fsdp_gathers_once() && p.dp_ranks() > 1
+                      ? Bytes(s.trained.total() * bytes_per_element(t.grad_dtype))
+                      : Bytes(sharded(s.trained, p, 2, bytes_per_element(t.grad_dtype)));
   s.parts.optimizer = Bytes(sharded(s.trained, p, 1, optimizer_bytes));
   s.parts.activations = act.peak;
-  s.parts.buffers = training_buffers(w, prefetch);
+  s.parts.buffers = training_buffers(w, prefetch, n);
   // LoRA's buckets hold only the adapters' gradients: no more than all of them.
   if (t.lora.on()) s.parts.buffers = std::min(s.parts.buffers, Bytes(s.trained.total() * bytes_per_element(t.grad_dtype)));
   return s;
@@ -226,15 +231,21 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
                                 t.lora.rank, fmt::join(lora_target_names(t.lora.targets), ", "), count(s.trained.total()),
                                 bytes_per_element(t.grad_dtype), to_string(t.grad_dtype), zero_note(p, 2))
                   : fmt::format("grads: same parameters x {} B {}{}", bytes_per_element(t.grad_dtype),
-                                to_string(t.grad_dtype), zero_note(p, 2)),
+                                to_string(t.grad_dtype),
+                                p.fsdp_gathers_once() && p.dp_ranks() > 1
+                                    ? ", whole: FSDP under pp accumulates them unsharded until the stage's last backward"
+                                    : zero_note(p, 2)),
       fmt::format("optimizer: {}{} {} states ({} B) per {}parameter{}", master, to_string(t.optimizer),
                   to_string(t.optimizer_dtype), optimizer_state_bytes_per_param(t), t.lora.on() ? "adapter " : "",
                   zero_note(p, 1)),
       act,
       "kv_cache: none (training)",
       p.dp_ranks() == 1 ? std::string("buffers: none (dp 1: no gradient buckets)")
-                : fmt::format("buffers: {} DP gradient buckets of {:.4g} MB{}", kBucketsInFlight,
-                              t.dp_bucket.value() / 1e6, p.zero >= 3 ? gathered_note(t, prefetch) : ""),
+      : p.fsdp_gathers_once()
+          ? fmt::format("buffers: the stage's weights gathered whole for the step, {}: FSDP under pp does not "
+                        "reshard after the forward (torchtitan)", to_string(t.weight_dtype))
+          : fmt::format("buffers: {} DP gradient buckets of {:.4g} MB{}", kBucketsInFlight, t.dp_bucket.value() / 1e6,
+                        p.zero >= 3 ? gathered_note(t, prefetch) : ""),
   };
 }
 

@@ -301,10 +301,7 @@ void check_training(const Workload& w) {
   if (t.sequence_parallel && w.model.seq_length % p.tp != 0)
     fail("training.sequence_parallel", 1, fmt::format("needs tp {} to divide model.seq_length {}:", p.tp, w.model.seq_length),
          "false, or a tp dividing seq_length");
-  if (p.fsdp != Fsdp::None && p.pp > 1)
-    fail("parallelism.pp", p.pp, "is not modelled with FSDP (which gathers each layer's parameters every micro-batch): pp",
-         "1 with parallelism.fsdp");
-  if (p.zero >= 2 && p.pp > 1)
+  if (p.zero >= 2 && p.pp > 1 && p.fsdp == Fsdp::None)
     fail("parallelism.zero", p.zero, "(gradient/parameter sharding) cannot be combined with pp > 1 (as in DeepSpeed): zero",
          "0 or 1 with pipeline parallelism");
   if (p.fsdp == Fsdp::Hybrid && (p.shard_ranks < 1 || p.dp_ranks() % p.shard_ranks != 0))

@@ -99,7 +99,9 @@ void StageBuilder::forward(const PipeStep& step) {
                              Scope::Embedding, Pass::Forward, -1, mb, gated(kEmbeddingUnit, std::move(deps)));
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi]; l < ctx_.first_layer[vi] + ctx_.layers[vi]; ++l) {
-    deps = zero3_gather(l, mb, gated(l, std::move(deps)), Pass::Forward);
+    // FSDP under pipeline parallelism gathers a layer at its first forward only (micro-batch 0 comes first).
+    deps = gated(l, std::move(deps));
+    if (!ctx_.gathers_once() || mb == 0) deps = zero3_gather(l, mb, std::move(deps), Pass::Forward);
     deps = layer_pass(l, mb, Pass::Forward, std::move(deps));
     deps = offload_wait(l, mb, Pass::Forward, std::move(deps));
     gather_window_.push_back(deps.front());
@@ -121,6 +123,10 @@ Deps StageBuilder::offload_wait(int layer, int mb, Pass pass, Deps deps) {
 }
 
 void StageBuilder::add_grads(Bytes bytes, bool expert, int layer, int mb, Index after) {
+  if (ctx_.gathers_once()) {   // reduced when the virtual stage's last backward ends (backward)
+    deferred_.push_back({bytes, expert, layer});
+    return;
+  }
   Bucket& b = buckets_[expert ? 1 : 0];
   b.bytes += bytes;
   b.deps = {after};
@@ -131,34 +137,34 @@ void StageBuilder::add_grads(Bytes bytes, bool expert, int layer, int mb, Index 
 // gradients go to their own buckets, reduced over the expert data-parallel group (Megatron-Core's expert buffers).
 void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
   Bucket& b = buckets_[expert ? 1 : 0];
+  if (b.bytes.value() > 0)
+    if (const auto last = reduce_grads(b.bytes, expert, layer, mb, b.deps)) dp_comms_.push_back(*last);
+  b.bytes = Bytes(0);
+}
+
+// One reduction of `bytes` of gradients, its last collective (none where the group is one rank).
+std::optional<Index> StageBuilder::reduce_grads(Bytes bytes, bool expert, int layer, int mb, Deps deps) {
   const int replicas = expert ? ctx_.w.plan.expert_dp() : ctx_.w.plan.dp_ranks();
-  if (b.bytes.value() <= 0 || replicas == 1) {
-    b.bytes = Bytes(0);
-    return;
-  }
+  if (replicas == 1) return std::nullopt;
   const auto kind = ctx_.w.plan.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
   const int shard = ctx_.w.plan.shard_ranks;
-  if (!expert && ctx_.t.zero_pp.qgz && kind == CollectiveKind::ReduceScatter) {
-    dp_comms_.push_back(quantized_reduce(b.bytes, layer, mb, b.deps));
-  } else if (!expert && shard > 0) {
+  if (!expert && ctx_.t.zero_pp.qgz && kind == CollectiveKind::ReduceScatter) return quantized_reduce(bytes, layer, mb, deps);
+  if (!expert && shard > 0) {
     // Hybrid FSDP: reduce-scattered within the node, each shard then all-reduced with its replicas on the others.
-    const Index scattered = collective(kind, Group::Shard, b.bytes, CommPurpose::DataParallelGrads, layer, mb, b.deps);
-    dp_comms_.push_back(ctx_.w.plan.dp_ranks() > shard
-                            ? collective(CollectiveKind::AllReduce, Group::Replica, b.bytes / shard,
-                                         CommPurpose::DataParallelGrads, layer, mb, {scattered})
-                            : scattered);
-  } else {
-    dp_comms_.push_back(collective(kind, expert ? Group::ExpertDp : Group::Dp, b.bytes,
-                                   expert ? CommPurpose::ExpertGrads : CommPurpose::DataParallelGrads, layer, mb, b.deps));
+    const Index scattered = collective(kind, Group::Shard, bytes, CommPurpose::DataParallelGrads, layer, mb, std::move(deps));
+    return ctx_.w.plan.dp_ranks() > shard ? collective(CollectiveKind::AllReduce, Group::Replica, bytes / shard,
+                                                       CommPurpose::DataParallelGrads, layer, mb, {scattered})
+                                          : scattered;
   }
-  b.bytes = Bytes(0);
+  return collective(kind, expert ? Group::ExpertDp : Group::Dp, bytes,
+                    expert ? CommPurpose::ExpertGrads : CommPurpose::DataParallelGrads, layer, mb, std::move(deps));
 }
 
 void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   const int v = virtual_stage(step);
   const int mb = step.micro_batch;
   // Gradients are reduced once per step after the last micro-batch (ZeRO 0/1), or every micro-batch (ZeRO 2/3).
-  const bool reduce = last_micro_batch || ctx_.w.plan.zero >= 2;
+  const bool reduce = last_micro_batch || (ctx_.w.plan.zero >= 2 && !ctx_.gathers_once());
   Deps deps = take_blocking_sends();
   if (v < ctx_.virtual_stages - 1) deps = receive(step, v + 1, std::move(deps));
   if (v == ctx_.virtual_stages - 1) {
@@ -168,7 +174,7 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   }
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi] + ctx_.layers[vi] - 1; l >= ctx_.first_layer[vi]; --l) {
-    deps = backward_gather(l, mb, std::move(deps), l > ctx_.first_layer[vi]);
+    if (!ctx_.gathers_once()) deps = backward_gather(l, mb, std::move(deps), l > ctx_.first_layer[vi]);
     if (ctx_.t.recompute != Recompute::None) deps = layer_pass(l, mb, Pass::Recompute, std::move(deps));
     deps = offload_wait(l, mb, Pass::Backward, std::move(deps));
     // With buckets reduced during the backward, each module's gradients join the bucket as the backward produces
@@ -197,6 +203,11 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
     deps = compute(ctx_.embedding_kernels[1],
                    Scope::Embedding, Pass::Backward, -1, mb, std::move(deps));
   if (v == 0 && reduce) add_grads(ctx_.embedding_grads, false, -1, mb, deps.front());
+  // FSDP under pipeline parallelism: every unit's reduce-scatter once this last backward has ended, in the
+  // order the backward produced them.
+  for (const Deferred& d : deferred_)
+    if (const auto last = reduce_grads(d.bytes, d.expert, d.layer, mb, {deps.front()})) dp_comms_.push_back(*last);
+  deferred_.clear();
   if (reduce && !ctx_.t.dp_overlap && ctx_.w.plan.zero >= 2) {   // after this backward
     flush_bucket(false, -1, mb);
     flush_bucket(true, -1, mb);

@@ -79,6 +79,10 @@ struct Context {
   [[nodiscard]] bool experts_in_unit() const {
     return w.plan.fsdp != Fsdp::None && w.plan.ep == 1 && w.plan.expert_tp() == w.plan.tp;
   }
+  // FSDP under pipeline parallelism keeps a stage's parameters gathered for the whole step (plan.hpp,
+  // ParallelPlan::fsdp_gathers_once): each layer gathered at its first forward, its gradients reduced after the
+  // last backward.
+  [[nodiscard]] bool gathers_once() const { return w.plan.fsdp_gathers_once(); }
 };
 
 inline std::size_t pass_index(Pass p) { return static_cast<std::size_t>(p); }
@@ -186,6 +190,7 @@ class StageBuilder {
   void interleave(std::size_t from, std::size_t second);
   void add_grads(Bytes bytes, bool expert, int layer, int mb, Index after);
   void flush_bucket(bool expert, int layer, int mb);
+  std::optional<Index> reduce_grads(Bytes bytes, bool expert, int layer, int mb, Deps deps);
 
   [[nodiscard]] int virtual_stage(const PipeStep& s) const { return s.chunk * ctx_.w.plan.pp + stage_; }
   [[nodiscard]] int stage_of(int virtual_stage) const { return virtual_stage % ctx_.w.plan.pp; }
@@ -199,6 +204,13 @@ class StageBuilder {
     Deps deps;
   };
   std::array<Bucket, 2> buckets_;      // dense parameters' (over dp), routed experts' (over the expert dp group)
+  // FSDP under pipeline parallelism: a virtual stage's gradients, per unit, reduced once its last backward ends.
+  struct Deferred {
+    Bytes bytes;
+    bool expert = false;
+    int layer = -1;
+  };
+  std::vector<Deferred> deferred_;
   Deps dp_comms_;        // every data-parallel reduction (the optimizer waits for them)
   Deps last_backward_;   // the final op of the last backward step
   Deps blocking_sends_;  // sends whose exchange holds the stage until they arrive

@@ -73,6 +73,7 @@ SearchSpace default_space(const Workload& w, int gpus, int gpus_per_node, const 
   s.layers = w.model.layers;
   s.global_batch = w.training->global_batch;
   s.cp = w.plan.cp;
+  s.fsdp = w.plan.fsdp != workloads::Fsdp::None;
   if (w.training) s.framework = w.training->framework;
   std::vector<int> tp;
   for (int d : divisors(gpus_per_node, gpus_per_node))
@@ -107,7 +108,7 @@ std::vector<PlanChoice> enumerate(const SearchSpace& s) {
         for (int zero : s.zero) {
           // Sharding over one replica changes nothing: searched, zero > 0 needs data parallelism; fixed (a
           // scenario's distributed optimizer at dp 1, as Megatron-Core runs it), it stays.
-          if ((zero > 0 && dp == 1 && s.zero.size() > 1) || (zero >= 2 && pp > 1)) continue;
+          if ((zero > 0 && dp == 1 && s.zero.size() > 1) || (zero >= 2 && pp > 1 && !s.fsdp)) continue;
           for (int mb : s.micro_batch) {
             if (s.global_batch % (dp * mb) != 0) continue;
             if (vpp > 1 && (s.global_batch / (dp * mb)) % pp != 0) continue;

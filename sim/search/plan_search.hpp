@@ -57,6 +57,7 @@ struct SearchSpace {
   int layers = 1;
   int global_batch = 1;
   int cp = 1;   // context parallelism, not searched: dp = gpus / (tp pp cp)
+  bool fsdp = false;   // PyTorch FSDP, not searched: its ZeRO-3 runs under pipeline parallelism (DeepSpeed's does not)
   // The software, whose pipeline schedules decide which interleavings run (workloads::framework_interleaves).
   workloads::Framework framework = workloads::Framework::MegatronCore;
 };

@@ -17,6 +17,7 @@
 using namespace dtsim;
 using namespace dtsim::workloads;
 using dtsim::test::moe_job;
+using dtsim::test::preset_job;
 using dtsim::test::plan_error;
 using dtsim::test::tally_collectives;
 
@@ -84,8 +85,10 @@ TEST_CASE("fsdp's plan checks name the key and what is allowed") {
   Workload w = fsdp_job(Fsdp::Full, 8);
   w.plan.pp = 2;
   w.plan.dp = 4;
-  CHECK_THROWS_WITH(check_plan(w, 8), "parallelism.pp: is not modelled with FSDP (which gathers each layer's parameters "
-                                      "every micro-batch): pp '2' (allowed: 1 with parallelism.fsdp)");
+  CHECK(plan_error(w, 8) == "no error");   // FSDP under pipeline parallelism, as torchtitan runs it
+  w.plan.fsdp = Fsdp::None;
+  CHECK(plan_error(w, 8) == "parallelism.zero: (gradient/parameter sharding) cannot be combined with pp > 1 (as in "
+                            "DeepSpeed): zero '3' (allowed: 0 or 1 with pipeline parallelism)");
   Workload h = fsdp_job(Fsdp::Full, 12);
   h.plan.fsdp = Fsdp::Hybrid;
   h.plan.shard_ranks = 8;
@@ -140,4 +143,47 @@ TEST_CASE("fsdp full with experts: the routed experts gathered and reduce-scatte
   const double unit1 = layer.dense() + layer.routed();
   CHECK(ep1.parts.buffers.value() - ep8.parts.buffers.value() ==
         doctest::Approx((unit1 - unit8) * weight * (zero3_prefetches(w, gpu) ? 2 : 1)));
+}
+
+TEST_CASE("fsdp under pipeline parallelism: each layer gathered once a step, reduced once after the last backward") {
+  // Llama-3-8B cut to 8 layers on 16 GPUs: pp 2, dp 8, 4 micro-batches a replica. torchtitan does not reshard
+  // after the forward under PP, and PyTorch's pipelining reduces the gradients after a stage's last backward.
+  Workload w = preset_job("llama3-8b", 8);
+  w.training->global_batch = 32;
+  w.training->attention = AttentionKernel::Flash;
+  w.plan.pp = 2;
+  w.plan.dp = 8;
+  w.plan.zero = 3;
+  w.plan.fsdp = Fsdp::Full;
+  REQUIRE(plan_error(w, 16) == "no error");
+  const auto& gpu = topology::find_gpu("h100-sxm5-80gb");
+  const StepGraph g = generate_step(w, gpu);
+  const RankClass& first = g.classes[0];
+  REQUIRE(first.stage == 0);
+  const auto n = tally_collectives(first);
+  const double layer = layer_parameters(w.model);
+  CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).count == 4);   // its 4 layers, once each
+  CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).bytes == doctest::Approx(4 * layer * 2));
+  // The 4 layers' and the embedding's reduce-scatters, each after the last micro-batch's backward has ended.
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count == 5);
+  std::size_t last_backward = 0;
+  for (std::size_t i = 0; i < first.ops.size(); ++i)
+    if (const auto* c = std::get_if<ComputeOp>(&first.ops[i].body); c && c->pass == Pass::Backward) last_backward = i;
+  for (const Op& op : first.ops)
+    if (const auto* c = std::get_if<CollectiveOp>(&op.body); c && c->kind == CollectiveKind::ReduceScatter) {
+      CHECK(c->micro_batch == 3);
+      REQUIRE(op.deps.size() == 1);
+      CHECK(op.deps.front() == last_backward);
+    }
+  // Memory: the stage's weights stay gathered and its gradients whole (fp32), the rest sharded as before.
+  const MemoryPlan m = plan_memory(w, gpu);
+  Workload zero1 = w;   // the distributed optimizer on the same plan: the same states, the weights whole
+  zero1.plan.fsdp = Fsdp::None;
+  zero1.plan.zero = 1;
+  const MemoryPlan z = plan_memory(zero1, gpu);
+  const double stage_params = 4 * layer + embedding_parameters(w.model);
+  CHECK(m.parts.grads.value() == doctest::Approx(stage_params * bytes_per_element(w.training->grad_dtype)));
+  CHECK(m.parts.buffers.value() == doctest::Approx(stage_params * 2));
+  CHECK(m.parts.optimizer.value() == doctest::Approx(z.parts.optimizer.value()));
+  CHECK(m.parts.params.value() * 8 == doctest::Approx(z.parts.params.value()));
 }
