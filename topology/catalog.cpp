@@ -143,6 +143,11 @@ const LinkSpec& find_link(std::string_view name, std::string_view key) {
   return *link;
 }
 
+const LinkSpec& host_memory_link(const GpuSpec& gpu) {
+  if (gpu.cpu_link.empty()) return find_link(gpu.host_link, "cluster.gpu.host_link");
+  return find_link(gpu.cpu_link, "cluster.gpu.cpu_link");
+}
+
 void validate(const GpuSpec& gpu, std::string_view key) {
   require_name(gpu.name, key);
   require_positive(gpu.memory.value(), key, "memory_bytes");

@@ -149,6 +149,8 @@ const SiteSpec& site_defaults();
 // Look-ups by catalog name. Throw InputError naming `key` and listing the allowed names when unknown.
 const GpuSpec& find_gpu(std::string_view name, std::string_view key = "cluster.gpu");
 const LinkSpec& find_link(std::string_view name, std::string_view key = "cluster.intra_link");
+// A GPU's link to host memory: its CPU's coherent link where it has one (Grace's NVLink-C2C), else its PCIe slot.
+const LinkSpec& host_memory_link(const GpuSpec& gpu);
 const CpuSpec& find_cpu(std::string_view name, std::string_view key = "cluster.pcie.cpu");
 std::string gpu_names();   // "a100-sxm4-40gb, a100-sxm4-80gb, ..."
 std::string link_names();

@@ -41,6 +41,21 @@ struct ServingPass {
 // a prompt of whole blocks recomputes its last block.
 int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens);
 
+// The tokens of a prompt loaded from the host tier of the prefix cache (inference.kv_offload.hit), beyond its
+// `gpu_cached` ones: the host's hit share of its tokens, capped as the GPU's hit is (never the last token), in whole
+// blocks.
+int host_loaded_tokens(int prompt_tokens, int gpu_cached, double hit, int block_tokens);
+// The time to load `tokens` tokens' KV cache from host memory into a replica's GPUs: each GPU its share (its
+// stage's layers, its heads: the largest stage's) over its own link to host memory (the GPU's cpu_link, else its
+// PCIe host_link) at the link's efficiency (PCIe Gen5: 63 x 0.8 = 50.4 GB/s, where vLLM's offloading connector
+// measures "up to about 50GB/s" a direction on an H100 with 2 MB blocks: blog.vllm.ai 2026-01-08).
+Seconds host_load_time(const Workload& w, const topology::GpuSpec& gpu, double tokens);
+// The host memory `tokens` tokens' offloaded KV cache take for one replica: every TP rank keeps its own blocks
+// (vLLM's --kv-offloading-size is "summed across all TP ranks"), so MLA's latent, whole on each rank, counts tp times.
+Bytes host_cache_bytes(const Workload& w, double tokens);
+// Refuses a host tier (inference.kv_offload.host_GB) that cannot hold the largest hit of one request, `tokens` tokens.
+void check_host_cache(const Workload& w, int tokens);
+
 // Tokens a speculative round yields per sequence on average: (1 - a^(k + 1)) / (1 - a), k + 1 at a = 1.
 double speculative_tokens_per_round(const SpeculativeDecoding& s);
 // The host work an iteration waits for before its first kernel (serving_step_overhead): none for passes run

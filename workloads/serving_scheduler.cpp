@@ -64,6 +64,7 @@ struct Running {
   int prefilled = 0;   // prompt tokens in the cache
   int produced = 0;    // output tokens sampled
   double yielded = 0;  // decode rounds' tokens, fractions included (speculative decoding): produced is its floor
+  double ready_s = 0;  // when its prefix has arrived from host memory (Request::load_s): it runs no pass before
 };
 
 }  // namespace
@@ -102,7 +103,9 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
     throw InputError("inference.requests", "", "the scheduler needs a token budget, a sequence limit and KV-cache blocks "
                      "of at least 1; got none for", "a model and batch that leave memory for the KV cache");
   for (const Request& r : requests)
-    DTSIM_ASSERT(r.cached_tokens >= 0 && r.cached_tokens < r.prompt_tokens, "a request computes its prompt's last token");
+    DTSIM_ASSERT(r.cached_tokens >= 0 && r.loaded_tokens >= 0 && r.load_s >= 0 &&
+                     r.cached_tokens + r.loaded_tokens < r.prompt_tokens,
+                 "a request computes its prompt's last token");
   for (const Request& r : requests)
     if (blocks_for(r, limits.block_tokens, speculation.tokens) > limits.kv_blocks)
       throw InputError("inference.requests",
@@ -120,6 +123,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
   long long free_blocks = limits.kv_blocks;
   std::size_t arrived = 0, finished = 0;
   double now = 0;
+  double link_free = 0;   // when the host links finish the loads under way
   std::vector<ServingPass> passes;
   std::vector<std::pair<std::size_t, int>> members;   // (index into running, tokens) per pass
 
@@ -167,7 +171,7 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
     for (std::size_t k = 0; k < running.size() && budget > 0; ++k) {
       const Running& r = running[k];
       const int remaining = requests[r.index].prompt_tokens - r.prefilled;
-      if (remaining == 0) continue;
+      if (remaining == 0 || r.ready_s > now) continue;
       const int chunk = chunk_of(remaining);
       if (chunk == 0) continue;
       passes.push_back({ServingPhase::Prefill, 1, chunk, r.prefilled + chunk, chunk == remaining});
@@ -179,7 +183,15 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       const std::size_t i = waiting.front();
       const long long need = blocks_for(requests[i], limits.block_tokens, speculation.tokens);
       if (need > free_blocks) break;   // head of line: later requests wait behind it
-      const int cached = requests[i].cached_tokens;
+      const int cached = requests[i].cached_tokens + requests[i].loaded_tokens;
+      if (requests[i].load_s > 0) {   // its prefix first comes from host memory: no pass until it has
+        waiting.pop_front();
+        free_blocks -= need;
+        out.requests[i].admitted_s = now;
+        link_free = std::max(now, link_free) + requests[i].load_s;
+        running.push_back({i, cached, 0, 0.0, link_free});
+        continue;
+      }
       const int chunk = chunk_of(requests[i].prompt_tokens - cached);
       if (chunk == 0) break;
       waiting.pop_front();
@@ -190,9 +202,12 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       members.emplace_back(running.size() - 1, chunk);
       budget -= chunk;
     }
-    if (passes.empty()) {   // every running sequence waits for nothing: only arrivals can change that
-      DTSIM_ASSERT(arrived < requests.size(), "a scheduler with requests to serve and nothing it can run");
-      now = requests[arrived].arrival_s;
+    if (passes.empty()) {   // nothing runs until a load ends or a request arrives
+      double next = arrived < requests.size() ? requests[arrived].arrival_s : INFINITY;
+      for (const Running& r : running)
+        if (r.ready_s > now) next = std::min(next, r.ready_s);
+      DTSIM_ASSERT(std::isfinite(next), "a scheduler with requests to serve and nothing it can run");
+      now = next;
       continue;
     }
     const double dt = time(passes);

@@ -138,8 +138,7 @@ std::array<Seconds, 2> offload_waits(const Context& ctx) {
   const Workload& w = ctx.w;
   const ModelSpec& m = w.model;
   const double bytes = largest_layer_activation_bytes(m, ctx.t, w.plan.tp, ctx.t.micro_batch, w.plan.expert_tp()).value();
-  const topology::LinkSpec& link =
-      topology::find_link(ctx.gpu.cpu_link.empty() ? ctx.gpu.host_link : ctx.gpu.cpu_link, "cluster.gpu.host_link");
+  const topology::LinkSpec& link = topology::host_memory_link(ctx.gpu);
   const Seconds copy(bytes / w.plan.cp / (link.bandwidth.value() * link.efficiency));
   const double window = std::max(1, m.layers / ctx.t.offload_layers);
   std::array<Seconds, 2> out{};

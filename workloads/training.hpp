@@ -271,6 +271,19 @@ struct SpeculativeDecoding {
 // The draft's tensor parallelism under a target split `target_tp` (SpeculativeDecoding::tp resolved).
 inline int draft_tp(const SpeculativeDecoding& s, int target_tp) { return s.tp > 0 ? s.tp : target_tp; }
 
+// KV-cache offload to host memory as today's engines run it, a second tier of the prefix cache: vLLM's
+// OffloadingConnector (--kv-offloading-size) stores each prompt's full blocks to CPU memory as they are computed,
+// on a copy stream of its own, and on a prefix hit beyond the GPU's cache loads them back before the request runs,
+// the request waiting for its load while the others go on (vllm/distributed/kv_transfer/kv_connector/v1/
+// offloading_connector.py: get_num_new_matched_tokens returns the hit as an asynchronous load); TensorRT-LLM's host
+// cache (kv_cache_config.host_cache_size) and SGLang's HiCache keep evicted blocks so. The load crosses each GPU's
+// link to its host memory (serving.hpp, host_load_time); the stores run beside the compute and cost it nothing.
+struct KvOffload {
+  double host_GB = 0;   // host memory the offloaded blocks may use per serving replica (vLLM: summed over TP ranks)
+  double hit = 0;       // share of each prompt found in host memory beyond the GPU's prefix cache: loaded, not
+                        // prefilled (vLLM's external prefix cache hit rate)
+};
+
 // Serving instead of training: a memory plan for weights and KV cache (the decode step comes later).
 struct InferenceSpec {
   int batch = 1;
@@ -283,6 +296,7 @@ struct InferenceSpec {
   // prefix caching, SGLang's RadixAttention, TensorRT-LLM's KV cache reuse): they are not prefilled
   // (prefix_cached_tokens, serving.hpp). The cache's memory is counted per sequence, as if nothing were shared.
   double prefix_cache_hit = 0;
+  std::optional<KvOffload> kv_offload;   // the prefix cache's second tier in host memory
   std::optional<SpeculativeDecoding> speculative;
   // Passes run inside another workload's iteration (a draft's, draft_workload): the iteration's host work
   // (serving_step_overhead) is that workload's, paid once; not a scenario key.

@@ -76,8 +76,7 @@ RunModel run_model(const scenario::Scenario& s, const topology::BillOfMaterials&
     const auto plan = workloads::plan_memory(w, s.cluster.gpu);
     const double shard = plan.parts.params.value() + plan.parts.optimizer.value();
     const auto& gpu = s.cluster.gpu;
-    const auto& host = gpu.cpu_link.empty() ? topology::find_link(gpu.host_link, "cluster.gpu.host_link")
-                                            : topology::find_link(gpu.cpu_link, "cluster.gpu.cpu_link");
+    const auto& host = topology::host_memory_link(gpu);
     in.checkpoint_block = Seconds(shard / (host.bandwidth.value() * host.efficiency));
     in.checkpoint_lag = Seconds(bytes / write);
   } else {

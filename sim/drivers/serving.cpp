@@ -178,7 +178,22 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
     prefill = chained(own, 1.0, prefill, 1.0);
   }
   std::optional<Phase> decode_phase;
-  const double ttft = prefill.timing.time_s;
+  // The host tier's hits arrive over each GPU's link to host memory before the prompts' prefill (vLLM schedules a
+  // request once its load is done); the batch's loads share the links.
+  json offload;
+  double load_s = 0;
+  if (inf.kv_offload) {
+    const int cached = workloads::prefix_cached_tokens(inf.prompt_tokens, inf.prefix_cache_hit, inf.scheduler.block_tokens);
+    const int loaded = workloads::host_loaded_tokens(inf.prompt_tokens, cached, inf.kv_offload->hit, inf.scheduler.block_tokens);
+    located(s, [&] { workloads::check_host_cache(w, loaded); });
+    load_s = workloads::host_load_time(w, s.cluster.gpu, static_cast<double>(inf.batch) * loaded).value();
+    offload = {{"host_GB", inf.kv_offload->host_GB},
+               {"hit", inf.kv_offload->hit},
+               {"loaded_tokens", loaded},
+               {"load_s", load_s},
+               {"link", topology::host_memory_link(s.cluster.gpu).name}};
+  }
+  const double ttft = load_s + prefill.timing.time_s;
   const double replicas = w.plan.dp;
   const int gpus = w.plan.tp * w.plan.pp * w.plan.dp;
   json row = {{"name", s.name},
@@ -230,6 +245,7 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
   }
   row["tokens_per_s_per_gpu"] = row["tokens_per_s"].get<double>() / gpus;
   if (spec) row["speculative"] = speculative;
+  if (inf.kv_offload) row["kv_offload"] = offload;
   row["phases"] = phases;
   const auto memory = workloads::plan_memory(w, s.cluster.gpu);
   row["memory"] = results::memory_json(memory);

@@ -192,6 +192,8 @@ std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topol
     for (std::size_t i = static_cast<std::size_t>(r); i < requests.size(); i += static_cast<std::size_t>(prefill_replicas)) {
       share.push_back(requests[i]);
       share.back().output_tokens = 1;
+      // The host tier's load reaches the prefill pool's GPUs, split as that pool splits the model.
+      share.back().load_s = workloads::host_load_time(wp, s.cluster.gpu, share.back().loaded_tokens).value();
       index.push_back(i);
     }
     const auto served = located(s, [&] { return workloads::serve_requests(share, lp, prefill_time); });
@@ -234,6 +236,7 @@ std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topol
       Request arrived = requests[i];
       arrived.arrival_s = free;
       arrived.prefilled = true;
+      arrived.load_s = 0;   // its prefix was loaded in the prefill pool
       decode_share[static_cast<std::size_t>(dr)].push_back(arrived);
       decode_index[static_cast<std::size_t>(dr)].push_back(i);
     }
@@ -277,11 +280,20 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
   sim::progress().total.store(0, std::memory_order_relaxed);
   sim::progress().done.store(0, std::memory_order_relaxed);
   auto requests = workloads::draw_requests(*inf.requests);
-  long long cached = 0;   // prompt tokens the prefix cache spared
+  long long cached = 0, loaded = 0;   // prompt tokens the prefix cache spared: on the GPUs, and from host memory
+  int most_loaded = 0;
   for (Request& r : requests) {
     r.cached_tokens = workloads::prefix_cached_tokens(r.prompt_tokens, inf.prefix_cache_hit, inf.scheduler.block_tokens);
     cached += r.cached_tokens;
+    if (inf.kv_offload) {
+      r.loaded_tokens =
+          workloads::host_loaded_tokens(r.prompt_tokens, r.cached_tokens, inf.kv_offload->hit, inf.scheduler.block_tokens);
+      r.load_s = workloads::host_load_time(*s.workload, s.cluster.gpu, r.loaded_tokens).value();
+      loaded += r.loaded_tokens;
+      most_loaded = std::max(most_loaded, r.loaded_tokens);
+    }
   }
+  located(s, [&] { workloads::check_host_cache(*s.workload, most_loaded); });
   sim::progress().total.store(requests.size(), std::memory_order_relaxed);
   Work work;
   json details = json::object();
@@ -325,6 +337,7 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
       {"throughput_requests_per_s", end > 0 ? static_cast<double>(requests.size()) / end : 0.0},
       {"output_tokens", output},
       {"prefix_cached_tokens", cached},
+      {"host_loaded_tokens", loaded},
       {"p50_queue_s", quantile_or_null(queue, 0.50)},
       {"p99_queue_s", quantile_or_null(queue, 0.99)},
       {"p50_latency_s", quantile_or_null(latency, 0.50)},

@@ -113,6 +113,23 @@ workloads::Disaggregation read_disaggregation(const YamlMap& m) {
   return d;
 }
 
+// inference.kv_offload: {host_GB, hit} (workloads/training.hpp, KvOffload): both required.
+workloads::KvOffload read_kv_offload(const YamlMap& m) {
+  m.allow_only({"host_GB", "hit"});
+  workloads::KvOffload o;
+  const auto host = m.number("host_GB", 0, false, 1e6);
+  if (!host)
+    m.fail("host_GB", "", "missing: the host memory the offloaded blocks may use, per replica,",
+           "a number of GB above 0 (vLLM's --kv-offloading-size, in GiB there)");
+  o.host_GB = *host;
+  const auto hit = m.number("hit", 0, true, 1.0);
+  if (!hit)
+    m.fail("hit", "", "missing: the share of each prompt found in host memory beyond the GPU's prefix cache (it "
+           "depends on the traffic),", "a number from 0 to 1 (vLLM's external prefix cache hit rate)");
+  o.hit = *hit;
+  return o;
+}
+
 // inference.speculative: {draft: PRESET | {model keys}, tokens, acceptance} (workloads/training.hpp).
 workloads::SpeculativeDecoding read_speculative(const YamlMap& m, const ModelSpec& target, const std::string& file) {
   m.allow_only({"draft", "tokens", "acceptance", "tp"});
@@ -149,6 +166,14 @@ InferenceSpec checked(const YamlMap& m, const ModelSpec& model, InferenceSpec i)
   if (i.prefix_cache_hit > 0 && !model.causal)
     m.fail("prefix_cache_hit", fmt::format("{:g}", i.prefix_cache_hit),
            "caches a causal model's prefix; this model attends both ways:", "0 for a non-causal model");
+  if (i.kv_offload && !model.causal)
+    m.fail("kv_offload", "{...}", "keeps a causal model's prefixes; this model attends both ways:",
+           "no kv_offload for a non-causal model");
+  if (i.kv_offload && i.prefix_cache_hit + i.kv_offload->hit > 1.0 + 1e-12)
+    m.map("kv_offload").fail("hit", fmt::format("{:g}", i.kv_offload->hit),
+                             fmt::format("with prefix_cache_hit {:g} caches more than the whole prompt:",
+                                         i.prefix_cache_hit),
+                             fmt::format("at most 1 - prefix_cache_hit ({:g})", 1.0 - i.prefix_cache_hit));
   if (!i.speculative) return i;
   if (i.output_tokens == 0)
     m.fail("speculative", "{...}", "drafts output tokens, and output_tokens is 0 (prefill only):",
@@ -166,8 +191,13 @@ InferenceSpec checked(const YamlMap& m, const ModelSpec& model, InferenceSpec i)
 
 InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const std::string& file) {
   m.allow_only({"batch", "context", "weights", "kv_cache", "prompt_tokens", "output_tokens", "requests", "scheduler",
-                "disaggregation", "prefix_cache_hit", "speculative"});
+                "disaggregation", "prefix_cache_hit", "kv_offload", "speculative"});
   InferenceSpec i;
+  if (m.has("kv_offload")) {
+    if (!m.is_map("kv_offload"))
+      m.fail("kv_offload", m.text("kv_offload").value_or(""), "is not a map:", "{host_GB, hit}");
+    i.kv_offload = read_kv_offload(m.map("kv_offload"));
+  }
   if (m.has("speculative")) {
     if (!m.is_map("speculative"))
       m.fail("speculative", m.text("speculative").value_or(""), "is not a map:", "{draft, tokens, acceptance}");

@@ -280,6 +280,12 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i, int t
   emit_name(out, "weights", to_string(i.weights));
   emit_name(out, "kv_cache", to_string(i.kv_cache));
   emit(out, "prefix_cache_hit", i.prefix_cache_hit);
+  if (i.kv_offload) {
+    out << YAML::Key << "kv_offload" << YAML::Value << YAML::BeginMap;
+    emit(out, "host_GB", i.kv_offload->host_GB);
+    emit(out, "hit", i.kv_offload->hit);
+    out << YAML::EndMap;
+  }
   if (i.speculative) {
     out << YAML::Key << "speculative" << YAML::Value << YAML::BeginMap;
     emit_model(out, i.speculative->draft, "draft");

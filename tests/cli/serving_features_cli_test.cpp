@@ -1,5 +1,5 @@
-// `dtsim run` on serving features beside the plain batch and stream: a prefix cache (inference.prefix_cache_hit)
-// and speculative decoding with a draft model (inference.speculative).
+// `dtsim run` on serving features beside the plain batch and stream: a prefix cache (inference.prefix_cache_hit),
+// its host-memory tier (inference.kv_offload) and speculative decoding with a draft model (inference.speculative).
 #include <cmath>
 
 #include "cli/serving_support.hpp"
@@ -39,6 +39,43 @@ TEST_CASE("serving prefix cache: a hit spares the prefill, the static batch's an
     CHECK(r.err.find("inference.prefix_cache_hit") != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("serving kv offload: a host hit is loaded over each GPU's host link instead of prefilled") {
+  // The static batch: 32 sequences of 1,024 tokens on 8 H100 (TP 8), half of each prompt in host memory: the
+  // prefill computes the other half, after the batch's loads: 32 x 512 tokens x 327,680 B (Llama-2-70B's 80 layers
+  // x K and V of 8 heads of 128, bf16) / 8 GPUs over PCIe Gen5 at 63 x 0.8 GB/s.
+  const fs::path file = scenario("offload-static", kLlama70b);
+  const json gpu_hit = serving_run_json(file, "--set inference.prefix_cache_hit=0.5");
+  const json host_hit = serving_run_json(file, "--set inference.kv_offload.host_GB=100 --set inference.kv_offload.hit=0.5");
+  const json& o = host_hit["kv_offload"];
+  CHECK(o["loaded_tokens"] == 512);
+  CHECK(o["link"] == "pcie5");
+  const double load = 32.0 * 512 * 327680 / 8 / (63e9 * 0.8);
+  CHECK(o["load_s"].get<double>() == doctest::Approx(load));
+  CHECK(host_hit["phases"]["prefill"]["new_tokens_per_sequence"] == 512);
+  CHECK(host_hit["ttft_s"].get<double>() == doctest::Approx(gpu_hit["ttft_s"].get<double>() + load));
+  CHECK(host_hit["tpot_s"].get<double>() == doctest::Approx(gpu_hit["tpot_s"].get<double>()));
+  // A stream: each request loads 496 of its 512 prompt tokens; its first token comes later than from the GPU's
+  // cache and sooner than with no cache.
+  const json loaded = serving_run_json(scenario("offload-stream", stream_of(4, 60, "  kv_offload: {host_GB: 100, hit: 1}\n")));
+  const json cached = serving_run_json(scenario("offload-stream-gpu", stream_of(4, 60, "  prefix_cache_hit: 1\n")));
+  const json cold = serving_run_json(scenario("offload-stream-cold", stream_of(4, 60)));
+  CHECK(loaded["stream"]["host_loaded_tokens"].get<double>() == 496 * loaded["stream"]["requests"].get<double>());
+  CHECK(loaded["stream"]["prefix_cached_tokens"] == 0);
+  CHECK(loaded["p50_ttft_s"].get<double>() > cached["p50_ttft_s"].get<double>());
+  CHECK(loaded["p50_ttft_s"].get<double>() < cold["p50_ttft_s"].get<double>());
+  // The resolved scenario holds it; a host tier too small for one request's hit is one line, status 2.
+  const fs::path out = fresh_dir("serving", "offload-out");
+  REQUIRE(dtsim("run " + file.string() + " --set inference.kv_offload.host_GB=100 --set inference.kv_offload.hit=0.5 "
+                "--out " + out.string()).status == 0);
+  std::ifstream resolved(out / "scenario.resolved.yaml");
+  const std::string text((std::istreambuf_iterator<char>(resolved)), std::istreambuf_iterator<char>());
+  CHECK(text.find("kv_offload:") != std::string::npos);
+  const Result small = dtsim("run " + file.string() + " --set inference.kv_offload.host_GB=0.1 --set inference.kv_offload.hit=0.5");
+  CHECK(small.status == 2);
+  CHECK(small.err.find("inference.kv_offload.host_GB: cannot hold one request's host hit, 512 tokens") != std::string::npos);
+  CHECK(std::count(small.err.begin(), small.err.end(), '\n') == 1);
 }
 
 TEST_CASE("serving speculative: a round is the draft's steps and the target's verify over the tokens it yields") {

@@ -84,6 +84,39 @@ TEST_CASE("scheduler: a prompt's cached prefix is not prefilled, and its chunks 
   CHECK(s.tokens == 2 + 1 + 6);   // the cached 8 are not computed
 }
 
+TEST_CASE("scheduler: a prefix from host memory is loaded, one load at a time, while the others run") {
+  // A: 10-token prompt, 8 in host memory loading for 1.5 s, 2 output tokens; B: 3-token prompt, 1 output token; C:
+  // 10-token prompt, 8 in host memory loading for 1 s, 1 output token; all at 0, budget 4.
+  // it 1 [0,1): A admitted (its load until 1.5), B's prompt (its one token, done at 1), C admitted (its load after
+  // A's, until 2.5).  Idle until 1.5.  it 2 [1.5,2.5): A's last 2 prompt tokens over its 10 (first token at 2.5).
+  // it 3 [2.5,3.5): A decodes (cache 11, done at 3.5), C's last 2 (its one token, done at 3.5).
+  std::vector<Request> requests = {{0.0, 10, 2}, {0.0, 3, 1}, {0.0, 10, 1}};
+  requests[0].loaded_tokens = 8;
+  requests[0].load_s = 1.5;
+  requests[2].loaded_tokens = 8;
+  requests[2].load_s = 1.0;
+  SchedulerLimits limits;
+  limits.max_tokens_per_iteration = 4;
+  limits.max_sequences = 3;
+  limits.kv_blocks = 100;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer());
+  using P = ServingPhase;
+  REQUIRE(clock.seen.size() == 3);
+  CHECK(clock.seen[0] == std::vector<ServingPass>{{P::Prefill, 1, 3, 3, true}});
+  CHECK(clock.seen[1] == std::vector<ServingPass>{{P::Prefill, 1, 2, 10, true}});
+  CHECK(clock.seen[2] == std::vector<ServingPass>{{P::Decode, 1, 1, 11}, {P::Prefill, 1, 2, 10, true}});
+  CHECK(s.requests[0].admitted_s == 0.0);
+  CHECK(s.requests[0].first_token_s == 2.5);
+  CHECK(s.requests[0].finished_s == 3.5);
+  CHECK(s.requests[1].finished_s == 1.0);
+  CHECK(s.requests[2].admitted_s == 0.0);
+  CHECK(s.requests[2].first_token_s == 3.5);
+  CHECK(s.end_s == 3.5);
+  CHECK(s.busy_s == 3.0);
+  CHECK(s.tokens == 3 + 2 + 1 + 2);   // the loaded 16 are not computed
+}
+
 TEST_CASE("scheduler: speculative rounds carry the drafted tokens and yield their mean, fractions carried over") {
   // One request: 4-token prompt, 6 output tokens; 3 drafted tokens a round, 2.5 tokens yielded a round.
   // it 1: the prompt (first token at 1: yielded 1).  it 2: verify 4 tokens over 4 + 1 + 3 = 8 (yielded 3.5:
