@@ -140,6 +140,9 @@ void check_ep_overlap(const Workload& w) {
            "false, or parallelism.vpp > 1");
   if (t.recompute == Recompute::Full)
     refuse("cannot run with training.recompute: full (Megatron-Core refuses it):", "false, or recompute none or selective");
+  if (p.fsdp != Fsdp::None)
+    refuse("is Megatron-Core's combined 1F1B, and parallelism.fsdp trains as PyTorch FSDP does (torchtitan has no "
+           "combined steps):", "false, or no fsdp");
 }
 
 // Megatron-Core's layer-level activation offloading: below the layer count, one pipeline stage, no recomputation

@@ -70,12 +70,13 @@ struct ParallelPlan {
   [[nodiscard]] int zero_ranks() const { return shard_ranks > 0 ? shard_ranks : dp_ranks(); }   // ZeRO's shards
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] int expert_dp() const { return tp * dp_ranks() / (expert_tp() * ep); }
-  // FSDP with pipeline parallelism, as PyTorch's pipelining runs it (torchtitan): a stage's layers are not resharded
-  // after their forward (torchtitan's apply_fsdp: reshard_after_forward = False with PP, "to avoid per-microbatch
-  // all-gathers"), and their gradients accumulate unsharded until the stage's last backward, after which every
-  // unit's reduce-scatter is issued (torch/distributed/pipelining/stage.py, backward_maybe_with_nosync: no gradient
-  // sync before the last backward, then each FSDP param group's post_backward). So each layer is gathered once a step
-  // and reduced once, and the stage holds its weights and gradients whole.
+  // FSDP with pipeline parallelism, as PyTorch's pipelining runs it (torchtitan): a stage's layers are not
+  // resharded after their forward (torchtitan/parallelisms/parallelize_llama.py at 9dec370a, apply_fsdp:
+  // reshard_after_forward = False with PP, "to avoid per-microbatch all-gathers"), and their gradients accumulate
+  // unsharded until the stage's last backward, after which every unit's reduce-scatter is issued
+  // (torch/distributed/pipelining/stage.py, backward_maybe_with_nosync: no gradient sync before the last backward,
+  // then each FSDP param group's post_backward). So each layer is gathered once a step and reduced once, and the
+  // stage holds its weights and gradients whole.
   [[nodiscard]] bool fsdp_gathers_once() const { return fsdp != Fsdp::None && pp > 1; }
 };
 

@@ -138,25 +138,31 @@ int host_loaded_tokens(int prompt_tokens, int gpu_cached, double hit, int block_
 Seconds host_load_time(const Workload& w, const topology::GpuSpec& gpu, double tokens) {
   const InferenceSpec& inf = *w.inference;
   const auto layers = stage_layers(w.plan, w.model.layers);
-  const double most = *std::ranges::max_element(layers);
-  const double per_gpu = kv_bytes_per_token(w.model, inf.kv_cache).value() / kv_split(w.model, w.plan.tp) *
-                         (most / w.model.layers);
+  const double share = *std::ranges::max_element(layers) / static_cast<double>(w.model.layers);
+  double per_gpu = kv_bytes_per_token(w.model, inf.kv_cache).value() / kv_split(w.model, w.plan.tp);
+  // A speculative draft's cache is offloaded and loaded with the target's (its own KV cache, on the target's
+  // pipeline split and its own tensor parallelism).
+  if (inf.speculative)
+    per_gpu += kv_bytes_per_token(inf.speculative->draft, inf.kv_cache).value() /
+               kv_split(inf.speculative->draft, draft_tp(*inf.speculative, w.plan.tp));
   const topology::LinkSpec& link = topology::host_memory_link(gpu);
-  return Seconds(tokens * per_gpu / (link.bandwidth.value() * link.efficiency));
+  return Seconds(tokens * per_gpu * share / (link.bandwidth.value() * link.efficiency));
 }
 
 Bytes host_cache_bytes(const Workload& w, double tokens) {
   const double copies = w.model.mla() ? w.plan.tp : 1.0;
-  return Bytes(tokens * kv_bytes_per_token(w.model, w.inference->kv_cache).value() * copies);
+  double per_token = kv_bytes_per_token(w.model, w.inference->kv_cache).value() * copies;
+  if (const auto& spec = w.inference->speculative) per_token += kv_bytes_per_token(spec->draft, w.inference->kv_cache).value();
+  return Bytes(tokens * per_token);
 }
 
-void check_host_cache(const Workload& w, int tokens) {
+void check_host_cache(const Workload& w, long long tokens) {
   const auto& offload = w.inference->kv_offload;
   if (!offload || tokens <= 0) return;
-  const Bytes need = host_cache_bytes(w, tokens);
+  const Bytes need = host_cache_bytes(w, static_cast<double>(tokens));
   if (need.value() > offload->host_GB * 1e9)
     throw InputError("inference.kv_offload.host_GB", fmt::format("{:g}", offload->host_GB),
-                     fmt::format("cannot hold one request's host hit, {} tokens of KV cache ({:.3g} GB for a "
+                     fmt::format("cannot hold the host hits loaded at once, {} tokens of KV cache ({:.3g} GB for a "
                                  "replica):",
                                  tokens, need.value() / 1e9),
                      fmt::format("at least {:.3g}, or a smaller kv_offload.hit", need.value() / 1e9));

@@ -50,11 +50,13 @@ int host_loaded_tokens(int prompt_tokens, int gpu_cached, double hit, int block_
 // PCIe host_link) at the link's efficiency (PCIe Gen5: 63 x 0.8 = 50.4 GB/s, where vLLM's offloading connector
 // measures "up to about 50GB/s" a direction on an H100 with 2 MB blocks: blog.vllm.ai 2026-01-08).
 Seconds host_load_time(const Workload& w, const topology::GpuSpec& gpu, double tokens);
-// The host memory `tokens` tokens' offloaded KV cache take for one replica: every TP rank keeps its own blocks
-// (vLLM's --kv-offloading-size is "summed across all TP ranks"), so MLA's latent, whole on each rank, counts tp times.
+// The host memory `tokens` tokens' offloaded KV cache take for one replica (a speculative draft's with the
+// target's): every TP rank keeps its own blocks (vLLM's --kv-offloading-size is "summed across all TP ranks"), so
+// MLA's latent, whole on each rank, counts tp times.
 Bytes host_cache_bytes(const Workload& w, double tokens);
-// Refuses a host tier (inference.kv_offload.host_GB) that cannot hold the largest hit of one request, `tokens` tokens.
-void check_host_cache(const Workload& w, int tokens);
+// Refuses a host tier (inference.kv_offload.host_GB) that cannot hold `tokens` tokens loaded at once (a stream's
+// largest hit of one request, a static batch's hits of every sequence).
+void check_host_cache(const Workload& w, long long tokens);
 
 // Tokens a speculative round yields per sequence on average: (1 - a^(k + 1)) / (1 - a), k + 1 at a = 1.
 double speculative_tokens_per_round(const SpeculativeDecoding& s);

@@ -64,7 +64,7 @@ struct Running {
   int prefilled = 0;   // prompt tokens in the cache
   int produced = 0;    // output tokens sampled
   double yielded = 0;  // decode rounds' tokens, fractions included (speculative decoding): produced is its floor
-  double ready_s = 0;  // when its prefix has arrived from host memory (Request::load_s): it runs no pass before
+  double ready_s = 0;  // a loading request's: when its prefix has arrived from host memory (Request::load_s)
 };
 
 }  // namespace
@@ -123,13 +123,19 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
   long long free_blocks = limits.kv_blocks;
   std::size_t arrived = 0, finished = 0;
   double now = 0;
-  double link_free = 0;   // when the host links finish the loads under way
+  double link_free = 0;         // when the host links finish the loads under way
+  std::deque<Running> loading;  // prefixes coming from host memory, in the order they finish (the links are shared)
+  std::deque<Running> loaded;   // those arrived, scheduled ahead of the waiting requests
   std::vector<ServingPass> passes;
   std::vector<std::pair<std::size_t, int>> members;   // (index into running, tokens) per pass
 
   while (finished < requests.size()) {
     while (arrived < requests.size() && requests[arrived].arrival_s <= now) waiting.push_back(arrived++);
-    if (running.empty() && waiting.empty()) {
+    while (!loading.empty() && loading.front().ready_s <= now) {
+      loaded.push_back(loading.front());
+      loading.pop_front();
+    }
+    if (running.empty() && waiting.empty() && loading.empty() && loaded.empty()) {
       now = requests[arrived].arrival_s;
       continue;
     }
@@ -171,11 +177,23 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
     for (std::size_t k = 0; k < running.size() && budget > 0; ++k) {
       const Running& r = running[k];
       const int remaining = requests[r.index].prompt_tokens - r.prefilled;
-      if (remaining == 0 || r.ready_s > now) continue;
+      if (remaining == 0) continue;
       const int chunk = chunk_of(remaining);
       if (chunk == 0) continue;
       passes.push_back({ServingPhase::Prefill, 1, chunk, r.prefilled + chunk, chunk == remaining});
       members.emplace_back(k, chunk);
+      budget -= chunk;
+    }
+    // Requests whose prefix has come from host memory, first (their blocks were reserved when the load began).
+    while (!loaded.empty() && std::ssize(running) < limits.max_sequences && (budget > 0 || passes.empty())) {
+      const Running& r = loaded.front();
+      const int remaining = requests[r.index].prompt_tokens - r.prefilled;
+      const int chunk = chunk_of(remaining);
+      if (chunk == 0) break;
+      running.push_back(r);
+      loaded.pop_front();
+      passes.push_back({ServingPhase::Prefill, 1, chunk, running.back().prefilled + chunk, chunk == remaining});
+      members.emplace_back(running.size() - 1, chunk);
       budget -= chunk;
     }
     while (!waiting.empty() && !requests[waiting.front()].prefilled && std::ssize(running) < limits.max_sequences &&
@@ -184,12 +202,14 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       const long long need = blocks_for(requests[i], limits.block_tokens, speculation.tokens);
       if (need > free_blocks) break;   // head of line: later requests wait behind it
       const int cached = requests[i].cached_tokens + requests[i].loaded_tokens;
-      if (requests[i].load_s > 0) {   // its prefix first comes from host memory: no pass until it has
+      // Its prefix first comes from host memory: its load begins, and it waits for it outside the running
+      // sequences (vLLM's WAITING_FOR_REMOTE_KVS), spending no budget.
+      if (requests[i].load_s > 0) {
         waiting.pop_front();
         free_blocks -= need;
         out.requests[i].admitted_s = now;
         link_free = std::max(now, link_free) + requests[i].load_s;
-        running.push_back({i, cached, 0, 0.0, link_free});
+        loading.push_back({i, cached, 0, 0.0, link_free});
         continue;
       }
       const int chunk = chunk_of(requests[i].prompt_tokens - cached);
@@ -204,9 +224,8 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
     }
     if (passes.empty()) {   // nothing runs until a load ends or a request arrives
       double next = arrived < requests.size() ? requests[arrived].arrival_s : INFINITY;
-      for (const Running& r : running)
-        if (r.ready_s > now) next = std::min(next, r.ready_s);
-      DTSIM_ASSERT(std::isfinite(next), "a scheduler with requests to serve and nothing it can run");
+      if (!loading.empty()) next = std::min(next, loading.front().ready_s);
+      DTSIM_ASSERT(std::isfinite(next) && next > now, "a scheduler with requests to serve and nothing it can run");
       now = next;
       continue;
     }

@@ -95,8 +95,10 @@ void StageBuilder::forward(const PipeStep& step) {
   const int mb = step.micro_batch;
   Deps deps = take_blocking_sends();
   if (v > 0) deps = receive(step, v - 1, std::move(deps));
-  if (v == 0) deps = compute(ctx_.embedding_kernels[0],
-                             Scope::Embedding, Pass::Forward, -1, mb, gated(kEmbeddingUnit, std::move(deps)));
+  if (v == 0)
+    deps = compute(ctx_.embedding_kernels[0], Scope::Embedding, Pass::Forward, -1, mb,
+                   unit_gather(ctx_.embedding_weights, kEmbeddingUnit, mb, gated(kEmbeddingUnit, std::move(deps)),
+                               Pass::Forward));
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi]; l < ctx_.first_layer[vi] + ctx_.layers[vi]; ++l) {
     // FSDP under pipeline parallelism gathers a layer at its first forward only (micro-batch 0 comes first).
@@ -107,8 +109,8 @@ void StageBuilder::forward(const PipeStep& step) {
     gather_window_.push_back(deps.front());
   }
   if (v == ctx_.virtual_stages - 1) {
-    compute(ctx_.logits_kernels[0], Scope::Logits,
-            Pass::Forward, -1, mb, gated(kLogitsUnit, std::move(deps)));
+    compute(ctx_.logits_kernels[0], Scope::Logits, Pass::Forward, -1, mb,
+            unit_gather(ctx_.head_weights, kLogitsUnit, mb, gated(kLogitsUnit, std::move(deps)), Pass::Forward));
     return;
   }
   send(step, v + 1, std::move(deps));
@@ -130,11 +132,21 @@ void StageBuilder::add_grads(Bytes bytes, bool expert, int layer, int mb, Index 
   Bucket& b = buckets_[expert ? 1 : 0];
   b.bytes += bytes;
   b.deps = {after};
-  if (ctx_.t.dp_overlap && b.bytes >= ctx_.t.dp_bucket) flush_bucket(expert, layer, mb);
+  // FSDP's bucket is its unit, the layer: reduced when the layer's backward ends, whatever its size.
+  if (ctx_.t.dp_overlap && b.bytes >= ctx_.t.dp_bucket && ctx_.w.plan.fsdp == Fsdp::None) flush_bucket(expert, layer, mb);
 }
 
 // ZeRO 0: all-reduce; ZeRO >= 1: reduce-scatter (each rank keeps its shard of the gradients). The routed experts'
 // gradients go to their own buckets, reduced over the expert data-parallel group (Megatron-Core's expert buffers).
+// FSDP reduce-scatters a unit's gradients (a layer's, the embedding's, the output layer's) when its backward ends:
+// the unit is the bucket; the routed experts' go over their own data-parallel group. (Under pipeline parallelism
+// add_grads defers them to the stage's last backward instead.)
+void StageBuilder::fsdp_unit_done(int layer, int mb) {
+  if (ctx_.w.plan.fsdp == Fsdp::None) return;
+  flush_bucket(false, layer, mb);
+  flush_bucket(true, layer, mb);
+}
+
 void StageBuilder::flush_bucket(bool expert, int layer, int mb) {
   Bucket& b = buckets_[expert ? 1 : 0];
   if (b.bytes.value() > 0)
@@ -168,9 +180,10 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
   Deps deps = take_blocking_sends();
   if (v < ctx_.virtual_stages - 1) deps = receive(step, v + 1, std::move(deps));
   if (v == ctx_.virtual_stages - 1) {
-    deps = compute(ctx_.logits_kernels[1],
-                   Scope::Logits, Pass::Backward, -1, mb, std::move(deps));
+    deps = compute(ctx_.logits_kernels[1], Scope::Logits, Pass::Backward, -1, mb,
+                   unit_gather(ctx_.head_weights, kLogitsUnit, mb, std::move(deps), Pass::Backward));
     if (reduce && !ctx_.w.model.tied_embeddings) add_grads(ctx_.logits_grads, false, -1, mb, deps.front());
+    if (reduce) fsdp_unit_done(-1, mb);   // the output layer, a unit of its own
   }
   const auto vi = static_cast<std::size_t>(v);
   for (int l = ctx_.first_layer[vi] + ctx_.layers[vi] - 1; l >= ctx_.first_layer[vi]; --l) {
@@ -189,20 +202,22 @@ void StageBuilder::backward(const PipeStep& step, bool last_micro_batch) {
       add_grads(g.bytes, g.expert, l, mb, r.op);
     }
     if (reduce && !per_module) {
-      add_grads(work.grads, false, l, mb, deps.front());
-      if (work.expert_grads.value() > 0) add_grads(work.expert_grads, !ctx_.experts_in_unit(), l, mb, deps.front());
+      if (ctx_.experts_in_unit()) {   // one unit: one reduction of the layer's gradients
+        add_grads(work.grads + work.expert_grads, false, l, mb, deps.front());
+      } else {
+        add_grads(work.grads, false, l, mb, deps.front());
+        if (work.expert_grads.value() > 0) add_grads(work.expert_grads, true, l, mb, deps.front());
+      }
     }
-    // FSDP reduce-scatters each layer's gradients when its backward ends (the unit is the bucket), the routed
-    // experts' over their own data-parallel group.
-    if (reduce && ctx_.w.plan.fsdp != Fsdp::None) {
-      flush_bucket(false, l, mb);
-      flush_bucket(true, l, mb);
-    }
+    if (reduce) fsdp_unit_done(l, mb);
   }
   if (v == 0)
-    deps = compute(ctx_.embedding_kernels[1],
-                   Scope::Embedding, Pass::Backward, -1, mb, std::move(deps));
-  if (v == 0 && reduce) add_grads(ctx_.embedding_grads, false, -1, mb, deps.front());
+    deps = compute(ctx_.embedding_kernels[1], Scope::Embedding, Pass::Backward, -1, mb,
+                   unit_gather(ctx_.embedding_weights, kEmbeddingUnit, mb, std::move(deps), Pass::Backward));
+  if (v == 0 && reduce) {
+    add_grads(ctx_.embedding_grads, false, -1, mb, deps.front());
+    fsdp_unit_done(-1, mb);   // the embedding, a unit of its own
+  }
   // FSDP under pipeline parallelism: every unit's reduce-scatter once this last backward has ended, in the
   // order the backward produced them.
   for (const Deferred& d : deferred_)
@@ -256,7 +271,8 @@ std::vector<std::pair<std::size_t, std::size_t>> pieces(const std::vector<Op>& o
 // Reorders ops_[from, end): the pieces of [from, second) and of [second, end) in turn, each list keeping its own
 // order. A piece of the second list that waits on an op of the first not yet placed goes after the first list's
 // pieces up to that op, so the order stays one the ops can run in (no such link exists today: the state the
-// steps share, ZeRO-3's gates and the buckets, is not used with MoE; the rule keeps the reorder safe if it is).
+// steps share, ZeRO-3's gates and the buckets, is not used with combined steps, which plan.cpp refuses beside FSDP
+// and DeepSpeed's ZeRO-3 alike; the rule keeps the reorder safe if it is).
 // Every index into the moved ops, in the ops and in the builder's state, follows them.
 void StageBuilder::interleave(std::size_t from, std::size_t second) {
   const std::size_t end = ops_.size();

@@ -72,6 +72,10 @@ struct Context {
   // back (backward) takes beyond the next layer's compute it runs beside, per pass (Forward, Backward).
   std::array<Seconds, 2> offload_wait{};
   int node_dp = 0;                // ZeRO++'s hpZ and qgZ: the data-parallel ranks of one node (node_dp_ranks)
+  // ZeRO-3's other gathered units, weight dtype, on one GPU: the embedding (first stage) and the final norm with the
+  // output layer (last stage; with tied embeddings and one stage, the embedding's unit holds it).
+  Bytes embedding_weights{};
+  Bytes head_weights{};
 
   [[nodiscard]] const LayerWork& work(int layer) const { return layer_work[w.model.moe_layer(layer) ? 1 : 0]; }
   // FSDP without expert parallelism: the routed experts are sharded over the data-parallel group like the rest of
@@ -183,6 +187,7 @@ class StageBuilder {
   Deps take_blocking_sends() { return std::exchange(blocking_sends_, {}); }
   void send(const PipeStep& step, int to_virtual, Deps deps);
   Deps zero3_gather(int layer, int mb, Deps deps, Pass pass);
+  Deps unit_gather(Bytes weights, int unit, int mb, Deps deps, Pass pass);
   Deps backward_gather(int layer, int mb, Deps deps, bool more);
   Deps gather_modules(int layer, int mb, Deps gate, Pass pass);
   Deps dequantized(int layer, int mb, Pass pass, Deps deps);
@@ -190,6 +195,7 @@ class StageBuilder {
   void interleave(std::size_t from, std::size_t second);
   void add_grads(Bytes bytes, bool expert, int layer, int mb, Index after);
   void flush_bucket(bool expert, int layer, int mb);
+  void fsdp_unit_done(int layer, int mb);
   std::optional<Index> reduce_grads(Bytes bytes, bool expert, int layer, int mb, Deps deps);
 
   [[nodiscard]] int virtual_stage(const PipeStep& s) const { return s.chunk * ctx_.w.plan.pp + stage_; }

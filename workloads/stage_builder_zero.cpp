@@ -45,6 +45,29 @@ Deps StageBuilder::zero3_gather(int layer, int mb, Deps deps, Pass pass) {
   return dequantized(layer, mb, pass, std::move(deps));
 }
 
+// ZeRO-3's gather of a unit outside the layers (kEmbeddingUnit, kLogitsUnit) before its pass, over the group the
+// layers' gathers take, waiting on the compute two layers back as theirs do: FSDP's units of their own (torchtitan's
+// apply_fsdp_to_decoder: tok_embeddings, and [norm, lm_head], which it does not reshard after the forward, so no
+// gather before its backward); DeepSpeed's modules, fetched for each pass. Under pipeline parallelism FSDP gathers
+// them at the first micro-batch's forward only.
+Deps StageBuilder::unit_gather(Bytes weights, int unit, int mb, Deps deps, Pass pass) {
+  const auto& plan = ctx_.w.plan;
+  if (plan.zero < 3 || plan.zero_ranks() == 1 || weights.value() <= 0) return deps;
+  if (plan.fsdp != Fsdp::None &&
+      ((plan.fsdp_gathers_once() && (pass != Pass::Forward || mb != 0)) || (unit == kLogitsUnit && pass != Pass::Forward)))
+    return deps;
+  const ZeroPp& zpp = ctx_.t.zero_pp;
+  const bool secondary = zpp.hpz && pass == Pass::Backward;
+  if (secondary && ctx_.node_dp <= 1) return deps;
+  const Group group = plan.shard_ranks > 0 || secondary ? Group::Shard : Group::Dp;
+  const double wire = zpp.qwz ? (1.0 + 4.0 / kQwzBlock) / bytes_per_element(ctx_.t.weight_dtype) : 1.0;
+  Deps gate;
+  const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
+  if (gather_window_.size() >= back) gate.push_back(gather_window_[gather_window_.size() - back]);
+  deps.push_back(collective(CollectiveKind::AllGather, group, weights * wire, CommPurpose::ZeroParamGather, -1, mb, gate));
+  return deps;
+}
+
 // One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module: each pays the ring's per-step
 // latency over the whole data-parallel group. ZeRO++: qwZ sends int8 with an fp32 scale per block of
 // kQwzBlock weights (deepspeed/runtime/zero/partition_parameters.py, CUDAQuantizer: target_group_size 8000);

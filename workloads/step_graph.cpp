@@ -111,7 +111,7 @@ LayerWork layer_work(const Context& ctx, bool moe) {
   // ZeRO-3 (DeepSpeed) gathers a layer one linear module at a time (plan.cpp refuses it with experts); FSDP gathers
   // the layer, its one unit, at once: with experts, the dense part over the data-parallel group and the routed
   // experts over theirs, as FSDP2 gathers each parameter over its own mesh (torchtitan/distributed/fsdp.py,
-  // apply_fsdp's shard_placement_fn: routed experts on the edp mesh, the rest on the dp mesh).
+  // apply_fsdp_to_decoder's shard_placement_fn: routed experts on the edp mesh, the rest on the dp mesh).
   const double weight = bytes_per_element(t.weight_dtype);
   if (w.plan.fsdp != Fsdp::None) {
     const MoeLayerParameters experts = moe ? moe_layer_parameters(w.model) : MoeLayerParameters{};
@@ -168,6 +168,13 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, const Gene
   ctx.cp_kv = context_kv_bytes(m, t, sharding, t.micro_batch);
   ctx.embedding_grads = Bytes(trained_embedding_parameters(m, t) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(trained_logits_parameters(m, t) / w.plan.tp * bytes_per_element(t.grad_dtype));
+  if (w.plan.zero >= 3) {   // the memory plan's gathered units (memory_plan.cpp, largest_gathered_unit)
+    const double words = static_cast<double>(m.vocab) * m.hidden;
+    const double weight = bytes_per_element(t.weight_dtype);
+    ctx.embedding_weights = Bytes((words / w.plan.tp + (embedding_parameters(m) - words)) * weight);
+    const double head = m.tied_embeddings ? (w.plan.pp > 1 ? words : 0.0) : logits_parameters(m);
+    ctx.head_weights = Bytes((head / w.plan.tp + final_norm_parameters(m)) * weight);
+  }
   ctx.layer_work[0] = layer_work(ctx, false);
   if (m.moe()) {
     ctx.ep_nodes = ep_nodes(w);

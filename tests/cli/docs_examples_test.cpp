@@ -200,8 +200,10 @@ TEST_CASE("docs: docs/results.md defines every field a training step, a serving 
   const auto page = lines_of(slurp(src("docs/results.md")));
   for (const std::string args : {"scenarios/models/gpt-22b-tp8.yaml --set training.tokens=1e11 --set reliability.seed=1",
                                  "scenarios/models/llama3-8b-fsdp-32xh100.yaml",
-                                 "scenarios/serving/llama2-70b-8xh100.yaml",
-                                 "scenarios/bench/llama2-70b-stream-8xh100.yaml --set inference.requests.duration_s=20"}) {
+                                 "scenarios/serving/llama2-70b-8xh100.yaml --set inference.kv_offload.host_GB=100 "
+                                 "--set inference.kv_offload.hit=0.3",
+                                 "scenarios/bench/llama2-70b-stream-8xh100.yaml --set inference.requests.duration_s=20 "
+                                 "--set inference.kv_offload.host_GB=100 --set inference.kv_offload.hit=0.3"}) {
     const Result r = dtsim("run " + src("") + args + " --format json");
     REQUIRE(r.status == 0);
     std::set<std::string> fields;

@@ -142,6 +142,21 @@ TEST_CASE("moe with zero 3: DeepSpeed's ZeRO-3 refused with exit 2 and one line,
   CHECK(graph.out.find("reduce-scatter over edp") != std::string::npos);
 }
 
+TEST_CASE("fsdp under pipeline parallelism: auto chooses the micro-batch there too") {
+  // The plan search kept no candidate with ZeRO-3 under pp, so auto chose nothing beside FSDP's; it searches them.
+  const fs::path dir = fresh_dir("fsdp", "pp-auto");
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << "name: tt\ncluster: {preset: dgx-h100, nodes: 4}\nmodel: {preset: llama3-8b}\n"
+                                   "training: {framework: torchtitan, global_batch: 64, recompute: full}\n"
+                                   "parallelism: {fsdp: full, tp: 2, pp: 2}\n";
+  const auto r = dtsim("run " + (dir / "s.yaml").string() + " --format json");
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  const auto row = nlohmann::json::parse(r.out);
+  REQUIRE(row["auto_chosen"].contains("training.micro_batch"));
+  CHECK(row["auto_chosen"]["training.micro_batch"].get<int>() >= 1);
+}
+
 TEST_CASE("recompute op: torchtitan's per-op checkpointing on an MoE model is refused with exit 2 and one line") {
   const auto e = dtsim("memory " + src("tests/data/scenarios/recompute-op-moe.yaml"));
   CHECK(e.status == 2);

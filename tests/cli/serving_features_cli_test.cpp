@@ -74,7 +74,8 @@ TEST_CASE("serving kv offload: a host hit is loaded over each GPU's host link in
   CHECK(text.find("kv_offload:") != std::string::npos);
   const Result small = dtsim("run " + file.string() + " --set inference.kv_offload.host_GB=0.1 --set inference.kv_offload.hit=0.5");
   CHECK(small.status == 2);
-  CHECK(small.err.find("inference.kv_offload.host_GB: cannot hold one request's host hit, 512 tokens") != std::string::npos);
+  CHECK(small.err.find("inference.kv_offload.host_GB: cannot hold the host hits loaded at once, 16384 tokens") !=
+        std::string::npos);   // the batch's 32 hits of 512 tokens
   CHECK(std::count(small.err.begin(), small.err.end(), '\n') == 1);
 }
 

@@ -43,22 +43,32 @@ Workload fsdp_job(Fsdp fsdp, int dp, int shard = 0) {
 
 TEST_CASE("fsdp full: a layer gathered whole before its forward and its backward, reduce-scattered after it") {
   const Workload w = fsdp_job(Fsdp::Full, 16);
-  const auto n = tally_collectives(generate_step(w, topology::find_gpu("h100-sxm5-80gb")).classes[0]);
+  const RankClass c = generate_step(w, topology::find_gpu("h100-sxm5-80gb")).classes[0];
+  const auto n = tally_collectives(c, true);
   const int passes = 4 * 2;   // 4 layers x 2 micro-batches
   const double layer = layer_parameters(w.model);
   CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).count == 2 * passes);
   CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).bytes == doctest::Approx(2 * passes * layer * 2));   // bf16
-  // One reduce-scatter per layer pass (fp32 gradients), and the embedding's and the head's with the next layer's
-  // or the micro-batch's last: at most two more per micro-batch.
-  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count >= passes);
-  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count <= passes + 2 * 2);
-  // DeepSpeed's ZeRO-3 gathers the same layer as four modules.
+  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count == passes);   // one per layer pass (fp32)
+  // The embedding and the output layer are units of their own (torchtitan's apply_fsdp_to_decoder): the embedding
+  // gathered before its forward and its backward, the output layer (with the final norm) before its forward only,
+  // each reduce-scattered when its backward ends.
+  const auto all = tally_collectives(c);
+  const double embedding = embedding_parameters(w.model);
+  const double head = logits_parameters(w.model) + final_norm_parameters(w.model);
+  CHECK(all.at({CollectiveKind::AllGather, Group::Dp}).count == 2 * passes + 3 * 2);
+  CHECK(all.at({CollectiveKind::AllGather, Group::Dp}).bytes ==
+        doctest::Approx((2 * passes * layer + 2 * (2 * embedding + head)) * 2));
+  CHECK(all.at({CollectiveKind::ReduceScatter, Group::Dp}).count == passes + 2 * 2);
+  // DeepSpeed's ZeRO-3 gathers the same layer as four modules, and the output layer again for its backward.
   Workload zero3 = w;
   zero3.plan.fsdp = Fsdp::None;
-  const auto z = tally_collectives(generate_step(zero3, topology::find_gpu("h100-sxm5-80gb")).classes[0]);
+  const RankClass zc = generate_step(zero3, topology::find_gpu("h100-sxm5-80gb")).classes[0];
+  const auto z = tally_collectives(zc, true);
   CHECK(z.at({CollectiveKind::AllGather, Group::Dp}).count == 4 * 2 * passes);
   CHECK(z.at({CollectiveKind::AllGather, Group::Dp}).bytes ==
         doctest::Approx(n.at({CollectiveKind::AllGather, Group::Dp}).bytes));
+  CHECK(tally_collectives(zc).at({CollectiveKind::AllGather, Group::Dp}).count == 4 * 2 * passes + 4 * 2);
 }
 
 TEST_CASE("fsdp hybrid: gathers and reduce-scatters within the node, each shard all-reduced with its replicas") {
@@ -66,8 +76,8 @@ TEST_CASE("fsdp hybrid: gathers and reduce-scatters within the node, each shard 
   const StepGraph g = generate_step(w, topology::find_gpu("h100-sxm5-80gb"));
   CHECK(g.group_ranks(9, Group::Shard) == std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15});
   CHECK(g.group_ranks(9, Group::Replica) == std::vector<int>{1, 9, 17, 25});
-  const auto n = tally_collectives(g.classes[0]);
-  CHECK_FALSE(n.contains({CollectiveKind::AllGather, Group::Dp}));
+  const auto n = tally_collectives(g.classes[0], true);
+  CHECK_FALSE(tally_collectives(g.classes[0]).contains({CollectiveKind::AllGather, Group::Dp}));
   CHECK(n.at({CollectiveKind::AllGather, Group::Shard}).count == 2 * 4 * 2);
   const auto& rs = n.at({CollectiveKind::ReduceScatter, Group::Shard});
   const auto& ar = n.at({CollectiveKind::AllReduce, Group::Replica});
@@ -107,7 +117,7 @@ TEST_CASE("fsdp full with experts: the routed experts gathered and reduce-scatte
   const auto& gpu = topology::find_gpu("h100-sxm5-80gb");
   const StepGraph g = generate_step(w, gpu);
   CHECK(g.group_ranks(3, Group::ExpertDp).size() == 2);
-  const auto n = tally_collectives(g.classes[0]);
+  const auto n = tally_collectives(g.classes[0], true);
   const int passes = 4 * 4;   // 4 layers x 4 micro-batches
   const MoeLayerParameters layer = moe_layer_parameters(w.model);
   const double weight = 2;   // bf16
@@ -126,7 +136,7 @@ TEST_CASE("fsdp full with experts: the routed experts gathered and reduce-scatte
   Workload whole = moe_job(1, 1, 16, 1);
   whole.plan.zero = 3;
   whole.plan.fsdp = Fsdp::Full;
-  const auto u = tally_collectives(generate_step(whole, gpu).classes[0]);
+  const auto u = tally_collectives(generate_step(whole, gpu).classes[0], true);
   CHECK_FALSE(u.contains({CollectiveKind::AllGather, Group::ExpertDp}));
   CHECK_FALSE(u.contains({CollectiveKind::ReduceScatter, Group::ExpertDp}));
   CHECK(u.at({CollectiveKind::AllGather, Group::Dp}).count == 2 * passes);
@@ -160,12 +170,14 @@ TEST_CASE("fsdp under pipeline parallelism: each layer gathered once a step, red
   const StepGraph g = generate_step(w, gpu);
   const RankClass& first = g.classes[0];
   REQUIRE(first.stage == 0);
-  const auto n = tally_collectives(first);
+  const auto n = tally_collectives(first, true);
   const double layer = layer_parameters(w.model);
   CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).count == 4);   // its 4 layers, once each
   CHECK(n.at({CollectiveKind::AllGather, Group::Dp}).bytes == doctest::Approx(4 * layer * 2));
+  // and the embedding, once
+  CHECK(tally_collectives(first).at({CollectiveKind::AllGather, Group::Dp}).count == 5);
   // The 4 layers' and the embedding's reduce-scatters, each after the last micro-batch's backward has ended.
-  CHECK(n.at({CollectiveKind::ReduceScatter, Group::Dp}).count == 5);
+  CHECK(tally_collectives(first).at({CollectiveKind::ReduceScatter, Group::Dp}).count == 5);
   std::size_t last_backward = 0;
   for (std::size_t i = 0; i < first.ops.size(); ++i)
     if (const auto* c = std::get_if<ComputeOp>(&first.ops[i].body); c && c->pass == Pass::Backward) last_backward = i;
@@ -186,4 +198,22 @@ TEST_CASE("fsdp under pipeline parallelism: each layer gathered once a step, red
   CHECK(m.parts.buffers.value() == doctest::Approx(stage_params * 2));
   CHECK(m.parts.optimizer.value() == doctest::Approx(z.parts.optimizer.value()));
   CHECK(m.parts.params.value() * 8 == doctest::Approx(z.parts.params.value()));
+
+  // Interleaved (vpp 2: virtual stages of 2 layers, stage 0 holding the first and the third): still once a layer,
+  // and each virtual stage's reductions after its own last backward. The last stage reduces its 4 layers and the
+  // output layer (untied).
+  Workload v = w;
+  v.plan.vpp = 2;
+  REQUIRE(plan_error(v, 16) == "no error");
+  const StepGraph gv = generate_step(v, gpu);
+  const auto first_v = tally_collectives(gv.classes[0]);
+  CHECK(first_v.at({CollectiveKind::AllGather, Group::Dp}).count == 4 + 1);   // and the embedding
+  CHECK(first_v.at({CollectiveKind::ReduceScatter, Group::Dp}).count == 5);
+  REQUIRE(gv.classes.back().stage == 1);
+  const auto last_v = tally_collectives(gv.classes.back());
+  CHECK(last_v.at({CollectiveKind::AllGather, Group::Dp}).count == 4 + 1);    // and the output layer
+  CHECK(last_v.at({CollectiveKind::ReduceScatter, Group::Dp}).count == 5);
+  CHECK(last_v.at({CollectiveKind::ReduceScatter, Group::Dp}).bytes ==
+        doctest::Approx((4 * layer + logits_parameters(w.model) + final_norm_parameters(w.model)) *
+                        bytes_per_element(w.training->grad_dtype)));
 }

@@ -115,6 +115,23 @@ TEST_CASE("scheduler: a prefix from host memory is loaded, one load at a time, w
   CHECK(s.end_s == 3.5);
   CHECK(s.busy_s == 3.0);
   CHECK(s.tokens == 3 + 2 + 1 + 2);   // the loaded 16 are not computed
+
+  // A loading request waits outside the running sequences (vLLM's WAITING_FOR_REMOTE_KVS): with one sequence
+  // allowed, B runs during A's load. it 1 [0,1): A's load begins (until 1.5), B's prompt (first token at 1).
+  // it 2 [1,2): B decodes (done at 2).  it 3 [2,3): A, loaded, prefills its last 2 tokens (its one token, done at 3).
+  std::vector<Request> pair = {{0.0, 10, 1}, {0.0, 3, 2}};
+  pair[0].loaded_tokens = 8;
+  pair[0].load_s = 1.5;
+  limits.max_sequences = 1;
+  OneSecondIterations one;
+  const ServedStream t = serve_requests(pair, limits, one.timer());
+  CHECK(t.iterations == 3);
+  CHECK(t.requests[1].first_token_s == 1.0);
+  CHECK(t.requests[1].finished_s == 2.0);
+  CHECK(t.requests[0].admitted_s == 0.0);
+  CHECK(t.requests[0].finished_s == 3.0);
+  REQUIRE(one.seen.size() == 3);
+  CHECK(one.seen[2] == std::vector<ServingPass>{{P::Prefill, 1, 2, 10, true}});
 }
 
 TEST_CASE("scheduler: speculative rounds carry the drafted tokens and yield their mean, fractions carried over") {

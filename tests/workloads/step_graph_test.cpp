@@ -181,10 +181,12 @@ TEST_CASE("data-parallel gradients: buckets overlap the backward, ZeRO shards th
   w.plan.zero = 3;
   n = count(generate_step(w, a100()).classes[0]);
   // Each layer's four linear modules (as DeepSpeed fetches them), forward and backward, per micro-batch; together
-  // exactly the layer's weights.
-  CHECK(n.collectives.at({CollectiveKind::AllGather, Group::Dp}) == 4 * 8 * 2 * 2);
+  // exactly the layer's weights. Besides, the embedding and the final norm (the output layer is the tied
+  // embedding, on the one stage), each before its forward and its backward.
+  CHECK(n.collectives.at({CollectiveKind::AllGather, Group::Dp}) == 4 * 8 * 2 * 2 + 2 * 2 * 2);
   CHECK(n.bytes.at({CollectiveKind::AllGather, Group::Dp}) ==
-        doctest::Approx(8 * layer_parameters(w.model) * 2.0 * 2 * 2));
+        doctest::Approx((8 * layer_parameters(w.model) + embedding_parameters(w.model) + final_norm_parameters(w.model)) *
+                        2.0 * 2 * 2));
 }
 
 TEST_CASE("gradients join their bucket module by module while the layer's backward still runs") {
