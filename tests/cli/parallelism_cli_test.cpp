@@ -144,12 +144,11 @@ TEST_CASE("moe with zero 3: DeepSpeed's ZeRO-3 refused with exit 2 and one line,
 
 TEST_CASE("fsdp under pipeline parallelism: auto chooses the micro-batch there too") {
   // The plan search kept no candidate with ZeRO-3 under pp, so auto chose nothing beside FSDP's; it searches them.
-  const fs::path dir = fresh_dir("fsdp", "pp-auto");
-  fs::create_directories(dir);
-  std::ofstream(dir / "s.yaml") << "name: tt\ncluster: {preset: dgx-h100, nodes: 4}\nmodel: {preset: llama3-8b}\n"
-                                   "training: {framework: torchtitan, global_batch: 64, recompute: full}\n"
-                                   "parallelism: {fsdp: full, tp: 2, pp: 2}\n";
-  const auto r = dtsim("run " + (dir / "s.yaml").string() + " --format json");
+  const fs::path file = written(fresh_dir("fsdp", "pp-auto"), "s.yaml",
+                                "name: tt\ncluster: {preset: dgx-h100, nodes: 4}\nmodel: {preset: llama3-8b}\n"
+                                "training: {framework: torchtitan, global_batch: 64, recompute: full}\n"
+                                "parallelism: {fsdp: full, tp: 2, pp: 2}\n");
+  const auto r = dtsim("run " + file.string() + " --format json");
   CAPTURE(r.err);
   REQUIRE(r.status == 0);
   const auto row = nlohmann::json::parse(r.out);

@@ -24,6 +24,15 @@ struct OneSecondIterations {
   }
 };
 
+// A scheduler of `tokens` tokens and `sequences` sequences an iteration, and KV-cache blocks to spare.
+SchedulerLimits limits_of(int tokens, int sequences) {
+  SchedulerLimits limits;
+  limits.max_tokens_per_iteration = tokens;
+  limits.max_sequences = sequences;
+  limits.kv_blocks = 100;
+  return limits;
+}
+
 }  // namespace
 
 TEST_CASE("scheduler: two requests, chunked prefill under a 4-token budget, worked by hand") {
@@ -32,10 +41,7 @@ TEST_CASE("scheduler: two requests, chunked prefill under a 4-token budget, work
   // token at 2).  it 3 [2,3): A decodes (cache 7), B decodes (cache 3), B's second token: B done at 3.
   // it 4 [3,4): A decodes (cache 8), its third token: done at 4.
   const std::vector<Request> requests = {{0.0, 6, 3}, {0.5, 2, 2}};
-  SchedulerLimits limits;
-  limits.max_tokens_per_iteration = 4;
-  limits.max_sequences = 2;
-  limits.kv_blocks = 100;
+  SchedulerLimits limits = limits_of(4, 2);
   OneSecondIterations clock;
   const ServedStream s = serve_requests(requests, limits, clock.timer());
   CHECK(s.iterations == 4);
@@ -69,10 +75,7 @@ TEST_CASE("scheduler: a prompt's cached prefix is not prefilled, and its chunks 
   // it 2: A decodes (cache 11, done at 2), B's next 2 prompt tokens.  it 3: B's last 3 (its one token, done at 3).
   std::vector<Request> requests = {{0.0, 10, 2}, {0.0, 6, 1}};
   requests[0].cached_tokens = 8;
-  SchedulerLimits limits;
-  limits.max_tokens_per_iteration = 3;
-  limits.max_sequences = 2;
-  limits.kv_blocks = 100;
+  SchedulerLimits limits = limits_of(3, 2);
   OneSecondIterations clock;
   const ServedStream s = serve_requests(requests, limits, clock.timer());
   using P = ServingPhase;
@@ -95,10 +98,7 @@ TEST_CASE("scheduler: a prefix from host memory is loaded, one load at a time, w
   requests[0].load_s = 1.5;
   requests[2].loaded_tokens = 8;
   requests[2].load_s = 1.0;
-  SchedulerLimits limits;
-  limits.max_tokens_per_iteration = 4;
-  limits.max_sequences = 3;
-  limits.kv_blocks = 100;
+  SchedulerLimits limits = limits_of(4, 3);
   OneSecondIterations clock;
   const ServedStream s = serve_requests(requests, limits, clock.timer());
   using P = ServingPhase;
