@@ -54,19 +54,6 @@ GpuParameters layer_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p
           layer_routed_parameters(m, layer) / (p.ep * p.expert_tp())};
 }
 
-double word_embedding_parameters(const ModelSpec& m) { return static_cast<double>(m.vocab) * m.hidden; }
-
-double embedding_parameters_per_gpu(const ModelSpec& m, int tp) {
-  const double words = word_embedding_parameters(m);
-  return words / tp + (embedding_parameters(m) - words);   // learned positions are replicated
-}
-
-// Final norm and output projection. Tied embeddings with pp > 1: the last stage holds its own copy of the
-// word embedding (with gradients and optimizer states), all-reduced with the first stage's, as Megatron does.
-double head_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p) {
-  const double logits = m.tied_embeddings ? (p.pp > 1 ? word_embedding_parameters(m) : 0.0) : logits_parameters(m);
-  return logits / p.tp + final_norm_parameters(m);
-}
 
 GpuParameters stage_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p, int stage) {
   const auto layers = stage_layers(p, m.layers);
@@ -110,10 +97,12 @@ double sharded(const GpuParameters& n, const ParallelPlan& p, int zero_stage, do
   return (n.dense / p.zero_ranks() + n.expert / p.expert_dp()) * per_parameter;
 }
 
-// The larger of a dense and an MoE layer on one GPU (with experts, FSDP gathers the rank's own experts).
+// The larger of a dense and an MoE layer on one GPU (with experts, FSDP gathers the rank's own experts): every
+// layer of a kind is alike, so layer 0 and the first MoE layer.
 double largest_layer_per_gpu(const ModelSpec& m, const ParallelPlan& p) {
   double most = layer_parameters_per_gpu(m, p, 0).total();
-  for (int l = 1; l < m.layers && m.moe(); ++l) most = std::max(most, layer_parameters_per_gpu(m, p, l).total());
+  for (int l = 1; l < m.layers && m.moe(); ++l)
+    if (m.moe_layer(l)) return std::max(most, layer_parameters_per_gpu(m, p, l).total());
   return most;
 }
 
@@ -375,6 +364,17 @@ int in_flight_micro_batches(const ParallelPlan& plan, int micro_batches, int sta
 Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   DTSIM_ASSERT(tp >= 1, "kv cache of a checked plan");
   return kv_bytes_per_token(m, inf.kv_cache) * (static_cast<double>(inf.context) * inf.batch / kv_split(m, tp));
+}
+
+double embedding_parameters_per_gpu(const ModelSpec& m, int tp) {
+  const double words = static_cast<double>(m.vocab) * m.hidden;
+  return words / tp + (embedding_parameters(m) - words);   // learned positions are replicated
+}
+
+double head_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p) {
+  const double words = static_cast<double>(m.vocab) * m.hidden;
+  const double logits = m.tied_embeddings ? (p.pp > 1 ? words : 0.0) : logits_parameters(m);
+  return logits / p.tp + final_norm_parameters(m);
 }
 
 int kv_split(const ModelSpec& m, int tp) { return m.mla() ? 1 : tp; }

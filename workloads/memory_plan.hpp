@@ -58,6 +58,12 @@ Bytes largest_layer_activation_bytes(const ModelSpec& m, const TrainingSpec& t, 
 // interleaved: per Megatron's warm-up count), derived from the schedule's order.
 int in_flight_micro_batches(const ParallelPlan& plan, int micro_batches, int stage);
 
+// The embedding's parameters on one GPU (the words split over tp, learned positions replicated), and the final
+// norm's with the output projection's (tied embeddings with pp > 1: the last stage's own copy of the word
+// embedding, all-reduced with the first stage's, as Megatron does; with one stage, none beside the embedding).
+double embedding_parameters_per_gpu(const ModelSpec& m, int tp);
+double head_parameters_per_gpu(const ModelSpec& m, const ParallelPlan& p);
+
 // One token's keys and values over every layer, all KV heads, in `kv_cache`'s precision (under MLA: its latent
 // and rope key a layer).
 Bytes kv_bytes_per_token(const ModelSpec& m, Precision kv_cache);

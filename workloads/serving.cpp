@@ -5,11 +5,8 @@
 #include <numbers>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "topology/error.hpp"
 #include "workloads/compute_model.hpp"
-#include "workloads/memory_plan.hpp"
 
 namespace dtsim::workloads {
 namespace {
@@ -120,54 +117,6 @@ void dense_mlp(std::vector<Kernel>& out, double tokens, double h, double ffn, bo
 
 std::string_view to_string(ServingPhase p) { return p == ServingPhase::Prefill ? "prefill" : "decode"; }
 
-int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens) {
-  DTSIM_ASSERT(prompt_tokens >= 1 && hit >= 0.0 && hit <= 1.0 && block_tokens >= 1, "a checked prefix-cache hit");
-  // vLLM caps a hit at the prompt less its last token, then keeps whole blocks of that (vllm/v1/core/
-  // kv_cache_manager.py, get_computed_blocks: max_cache_hit_length = num_tokens - 1; only full blocks are hashed).
-  const double hit_tokens = std::min(hit * prompt_tokens, static_cast<double>(prompt_tokens - 1));
-  return static_cast<int>(std::floor(hit_tokens / block_tokens + 1e-9)) * block_tokens;
-}
-
-int host_loaded_tokens(int prompt_tokens, int gpu_cached, double hit, int block_tokens) {
-  DTSIM_ASSERT(gpu_cached >= 0 && gpu_cached < prompt_tokens && hit >= 0.0 && hit <= 1.0 && block_tokens >= 1,
-               "a checked host-tier hit");
-  const double hit_tokens = std::min(hit * prompt_tokens, static_cast<double>(prompt_tokens - 1 - gpu_cached));
-  return static_cast<int>(std::floor(hit_tokens / block_tokens + 1e-9)) * block_tokens;
-}
-
-Seconds host_load_time(const Workload& w, const topology::GpuSpec& gpu, double tokens) {
-  const InferenceSpec& inf = *w.inference;
-  const auto layers = stage_layers(w.plan, w.model.layers);
-  const double share = *std::ranges::max_element(layers) / static_cast<double>(w.model.layers);
-  double per_gpu = kv_bytes_per_token(w.model, inf.kv_cache).value() / kv_split(w.model, w.plan.tp);
-  // A speculative draft's cache is offloaded and loaded with the target's (its own KV cache, on the target's
-  // pipeline split and its own tensor parallelism).
-  if (inf.speculative)
-    per_gpu += kv_bytes_per_token(inf.speculative->draft, inf.kv_cache).value() /
-               kv_split(inf.speculative->draft, draft_tp(*inf.speculative, w.plan.tp));
-  const topology::LinkSpec& link = topology::host_memory_link(gpu);
-  return Seconds(tokens * per_gpu * share / (link.bandwidth.value() * link.efficiency));
-}
-
-Bytes host_cache_bytes(const Workload& w, double tokens) {
-  const double copies = w.model.mla() ? w.plan.tp : 1.0;
-  double per_token = kv_bytes_per_token(w.model, w.inference->kv_cache).value() * copies;
-  if (const auto& spec = w.inference->speculative) per_token += kv_bytes_per_token(spec->draft, w.inference->kv_cache).value();
-  return Bytes(tokens * per_token);
-}
-
-void check_host_cache(const Workload& w, long long tokens) {
-  const auto& offload = w.inference->kv_offload;
-  if (!offload || tokens <= 0) return;
-  const Bytes need = host_cache_bytes(w, static_cast<double>(tokens));
-  if (need.value() > offload->host_GB * 1e9)
-    throw InputError("inference.kv_offload.host_GB", fmt::format("{:g}", offload->host_GB),
-                     fmt::format("cannot hold the host hits loaded at once, {} tokens of KV cache ({:.3g} GB for a "
-                                 "replica):",
-                                 tokens, need.value() / 1e9),
-                     fmt::format("at least {:.3g}, or a smaller kv_offload.hit", need.value() / 1e9));
-}
-
 double speculative_tokens_per_round(const SpeculativeDecoding& s) {
   DTSIM_ASSERT(s.tokens >= 1 && s.acceptance >= 0.0 && s.acceptance <= 1.0, "a checked speculative spec");
   double sum = 0, term = 1;   // 1 + a + ... + a^k: the closed form loses its digits as a nears 1
@@ -188,11 +137,8 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
   DTSIM_ASSERT(inf.prompt_tokens >= 1 && (phase == ServingPhase::Prefill || inf.output_tokens >= 1),
                "a serving pass of a resolved inference spec");
   if (phase == ServingPhase::Prefill) {
-    const int cached = prefix_cached_tokens(inf.prompt_tokens, inf.prefix_cache_hit, inf.scheduler.block_tokens);
-    const int loaded = inf.kv_offload ? host_loaded_tokens(inf.prompt_tokens, cached, inf.kv_offload->hit,
-                                                           inf.scheduler.block_tokens)
-                                      : 0;
-    return {phase, inf.batch, inf.prompt_tokens - cached - loaded, inf.prompt_tokens};
+    const CachedPrefix cached = cached_prefix(inf, inf.prompt_tokens);
+    return {phase, inf.batch, inf.prompt_tokens - cached.gpu - cached.host, inf.prompt_tokens};
   }
   // Decode step j (0-based) attends over prompt + j + 1 tokens; the mean over the output's steps.
   return {phase, inf.batch, 1, inf.prompt_tokens + (inf.output_tokens + 1) / 2};

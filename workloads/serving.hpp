@@ -41,11 +41,15 @@ struct ServingPass {
 // a prompt of whole blocks recomputes its last block.
 int prefix_cached_tokens(int prompt_tokens, double hit, int block_tokens);
 
-// The tokens of a prompt loaded from the host tier of the prefix cache (inference.kv_offload.hit), beyond its
-// `gpu_cached` ones: the host's hit share of its tokens, capped as the GPU's hit is (never the last token), in whole
-// blocks.
-int host_loaded_tokens(int prompt_tokens, int gpu_cached, double hit, int block_tokens);
-// The time to load `tokens` tokens' KV cache from host memory into a replica's GPUs: each GPU its share (its
+// A prompt's tokens the prefix cache holds: on the GPUs (prefix_cached_tokens of inference.prefix_cache_hit), and
+// beyond them in host memory (inference.kv_offload.hit of its tokens, capped as the GPU's hit is, in whole blocks),
+// loaded instead of prefilled.
+struct CachedPrefix {
+  int gpu = 0;
+  int host = 0;
+};
+CachedPrefix cached_prefix(const InferenceSpec& inf, int prompt_tokens);
+// The time to load `tokens` tokens' KV cache from host memory into a replica's GPUs (linear in them): each GPU its share (its
 // stage's layers, its heads: the largest stage's) over its own link to host memory (the GPU's cpu_link, else its
 // PCIe host_link) at the link's efficiency (PCIe Gen5: 63 x 0.8 = 50.4 GB/s, where vLLM's offloading connector
 // measures "up to about 50GB/s" a direction on an H100 with 2 MB blocks: blog.vllm.ai 2026-01-08).

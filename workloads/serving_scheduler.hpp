@@ -27,7 +27,7 @@ struct Request {
   bool prefilled = false;   // its prompt's KV cache arrives with it (disaggregated decode): admitted, it decodes at
                             // once, its first token already sampled
   int cached_tokens = 0;    // its prompt's first tokens a prefix cache holds (prefix_cached_tokens): not prefilled
-  int loaded_tokens = 0;    // the next ones, in host memory (host_loaded_tokens): loaded, not prefilled
+  int loaded_tokens = 0;    // the next ones, in host memory (cached_prefix): loaded, not prefilled
   double load_s = 0;        // their load's time (host_load_time); loads share the host links, one after another,
                             // and the request waits for its own, admitted, while the others run
 };

@@ -188,6 +188,12 @@ class StageBuilder {
   void send(const PipeStep& step, int to_virtual, Deps deps);
   Deps zero3_gather(int layer, int mb, Deps deps, Pass pass);
   Deps unit_gather(Bytes weights, int unit, int mb, Deps deps, Pass pass);
+  struct GatherRoute {
+    Group group = Group::Dp;
+    double wire = 1.0;   // bytes sent per weight byte
+  };
+  [[nodiscard]] std::optional<GatherRoute> gather_route(Pass pass) const;
+  [[nodiscard]] Deps gather_gate() const;
   Deps backward_gather(int layer, int mb, Deps deps, bool more);
   Deps gather_modules(int layer, int mb, Deps gate, Pass pass);
   Deps dequantized(int layer, int mb, Pass pass, Deps deps);

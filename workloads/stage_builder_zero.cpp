@@ -36,54 +36,57 @@ Deps StageBuilder::backward_gather(int layer, int mb, Deps deps, bool more) {
 
 Deps StageBuilder::zero3_gather(int layer, int mb, Deps deps, Pass pass) {
   if (ctx_.w.plan.zero < 3 || ctx_.w.plan.zero_ranks() == 1) return deps;
-  // With prefetch, the gather for this layer may start once the compute two layers back has finished (two layers
-  // gathered at once); without, once the previous layer's compute has.
-  const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
-  Deps gate;
-  if (gather_window_.size() >= back) gate.push_back(gather_window_[gather_window_.size() - back]);
-  for (const Index g : gather_modules(layer, mb, std::move(gate), pass)) deps.push_back(g);
+  for (const Index g : gather_modules(layer, mb, gather_gate(), pass)) deps.push_back(g);
   return dequantized(layer, mb, pass, std::move(deps));
 }
 
-// ZeRO-3's gather of a unit outside the layers (kEmbeddingUnit, kLogitsUnit) before its pass, over the group the
-// layers' gathers take, waiting on the compute two layers back as theirs do: FSDP's units of their own (torchtitan's
-// apply_fsdp_to_decoder: tok_embeddings, and [norm, lm_head], which it does not reshard after the forward, so no
-// gather before its backward); DeepSpeed's modules, fetched for each pass. Under pipeline parallelism FSDP gathers
-// them at the first micro-batch's forward only.
+// With prefetch, a gather may start once the compute two layers back has finished (two layers gathered at once);
+// without, once the previous layer's compute has.
+Deps StageBuilder::gather_gate() const {
+  const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
+  if (gather_window_.size() < back) return {};
+  return {gather_window_[gather_window_.size() - back]};
+}
+
+// Where the gathers before `pass` go: hybrid FSDP's, or hpZ's backward from the secondary partition, within the
+// node, the others over the data-parallel group; qwZ sends int8 with an fp32 scale per block of kQwzBlock weights
+// (deepspeed/runtime/zero/partition_parameters.py, CUDAQuantizer: target_group_size 8000). None where hpZ's node
+// holds one rank of the group (its secondary partition is the whole unit).
+std::optional<StageBuilder::GatherRoute> StageBuilder::gather_route(Pass pass) const {
+  const ZeroPp& zpp = ctx_.t.zero_pp;
+  const bool secondary = zpp.hpz && pass == Pass::Backward;
+  if (secondary && ctx_.node_dp <= 1) return std::nullopt;
+  return GatherRoute{ctx_.w.plan.shard_ranks > 0 || secondary ? Group::Shard : Group::Dp,
+                     zpp.qwz ? (1.0 + 4.0 / kQwzBlock) / bytes_per_element(ctx_.t.weight_dtype) : 1.0};
+}
+
+// ZeRO-3's gather of a unit outside the layers (kEmbeddingUnit, kLogitsUnit) before its pass, routed and gated as
+// the layers' are: FSDP's units of their own (torchtitan's apply_fsdp_to_decoder: tok_embeddings, and [norm,
+// lm_head], which it does not reshard after the forward, so no gather before its backward); DeepSpeed's modules,
+// fetched for each pass. Under pipeline parallelism FSDP gathers them at the first micro-batch's forward only.
 Deps StageBuilder::unit_gather(Bytes weights, int unit, int mb, Deps deps, Pass pass) {
   const auto& plan = ctx_.w.plan;
   if (plan.zero < 3 || plan.zero_ranks() == 1 || weights.value() <= 0) return deps;
   if (plan.fsdp != Fsdp::None &&
       ((plan.fsdp_gathers_once() && (pass != Pass::Forward || mb != 0)) || (unit == kLogitsUnit && pass != Pass::Forward)))
     return deps;
-  const ZeroPp& zpp = ctx_.t.zero_pp;
-  const bool secondary = zpp.hpz && pass == Pass::Backward;
-  if (secondary && ctx_.node_dp <= 1) return deps;
-  const Group group = plan.shard_ranks > 0 || secondary ? Group::Shard : Group::Dp;
-  const double wire = zpp.qwz ? (1.0 + 4.0 / kQwzBlock) / bytes_per_element(ctx_.t.weight_dtype) : 1.0;
-  Deps gate;
-  const std::size_t back = ctx_.zero3_prefetch ? 2 : 1;
-  if (gather_window_.size() >= back) gate.push_back(gather_window_[gather_window_.size() - back]);
-  deps.push_back(collective(CollectiveKind::AllGather, group, weights * wire, CommPurpose::ZeroParamGather, -1, mb, gate));
+  const auto route = gather_route(pass);
+  if (!route) return deps;
+  deps.push_back(collective(CollectiveKind::AllGather, route->group, weights * route->wire, CommPurpose::ZeroParamGather,
+                            -1, mb, gather_gate()));
   return deps;
 }
 
-// One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module: each pays the ring's per-step
-// latency over the whole data-parallel group. ZeRO++: qwZ sends int8 with an fp32 scale per block of
-// kQwzBlock weights (deepspeed/runtime/zero/partition_parameters.py, CUDAQuantizer: target_group_size 8000);
-// hpZ's backward gathers read the node's secondary partition (the node's data-parallel ranks), or nothing where a
-// node holds one rank of the group (its secondary partition is the whole layer).
+// One gather per module, as DeepSpeed's ZeRO-3 fetches parameters per sub-module (each pays the ring's per-step
+// latency over the whole data-parallel group), or FSDP's layer at once; the routed experts' over their own group.
 Deps StageBuilder::gather_modules(int layer, int mb, Deps gate, Pass pass) {
   Deps out;
-  const ZeroPp& zpp = ctx_.t.zero_pp;
-  const bool secondary = zpp.hpz && pass == Pass::Backward;
-  if (secondary && ctx_.node_dp <= 1) return out;
-  // hybrid FSDP, or hpZ's secondary partition: within the node
-  const Group group = ctx_.w.plan.shard_ranks > 0 || secondary ? Group::Shard : Group::Dp;
-  const double wire = zpp.qwz ? (1.0 + 4.0 / kQwzBlock) / bytes_per_element(ctx_.t.weight_dtype) : 1.0;
+  const auto route = gather_route(pass);
+  if (!route) return out;
   const LayerWork& work = ctx_.work(layer);
   for (const Bytes part : work.gathered)
-    out.push_back(collective(CollectiveKind::AllGather, group, part * wire, CommPurpose::ZeroParamGather, layer, mb, gate));
+    out.push_back(collective(CollectiveKind::AllGather, route->group, part * route->wire, CommPurpose::ZeroParamGather,
+                             layer, mb, gate));
   if (work.expert_gathered.value() > 0 && ctx_.w.plan.expert_dp() > 1)
     out.push_back(collective(CollectiveKind::AllGather, Group::ExpertDp, work.expert_gathered,
                              CommPurpose::ZeroParamGather, layer, mb, gate));

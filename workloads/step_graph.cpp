@@ -169,11 +169,9 @@ Context make_context(const Workload& w, const topology::GpuSpec& gpu, const Gene
   ctx.embedding_grads = Bytes(trained_embedding_parameters(m, t) / w.plan.tp * bytes_per_element(t.grad_dtype));
   ctx.logits_grads = Bytes(trained_logits_parameters(m, t) / w.plan.tp * bytes_per_element(t.grad_dtype));
   if (w.plan.zero >= 3) {   // the memory plan's gathered units (memory_plan.cpp, largest_gathered_unit)
-    const double words = static_cast<double>(m.vocab) * m.hidden;
     const double weight = bytes_per_element(t.weight_dtype);
-    ctx.embedding_weights = Bytes((words / w.plan.tp + (embedding_parameters(m) - words)) * weight);
-    const double head = m.tied_embeddings ? (w.plan.pp > 1 ? words : 0.0) : logits_parameters(m);
-    ctx.head_weights = Bytes((head / w.plan.tp + final_norm_parameters(m)) * weight);
+    ctx.embedding_weights = Bytes(embedding_parameters_per_gpu(m, w.plan.tp) * weight);
+    ctx.head_weights = Bytes(head_parameters_per_gpu(m, w.plan) * weight);
   }
   ctx.layer_work[0] = layer_work(ctx, false);
   if (m.moe()) {

@@ -183,8 +183,7 @@ json simulate_serving(const scenario::Scenario& s, const PlayServing& play, cons
   json offload;
   double load_s = 0;
   if (inf.kv_offload) {
-    const int cached = workloads::prefix_cached_tokens(inf.prompt_tokens, inf.prefix_cache_hit, inf.scheduler.block_tokens);
-    const int loaded = workloads::host_loaded_tokens(inf.prompt_tokens, cached, inf.kv_offload->hit, inf.scheduler.block_tokens);
+    const int loaded = workloads::cached_prefix(inf, inf.prompt_tokens).host;
     located(s, [&] { workloads::check_host_cache(w, static_cast<long long>(inf.batch) * loaded); });
     load_s = workloads::host_load_time(w, s.cluster.gpu, static_cast<double>(inf.batch) * loaded).value();
     offload = {{"host_GB", inf.kv_offload->host_GB},

@@ -186,14 +186,16 @@ std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topol
   // Prefill: each request to its first token (output 1), its index kept in `arrival order`.
   std::vector<Served> out(requests.size());
   std::vector<std::vector<std::size_t>> prefilled_by(static_cast<std::size_t>(prefill_replicas));
+  // The host tier's load reaches the prefill pool's GPUs, split as that pool splits the model.
+  const double load_per_token =
+      s.workload->inference->kv_offload ? workloads::host_load_time(wp, s.cluster.gpu, 1.0).value() : 0.0;
   for (int r = 0; r < prefill_replicas; ++r) {
     std::vector<Request> share;
     std::vector<std::size_t> index;
     for (std::size_t i = static_cast<std::size_t>(r); i < requests.size(); i += static_cast<std::size_t>(prefill_replicas)) {
       share.push_back(requests[i]);
       share.back().output_tokens = 1;
-      // The host tier's load reaches the prefill pool's GPUs, split as that pool splits the model.
-      share.back().load_s = workloads::host_load_time(wp, s.cluster.gpu, share.back().loaded_tokens).value();
+      share.back().load_s = share.back().loaded_tokens * load_per_token;
       index.push_back(i);
     }
     const auto served = located(s, [&] { return workloads::serve_requests(share, lp, prefill_time); });
@@ -282,16 +284,15 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
   auto requests = workloads::draw_requests(*inf.requests);
   long long cached = 0, loaded = 0;   // prompt tokens the prefix cache spared: on the GPUs, and from host memory
   int most_loaded = 0;
+  const double load_per_token = inf.kv_offload ? workloads::host_load_time(*s.workload, s.cluster.gpu, 1.0).value() : 0.0;
   for (Request& r : requests) {
-    r.cached_tokens = workloads::prefix_cached_tokens(r.prompt_tokens, inf.prefix_cache_hit, inf.scheduler.block_tokens);
-    cached += r.cached_tokens;
-    if (inf.kv_offload) {
-      r.loaded_tokens =
-          workloads::host_loaded_tokens(r.prompt_tokens, r.cached_tokens, inf.kv_offload->hit, inf.scheduler.block_tokens);
-      r.load_s = workloads::host_load_time(*s.workload, s.cluster.gpu, r.loaded_tokens).value();
-      loaded += r.loaded_tokens;
-      most_loaded = std::max(most_loaded, r.loaded_tokens);
-    }
+    const workloads::CachedPrefix prefix = workloads::cached_prefix(inf, r.prompt_tokens);
+    r.cached_tokens = prefix.gpu;
+    r.loaded_tokens = prefix.host;
+    r.load_s = prefix.host * load_per_token;
+    cached += prefix.gpu;
+    loaded += prefix.host;
+    most_loaded = std::max(most_loaded, prefix.host);
   }
   located(s, [&] { workloads::check_host_cache(*s.workload, most_loaded); });
   sim::progress().total.store(requests.size(), std::memory_order_relaxed);
