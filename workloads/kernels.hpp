@@ -115,6 +115,8 @@ struct Sharding {
   int etp = 1;   // and expert tensor-parallel size (each expert's width / etp)
   int cp = 1;    // context parallelism: each GPU holds seq_length / cp of a sequence's tokens (all its keys'
                  // attention computed over the ring)
+  int attention_dp = 1;   // serving MoE: the replicas whose tokens share each GPU's experts (attention data
+                          // parallelism: dp, each GPU routing its own tokens); 1: replicas independent
 };
 
 // One layer's kernels for `pass` on one GPU, for a micro-batch of `micro_batch` sequences: a dense layer, or

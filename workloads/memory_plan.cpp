@@ -297,8 +297,12 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   const InferenceSpec& inf = *w.inference;
   const ParallelPlan& p = w.plan;
   const double n = parameter_count(w.model);
+  // The routed experts spread over ep x etp GPUs: the tp GPUs of a replica, or under attention data parallelism
+  // the tp x dp of all the replicas (the rest of the model then whole on each replica's tp).
+  const double routed = w.model.moe() ? moe_layer_count(w.model) * moe_layer_parameters(w.model).routed() : 0.0;
+  const int expert_gpus = w.model.moe() ? p.ep * serving_expert_tp(p) : p.tp;
   MemoryPlan plan;
-  plan.parts.params = Bytes(n * bytes_per_element(inf.weights) / (p.tp * p.pp));
+  plan.parts.params = Bytes(((n - routed) / p.tp + routed / expert_gpus) * bytes_per_element(inf.weights) / p.pp);
   // MLA's down projections (q_a, kv_a with the rope key) are replicated on every GPU of the TP group (vLLM's
   // DeepseekV2MLAAttention: ReplicatedLinear), not split.
   const double replicated = w.model.mla() ? static_cast<double>(w.model.layers) * w.model.hidden *
@@ -325,8 +329,11 @@ MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   plan.in_flight_micro_batches = 1;
   plan.inference = true;
   plan.notes = {
-      fmt::format("params: {} parameters x {} B {} / (tp {} x pp {}){}{}", count(n), bytes_per_element(inf.weights),
+      fmt::format("params: {} parameters x {} B {} / (tp {} x pp {}){}{}{}", count(n), bytes_per_element(inf.weights),
                   to_string(inf.weights), p.tp, p.pp,
+                  expert_gpus != p.tp ? fmt::format("; the {} routed over ep {} x etp {} (attention data parallelism)",
+                                                    count(routed), p.ep, serving_expert_tp(p))
+                                      : "",
                   w.model.mla() ? "; MLA's down projections whole on every GPU, 16-bit copies of W_UK and W_UV beside"
                                 : "",
                   inf.weights == Precision::Int8 || inf.weights == Precision::Int4 ? "; quantisation scales not counted"

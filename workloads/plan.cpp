@@ -48,6 +48,26 @@ void check_context(const Workload& w) {
 }
 
 
+// Attention data parallelism as dtsim models it: one GPU a replica (tp 1, each GPU its own sequences' attention,
+// as vLLM's DP+EP and SGLang's DP attention run DeepSeek), whole experts (etp 1), one stage, and a static batch:
+// a stream's replicas would have to step together at every MoE layer, which its scheduler does not model, and
+// disaggregated pools would each need their own grid.
+void check_attention_data_parallel(const Workload& w) {
+  const ParallelPlan& p = w.plan;
+  const std::string what = fmt::format("with attention data parallelism (ep {} x etp {} = tp {} x dp {}), any other "
+                                       "than the allowed is not modelled:",
+                                       p.ep, serving_expert_tp(p), p.tp, p.dp);
+  if (p.tp != 1) fail("parallelism.tp", p.tp, what, "1, each GPU its own sequences' attention");
+  if (serving_expert_tp(p) != 1) fail("parallelism.etp", serving_expert_tp(p), what, "1, whole experts: ep = dp");
+  if (p.pp != 1) fail("parallelism.pp", p.pp, what, "1");
+  if (w.inference->requests)
+    throw InputError("inference.requests", "a stream",
+                     fmt::format("with attention data parallelism (ep {} = dp {}) is not modelled (its replicas step "
+                                 "together at every MoE layer):",
+                                 p.ep, p.dp),
+                     "a static batch (inference.batch), or independent replicas (ep x etp = tp)");
+}
+
 // MoE's expert grid: ep divides the experts, etp divides tp and the expert width, etp x ep divides the stage's
 // tp x dp ranks; sequence parallelism under TP (Megatron-Core asserts it for MoE with tp > 1); no ZeRO-3, which
 // dtsim gathers per dense module.
@@ -63,12 +83,13 @@ void check_experts(const Workload& w) {
   if (m.experts % p.ep != 0)
     fail("parallelism.ep", p.ep, fmt::format("does not divide model.experts {}: ep", m.experts), "a divisor of experts");
   const int etp = w.inference ? serving_expert_tp(p) : p.expert_tp();
-  if (w.inference && p.ep * etp != p.tp)
+  if (w.inference && p.ep * etp != p.tp && !attention_data_parallel(w))
     fail("parallelism.ep", p.ep,
-         fmt::format("with ep {} and etp {} does not spread the experts over tp {} (in serving ep x etp = tp, the GPUs "
-                     "that serve the attention; attention data parallelism is not modelled), so not",
-                     p.ep, etp, p.tp),
-         "ep x etp = tp (etp unset: tp / ep)");
+         fmt::format("with ep {} and etp {} spreads the experts neither over tp {} nor over tp x dp {} (attention "
+                     "data parallelism), so not",
+                     p.ep, etp, p.tp, p.tp * p.dp),
+         "ep x etp = tp, or = tp x dp with dp > 1 (etp unset: what is left over ep)");
+  if (attention_data_parallel(w)) check_attention_data_parallel(w);
   if (p.tp % etp != 0) fail("parallelism.etp", etp, fmt::format("does not divide tp {}: etp", p.tp), "a divisor of tp");
   if (m.expert_width() % etp != 0)
     fail("parallelism.etp", etp, fmt::format("does not divide model.expert_ffn_hidden {}: etp", m.expert_width()),
@@ -407,7 +428,13 @@ Workload draft_workload(const Workload& w) {
 
 int serving_expert_tp(const ParallelPlan& p) {
   if (p.etp > 0) return p.etp;
-  return p.tp % p.ep == 0 ? p.tp / p.ep : p.tp;
+  if (p.tp % p.ep == 0) return p.tp / p.ep;
+  return (p.tp * p.dp) % p.ep == 0 ? p.tp * p.dp / p.ep : p.tp;
+}
+
+bool attention_data_parallel(const Workload& w) {
+  const ParallelPlan& p = w.plan;
+  return w.inference && w.model.moe() && p.dp > 1 && p.ep * serving_expert_tp(p) == p.tp * p.dp;
 }
 
 void check_plan(const Workload& w, int gpus) {

@@ -130,8 +130,15 @@ Workload draft_workload(const Workload& w);
 // Every check of a plan against its model, training and cluster: tp divides heads and kv_heads, the degrees'
 // product equals `gpus`, pp * vpp <= layers, micro_batch divides global_batch / dp, ...
 // A serving plan's expert tensor-parallel size: etp when set, else what is left of tp over ep (tp / ep: the
-// experts spread over the GPUs that serve the attention, ep x etp = tp; check_plan refuses any other split).
+// experts spread over the GPUs that serve the attention, ep x etp = tp), or of tp x dp over ep under attention data
+// parallelism; check_plan refuses any other split.
 int serving_expert_tp(const ParallelPlan& p);
+// Attention data parallelism (serving a mixture of experts): the dp replicas each serve their own sequences'
+// attention, and the experts spread over all of their GPUs (ep x etp = tp x dp, dp > 1), as vLLM's
+// --data-parallel-size with --enable-expert-parallel and SGLang's --enable-dp-attention run it. Each MoE layer's
+// tokens then cross the replicas to their experts and back (two all-to-alls over ep). false otherwise, replicas
+// independent.
+bool attention_data_parallel(const Workload& w);
 
 // Throws InputError naming the scenario key ("parallelism.tp") and what is allowed.
 void check_plan(const Workload& w, int gpus);

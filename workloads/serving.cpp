@@ -144,8 +144,10 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
   return {phase, inf.batch, 1, inf.prompt_tokens + (inf.output_tokens + 1) / 2};
 }
 
-Sharding serving_sharding(const ParallelPlan& plan) {
-  return Sharding{.tp = plan.tp, .ep = plan.ep, .etp = serving_expert_tp(plan)};
+Sharding serving_sharding(const Workload& w) {
+  const ParallelPlan& plan = w.plan;
+  return Sharding{.tp = plan.tp, .ep = plan.ep, .etp = serving_expert_tp(plan),
+                  .attention_dp = attention_data_parallel(w) ? plan.dp : 1};
 }
 
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
@@ -237,13 +239,16 @@ ExpertLoad serving_expert_load(const ModelSpec& m, double tokens, int ep) {
 }
 
 std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec& inf, const Sharding& s, double tokens) {
-  DTSIM_ASSERT(m.moe() && s.ep * s.etp == s.tp && tokens > 0, "an MoE layer over a checked serving plan");
+  DTSIM_ASSERT(m.moe() && s.ep * s.etp == s.tp * s.attention_dp && tokens > 0, "an MoE layer over a checked serving plan");
   const double w = bytes_per_element(inf.weights);
   const double h = m.hidden, experts = m.experts, k = m.experts_per_token;
   const double ffn = static_cast<double>(m.expert_width()) / s.etp;
   const bool swiglu = m.activation == Activation::Swiglu;
   const double up = swiglu ? 2 * ffn : ffn;
-  const ExpertLoad load = serving_expert_load(m, tokens, s.ep);
+  // Under attention data parallelism every replica's tokens reach the experts: a GPU's experts are loaded by
+  // the tokens of all attention_dp GPUs.
+  const bool exchanged = s.attention_dp > 1;
+  const ExpertLoad load = serving_expert_load(m, tokens * s.attention_dp, s.ep);
   const double rows = load.rows, hit = std::max(load.experts, 1.0);
 
   std::vector<Kernel> out;
@@ -251,12 +256,17 @@ std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec&
   // The 16-bit router logits read; the top-k ids and weights written (4 B each), as vLLM's topk_softmax kernel.
   out.push_back(stream(KernelClass::RouterTopk, tokens * (experts * kActivationBytes + k * 8.0)));
   // No copies made: moe_align_block_size sorts the (token, expert) ids by expert, and the grouped GEMM gathers
-  // each copy's row as it reads it (vllm/model_executor/layers/fused_moe/fused_moe.py).
-  out.push_back(stream(KernelClass::TokenPermute, 3.0 * tokens * k * 4.0));
+  // each copy's row as it reads it (vllm/model_executor/layers/fused_moe/fused_moe.py). Exchanged, each token's
+  // row is read and its k copies written to the send buffer, each to its expert's GPU.
+  out.push_back(stream(KernelClass::TokenPermute,
+                       exchanged ? tokens * (1.0 + k) * h * kActivationBytes + 3.0 * tokens * k * 4.0
+                                 : 3.0 * tokens * k * 4.0));
   out.push_back(batched_gemm(KernelClass::ExpertUpGemm, rows / hit, up, h, hit, w));
   out.push_back(stream(KernelClass::Activation, (up + ffn) * rows * kActivationBytes));
   out.push_back(batched_gemm(KernelClass::ExpertDownGemm, rows / hit, h, ffn, hit, w));
-  out.push_back(stream(KernelClass::TokenUnpermute, (rows + tokens) * h * kActivationBytes));
+  // The outputs summed back per token with the router's weights: the local copies (rows), or, exchanged, the k
+  // copies each token gets back from its experts' GPUs.
+  out.push_back(stream(KernelClass::TokenUnpermute, ((exchanged ? tokens * k : rows) + tokens) * h * kActivationBytes));
   if (m.shared_experts > 0)
     dense_mlp(out, tokens, h, static_cast<double>(m.shared_experts) * m.expert_width() / s.tp, swiglu, w);
   return out;
@@ -329,7 +339,7 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   const ParallelPlan& plan = w.plan;
   const Precision precision = serving_compute_precision(inf, gpu);
   const Bytes activation(batch_tokens(passes) * m.hidden * kActivationBytes);
-  const Sharding shard = serving_sharding(plan);
+  const Sharding shard = serving_sharding(w);
   // The attention block (norm to projection) and the MLP block (residual to residual, the experts' in an MoE
   // layer): each ends in a row-parallel GEMM whose partial sums the TP group all-reduces.
   const auto blocks = [&](bool moe) {
@@ -339,6 +349,14 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   };
   const auto [attention_block, mlp_block] = blocks(false);
   const std::vector<Kernel> moe_block = m.moe() ? blocks(true).second : std::vector<Kernel>{};
+  // Under attention data parallelism the MoE block runs in three parts around the tokens' two exchanges: to the
+  // experts' GPUs after the permute (dispatch), and back before the unpermute (combine).
+  const bool exchanged = shard.attention_dp > 1;
+  const auto up = std::ranges::find(moe_block, KernelClass::ExpertUpGemm, &Kernel::kind);
+  const auto back = std::ranges::find(moe_block, KernelClass::TokenUnpermute, &Kernel::kind);
+  const std::vector<Kernel> routed(moe_block.begin(), up), experts(up, back), combined(back, moe_block.end());
+  // Every token copy a GPU sends, 16-bit, as nccl-tests counts an all-to-all's buffer; the combine returns as many.
+  const Bytes exchange(batch_tokens(passes) * m.experts_per_token * m.hidden * kActivationBytes);
 
   StepGraph g{w, Placement(plan), Granularity::Layer, 1, {}};
   const std::vector<int> per_stage = stage_layers(plan, m.layers);
@@ -376,9 +394,20 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
     if (stage > 0) add(RecvOp{stage - 1, activation, tag});
     else compute(Scope::Embedding, -1, {serving_embedding_kernel(m, batch_tokens(passes))},
                  serving_host_step(inf));   // the iteration's host work before its first kernel
+    auto all_to_all = [&](int layer_index) {
+      add(CollectiveOp{CollectiveKind::AllToAll, Group::Ep, exchange, CommPurpose::ExpertParallel, layer_index, 0});
+    };
     for (int l = first_layer; l < first_layer + per_stage[static_cast<std::size_t>(stage)]; ++l) {
       compute(Scope::Layer, l, attention_block);
       all_reduce(l);
+      if (m.moe_layer(l) && exchanged) {
+        compute(Scope::Layer, l, routed);
+        all_to_all(l);
+        compute(Scope::Layer, l, experts);
+        all_to_all(l);
+        compute(Scope::Layer, l, combined);
+        continue;   // tp 1: no all-reduce
+      }
       compute(Scope::Layer, l, m.moe_layer(l) ? moe_block : mlp_block);
       all_reduce(l);
     }

@@ -76,8 +76,9 @@ double logit_rows(const ServingPass& p);
 // KV cache's mean length over the decode steps: a step's time is affine in it, so this is the mean step).
 ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);
 
-// The shard a serving GPU holds under `plan`: its tp, and its ep and etp (the experts over the same GPUs).
-Sharding serving_sharding(const ParallelPlan& plan);
+// The shard a serving GPU holds under `w`'s plan: its tp, and its ep and etp (the experts over the same GPUs,
+// or under attention data parallelism over all the replicas' GPUs, attention_dp = dp).
+Sharding serving_sharding(const Workload& w);
 
 // The precision the GEMMs of `inf` compute in on `gpu` (see above).
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu);

@@ -75,6 +75,29 @@ TEST_CASE("serving MoE: what is not modelled is one line and status 2") {
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
+TEST_CASE("serving MoE, attention data parallelism: eight replicas share the experts, alike on both engines") {
+  const std::string eight = "name: dp\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+                            "model: {preset: mixtral-8x7b}\ninference: {batch: 32, prompt_tokens: 512, output_tokens: 128}\n"
+                            "parallelism: {tp: 1, dp: 8, ep: 8}\n";
+  const fs::path file = scenario("moe-dp", eight);
+  const json simgrid = serving_run_json(file);
+  const json analytic = serving_run_json(file, "--set simulation.engine=analytic");
+  CHECK(simgrid["tpot_s"].get<double>() == doctest::Approx(analytic["tpot_s"].get<double>()).epsilon(0.01));
+  // Every replica's batch counts: 8 x 32 sequences decoding.
+  CHECK(simgrid["decode_tokens_per_s"].get<double>() == doctest::Approx(8 * 32 / simgrid["tpot_s"].get<double>()));
+  // The two exchanges a layer are communication the step waits for.
+  CHECK(simgrid["phases"]["decode"]["breakdown_s"]["exposed_comm"].get<double>() > 0);
+  // Each GPU holds the attention whole and an eighth of the experts: more weights than under TP 8.
+  const json tp8 = serving_run_json(file, "--set parallelism.tp=8 --set parallelism.dp=1 --set inference.batch=256");
+  CHECK(simgrid["memory"]["parts_bytes"]["params"].get<double>() > tp8["memory"]["parts_bytes"]["params"].get<double>());
+  // A stream is refused: its replicas would step together at every MoE layer, which its scheduler does not model.
+  const Result r = dtsim("run " + file.string() + " --set 'inference.requests={prompt_tokens: 512, output_tokens: 64, rate_per_s: 2, duration_s: 5}'");
+  CAPTURE(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("inference.requests") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
 TEST_CASE("serving MLA: DeepSeek-V3 in FP8 on 8 H200 holds its latent cache whole on each GPU and decodes") {
   const fs::path file = scenario("deepseek", "name: ds\ncluster: {gpu: h200-sxm-141gb, nodes: 1, gpus_per_node: 8, "
                                              "intra: nvswitch}\nmodel: {preset: deepseek-v3}\nparallelism: {tp: 8}\n"

@@ -11,10 +11,14 @@
 #include "workloads/compute_model.hpp"
 #include "workloads/memory_plan.hpp"
 #include "workloads/model.hpp"
+#include "workloads/plan.hpp"
+#include "workloads/request_stream.hpp"
 #include "workloads/serving.hpp"
+#include "workloads/gpt_job.hpp"
 
 using namespace dtsim;
 using namespace dtsim::workloads;
+using dtsim::test::plan_error;
 
 namespace {
 
@@ -198,7 +202,7 @@ TEST_CASE("serving MLA: decode attends over the latent once for every head, a pr
   CHECK(p.flops.value() == doctest::Approx(2.0 * 1000 * 1000 * 16 * (128 + 64 + 128)));
   CHECK(p.attention->causal);
   // Decode tokens absorb W_UK and W_UV (per head, 16 heads a GPU at TP 8); prompt tokens run kv_b instead.
-  const Sharding shard = serving_sharding(moe_serving(m, inf, 8, 8).plan);
+  const Sharding shard = serving_sharding(moe_serving(m, inf, 8, 8));
   const auto decoding = serving_layer_kernels(m, inf, shard, std::span(&decode, 1), true);
   const auto prompting = serving_layer_kernels(m, inf, shard, std::span(&prompt, 1), true);
   const auto batched = [](const std::vector<Kernel>& ks) {
@@ -209,4 +213,74 @@ TEST_CASE("serving MLA: decode attends over the latent once for every head, a pr
   const auto up = [](const std::vector<Kernel>& ks) { return std::ranges::count(ks, KernelClass::MlaUpGemm, &Kernel::kind); };
   CHECK(up(decoding) == 3);    // q_b, W_UK, W_UV
   CHECK(up(prompting) == 2);   // q_b, kv_b
+}
+
+TEST_CASE("serving MoE, attention data parallelism: each GPU routes its own tokens, its experts take every GPU's") {
+  const ModelSpec m = find_model("mixtral-8x7b");
+  const InferenceSpec inf = moe_batch(16);
+  ParallelPlan p;
+  p.tp = 1;
+  p.dp = 8;
+  p.ep = 8;
+  const Workload w{m, std::nullopt, inf, p};
+  REQUIRE(attention_data_parallel(w));
+  CHECK(serving_expert_tp(p) == 1);
+  const Sharding s = serving_sharding(w);
+  CHECK(s.attention_dp == 8);
+  CHECK_NOTHROW(check_plan(w, 8));
+  // The router on this GPU's 16 tokens; the experts on the copies of all 8 x 16 tokens routed to this GPU's one expert.
+  const auto kernels = serving_moe_kernels(m, inf, s, 16);
+  const auto kernel = [&](KernelClass k) { return *std::ranges::find(kernels, k, &Kernel::kind); };
+  CHECK(kernel(KernelClass::Router).gemm->m == 16);
+  const ExpertLoad load = serving_expert_load(m, 8 * 16, 8);
+  CHECK(kernel(KernelClass::ExpertUpGemm).gemm->m * kernel(KernelClass::ExpertUpGemm).gemm->batch ==
+        doctest::Approx(load.rows));
+  CHECK(load.rows >= 8 * 16 * 2 / 8.0);
+  // Independent replicas (tp 8, ep 8 on each) route every token of their own on all eight GPUs instead.
+  CHECK_FALSE(attention_data_parallel(moe_serving(m, inf, 8, 8)));
+
+  // The step: per MoE layer the tokens to their experts' GPUs and back (two all-to-alls over ep, each GPU's k
+  // copies of its tokens), and no TP all-reduce; the MoE layers' compute in three parts around them.
+  const StepGraph g = generate_serving_step(w, topology::find_gpu("h100-sxm5-80gb"), serving_pass(inf, ServingPhase::Decode));
+  int exchanges = 0, reduces = 0;
+  for (const Op& op : g.classes.front().ops)
+    if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+      if (c->kind == CollectiveKind::AllToAll && c->group == Group::Ep) {
+        ++exchanges;
+        CHECK(c->bytes.value() == doctest::Approx(16.0 * 2 * m.hidden * 2));
+      }
+      if (c->kind == CollectiveKind::AllReduce) ++reduces;
+    }
+  CHECK(exchanges == 2 * m.layers);
+  CHECK(reduces == 0);
+
+  // The memory plan: the attention and embeddings whole on each GPU, the routed experts over ep.
+  const double routed = moe_layer_count(m) * moe_layer_parameters(m).routed();
+  const double n = parameter_count(m);
+  CHECK(plan_memory(w, topology::find_gpu("h100-sxm5-80gb")).parts.params.value() ==
+        doctest::Approx((n - routed + routed / 8) * 2));
+}
+
+TEST_CASE("serving MoE, attention data parallelism: what it is not modelled with is refused") {
+  const ModelSpec m = find_model("mixtral-8x7b");
+  const auto refused = [&](int tp, int dp, int ep, int pp, const char* key) {
+    ParallelPlan p;
+    p.tp = tp;
+    p.dp = dp;
+    p.ep = ep;
+    p.pp = pp;
+    const Workload w{m, std::nullopt, moe_batch(4), p};
+    CAPTURE(key);
+    CHECK(plan_error(w, tp * dp * pp).find(key) == 0);
+  };
+  refused(2, 4, 8, 1, "parallelism.tp");   // attention TP inside each replica
+  refused(1, 8, 8, 2, "parallelism.pp");
+  refused(1, 8, 4, 1, "parallelism.etp");  // ep 4 x etp 2 over tp 1 x dp 8: experts split within the group
+  // A stream: its replicas would have to step together at every MoE layer.
+  ParallelPlan p;
+  p.dp = 8;
+  p.ep = 8;
+  InferenceSpec stream = moe_batch(4);
+  stream.requests = RequestStream{};
+  CHECK(plan_error(Workload{m, std::nullopt, stream, p}, 8).find("inference.requests") == 0);
 }
