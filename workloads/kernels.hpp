@@ -117,6 +117,7 @@ struct Sharding {
                  // attention computed over the ring)
   int attention_dp = 1;   // serving MoE: the replicas whose tokens share each GPU's experts (attention data
                           // parallelism: dp, each GPU routing its own tokens); 1: replicas independent
+  double dispatch_bytes = 2;   // and the bytes of an element of the token copies it sends (dispatch_bytes_per_element)
 };
 
 // One layer's kernels for `pass` on one GPU, for a micro-batch of `micro_batch` sequences: a dense layer, or

@@ -144,10 +144,15 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase) {
   return {phase, inf.batch, 1, inf.prompt_tokens + (inf.output_tokens + 1) / 2};
 }
 
-Sharding serving_sharding(const Workload& w) {
+Sharding serving_sharding(const Workload& w, const topology::GpuSpec& gpu) {
   const ParallelPlan& plan = w.plan;
   return Sharding{.tp = plan.tp, .ep = plan.ep, .etp = serving_expert_tp(plan),
-                  .attention_dp = attention_data_parallel(w) ? plan.dp : 1};
+                  .attention_dp = attention_data_parallel(w) ? plan.dp : 1,
+                  .dispatch_bytes = dispatch_bytes_per_element(*w.inference, gpu)};
+}
+
+double dispatch_bytes_per_element(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
+  return low_float(serving_compute_precision(inf, gpu)) ? 1.0 + 4.0 / 128 : kActivationBytes;
 }
 
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
@@ -259,7 +264,7 @@ std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec&
   // each copy's row as it reads it (vllm/model_executor/layers/fused_moe/fused_moe.py). Exchanged, each token's
   // row is read and its k copies written to the send buffer, each to its expert's GPU.
   out.push_back(stream(KernelClass::TokenPermute,
-                       exchanged ? tokens * (1.0 + k) * h * kActivationBytes + 3.0 * tokens * k * 4.0
+                       exchanged ? tokens * h * kActivationBytes + tokens * k * h * s.dispatch_bytes + 3.0 * tokens * k * 4.0
                                  : 3.0 * tokens * k * 4.0));
   out.push_back(batched_gemm(KernelClass::ExpertUpGemm, rows / hit, up, h, hit, w));
   out.push_back(stream(KernelClass::Activation, (up + ffn) * rows * kActivationBytes));
@@ -339,7 +344,7 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   const ParallelPlan& plan = w.plan;
   const Precision precision = serving_compute_precision(inf, gpu);
   const Bytes activation(batch_tokens(passes) * m.hidden * kActivationBytes);
-  const Sharding shard = serving_sharding(w);
+  const Sharding shard = serving_sharding(w, gpu);
   // The attention block (norm to projection) and the MLP block (residual to residual, the experts' in an MoE
   // layer): each ends in a row-parallel GEMM whose partial sums the TP group all-reduces.
   const auto blocks = [&](bool moe) {
@@ -355,8 +360,18 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   const auto up = std::ranges::find(moe_block, KernelClass::ExpertUpGemm, &Kernel::kind);
   const auto back = std::ranges::find(moe_block, KernelClass::TokenUnpermute, &Kernel::kind);
   const std::vector<Kernel> routed(moe_block.begin(), up), experts(up, back), combined(back, moe_block.end());
-  // Every token copy a GPU sends, 16-bit, as nccl-tests counts an all-to-all's buffer; the combine returns as many.
-  const Bytes exchange(batch_tokens(passes) * m.experts_per_token * m.hidden * kActivationBytes);
+  // The exchanges' buffers, as nccl-tests counts an all-to-all's: the token copies of the busiest GPU (its own k a
+  // token sent, or the most its experts receive, serving_expert_load), dispatched in the dtype the experts' GEMMs
+  // take (fp8 with a 4-byte scale per 128 channels where they compute in fp8: DeepSeek-V3 and DeepEP's "FP8
+  // dispatching and BF16 combining") and combined 16-bit.
+  double copies = 0;
+  if (exchanged) {
+    const double tokens = batch_tokens(passes);
+    copies = std::max(tokens * m.experts_per_token,
+                      serving_expert_load(m, tokens * shard.attention_dp, shard.ep).rows);
+  }
+  const Bytes dispatched(copies * m.hidden * dispatch_bytes_per_element(inf, gpu));
+  const Bytes combined_bytes(copies * m.hidden * kActivationBytes);
 
   StepGraph g{w, Placement(plan), Granularity::Layer, 1, {}};
   const std::vector<int> per_stage = stage_layers(plan, m.layers);
@@ -394,17 +409,17 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
     if (stage > 0) add(RecvOp{stage - 1, activation, tag});
     else compute(Scope::Embedding, -1, {serving_embedding_kernel(m, batch_tokens(passes))},
                  serving_host_step(inf));   // the iteration's host work before its first kernel
-    auto all_to_all = [&](int layer_index) {
-      add(CollectiveOp{CollectiveKind::AllToAll, Group::Ep, exchange, CommPurpose::ExpertParallel, layer_index, 0});
+    auto all_to_all = [&](int layer_index, Bytes bytes) {
+      add(CollectiveOp{CollectiveKind::AllToAll, Group::Ep, bytes, CommPurpose::ExpertParallel, layer_index, 0});
     };
     for (int l = first_layer; l < first_layer + per_stage[static_cast<std::size_t>(stage)]; ++l) {
       compute(Scope::Layer, l, attention_block);
       all_reduce(l);
       if (m.moe_layer(l) && exchanged) {
         compute(Scope::Layer, l, routed);
-        all_to_all(l);
+        all_to_all(l, dispatched);
         compute(Scope::Layer, l, experts);
-        all_to_all(l);
+        all_to_all(l, combined_bytes);
         compute(Scope::Layer, l, combined);
         continue;   // tp 1: no all-reduce
       }

@@ -53,7 +53,7 @@ Seconds ServingIterations::token_part(long long tokens, long long decode) {
   }
   const auto layer_time = [&](bool moe) {   // one layer's kernels but attention
     Seconds t(0);
-    for (const auto& k : workloads::serving_layer_kernels(m, *w_.inference, workloads::serving_sharding(w_), all, moe))
+    for (const auto& k : workloads::serving_layer_kernels(m, *w_.inference, workloads::serving_sharding(w_, gpu_), all, moe))
       if (k.kind != KernelClass::FlashAttention) t += workloads::kernel_time(k, gpu_, precision_);
     return t;
   };

@@ -202,7 +202,7 @@ TEST_CASE("serving MLA: decode attends over the latent once for every head, a pr
   CHECK(p.flops.value() == doctest::Approx(2.0 * 1000 * 1000 * 16 * (128 + 64 + 128)));
   CHECK(p.attention->causal);
   // Decode tokens absorb W_UK and W_UV (per head, 16 heads a GPU at TP 8); prompt tokens run kv_b instead.
-  const Sharding shard = serving_sharding(moe_serving(m, inf, 8, 8));
+  const Sharding shard = serving_sharding(moe_serving(m, inf, 8, 8), topology::find_gpu("h200-sxm-141gb"));
   const auto decoding = serving_layer_kernels(m, inf, shard, std::span(&decode, 1), true);
   const auto prompting = serving_layer_kernels(m, inf, shard, std::span(&prompt, 1), true);
   const auto batched = [](const std::vector<Kernel>& ks) {
@@ -225,7 +225,7 @@ TEST_CASE("serving MoE, attention data parallelism: each GPU routes its own toke
   const Workload w{m, std::nullopt, inf, p};
   REQUIRE(attention_data_parallel(w));
   CHECK(serving_expert_tp(p) == 1);
-  const Sharding s = serving_sharding(w);
+  const Sharding s = serving_sharding(w, topology::find_gpu("h100-sxm5-80gb"));
   CHECK(s.attention_dp == 8);
   CHECK_NOTHROW(check_plan(w, 8));
   // The router on this GPU's 16 tokens; the experts on the copies of all 8 x 16 tokens routed to this GPU's one expert.
@@ -239,20 +239,30 @@ TEST_CASE("serving MoE, attention data parallelism: each GPU routes its own toke
   // Independent replicas (tp 8, ep 8 on each) route every token of their own on all eight GPUs instead.
   CHECK_FALSE(attention_data_parallel(moe_serving(m, inf, 8, 8)));
 
-  // The step: per MoE layer the tokens to their experts' GPUs and back (two all-to-alls over ep, each GPU's k
-  // copies of its tokens), and no TP all-reduce; the MoE layers' compute in three parts around them.
-  const StepGraph g = generate_serving_step(w, topology::find_gpu("h100-sxm5-80gb"), serving_pass(inf, ServingPhase::Decode));
-  int exchanges = 0, reduces = 0;
-  for (const Op& op : g.classes.front().ops)
-    if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
-      if (c->kind == CollectiveKind::AllToAll && c->group == Group::Ep) {
-        ++exchanges;
-        CHECK(c->bytes.value() == doctest::Approx(16.0 * 2 * m.hidden * 2));
+  // The step: per MoE layer the tokens to their experts' GPUs and back (two all-to-alls over ep, the busiest GPU's
+  // copies), and no TP all-reduce; the MoE layers' compute in three parts around them. bf16 weights: both
+  // exchanges 16-bit; fp8 weights computing in fp8: the dispatch in fp8 with its scales, the combine 16-bit.
+  const auto exchanges = [&](const Workload& job) {
+    std::vector<double> bytes;
+    const StepGraph g = generate_serving_step(job, topology::find_gpu("h100-sxm5-80gb"),
+                                              serving_pass(*job.inference, ServingPhase::Decode));
+    for (const Op& op : g.classes.front().ops)
+      if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+        CHECK((c->kind == CollectiveKind::AllToAll && c->group == Group::Ep));
+        bytes.push_back(c->bytes.value());
       }
-      if (c->kind == CollectiveKind::AllReduce) ++reduces;
-    }
-  CHECK(exchanges == 2 * m.layers);
-  CHECK(reduces == 0);
+    return bytes;
+  };
+  const double rows = serving_expert_load(m, 8 * 16, 8).rows;
+  const std::vector<double> sixteen = exchanges(w);
+  REQUIRE(sixteen.size() == 2 * static_cast<std::size_t>(m.layers));
+  CHECK(sixteen[0] == doctest::Approx(rows * m.hidden * 2));
+  CHECK(sixteen[1] == doctest::Approx(rows * m.hidden * 2));
+  Workload fp8 = w;
+  fp8.inference->weights = Precision::Fp8;
+  const std::vector<double> eight = exchanges(fp8);
+  CHECK(eight[0] == doctest::Approx(rows * m.hidden * (1.0 + 4.0 / 128)));
+  CHECK(eight[1] == doctest::Approx(rows * m.hidden * 2));
 
   // The memory plan: the attention and embeddings whole on each GPU, the routed experts over ep.
   const double routed = moe_layer_count(m) * moe_layer_parameters(m).routed();
