@@ -143,6 +143,11 @@ const LinkSpec& find_link(std::string_view name, std::string_view key) {
   return *link;
 }
 
+const LinkSpec& default_inter_link(const GpuSpec& gpu) {
+  if (gpu.scale_out_link.empty()) return find_link(kDefaultInterLink, "cluster.inter_link");
+  return find_link(gpu.scale_out_link, "cluster.gpu.scale_out_link");
+}
+
 const LinkSpec& host_memory_link(const GpuSpec& gpu) {
   if (gpu.cpu_link.empty()) return find_link(gpu.host_link, "cluster.gpu.host_link");
   return find_link(gpu.cpu_link, "cluster.gpu.cpu_link");

@@ -67,6 +67,8 @@ struct GpuSpec {
   int gpu_link_count = 1;       // links of that class per GPU (A100: 12 NVLink3)
   std::string host_link;        // PCIe generation of its slot ("pcie4")
   std::string cpu_link;         // to its CPU's memory when not over host_link (Grace's "nvlink-c2c"); empty: host_link
+  std::string scale_out_link;   // the NIC port its reference system gives each GPU (DGX H100: ConnectX-7, "ib-ndr"),
+                                // cluster.inter_link's default; empty: kDefaultInterLink
   int sms = 0;                  // streaming multiprocessors (compute units): what an overlapped NCCL kernel's
                                 // blocks take from compute, one SM each; 0 = unknown (no interference modelled)
   std::string source;
@@ -151,6 +153,10 @@ const GpuSpec& find_gpu(std::string_view name, std::string_view key = "cluster.g
 const LinkSpec& find_link(std::string_view name, std::string_view key = "cluster.intra_link");
 // A GPU's link to host memory: its CPU's coherent link where it has one (Grace's NVLink-C2C), else its PCIe slot.
 const LinkSpec& host_memory_link(const GpuSpec& gpu);
+// The NIC port a cluster of `gpu` has when cluster.inter_link is not written: its reference system's
+// (GpuSpec::scale_out_link), else kDefaultInterLink.
+inline constexpr std::string_view kDefaultInterLink = "ib-hdr";
+const LinkSpec& default_inter_link(const GpuSpec& gpu);
 const CpuSpec& find_cpu(std::string_view name, std::string_view key = "cluster.pcie.cpu");
 std::string gpu_names();   // "a100-sxm4-40gb, a100-sxm4-80gb, ..."
 std::string link_names();

@@ -59,7 +59,7 @@ ClusterSpec default_cluster(std::string_view gpu, IntraKind intra, int nodes, in
   spec.intra = intra;
   spec.intra_link = find_link(intra == IntraKind::Pcie ? spec.gpu.host_link : spec.gpu.gpu_link);
   spec.nic_link = find_link(spec.gpu.host_link, "cluster.nic_link");
-  spec.inter_link = find_link("ib-hdr", "cluster.inter_link");
+  spec.inter_link = default_inter_link(spec.gpu);
   spec.pcie.cpu = default_cpu(spec.gpu.host_link).name;
   spec.pcie.socket_link = find_link(find_cpu(spec.pcie.cpu).socket_link, "cluster.pcie.socket_link");
   spec.pcie.root_complex = pcie_root_complex_throughput();

@@ -40,7 +40,7 @@ void read_peaks(const YamlMap& m, GpuSpec& gpu) {
 GpuSpec read_gpu_map(const YamlMap& m) {
   m.allow_only({"base", "name", "architecture", "memory_GiB", "memory_reserve_GiB", "memory_bandwidth_GBps",
                 "peak_TFLOPS", "tdp_W", "idle_W", "price_usd", "price_per_hour_usd", "gpu_link", "gpu_link_count", "host_link",
-                "cpu_link", "sms"});
+                "cpu_link", "scale_out_link", "sms"});
   const auto base = m.text("base");
   GpuSpec gpu = base ? topology::find_gpu(*base, m.dotted("base")) : GpuSpec{};
   need(m, base.has_value(), {"name", "architecture", "memory_GiB", "memory_reserve_GiB", "memory_bandwidth_GBps",
@@ -66,6 +66,7 @@ GpuSpec read_gpu_map(const YamlMap& m) {
   if (auto v = m.integer("gpu_link_count", 1, 1024)) gpu.gpu_link_count = static_cast<int>(*v);
   if (auto v = m.text("host_link")) gpu.host_link = topology::find_link(*v, m.dotted("host_link")).name;
   if (auto v = m.text("cpu_link")) gpu.cpu_link = topology::find_link(*v, m.dotted("cpu_link")).name;
+  if (auto v = m.text("scale_out_link")) gpu.scale_out_link = topology::find_link(*v, m.dotted("scale_out_link")).name;
   if (auto v = m.integer("sms", 0, 100000)) gpu.sms = static_cast<int>(*v);
   return gpu;
 }

@@ -169,7 +169,7 @@ ClusterSpec read_cluster(const YamlMap& m, const std::string& file) {
   c.intra_link = read_link_or(m, "intra_link", intra == topology::IntraKind::Pcie ? c.gpu.host_link : c.gpu.gpu_link);
   c.links_per_gpu = read_int(m, "links_per_gpu", 0, 1, 1024);
   c.inter = read_enum(m, "inter", topology::InterKind::None, topology::parse_inter_kind, topology::kInterNames);
-  c.inter_link = read_link_or(m, "inter_link", "ib-hdr");
+  c.inter_link = read_link_or(m, "inter_link", topology::default_inter_link(c.gpu).name);
   c.nic_link = read_link_or(m, "nic_link", c.gpu.host_link);
   c.nics_per_node = read_int(m, "nics_per_node", 0, 1, 4096);
   c.oversubscription = m.number("oversubscription", 0.0, false, 1000.0).value_or(1.0);

@@ -44,6 +44,7 @@ void emit_gpu(YAML::Emitter& out, const topology::GpuSpec& g) {
   out << YAML::Key << "gpu_link_count" << YAML::Value << g.gpu_link_count;
   out << YAML::Key << "host_link" << YAML::Value << g.host_link;
   if (!g.cpu_link.empty()) out << YAML::Key << "cpu_link" << YAML::Value << g.cpu_link;
+  if (!g.scale_out_link.empty()) out << YAML::Key << "scale_out_link" << YAML::Value << g.scale_out_link;
   out << YAML::Key << "sms" << YAML::Value << g.sms;
   out << YAML::EndMap;
 }

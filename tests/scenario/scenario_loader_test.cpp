@@ -28,6 +28,22 @@ TEST_CASE("a minimal cluster gets the documented defaults") {
   CHECK(to_gigabytes_per_second(s.cluster.gpu_budget()) == doctest::Approx(300));
 }
 
+TEST_CASE("cluster.inter_link: the NIC the GPU's reference system gives it, unless written") {
+  const auto nic = [](const std::string& cluster) { return load_one("cluster: " + cluster).cluster.inter_link.name; };
+  CHECK(nic("{gpu: a100-sxm4-80gb, nodes: 2, inter: fat-tree}") == "ib-hdr");   // DGX A100: ConnectX-6 HDR
+  CHECK(nic("{gpu: h100-sxm5-80gb, nodes: 2, inter: fat-tree}") == "ib-ndr");   // DGX H100: ConnectX-7 NDR
+  CHECK(nic("{gpu: v100-sxm2-32gb, nodes: 2, inter: fat-tree}") == "ib-edr");
+  CHECK(nic("{gpu: gb300, nodes: 2, inter: fat-tree}") == "ib-xdr");
+  CHECK(nic("{gpu: l40s, nodes: 2, inter: switch}") == topology::kDefaultInterLink);   // a PCIe card names none
+  CHECK(nic("{gpu: h100-sxm5-80gb, nodes: 2, inter: fat-tree, inter_link: ib-hdr}") == "ib-hdr");   // written wins
+  // A GPU of the scenario's own: its scale_out_link, its base's, or the default.
+  CHECK(nic("{gpu: {base: h100-sxm5-80gb, name: mine}, nodes: 2, inter: switch}") == "ib-ndr");
+  CHECK(nic("{gpu: {base: a100-sxm4-80gb, name: mine, scale_out_link: eth-400g}, nodes: 2, inter: switch}") ==
+        "eth-400g");
+  CHECK_THROWS_WITH_AS(nic("{gpu: {base: a100-sxm4-80gb, name: mine, scale_out_link: ib-nope}}"),
+                       doctest::Contains("cluster.gpu.scale_out_link: unknown link 'ib-nope'"), InputError);
+}
+
 TEST_CASE("a PCIe card on a pcie layout uses its slot generation") {
   Scenario s = load_one("cluster: {gpu: h100-pcie-80gb, intra: pcie}");
   CHECK(s.cluster.intra_link.name == "pcie5");
