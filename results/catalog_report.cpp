@@ -94,6 +94,7 @@ json gpu_json(const GpuSpec& gpu) {
           {"gpu_link_count", gpu.gpu_link_count},
           {"host_link", gpu.host_link},
           {"cpu_link", gpu.cpu_link.empty() ? gpu.host_link : gpu.cpu_link},
+          {"scale_out_link", topology::default_inter_link(gpu).name},
           {"source", gpu.source}};
 }
 

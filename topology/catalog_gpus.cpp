@@ -11,8 +11,8 @@ namespace {
 
 using namespace dtsim::literals;
 
-// scale_out_link, the NIC port a GPU's reference system gives each GPU (cluster.inter_link's default): DGX-2,
-// eight 100 Gb/s EDR InfiniBand ConnectX-5 for 16 V100 (the DGX-2 datasheet); DGX A100, eight 200 Gb/s HDR
+// scale_out_link, the NIC port a GPU's reference system gives each GPU (cluster.inter_link's default): DGX-1 with
+// V100 SXM2, four 100 Gb/s EDR InfiniBand ports (the DGX-1 datasheet; DGX-2, eight EDR ConnectX-5); DGX A100, eight 200 Gb/s HDR
 // ConnectX-6 (the DGX A100 datasheet); DGX H100 and DGX H200, eight 400 Gb/s NDR ConnectX-7 (their datasheets,
 // 2023 and 2024); DGX B200, eight 400 Gb/s ConnectX-7 (DGX B200 datasheet); GB200 NVL72, a 400 Gb/s ConnectX-7 per
 // GPU (DGX GB200 datasheet); DGX B300 and GB300 NVL72, an 800 Gb/s ConnectX-8 per GPU (their datasheets, 2025);

@@ -61,18 +61,20 @@ void check_context(const Workload& w) {
 // disaggregated pools would each need their own grid.
 void check_attention_data_parallel(const Workload& w) {
   const ParallelPlan& p = w.plan;
+  if (w.inference->requests)
+    throw InputError("inference.requests", "a stream",
+                     fmt::format("with attention data parallelism (ep {} x etp {} = tp {} x dp {}) is not modelled "
+                                 "(its replicas step together at every MoE layer):",
+                                 p.ep, serving_expert_tp(p), p.tp, p.dp),
+                     "a static batch (inference.batch), or independent replicas (ep x etp = tp)");
   const std::string what = fmt::format("with attention data parallelism (ep {} x etp {} = tp {} x dp {}), any other "
                                        "than the allowed is not modelled:",
                                        p.ep, serving_expert_tp(p), p.tp, p.dp);
-  if (p.tp != 1) fail("parallelism.tp", p.tp, what, "1, each GPU its own sequences' attention");
-  if (serving_expert_tp(p) != 1) fail("parallelism.etp", serving_expert_tp(p), what, "1, whole experts: ep = dp");
-  if (p.pp != 1) fail("parallelism.pp", p.pp, what, "1");
-  if (w.inference->requests)
-    throw InputError("inference.requests", "a stream",
-                     fmt::format("with attention data parallelism (ep {} = dp {}) is not modelled (its replicas step "
-                                 "together at every MoE layer):",
-                                 p.ep, p.dp),
-                     "a static batch (inference.batch), or independent replicas (ep x etp = tp)");
+  const std::string or_replicas = ", or independent replicas (ep x etp = tp)";
+  if (p.tp != 1) fail("parallelism.tp", p.tp, what, "1, each GPU its own sequences' attention" + or_replicas);
+  if (serving_expert_tp(p) != 1)
+    fail("parallelism.etp", serving_expert_tp(p), what, "1, whole experts: ep = dp" + or_replicas);
+  if (p.pp != 1) fail("parallelism.pp", p.pp, what, "1" + or_replicas);
 }
 
 // MoE's expert grid: ep divides the experts, etp divides tp and the expert width, etp x ep divides the stage's

@@ -152,7 +152,9 @@ Sharding serving_sharding(const Workload& w, const topology::GpuSpec& gpu) {
 }
 
 double dispatch_bytes_per_element(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
-  return low_float(serving_compute_precision(inf, gpu)) ? 1.0 + 4.0 / 128 : kActivationBytes;
+  const Precision p = serving_compute_precision(inf, gpu);
+  if (p == Precision::Fp8) return 1.0 + 4.0 / 128;   // DeepEP's fp8 dispatch: an fp32 scale per 128 channels
+  return low_float(p) ? bytes_per_element(p) : kActivationBytes;   // MXFP8, NVFP4, MXFP4: their own block scales
 }
 
 Precision serving_compute_precision(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
@@ -262,9 +264,10 @@ std::vector<Kernel> serving_moe_kernels(const ModelSpec& m, const InferenceSpec&
   out.push_back(stream(KernelClass::RouterTopk, tokens * (experts * kActivationBytes + k * 8.0)));
   // No copies made: moe_align_block_size sorts the (token, expert) ids by expert, and the grouped GEMM gathers
   // each copy's row as it reads it (vllm/model_executor/layers/fused_moe/fused_moe.py). Exchanged, each token's
-  // row is read and its k copies written to the send buffer, each to its expert's GPU.
+  // row is read and written once, quantised, to the send buffer (DeepEP's low-latency dispatch), which the NIC
+  // reads once for each GPU it goes to.
   out.push_back(stream(KernelClass::TokenPermute,
-                       exchanged ? tokens * h * kActivationBytes + tokens * k * h * s.dispatch_bytes + 3.0 * tokens * k * 4.0
+                       exchanged ? tokens * h * (kActivationBytes + s.dispatch_bytes) + 3.0 * tokens * k * 4.0
                                  : 3.0 * tokens * k * 4.0));
   out.push_back(batched_gemm(KernelClass::ExpertUpGemm, rows / hit, up, h, hit, w));
   out.push_back(stream(KernelClass::Activation, (up + ffn) * rows * kActivationBytes));

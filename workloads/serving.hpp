@@ -79,9 +79,10 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);
 // The shard a serving GPU holds under `w`'s plan: its tp, and its ep and etp (the experts over the same GPUs,
 // or under attention data parallelism over all the replicas' GPUs, attention_dp = dp).
 Sharding serving_sharding(const Workload& w, const topology::GpuSpec& gpu);
-// The bytes an exchanged token copy's element takes on its way to its experts (attention data parallelism): fp8
-// with a 4-byte scale per 128 channels where the experts' GEMMs compute in an 8-bit float (the dispatch quantises
-// for them, as DeepSeek-V3 and DeepEP's low-latency kernels do), else 16-bit.
+// The bytes an exchanged token copy's element takes on its way to its experts (attention data parallelism): where
+// the experts' GEMMs compute in a low-precision float the dispatch quantises for them (DeepSeek-V3 and DeepEP's
+// low-latency kernels: fp8 with a 4-byte scale per 128 channels; MXFP8, NVFP4, MXFP4 with their block scales),
+// else 16-bit.
 double dispatch_bytes_per_element(const InferenceSpec& inf, const topology::GpuSpec& gpu);
 
 // The precision the GEMMs of `inf` compute in on `gpu` (see above).

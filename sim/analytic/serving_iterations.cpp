@@ -24,6 +24,8 @@ constexpr double kActivationBytes = 2;   // 16-bit activations, as workloads/ser
 ServingIterations::ServingIterations(const workloads::Workload& w, const topology::GpuSpec& gpu, CommCosts costs)
     : w_(w), gpu_(gpu), precision_(workloads::serving_compute_precision(*w.inference, gpu)), costs_(std::move(costs)),
       stage_layers_(workloads::stage_layers(w.plan, w.model.layers)) {
+  // Its iterations have no exchanges between replicas: check_plan refuses streams under attention data parallelism.
+  DTSIM_ASSERT(!workloads::attention_data_parallel(w), "a stream's iterations with independent replicas");
   int layer = 0;
   for (const int n : stage_layers_) {
     int moe = 0;

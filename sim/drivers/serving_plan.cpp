@@ -34,7 +34,8 @@ json stream_figure(const json& row, const char* key) {
 
 std::string label(const ServingPlanRow& r) {
   const auto& p = r.scenario.workload->plan;
-  return fmt::format("tp {} pp {} dp {}", p.tp, p.pp, p.dp);
+  return fmt::format("tp {} pp {} dp {}{}", p.tp, p.pp, p.dp,
+                     workloads::attention_data_parallel(*r.scenario.workload) ? " (attention DP)" : "");
 }
 
 }  // namespace

@@ -225,6 +225,12 @@ ClusterSpec read_cluster_groups(YAML::Node cluster, const YamlMap& m, const std:
         if (!cluster[key]) top.remove(key);
       c = read_cluster(YamlMap(top, "cluster", file, origins, overridden), file);
       c.nodes = 0;
+    } else if (!cluster["inter_link"] && g.inter_link.name != c.groups.front().inter_link.name) {
+      // One fabric: its NIC is the groups' GPUs' common default, or written.
+      m.fail("inter_link", "", fmt::format("missing, and the groups' GPUs ship different NICs ({} with {}, {} with {}):",
+                                           c.groups.front().gpu.name, c.groups.front().inter_link.name, g.gpu.name,
+                                           g.inter_link.name),
+             "one link for the fabric, cluster.inter_link");
     } else if (g.gpus_per_node != c.groups.front().gpus_per_node) {
       groups[i].fail("gpus_per_node", std::to_string(g.gpus_per_node), "differs from the first group's",
                      fmt::format("{} GPUs a node in every group", c.groups.front().gpus_per_node));

@@ -262,6 +262,10 @@ TEST_CASE("mixed cluster: what groups cannot hold is a one-line error") {
   err(shares("[11, 11, 5]"), "run", "parallelism.replica_micro_batches: has the wrong number of entries: '3'");
   err(shares("[11, 11, 5, 4]"), "run", "parallelism.replica_micro_batches: sums to '31'");
   err(shares("[11, 11, 10, 0]"), "run", "parallelism.replica_micro_batches[3]: out of range '0'");
+  // One fabric: its NIC written, or the same default for every group's GPU (an H100 ships NDR, an A100 HDR).
+  std::string unwritten = mixed_yaml(kH100, kA100, "{tp: 8, pp: 1, dp: 4}");
+  unwritten.erase(unwritten.find("  inter_link: ib-hdr\n"), std::string("  inter_link: ib-hdr\n").size());
+  err(unwritten, "run", "cluster.inter_link: missing, and the groups' GPUs ship different NICs");
   for (const char* command : {"run", "memory", "graph", "plan"})
     err("name: one\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, nodes: 4, inter: fat-tree, inter_link: ib-hdr}\n"
         "model: {preset: gpt-7.5b}\ntraining: {global_batch: 64, micro_batch: 2}\n"
