@@ -56,17 +56,16 @@ void check_context(const Workload& w) {
 
 
 // Attention data parallelism as dtsim models it: one GPU a replica (tp 1, each GPU its own sequences' attention,
-// as vLLM's DP+EP and SGLang's DP attention run DeepSeek), whole experts (etp 1), one stage, and a static batch:
-// a stream's replicas would have to step together at every MoE layer, which its scheduler does not model, and
-// disaggregated pools would each need their own grid.
+// as vLLM's DP+EP and SGLang's DP attention run DeepSeek), whole experts (etp 1), one stage, and no disaggregated
+// pools (each would need its own grid).
 void check_attention_data_parallel(const Workload& w) {
   const ParallelPlan& p = w.plan;
-  if (w.inference->requests)
-    throw InputError("inference.requests", "a stream",
-                     fmt::format("with attention data parallelism (ep {} x etp {} = tp {} x dp {}) is not modelled "
-                                 "(its replicas step together at every MoE layer):",
+  if (w.inference->disaggregation)
+    throw InputError("inference.disaggregation", "prefill and decode pools",
+                     fmt::format("with attention data parallelism (ep {} x etp {} = tp {} x dp {}) are not modelled "
+                                 "(each pool would need its own expert grid):",
                                  p.ep, serving_expert_tp(p), p.tp, p.dp),
-                     "a static batch (inference.batch), or independent replicas (ep x etp = tp)");
+                     "one pool, or independent replicas (ep x etp = tp)");
   const std::string what = fmt::format("with attention data parallelism (ep {} x etp {} = tp {} x dp {}), any other "
                                        "than the allowed is not modelled:",
                                        p.ep, serving_expert_tp(p), p.tp, p.dp);

@@ -151,6 +151,14 @@ Sharding serving_sharding(const Workload& w, const topology::GpuSpec& gpu) {
                   .dispatch_bytes = dispatch_bytes_per_element(*w.inference, gpu)};
 }
 
+ExpertExchange expert_exchange(const Workload& w, const topology::GpuSpec& gpu, double tokens) {
+  DTSIM_ASSERT(attention_data_parallel(w) && tokens > 0, "an exchange under attention data parallelism");
+  const ModelSpec& m = w.model;
+  const double copies = std::max(tokens * m.experts_per_token, serving_expert_load(m, tokens * w.plan.dp, w.plan.ep).rows);
+  return {Bytes(copies * m.hidden * dispatch_bytes_per_element(*w.inference, gpu)),
+          Bytes(copies * m.hidden * kActivationBytes)};
+}
+
 double dispatch_bytes_per_element(const InferenceSpec& inf, const topology::GpuSpec& gpu) {
   const Precision p = serving_compute_precision(inf, gpu);
   if (p == Precision::Fp8) return 1.0 + 4.0 / 128;   // DeepEP's fp8 dispatch: an fp32 scale per 128 channels
@@ -363,18 +371,8 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   const auto up = std::ranges::find(moe_block, KernelClass::ExpertUpGemm, &Kernel::kind);
   const auto back = std::ranges::find(moe_block, KernelClass::TokenUnpermute, &Kernel::kind);
   const std::vector<Kernel> routed(moe_block.begin(), up), experts(up, back), combined(back, moe_block.end());
-  // The exchanges' buffers, as nccl-tests counts an all-to-all's: the token copies of the busiest GPU (its own k a
-  // token sent, or the most its experts receive, serving_expert_load), dispatched in the dtype the experts' GEMMs
-  // take (fp8 with a 4-byte scale per 128 channels where they compute in fp8: DeepSeek-V3 and DeepEP's "FP8
-  // dispatching and BF16 combining") and combined 16-bit.
-  double copies = 0;
-  if (exchanged) {
-    const double tokens = batch_tokens(passes);
-    copies = std::max(tokens * m.experts_per_token,
-                      serving_expert_load(m, tokens * shard.attention_dp, shard.ep).rows);
-  }
-  const Bytes dispatched(copies * m.hidden * dispatch_bytes_per_element(inf, gpu));
-  const Bytes combined_bytes(copies * m.hidden * kActivationBytes);
+  const ExpertExchange exchange = exchanged ? expert_exchange(w, gpu, batch_tokens(passes)) : ExpertExchange{};
+  const Bytes dispatched = exchange.dispatch, combined_bytes = exchange.combine;
 
   StepGraph g{w, Placement(plan), Granularity::Layer, 1, {}};
   const std::vector<int> per_stage = stage_layers(plan, m.layers);

@@ -79,6 +79,14 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);
 // The shard a serving GPU holds under `w`'s plan: its tp, and its ep and etp (the experts over the same GPUs,
 // or under attention data parallelism over all the replicas' GPUs, attention_dp = dp).
 Sharding serving_sharding(const Workload& w, const topology::GpuSpec& gpu);
+// Under attention data parallelism, an MoE layer's two exchanges for `tokens` tokens on each GPU, as nccl-tests
+// counts an all-to-all's buffer: the busiest GPU's token copies (its own tokens' k copies, or the most its experts
+// receive of all the GPUs' tokens, serving_expert_load), dispatched in dispatch_bytes_per_element, combined 16-bit.
+struct ExpertExchange {
+  Bytes dispatch;
+  Bytes combine;
+};
+ExpertExchange expert_exchange(const Workload& w, const topology::GpuSpec& gpu, double tokens);
 // The bytes an exchanged token copy's element takes on its way to its experts (attention data parallelism): where
 // the experts' GEMMs compute in a low-precision float the dispatch quantises for them (DeepSeek-V3 and DeepEP's
 // low-latency kernels: fp8 with a 4-byte scale per 128 channels; MXFP8, NVFP4, MXFP4 with their block scales),

@@ -24,8 +24,6 @@ constexpr double kActivationBytes = 2;   // 16-bit activations, as workloads/ser
 ServingIterations::ServingIterations(const workloads::Workload& w, const topology::GpuSpec& gpu, CommCosts costs)
     : w_(w), gpu_(gpu), precision_(workloads::serving_compute_precision(*w.inference, gpu)), costs_(std::move(costs)),
       stage_layers_(workloads::stage_layers(w.plan, w.model.layers)) {
-  // Its iterations have no exchanges between replicas: check_plan refuses streams under attention data parallelism.
-  DTSIM_ASSERT(!workloads::attention_data_parallel(w), "a stream's iterations with independent replicas");
   int layer = 0;
   for (const int n : stage_layers_) {
     int moe = 0;
@@ -37,6 +35,7 @@ ServingIterations::ServingIterations(const workloads::Workload& w, const topolog
   for (std::size_t s = 0; s < graph.classes.size(); ++s) {
     const int rank = graph.classes[s].ranks.front();
     tp_groups_.push_back(graph.group_ranks(rank, Group::Tp));
+    if (workloads::attention_data_parallel(w)) ep_groups_.push_back(graph.group_ranks(rank, Group::Ep));
     if (s + 1 < graph.classes.size()) sends_.emplace_back(rank, graph.peer_rank(rank, static_cast<int>(s) + 1));
   }
 }
@@ -69,8 +68,18 @@ Seconds ServingIterations::token_part(long long tokens, long long decode) {
       all_reduce = costs_.collective(workloads::CollectiveOp{CollectiveKind::AllReduce, Group::Tp, activation,
                                                              CommPurpose::TensorParallel, 0, 0},
                                      tp_groups_[s]);
+    // Under attention data parallelism each MoE layer's tokens go to their experts' GPUs and back, every other
+    // replica's iteration taken to run as many tokens as this one's (replicas_in_step).
+    Seconds exchange(0);
+    if (!ep_groups_.empty()) {
+      const auto bytes = workloads::expert_exchange(w_, gpu_, static_cast<double>(tokens));
+      for (const Bytes b : {bytes.dispatch, bytes.combine})
+        exchange += costs_.collective(
+            workloads::CollectiveOp{CollectiveKind::AllToAll, Group::Ep, b, CommPurpose::ExpertParallel, 0, 0},
+            ep_groups_[s]);
+    }
     t += stage_layers_[s] * 2 * all_reduce + (stage_layers_[s] - stage_moe_layers_[s]) * dense +
-         stage_moe_layers_[s] * moe;
+         stage_moe_layers_[s] * (moe + exchange);
   }
   for (std::size_t s = 0; s < sends_.size(); ++s) {
     const workloads::SendOp send{static_cast<int>(s) + 1, activation, {0, 0, workloads::Pass::Forward}};

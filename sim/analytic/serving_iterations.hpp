@@ -5,6 +5,10 @@
 // depends on the batch's token count alone (the GEMMs, element-wise kernels, all-reduces and sends), on the rows
 // that sample (the logits and their gather), or on one pass alone (its attention over its own cache). The first
 // two are memoised by count, the third computed per pass: an hour of requests times in seconds.
+// Under attention data parallelism (workloads::attention_data_parallel) a replica's iteration also waits for its
+// MoE layers' two exchanges, and its experts take every replica's tokens: each other replica is taken to run as
+// many tokens as this one (the replicas' iterations step together in the engines; who waits for the busiest
+// replica is not modelled).
 #pragma once
 
 #include <span>
@@ -40,6 +44,7 @@ class ServingIterations {
   std::vector<int> stage_layers_;
   std::vector<int> stage_moe_layers_;   // of them, MoE layers (ModelSpec::moe_layer)
   std::vector<std::vector<int>> tp_groups_;   // per stage: replica 0's TP group
+  std::vector<std::vector<int>> ep_groups_;   // per stage, under attention data parallelism: its expert group
   std::vector<std::pair<int, int>> sends_;     // per stage boundary: (from rank, to rank)
   std::map<std::pair<long long, long long>, Seconds> by_tokens_;
   std::unordered_map<long long, Seconds> by_rows_;

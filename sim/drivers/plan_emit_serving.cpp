@@ -128,9 +128,10 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
   if (m.kind != workloads::ModelKind::Transformer) emit::cannot(framework, "a model given as a list of layers");
   // The engines take a draft by its checkpoint and their own spelling of the method: not written here.
   if (inf.speculative) emit::cannot(framework, "speculative decoding (inference.speculative)");
-  // Attention data parallelism is modelled on a static batch only; a launch is for a served stream.
+  // Attention data parallelism: the engines' own spellings (vLLM's --data-parallel-size across servers, SGLang's
+  // --enable-dp-attention, TensorRT-LLM's enable_attention_dp) are not written yet.
   if (workloads::attention_data_parallel(w))
-    emit::cannot(framework, "attention data parallelism (ep x etp = tp x dp: modelled on a static batch only)");
+    emit::cannot(framework, "attention data parallelism (ep x etp = tp x dp): its launch flags are not written");
   const Layout l = layout(framework, s);
   const int ep = m.moe() ? w.plan.ep : 1;
   // vLLM's --data-parallel-size on a mixture of experts spreads the experts over the replicas (attention data

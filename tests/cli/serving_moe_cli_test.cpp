@@ -90,13 +90,20 @@ TEST_CASE("serving MoE, attention data parallelism: eight replicas share the exp
   // Each GPU holds the attention whole and an eighth of the experts: more weights than under TP 8.
   const json tp8 = serving_run_json(file, "--set parallelism.tp=8 --set parallelism.dp=1 --set inference.batch=256");
   CHECK(simgrid["memory"]["parts_bytes"]["params"].get<double>() > tp8["memory"]["parts_bytes"]["params"].get<double>());
-  // A stream is refused: its replicas would step together at every MoE layer, which its scheduler does not model.
-  const Result r = dtsim("run " + file.string() + " --set 'inference.requests={prompt_tokens: 512, output_tokens: 64, rate_per_s: 2, duration_s: 5}'");
-  CAPTURE(r.err);
-  CHECK(r.status == 2);
-  CHECK(r.err.find("inference.requests") != std::string::npos);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  // `plan` marks the split as attention data parallelism; --emit, which writes a served stream's launch, refuses it.
+  // A stream: each replica's iterations wait for its MoE layers' exchanges, which independent replicas on the
+  // same GPUs (tp 8, experts split over them) do not have; its experts take all eight GPUs' tokens.
+  const std::string requests = " --set 'inference.requests={prompt_tokens: 512, output_tokens: 64, rate_per_s: 16, "
+                               "duration_s: 10, seed: 3}'";
+  const json served = serving_run_json(file, requests);
+  CHECK(served["stream"]["requests"].get<int>() > 120);
+  CHECK(served["p50_tpot_s"].get<double>() > 0);
+  // One request at a time (a slow stream): a step of one sequence a GPU is near the static batch's of one, whose
+  // exchanges it pays too.
+  const json slow = serving_run_json(file, " --set 'inference.requests={prompt_tokens: 512, output_tokens: 64, "
+                                           "rate_per_s: 0.2, duration_s: 20, seed: 3}'");
+  const json one = serving_run_json(file, "--set inference.batch=1 --set inference.output_tokens=64");
+  CHECK(slow["p50_tpot_s"].get<double>() == doctest::Approx(one["tpot_s"].get<double>()).epsilon(0.15));
+  // `plan` marks the split as attention data parallelism; --emit does not write its flags.
   const Result plan = dtsim("plan " + file.string());
   CHECK(plan.status == 0);
   CHECK(plan.out.find("tp 1 pp 1 dp 8 (attention DP)") != std::string::npos);

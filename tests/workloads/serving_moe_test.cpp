@@ -286,11 +286,13 @@ TEST_CASE("serving MoE, attention data parallelism: what it is not modelled with
   refused(2, 4, 8, 1, "parallelism.tp");   // attention TP inside each replica
   refused(1, 8, 8, 2, "parallelism.pp");
   refused(1, 8, 4, 1, "parallelism.etp");  // ep 4 x etp 2 over tp 1 x dp 8: experts split within the group
-  // A stream: its replicas would have to step together at every MoE layer.
+  // Disaggregated pools: each would need its own expert grid. A stream in one pool runs.
   ParallelPlan p;
   p.dp = 8;
   p.ep = 8;
   InferenceSpec stream = moe_batch(4);
   stream.requests = RequestStream{};
-  CHECK(plan_error(Workload{m, std::nullopt, stream, p}, 8).find("inference.requests") == 0);
+  CHECK(plan_error(Workload{m, std::nullopt, stream, p}, 8) == "no error");
+  stream.disaggregation = Disaggregation{};
+  CHECK(plan_error(Workload{m, std::nullopt, stream, p}, 8).find("inference.disaggregation") == 0);
 }
