@@ -69,7 +69,7 @@ Seconds ServingIterations::token_part(long long tokens, long long decode) {
                                                              CommPurpose::TensorParallel, 0, 0},
                                      tp_groups_[s]);
     // Under attention data parallelism each MoE layer's tokens go to their experts' GPUs and back, every other
-    // replica's iteration taken to run as many tokens as this one's (replicas_in_step).
+    // replica's iteration taken to run as many tokens as this one's (serving_iterations.hpp).
     Seconds exchange(0);
     if (!ep_groups_.empty()) {
       const auto bytes = workloads::expert_exchange(w_, gpu_, static_cast<double>(tokens));
