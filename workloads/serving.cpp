@@ -154,7 +154,9 @@ Sharding serving_sharding(const Workload& w, const topology::GpuSpec& gpu) {
 ExpertExchange expert_exchange(const Workload& w, const topology::GpuSpec& gpu, double tokens) {
   DTSIM_ASSERT(attention_data_parallel(w) && tokens > 0, "an exchange under attention data parallelism");
   const ModelSpec& m = w.model;
-  const double copies = std::max(tokens * m.experts_per_token, serving_expert_load(m, tokens * w.plan.dp, w.plan.ep).rows);
+  // The busiest receiver's copies: never fewer than the k copies of its own tokens each GPU sends (ep = dp, so the
+  // mean a GPU receives is what it sends, and serving_expert_load rounds the busiest up from the mean).
+  const double copies = serving_expert_load(m, tokens * w.plan.dp, w.plan.ep).rows;
   return {Bytes(copies * m.hidden * dispatch_bytes_per_element(*w.inference, gpu)),
           Bytes(copies * m.hidden * kActivationBytes)};
 }
@@ -372,7 +374,6 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
   const auto back = std::ranges::find(moe_block, KernelClass::TokenUnpermute, &Kernel::kind);
   const std::vector<Kernel> routed(moe_block.begin(), up), experts(up, back), combined(back, moe_block.end());
   const ExpertExchange exchange = exchanged ? expert_exchange(w, gpu, batch_tokens(passes)) : ExpertExchange{};
-  const Bytes dispatched = exchange.dispatch, combined_bytes = exchange.combine;
 
   StepGraph g{w, Placement(plan), Granularity::Layer, 1, {}};
   const std::vector<int> per_stage = stage_layers(plan, m.layers);
@@ -418,9 +419,9 @@ StepGraph generate_serving_step(const Workload& w, const topology::GpuSpec& gpu,
       all_reduce(l);
       if (m.moe_layer(l) && exchanged) {
         compute(Scope::Layer, l, routed);
-        all_to_all(l, dispatched);
+        all_to_all(l, exchange.dispatch);
         compute(Scope::Layer, l, experts);
-        all_to_all(l, combined_bytes);
+        all_to_all(l, exchange.combine);
         compute(Scope::Layer, l, combined);
         continue;   // tp 1: no all-reduce
       }

@@ -80,8 +80,8 @@ ServingPass serving_pass(const InferenceSpec& inf, ServingPhase phase);
 // or under attention data parallelism over all the replicas' GPUs, attention_dp = dp).
 Sharding serving_sharding(const Workload& w, const topology::GpuSpec& gpu);
 // Under attention data parallelism, an MoE layer's two exchanges for `tokens` tokens on each GPU, as nccl-tests
-// counts an all-to-all's buffer: the busiest GPU's token copies (its own tokens' k copies, or the most its experts
-// receive of all the GPUs' tokens, serving_expert_load), dispatched in dispatch_bytes_per_element, combined 16-bit.
+// counts an all-to-all's buffer: the busiest GPU's token copies (the most its experts receive of all the GPUs'
+// tokens, serving_expert_load), dispatched in dispatch_bytes_per_element, combined 16-bit.
 struct ExpertExchange {
   Bytes dispatch;
   Bytes combine;
