@@ -26,12 +26,21 @@ struct RequestStream {
                             // generation at the model's length)
 };
 
+// The serving engine whose scheduler serves the stream (`inference.framework`); its defaults are
+// framework_scheduler's.
+enum class ServingFramework { Vllm, Sglang, Trtllm };
+
 struct SchedulerLimits {
   int max_tokens_per_iteration = 8192;   // vLLM's max_num_batched_tokens
   int max_sequences = 256;               // vLLM's max_num_seqs
   long long kv_blocks = 0;               // the KV cache's capacity, in blocks
   int block_tokens = 16;                 // vLLM's block_size
   bool chunked_prefill = true;           // off: a prompt is prefilled whole, alone if it exceeds the budget
+  bool mixed_batches = true;             // off: an iteration prefills or decodes, never both, prefill first (SGLang's
+                                         // default; its --enable-mixed-chunk mixes them)
+  // max_sequences follows the KV cache's size (sglang_running_limit) once the memory plan gives it: SGLang's
+  // max_running_requests when not given. Never set with a given max_sequences.
+  bool sequences_from_cache = false;
 };
 
 // Disaggregated serving (`inference.disaggregation`): the cluster's first `prefill.gpus` GPUs prefill, the next

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <numbers>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "topology/error.hpp"
+#include "topology/name_table.hpp"
 
 namespace dtsim::workloads {
 namespace {
@@ -89,6 +92,57 @@ std::vector<Request> draw_requests(const RequestStream& s) {
   return out;
 }
 
+namespace {
+constexpr topology::NameTable<ServingFramework, 3> kServingFrameworks{
+    {{ServingFramework::Vllm, "vllm"}, {ServingFramework::Sglang, "sglang"}, {ServingFramework::Trtllm, "trtllm"}}};
+}  // namespace
+
+std::string_view to_string(ServingFramework f) { return topology::name_of(kServingFrameworks, f); }
+std::optional<ServingFramework> parse_serving_framework(std::string_view name) {
+  return topology::value_of(kServingFrameworks, name);
+}
+
+SchedulerLimits framework_scheduler(ServingFramework framework, const topology::GpuSpec& gpu) {
+  SchedulerLimits l;
+  const double gib = gpu.memory.value() / double(1LL << 30);
+  switch (framework) {
+    case ServingFramework::Vllm: {
+      // vllm/engine/arg_utils.py EngineArgs._set_default_args (from vllm-project/vllm#17885 to v0.11.2 and later),
+      // its OpenAI server's defaults: GPUs of 70 GiB or more other than the A100 take the larger ones.
+      const bool large = gib >= 70 && std::string_view(gpu.name).find("a100") == std::string_view::npos;
+      l.max_tokens_per_iteration = large ? 8192 : 2048;
+      l.max_sequences = large ? 1024 : 256;
+      l.block_tokens = 16;   // vllm/config/cache.py: 16 on CUDA
+      break;
+    }
+    case ServingFramework::Sglang:
+      // python/sglang/srt/server_args.py _handle_gpu_memory_settings (v0.5.6.post2): the chunk by the GPU's memory.
+      l.max_tokens_per_iteration = gib < 35 ? 2048 : gib < 60 ? 4096 : gib < 160 ? 8192 : 16384;
+      l.max_sequences = 2048;   // sglang_running_limit's floor until the memory plan sizes the cache
+      l.sequences_from_cache = true;
+      l.block_tokens = 1;       // page_size 1 (server_args.py _handle_page_size)
+      l.mixed_batches = false;  // enable_mixed_chunk false
+      break;
+    case ServingFramework::Trtllm:
+      // trtllm-build's BuildConfig (tensorrt_llm/builder.py): max_batch_size 2048 (NVIDIA/TensorRT-LLM#2253,
+      // 2024-09), max_num_tokens 8192 (#1763, 2024-06); context chunking off unless enable_chunked_context
+      // (triton-inference-server/tensorrtllm_backend v0.14.0 inflight_batcher_llm/src/model_instance_state.cc);
+      // paged KV blocks of 64 tokens (tokens_per_block); in-flight batching mixes context and generation.
+      l.max_tokens_per_iteration = 8192;
+      l.max_sequences = 2048;
+      l.block_tokens = 64;
+      l.chunked_prefill = false;
+      break;
+  }
+  return l;
+}
+
+int sglang_running_limit(long long kv_tokens, int context) {
+  DTSIM_ASSERT(kv_tokens >= 0 && context >= 1, "a cache and a context");
+  const long long by_context = std::clamp<long long>(kv_tokens * 512 / context, 2048, 4096);
+  return static_cast<int>(std::max<long long>(1, std::min(kv_tokens / 2, by_context)));
+}
+
 ServedStream serve_requests(std::span<const Request> requests, const SchedulerLimits& limits, const IterationTime& time,
                             const std::function<void()>& on_finished, SpeculativeRounds speculation) {
   DTSIM_ASSERT(speculation.tokens >= 0 && speculation.per_round >= 1.0 &&
@@ -166,14 +220,19 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       return remaining <= budget || passes.empty() ? remaining : 0;
     };
     // Decoding sequences first, one token each; then prompts under way; then admissions, first come first served.
-    for (std::size_t k = 0; k < running.size() && budget >= step_tokens; ++k) {
-      const Running& r = running[k];
-      const Request& q = requests[r.index];
-      if (r.prefilled < q.prompt_tokens) continue;
-      passes.push_back({ServingPhase::Decode, 1, step_tokens, q.prompt_tokens + r.produced + step_tokens - 1});
-      members.emplace_back(k, step_tokens);
-      budget -= step_tokens;
-    }
+    // Without mixed batches the prompts go first, alone, and the sequences decode in an iteration with none, all of
+    // them (SGLang's decode batch has no token budget).
+    const auto decode = [&] {
+      for (std::size_t k = 0; k < running.size() && budget >= step_tokens; ++k) {
+        const Running& r = running[k];
+        const Request& q = requests[r.index];
+        if (r.prefilled < q.prompt_tokens) continue;
+        passes.push_back({ServingPhase::Decode, 1, step_tokens, q.prompt_tokens + r.produced + step_tokens - 1});
+        members.emplace_back(k, step_tokens);
+        budget -= step_tokens;
+      }
+    };
+    if (limits.mixed_batches) decode();
     for (std::size_t k = 0; k < running.size() && budget > 0; ++k) {
       const Running& r = running[k];
       const int remaining = requests[r.index].prompt_tokens - r.prefilled;
@@ -221,6 +280,10 @@ ServedStream serve_requests(std::span<const Request> requests, const SchedulerLi
       passes.push_back({ServingPhase::Prefill, 1, chunk, cached + chunk, chunk == requests[i].prompt_tokens - cached});
       members.emplace_back(running.size() - 1, chunk);
       budget -= chunk;
+    }
+    if (!limits.mixed_batches && passes.empty()) {
+      budget = std::numeric_limits<int>::max();
+      decode();
     }
     if (passes.empty()) {   // nothing runs until a load ends or a request arrives
       double next = arrived < requests.size() ? requests[arrived].arrival_s : INFINITY;

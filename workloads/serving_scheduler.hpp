@@ -11,9 +11,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "topology/catalog.hpp"
 #include "workloads/request_stream.hpp"
 #include "workloads/serving.hpp"
 
@@ -61,6 +64,26 @@ struct SpeculativeRounds {
   int tokens = 0;
   double per_round = 1;
 };
+
+std::string_view to_string(ServingFramework f);
+std::optional<ServingFramework> parse_serving_framework(std::string_view name);
+inline constexpr std::string_view kServingFrameworkNames = "vllm, sglang, trtllm";
+
+// The limits an engine serves with when a scenario writes none (`inference.framework`), on GPUs of `gpu`:
+// - vLLM (v0.11.2's OpenAI server): 8,192 tokens and 1,024 sequences an iteration on GPUs of 70 GiB or more other
+//   than the A100, else 2,048 and 256; 16-token blocks; prompts chunked into mixed batches;
+// - SGLang (v0.5.6.post2): prompt chunks of 2,048 tokens below 35 GiB, 4,096 below 60, 8,192 below 160, else
+//   16,384; one-token pages; prefill batches apart from decode batches; max_running_requests from the cache
+//   (sequences_from_cache);
+// - TensorRT-LLM (its engine and C++ runtime as trtllm-build and the Triton backend leave them): 8,192 tokens and
+//   2,048 sequences, prompts whole (no context chunking), 64-token blocks, mixed (in-flight) batches.
+// The sources are cited in the definition.
+SchedulerLimits framework_scheduler(ServingFramework framework, const topology::GpuSpec& gpu);
+
+// SGLang's max_running_requests for a cache of `kv_tokens` tokens and a `context`-token model
+// (python/sglang/srt/managers/tp_worker.py and model_executor/model_runner.py init_memory_pool, v0.5.6.post2):
+// min(kv_tokens / 2, kv_tokens x 512 / context clamped to [2048, 4096]), at least 1.
+int sglang_running_limit(long long kv_tokens, int context);
 
 // Serves every request to its last token. A request whose prompt and output need more blocks than the cache has
 // is refused (InputError on `inference.requests`), as are limits below 1.

@@ -302,6 +302,7 @@ struct InferenceSpec {
   // (serving_step_overhead) is that workload's, paid once; not a scenario key.
   bool inside_iteration = false;
   std::optional<RequestStream> requests;   // a served stream (the static batch above then times one request alone)
+  ServingFramework framework = ServingFramework::Vllm;   // whose scheduler serves it, and its defaults
   SchedulerLimits scheduler;               // how the stream is served; kv_blocks 0: what the memory plan leaves
   std::optional<Disaggregation> disaggregation;   // prefill and decode on two pools of the cluster (with requests)
 };

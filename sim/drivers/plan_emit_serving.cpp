@@ -175,6 +175,10 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
   if (!chunked && budget < context)
     emit::cannot(framework, fmt::format("a token budget of {} below the {}-token context without chunked prefill (the "
                                         "engines refuse it)", budget, context));
+  // vLLM's V1 scheduler and TensorRT-LLM's in-flight batcher always put prompt chunks beside decoding sequences.
+  if (inf.requests && !sch.mixed_batches && framework != "sglang")
+    emit::cannot(framework, "iterations that prefill or decode but never both (inference.scheduler.mixed_batches "
+                            "false: SGLang's way)");
   if (budget < sequences)
     emit::cannot(framework, fmt::format("a token budget of {} below the {} sequences an iteration may hold (vLLM refuses "
                                         "it)", budget, sequences));
@@ -232,7 +236,9 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
     if (ep > 1) add("--ep-size", std::to_string(ep));   // python/sglang/srt/server_args.py --expert-parallel-size
     add("--chunked-prefill-size", chunked ? std::to_string(budget) : "-1");
     add("--max-prefill-tokens", std::to_string(budget));
-    add("--max-running-requests", std::to_string(sequences));
+    // Left to SGLang when dtsim took its rule (sequences_from_cache): it sizes the limit from its own cache.
+    if (!inf.requests || !sch.sequences_from_cache) add("--max-running-requests", std::to_string(sequences));
+    if (inf.requests && sch.mixed_batches) add("--enable-mixed-chunk");
     add("--page-size", std::to_string(sch.block_tokens));
     add("--context-length", std::to_string(context));
     if (sch.kv_blocks > 0) add("--max-total-tokens", std::to_string(sch.kv_blocks * sch.block_tokens));

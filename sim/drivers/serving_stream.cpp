@@ -49,6 +49,15 @@ long long kv_blocks_that_fit(const scenario::Scenario& s, workloads::Workload w,
   return static_cast<long long>(std::floor(left / block_bytes));
 }
 
+// `l` with its KV blocks (what the memory plan leaves when not given) and, under SGLang's rule
+// (sequences_from_cache), the sequence limit that cache gives.
+SchedulerLimits sized(const scenario::Scenario& s, const workloads::Workload& w, SchedulerLimits l, const std::string& key) {
+  if (l.kv_blocks == 0) l.kv_blocks = kv_blocks_that_fit(s, w, l, key);
+  if (l.sequences_from_cache)
+    l.max_sequences = workloads::sglang_running_limit(l.kv_blocks * l.block_tokens, w.inference->requests->max_context);
+  return l;
+}
+
 // The q-quantile of `v` (0 <= q <= 1), interpolated between order statistics (numpy's default).
 double quantile(std::vector<double> v, double q) {
   std::ranges::sort(v);
@@ -102,7 +111,7 @@ std::vector<Served> serve_colocated(const scenario::Scenario& s, const topology:
                                     SchedulerLimits limits, Work& work, json& details) {
   const auto& w = *s.workload;
   const bool planned = limits.kv_blocks == 0;
-  if (planned) limits.kv_blocks = kv_blocks_that_fit(s, w, limits, "inference.requests");
+  limits = sized(s, w, limits, "inference.requests");
   const sim::CommCosts costs = scenario_costs(s, topo);
   sim::ServingIterations timer(w, s.cluster.gpu, costs);
   workloads::IterationTime time = [&](std::span<const workloads::ServingPass> p) { return timer(p).value(); };
@@ -140,6 +149,7 @@ std::vector<Served> serve_colocated(const scenario::Scenario& s, const topology:
   }
   details["kv_blocks"] = limits.kv_blocks;
   details["kv_blocks_from"] = planned ? "memory plan" : "inference.scheduler.kv_blocks";
+  details["max_sequences"] = limits.max_sequences;
   return out;
 }
 
@@ -172,11 +182,8 @@ std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topol
                      "prefill.gpus + decode.gpus <= the cluster's GPUs", s.file);
   const auto base = scenario_costs(s, topo);
   const workloads::Workload wp = pool_workload(s, d.prefill, "prefill"), wd = pool_workload(s, d.decode, "decode");
-  SchedulerLimits lp = given, ld = given;
-  if (given.kv_blocks == 0) {
-    lp.kv_blocks = kv_blocks_that_fit(s, wp, lp, "inference.disaggregation.prefill");
-    ld.kv_blocks = kv_blocks_that_fit(s, wd, ld, "inference.disaggregation.decode");
-  }
+  const SchedulerLimits lp = sized(s, wp, given, "inference.disaggregation.prefill");
+  const SchedulerLimits ld = sized(s, wd, given, "inference.disaggregation.decode");
   sim::ServingIterations prefill_timer(wp, s.cluster.gpu, base), decode_timer(wd, s.cluster.gpu, shifted(base, d.prefill.gpus));
   const workloads::IterationTime prefill_time = [&](std::span<const workloads::ServingPass> p) { return prefill_timer(p).value(); };
   const workloads::IterationTime decode_time = [&](std::span<const workloads::ServingPass> p) { return decode_timer(p).value(); };
@@ -257,6 +264,7 @@ std::vector<Served> serve_disaggregated(const scenario::Scenario& s, const topol
     for (std::size_t k = 0; k < order.size(); ++k) out[index[order[k]]].finished_s = served.requests[k].finished_s;
   }
   details["kv_blocks"] = json{{"prefill", lp.kv_blocks}, {"decode", ld.kv_blocks}};
+  details["max_sequences"] = json{{"prefill", lp.max_sequences}, {"decode", ld.max_sequences}};
   details["kv_blocks_from"] = given.kv_blocks == 0 ? "memory plan" : "inference.scheduler.kv_blocks";
   details["disaggregation"] = {{"prefill", {{"gpus", d.prefill.gpus}, {"tp", d.prefill.tp}, {"replicas", prefill_replicas}}},
                                {"decode", {{"gpus", d.decode.gpus}, {"tp", d.decode.tp}, {"replicas", decode_replicas}}},
@@ -298,6 +306,7 @@ void serve_stream(const scenario::Scenario& s, const topology::Topology& topo, j
   sim::progress().total.store(requests.size(), std::memory_order_relaxed);
   Work work;
   json details = json::object();
+  details["framework"] = workloads::to_string(inf.framework);
   const std::vector<Served> served = inf.disaggregation
                                          ? serve_disaggregated(s, topo, requests, inf.scheduler, work, details)
                                          : serve_colocated(s, topo, requests, inf.scheduler, work, details);

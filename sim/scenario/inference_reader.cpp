@@ -9,6 +9,7 @@
 #include "sim/scenario/section_readers.hpp"
 #include "sim/scenario/workload_reader.hpp"
 #include "topology/error.hpp"
+#include "workloads/serving_scheduler.hpp"
 
 namespace dtsim::scenario::detail {
 namespace {
@@ -82,14 +83,17 @@ workloads::RequestStream read_requests(const YamlMap& m, int context) {
   return r;
 }
 
-workloads::SchedulerLimits read_scheduler(const YamlMap& m) {
-  m.allow_only({"max_tokens_per_iteration", "max_sequences", "kv_blocks", "block_tokens", "chunked_prefill"});
-  workloads::SchedulerLimits l;
+// inference.scheduler: each key given replaces the framework's default in `l`.
+workloads::SchedulerLimits read_scheduler(const YamlMap& m, workloads::SchedulerLimits l) {
+  m.allow_only({"max_tokens_per_iteration", "max_sequences", "kv_blocks", "block_tokens", "chunked_prefill",
+                "mixed_batches"});
   l.max_tokens_per_iteration = read_int(m, "max_tokens_per_iteration", l.max_tokens_per_iteration, 1, 10'000'000);
+  if (m.has("max_sequences")) l.sequences_from_cache = false;
   l.max_sequences = read_int(m, "max_sequences", l.max_sequences, 1, 1'000'000);
   l.kv_blocks = m.integer("kv_blocks", 1, 1'000'000'000'000LL).value_or(0);
   l.block_tokens = read_int(m, "block_tokens", l.block_tokens, 1, 1'000'000);
   l.chunked_prefill = m.boolean("chunked_prefill").value_or(l.chunked_prefill);
+  l.mixed_batches = m.boolean("mixed_batches").value_or(l.mixed_batches);
   return l;
 }
 
@@ -189,10 +193,14 @@ InferenceSpec checked(const YamlMap& m, const ModelSpec& model, InferenceSpec i)
 
 }  // namespace
 
-InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const std::string& file) {
+InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const topology::GpuSpec& gpu,
+                             const std::string& file) {
   m.allow_only({"batch", "context", "weights", "kv_cache", "prompt_tokens", "output_tokens", "requests", "scheduler",
-                "disaggregation", "prefix_cache_hit", "kv_offload", "speculative"});
+                "disaggregation", "prefix_cache_hit", "kv_offload", "speculative", "framework"});
   InferenceSpec i;
+  i.framework = read_enum(m, "framework", i.framework, workloads::parse_serving_framework,
+                          workloads::kServingFrameworkNames);
+  i.scheduler = workloads::framework_scheduler(i.framework, gpu);
   if (m.has("kv_offload")) {
     if (!m.is_map("kv_offload"))
       m.fail("kv_offload", m.text("kv_offload").value_or(""), "is not a map:", "{host_GB, hit}");
@@ -219,7 +227,7 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const std
       m.fail("context", std::to_string(context), "leaves a request no room for a prompt and an output token:",
              "a context of at least 2 tokens");
     i.requests = read_requests(m.map("requests"), context);
-    if (m.has("scheduler")) i.scheduler = read_scheduler(m.map("scheduler"));
+    if (m.has("scheduler")) i.scheduler = read_scheduler(m.map("scheduler"), i.scheduler);
     if (i.speculative && i.scheduler.max_tokens_per_iteration < i.speculative->tokens + 1)
       m.map("scheduler").fail("max_tokens_per_iteration", std::to_string(i.scheduler.max_tokens_per_iteration),
                               fmt::format("cannot hold one decoding sequence's {} drafted tokens and its own:",

@@ -8,6 +8,7 @@
 #include "sim/scenario/reliability_reader.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/layer_list.hpp"
+#include "workloads/serving_scheduler.hpp"
 
 namespace dtsim::scenario {
 namespace {
@@ -280,6 +281,7 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i, int t
   emit(out, "output_tokens", i.output_tokens);
   emit_name(out, "weights", to_string(i.weights));
   emit_name(out, "kv_cache", to_string(i.kv_cache));
+  emit_name(out, "framework", workloads::to_string(i.framework));
   emit(out, "prefix_cache_hit", i.prefix_cache_hit);
   if (i.kv_offload) {
     out << YAML::Key << "kv_offload" << YAML::Value << YAML::BeginMap;
@@ -307,10 +309,11 @@ void emit_inference(YAML::Emitter& out, const workloads::InferenceSpec& i, int t
     const workloads::SchedulerLimits& l = i.scheduler;
     out << YAML::Key << "scheduler" << YAML::Value << YAML::BeginMap;
     emit(out, "max_tokens_per_iteration", l.max_tokens_per_iteration);
-    emit(out, "max_sequences", l.max_sequences);
+    if (!l.sequences_from_cache) emit(out, "max_sequences", l.max_sequences);   // else: what the cache gives (SGLang)
     if (l.kv_blocks > 0) emit(out, "kv_blocks", l.kv_blocks);   // else: what the memory plan leaves
     emit(out, "block_tokens", l.block_tokens);
     emit(out, "chunked_prefill", l.chunked_prefill);
+    emit(out, "mixed_batches", l.mixed_batches);
     out << YAML::EndMap;
     if (i.disaggregation) {
       out << YAML::Key << "disaggregation" << YAML::Value << YAML::BeginMap;

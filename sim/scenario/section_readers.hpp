@@ -25,7 +25,8 @@ inline bool is_auto(const YamlMap& m, const std::string& key) {
 workloads::TrainingSpec read_training(const YamlMap& m);
 
 // An inference section: a static batch or a request stream, its scheduler and disaggregation, weight and KV-cache
-// precisions; `model` gives the default context.
-workloads::InferenceSpec read_inference(const YamlMap& m, const workloads::ModelSpec& model, const std::string& file);
+// precisions; `model` gives the default context, `gpu` the framework's scheduler defaults (framework_scheduler).
+workloads::InferenceSpec read_inference(const YamlMap& m, const workloads::ModelSpec& model,
+                                        const topology::GpuSpec& gpu, const std::string& file);
 
 }  // namespace dtsim::scenario::detail

@@ -292,7 +292,7 @@ std::optional<workloads::Workload> read_workload(const YamlMap& top, const topol
       w.model.layer_list = workloads::layer_list_preset(w.model.name, element).layer_list;
     }
   } else {
-    w.inference = read_inference(top.map("inference"), w.model, file);
+    w.inference = read_inference(top.map("inference"), w.model, cluster.gpu, file);
   }
   w.plan = read_plan(top, cluster, w.model);
   if (w.inference && w.plan.vpp > 1)   // serving runs each stage once per pass: there is nothing to interleave

@@ -1,5 +1,6 @@
 // `dtsim run` on serving features beside the plain batch and stream: a prefix cache (inference.prefix_cache_hit),
 // its host-memory tier (inference.kv_offload) and speculative decoding with a draft model (inference.speculative).
+#include <algorithm>
 #include <cmath>
 
 #include "cli/serving_support.hpp"
@@ -164,4 +165,44 @@ TEST_CASE("serving speculative: a round is the draft's steps and the target's ve
       "  scheduler: {max_tokens_per_iteration: 3}\n")).string());
   CHECK(budget.status == 2);
   CHECK(budget.err.find("inference.scheduler.max_tokens_per_iteration") != std::string::npos);
+}
+
+TEST_CASE("serving framework: the engine's scheduler defaults serve a stream, explicit limits win, written back") {
+  // Llama-2-7B on one H100 at 4 requests/s: vLLM's server takes 1,024 sequences on a GPU of 70 GiB or more,
+  // TensorRT-LLM 2,048, SGLang what its cache gives (min(tokens / 2, tokens x 512 / 4,096 within 2,048..4,096)).
+  const json vllm = serving_run_json(scenario("framework-vllm", stream_of(4, 30)));
+  CHECK(vllm["stream"]["framework"] == "vllm");
+  CHECK(vllm["stream"]["max_sequences"] == 1024);
+  const fs::path trtllm = scenario("framework-trtllm", stream_of(4, 30, "  framework: trtllm\n"));
+  const json t = serving_run_json(trtllm);
+  CHECK(t["stream"]["framework"] == "trtllm");
+  CHECK(t["stream"]["max_sequences"] == 2048);
+  const fs::path sglang = scenario("framework-sglang", stream_of(4, 30, "  framework: sglang\n"));
+  const json g = serving_run_json(sglang);
+  const long long tokens = g["stream"]["kv_blocks"].get<long long>();   // one-token pages
+  CHECK(g["stream"]["max_sequences"] == std::min(tokens / 2, std::clamp(tokens * 512 / 4096, 2048LL, 4096LL)));
+  // On an A100 vLLM's server takes 2,048 tokens and 256 sequences.
+  const json a100 = serving_run_json(scenario("framework-a100", stream_of(4, 30)), "--set cluster.gpu=a100-sxm4-80gb");
+  CHECK(a100["stream"]["max_sequences"] == 256);
+  // An explicit limit replaces the framework's.
+  const json given = serving_run_json(sglang, "--set inference.scheduler.max_sequences=100");
+  CHECK(given["stream"]["max_sequences"] == 100);
+  // The resolved scenario names the framework, leaves SGLang's limit to its rule, and runs again alike.
+  const fs::path out = fresh_dir("serving", "framework-out");
+  REQUIRE(dtsim("run " + sglang.string() + " --out " + out.string()).status == 0);
+  std::ifstream resolved(out / "scenario.resolved.yaml");
+  const std::string text((std::istreambuf_iterator<char>(resolved)), std::istreambuf_iterator<char>());
+  CHECK(text.find("framework: sglang") != std::string::npos);
+  CHECK(text.find("mixed_batches: false") != std::string::npos);
+  CHECK(text.find("block_tokens: 1\n") != std::string::npos);
+  CHECK(text.find("max_sequences") == std::string::npos);
+  const json again = serving_run_json(out / "scenario.resolved.yaml");
+  CHECK(again["p50_ttft_s"] == g["p50_ttft_s"]);
+  CHECK(again["stream"]["max_sequences"] == g["stream"]["max_sequences"]);
+  // An engine dtsim has no defaults for is one line, status 2, naming the ones it has.
+  const Result bad = dtsim("run " + trtllm.string() + " --set inference.framework=tgi");
+  CAPTURE(bad.err);
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("inference.framework: unknown value 'tgi' (allowed: vllm, sglang, trtllm)") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }

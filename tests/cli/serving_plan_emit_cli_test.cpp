@@ -1,6 +1,7 @@
 // `dtsim plan --emit vllm | trtllm | sglang` on serving scenarios: the best plan as the engine's own launch, every
 // flag checked against the engine's own list (tests/data/frameworks, drawn from each engine's source at the commit
 // its header names).
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -247,5 +248,35 @@ TEST_CASE("plan --emit for serving: a replica over two servers, quantized checkp
   CHECK(d.status == 2);
   CHECK(d.err.find("inference.disaggregation") != std::string::npos);
   for (const auto* e : {&megatron, &vt, &unknown, &d}) CHECK(std::count(e->err.begin(), e->err.end(), '\n') == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan --emit for an SGLang-served stream: its limit left to SGLang, unmixed batches nowhere else") {
+  const fs::path dir = fresh_dir("plan", "serving-emit-sglang");
+  const fs::path s = written(dir, "s.yaml",
+                           "name: l7\ncluster: {gpu: h100-sxm5-80gb, nodes: 1, gpus_per_node: 1}\n"
+                           "model: {preset: llama2-7b}\n"
+                           "inference:\n  framework: sglang\n"
+                           "  requests: {rate_per_s: 2, duration_s: 10, prompt_tokens: 512, output_tokens: 64}\n");
+  const auto r = dtsim("plan " + s.string() + " --emit sglang");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const auto args = served_launched(dir, r.out);
+  served_check_flags(args, "sglang-arguments.txt");
+  CHECK(served_after(args, "--max-running-requests") == "(absent)");   // SGLang sizes it from its own cache
+  CHECK(std::ranges::find(args, "--enable-mixed-chunk") == args.end());
+  CHECK(served_after(args, "--chunked-prefill-size") == "8192");
+  CHECK(served_after(args, "--page-size") == "1");
+  // With mixed batches it says so; vLLM and TensorRT-LLM cannot run unmixed ones.
+  const auto mixed = dtsim("plan " + s.string() + " --emit sglang --set inference.scheduler.mixed_batches=true");
+  REQUIRE_MESSAGE(mixed.status == 0, mixed.err);
+  const auto mixed_args = served_launched(dir, mixed.out);
+  CHECK(std::ranges::find(mixed_args, "--enable-mixed-chunk") != mixed_args.end());
+  for (const char* engine : {"vllm", "trtllm"}) {
+    const auto no = dtsim("plan " + s.string() + " --emit " + engine);
+    CAPTURE(no.err);
+    CHECK(no.status == 2);
+    CHECK(no.err.find("mixed_batches") != std::string::npos);
+    CHECK(std::count(no.err.begin(), no.err.end(), '\n') == 1);
+  }
   fs::remove_all(dir);
 }

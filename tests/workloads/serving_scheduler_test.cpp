@@ -267,3 +267,93 @@ TEST_CASE("scheduler: prefilled requests (disaggregated decode) decode at once, 
   const std::vector<std::vector<ServingPass>> want = {{{P::Decode, 1, 1, 6}}, {{P::Decode, 1, 1, 7}, {P::Decode, 1, 1, 3}}};
   CHECK(clock.seen == want);
 }
+
+TEST_CASE("scheduler: without mixed batches an iteration prefills or decodes, prefill first, worked by hand") {
+  // A at 0 (6-token prompt, 3 out), B at 0.5 (2, 2), C at 2.5 (3, 2); 4 tokens and 3 sequences an iteration.
+  // it 1 [0,1): A's first 4.  it 2 [1,2): A's last 2 and B's 2 (first tokens at 2).  it 3 [2,3): no prompt under
+  // way or admissible: A and B decode, B done at 3.  it 4 [3,4): C waits, so C's prompt runs alone and A does not
+  // decode (mixed, A would have finished at 4).  it 5 [4,5): A and C decode, both done at 5.
+  const std::vector<Request> requests = {{0.0, 6, 3}, {0.5, 2, 2}, {2.5, 3, 2}};
+  SchedulerLimits limits = limits_of(4, 3);
+  limits.mixed_batches = false;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer());
+  CHECK(s.iterations == 5);
+  CHECK(s.requests[0].first_token_s == 2.0);
+  CHECK(s.requests[0].finished_s == 5.0);
+  CHECK(s.requests[1].finished_s == 3.0);
+  CHECK(s.requests[2].admitted_s == 3.0);
+  CHECK(s.requests[2].first_token_s == 4.0);
+  CHECK(s.requests[2].finished_s == 5.0);
+  using P = ServingPhase;
+  const std::vector<std::vector<P>> phases = {{P::Prefill}, {P::Prefill, P::Prefill}, {P::Decode, P::Decode},
+                                              {P::Prefill}, {P::Decode, P::Decode}};
+  REQUIRE(clock.seen.size() == phases.size());
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(clock.seen[i].size() == phases[i].size());
+    for (std::size_t k = 0; k < phases[i].size(); ++k) CHECK(clock.seen[i][k].phase == phases[i][k]);
+  }
+  // The same stream mixed: C's prompt runs beside A's decode step, and A ends at 4.
+  limits.mixed_batches = true;
+  const ServedStream mixed = serve_requests(requests, limits, OneSecondIterations{}.timer());
+  CHECK(mixed.requests[0].finished_s == 4.0);
+}
+
+TEST_CASE("scheduler: without mixed batches every decoding sequence steps, whatever the token budget") {
+  // Three 1-token prompts, 3 out, a 2-token budget: it 1 prefills A and B, it 2 C (first tokens at 1, 1, 2); then
+  // all three decode in each of two iterations (3 tokens over a budget of 2), done at 4.
+  const std::vector<Request> requests = {{0.0, 1, 3}, {0.0, 1, 3}, {0.0, 1, 3}};
+  SchedulerLimits limits = limits_of(2, 3);
+  limits.mixed_batches = false;
+  OneSecondIterations clock;
+  const ServedStream s = serve_requests(requests, limits, clock.timer());
+  CHECK(s.iterations == 4);
+  REQUIRE(clock.seen.size() == 4);
+  CHECK(clock.seen[2].size() == 3);
+  CHECK(clock.seen[3].size() == 3);
+  for (const RequestOutcome& r : s.requests) CHECK(r.finished_s == 4.0);
+}
+
+TEST_CASE("serving frameworks: each engine's scheduler defaults by GPU, from its source") {
+  using topology::find_gpu;
+  const auto check = [](ServingFramework f, const char* gpu, int tokens, int sequences, int block, bool chunked,
+                        bool mixed, bool from_cache) {
+    CAPTURE(gpu);
+    CAPTURE(to_string(f));
+    const SchedulerLimits l = framework_scheduler(f, find_gpu(gpu));
+    CHECK(l.max_tokens_per_iteration == tokens);
+    CHECK(l.max_sequences == sequences);
+    CHECK(l.block_tokens == block);
+    CHECK(l.chunked_prefill == chunked);
+    CHECK(l.mixed_batches == mixed);
+    CHECK(l.sequences_from_cache == from_cache);
+    CHECK(l.kv_blocks == 0);
+  };
+  // vLLM: 70 GiB or more and not an A100 takes 8,192 and 1,024; the A100 80GB, the L40S, the 4090 2,048 and 256.
+  check(ServingFramework::Vllm, "h100-sxm5-80gb", 8192, 1024, 16, true, true, false);
+  check(ServingFramework::Vllm, "b200-sxm-180gb", 8192, 1024, 16, true, true, false);
+  check(ServingFramework::Vllm, "mi300x", 8192, 1024, 16, true, true, false);
+  check(ServingFramework::Vllm, "a100-sxm4-80gb", 2048, 256, 16, true, true, false);
+  check(ServingFramework::Vllm, "l40s", 2048, 256, 16, true, true, false);
+  // SGLang: its chunk by memory (24 GiB: 2,048; 40: 4,096; 80 and 140: 8,192; 179: 16,384), one-token pages.
+  check(ServingFramework::Sglang, "rtx4090", 2048, 2048, 1, true, false, true);
+  check(ServingFramework::Sglang, "a100-sxm4-40gb", 4096, 2048, 1, true, false, true);
+  check(ServingFramework::Sglang, "h100-sxm5-80gb", 8192, 2048, 1, true, false, true);
+  check(ServingFramework::Sglang, "h200-sxm-141gb", 8192, 2048, 1, true, false, true);
+  check(ServingFramework::Sglang, "b200-sxm-180gb", 16384, 2048, 1, true, false, true);
+  // TensorRT-LLM: the same on every GPU.
+  check(ServingFramework::Trtllm, "h100-sxm5-80gb", 8192, 2048, 64, false, true, false);
+  check(ServingFramework::Trtllm, "a100-sxm4-40gb", 8192, 2048, 64, false, true, false);
+  CHECK(parse_serving_framework("sglang") == ServingFramework::Sglang);
+  CHECK_FALSE(parse_serving_framework("tgi").has_value());
+}
+
+TEST_CASE("serving frameworks: SGLang's running-request limit from its cache, worked by hand") {
+  // min(tokens / 2, tokens x 512 / context within [2048, 4096])
+  CHECK(sglang_running_limit(578'750, 8192) == 4096);        // 36,171 -> 4,096
+  CHECK(sglang_running_limit(1'000'000, 131'072) == 3906);   // 1e6 x 512 / 131,072 = 3,906.25
+  CHECK(sglang_running_limit(100'000, 131'072) == 2048);     // 390 -> 2,048
+  CHECK(sglang_running_limit(1'000, 131'072) == 500);        // half the cache's tokens
+  CHECK(sglang_running_limit(1, 131'072) == 1);
+}
