@@ -74,4 +74,10 @@ int kv_split(const ModelSpec& m, int tp);
 // KV cache: kv_bytes_per_token x context x batch on one GPU (/ kv_split: tp, or 1 under MLA).
 Bytes kv_cache_bytes(const ModelSpec& m, const InferenceSpec& inf, int tp);
 
+// The activations a served stream's fullest iteration holds, which its KV cache leaves room for (the engines size
+// the cache after running such an iteration: vLLM's profile run of max_num_batched_tokens tokens): each of
+// `tokens` tokens through one layer's widest tensors and the logits of `sequences` sequences, fp32 as the decode
+// workspace, over `tp`; attention in the engines' fused kernels, which hold no score matrix.
+Bytes stream_workspace(const ModelSpec& m, int tokens, int sequences, int tp);
+
 }  // namespace dtsim::workloads

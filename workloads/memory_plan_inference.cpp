@@ -21,7 +21,8 @@ constexpr double kWorkspaceBytes = 4.0;   // decode workspace tensors, counted a
 // spreading them), the widest of that and a dense layer's where the model has both. Not counted under attention
 // data parallelism: the busiest GPU's rows beyond its own tokens' and the exchanges' receive buffers (DeepEP's
 // low-latency buffers grow with the tokens a rank may send times the ranks).
-Bytes decode_workspace(const ModelSpec& m, const InferenceSpec& inf, int tp) {
+// A token's tensors in one layer that tp splits, scores and logits aside: h + 2kv + k f (MLA: its latent for 2kv).
+double split_row_width(const ModelSpec& m) {
   const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
   const double moe_width = static_cast<double>(m.experts_per_token + m.shared_experts) * m.expert_width();
   const bool dense_too = m.dense_layers > 0 || m.moe_layer_freq > 1;
@@ -29,12 +30,24 @@ Bytes decode_workspace(const ModelSpec& m, const InferenceSpec& inf, int tp) {
                            : dense_too ? std::max(static_cast<double>(m.ffn_hidden), moe_width)
                                        : moe_width;
   const double kv_width = m.mla() ? m.kv_lora_rank + m.rope_head_dim : 2.0 * m.kv_dim();   // MLA: the latent
-  const double split = m.hidden + kv_width + static_cast<double>(m.heads) * inf.context +
-                       mlp_tensors * mlp_width + m.logits_width();
+  return m.hidden + kv_width + mlp_tensors * mlp_width;
+}
+
+Bytes decode_workspace(const ModelSpec& m, const InferenceSpec& inf, int tp) {
+  const double split = split_row_width(m) + static_cast<double>(m.heads) * inf.context + m.logits_width();
   return Bytes(inf.batch * kWorkspaceBytes * (m.hidden + split / tp));
 }
 
 }  // namespace
+}  // namespace detail
+
+Bytes stream_workspace(const ModelSpec& m, int tokens, int sequences, int tp) {
+  using detail::kWorkspaceBytes;
+  return Bytes(kWorkspaceBytes * (tokens * (m.hidden + detail::split_row_width(m) / tp) +
+                                  static_cast<double>(sequences) * m.logits_width() / tp));
+}
+
+namespace detail {
 
 MemoryPlan plan_inference(const Workload& w, const topology::GpuSpec& gpu) {
   const InferenceSpec& inf = *w.inference;

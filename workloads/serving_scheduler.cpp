@@ -102,7 +102,8 @@ std::optional<ServingFramework> parse_serving_framework(std::string_view name) {
   return topology::value_of(kServingFrameworks, name);
 }
 
-SchedulerLimits framework_scheduler(ServingFramework framework, const topology::GpuSpec& gpu) {
+SchedulerLimits framework_scheduler(ServingFramework framework, const topology::GpuSpec& gpu, const ModelSpec& model,
+                                    bool speculative) {
   SchedulerLimits l;
   const double gib = gpu.memory.value() / double(1LL << 30);
   switch (framework) {
@@ -118,9 +119,14 @@ SchedulerLimits framework_scheduler(ServingFramework framework, const topology::
     case ServingFramework::Sglang:
       // python/sglang/srt/server_args.py _handle_gpu_memory_settings (v0.5.6.post2): the chunk by the GPU's memory.
       l.max_tokens_per_iteration = gib < 35 ? 2048 : gib < 60 ? 4096 : gib < 160 ? 8192 : 16384;
-      l.max_sequences = 2048;   // sglang_running_limit's floor until the memory plan sizes the cache
-      l.sequences_from_cache = true;
-      l.block_tokens = 1;       // page_size 1 (server_args.py _handle_page_size)
+      // Under speculative decoding 48 (_handle_speculative_decoding, a draft model's STANDALONE included), else
+      // sglang_running_limit's floor until the memory plan sizes the cache.
+      l.max_sequences = speculative ? 48 : 2048;
+      l.sequences_from_cache = !speculative;
+      // page_size 1 (_handle_page_size), but 64 where the attention backend is TensorRT-LLM's: the default on
+      // Blackwell for a model without MLA (_handle_attention_backend_compatibility, trtllm_mha's pages of 16,
+      // 32 or 64).
+      l.block_tokens = gpu.architecture.starts_with("blackwell") && !model.mla() ? 64 : 1;
       l.mixed_batches = false;  // enable_mixed_chunk false
       break;
     case ServingFramework::Trtllm:

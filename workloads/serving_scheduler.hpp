@@ -73,12 +73,14 @@ inline constexpr std::string_view kServingFrameworkNames = "vllm, sglang, trtllm
 // - vLLM (v0.11.2's OpenAI server): 8,192 tokens and 1,024 sequences an iteration on GPUs of 70 GiB or more other
 //   than the A100, else 2,048 and 256; 16-token blocks; prompts chunked into mixed batches;
 // - SGLang (v0.5.6.post2): prompt chunks of 2,048 tokens below 35 GiB, 4,096 below 60, 8,192 below 160, else
-//   16,384; one-token pages; prefill batches apart from decode batches; max_running_requests from the cache
-//   (sequences_from_cache);
+//   16,384; one-token pages (64 on Blackwell for a model without MLA, its TensorRT-LLM attention kernels');
+//   prefill batches apart from decode batches; max_running_requests from the cache (sequences_from_cache), or 48
+//   under speculative decoding;
 // - TensorRT-LLM (its engine and C++ runtime as trtllm-build and the Triton backend leave them): 8,192 tokens and
 //   2,048 sequences, prompts whole (no context chunking), 64-token blocks, mixed (in-flight) batches.
 // The sources are cited in the definition.
-SchedulerLimits framework_scheduler(ServingFramework framework, const topology::GpuSpec& gpu);
+SchedulerLimits framework_scheduler(ServingFramework framework, const topology::GpuSpec& gpu, const ModelSpec& model,
+                                    bool speculative);
 
 // SGLang's max_running_requests for a cache of `kv_tokens` tokens and a `context`-token model
 // (python/sglang/srt/managers/tp_worker.py and model_executor/model_runner.py init_memory_pool, v0.5.6.post2):

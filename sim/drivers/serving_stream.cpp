@@ -23,14 +23,19 @@ using nlohmann::json;
 using workloads::Request;
 using workloads::SchedulerLimits;
 
-// KV-cache blocks one GPU of `w` holds beside the weights and a full iteration's decode workspace (max_sequences
-// sequences over the whole context): what vLLM gives the cache after profiling a peak batch. Throws when nothing
-// is left; `key` names the scenario key to blame.
+// KV-cache blocks one GPU of `w` holds beside the weights and a full iteration's workspace (workloads::
+// stream_workspace: the token budget's tokens, max_sequences sequences' logits): what vLLM gives the cache after
+// profiling a peak iteration. Throws when nothing is left; `key` names the scenario key to blame.
 long long kv_blocks_that_fit(const scenario::Scenario& s, workloads::Workload w, const SchedulerLimits& l, const std::string& key) {
   workloads::InferenceSpec& inf = *w.inference;
   inf.batch = l.max_sequences;
   const auto plan = workloads::plan_memory(w, s.cluster.gpu);
-  const Bytes taken = plan.parts.params + plan.parts.activations;
+  Bytes workspace = workloads::stream_workspace(w.model, l.max_tokens_per_iteration, l.max_sequences, w.plan.tp);
+  if (inf.speculative)   // the draft runs the same iteration after the target, on its own split
+    workspace = std::max(workspace, workloads::stream_workspace(inf.speculative->draft, l.max_tokens_per_iteration,
+                                                                l.max_sequences,
+                                                                workloads::draft_tp(*inf.speculative, w.plan.tp)));
+  const Bytes taken = plan.parts.params + workspace;
   // A block holds its tokens' keys and values on a GPU, the draft's beside the target's under speculative decoding
   // (the whole draft's on a one-GPU draft).
   double token_bytes = workloads::kv_bytes_per_token(w.model, inf.kv_cache).value() /
@@ -43,9 +48,10 @@ long long kv_blocks_that_fit(const scenario::Scenario& s, workloads::Workload w,
   const double left = (plan.capacity - taken).value();
   if (left < block_bytes)
     throw InputError(key, fmt::format("{:.1f} of {:.1f} GB", taken.value() / 1e9, plan.capacity.value() / 1e9),
-                     fmt::format("the weights and the decode workspace of {} sequences leave no GPU memory for the KV "
-                                 "cache:", l.max_sequences),
-                     "more GPUs (tp or pp), narrower weights, or fewer inference.scheduler.max_sequences", s.file);
+                     fmt::format("the weights and an iteration's workspace ({} tokens, {} sequences) leave no GPU "
+                                 "memory for the KV cache:", l.max_tokens_per_iteration, l.max_sequences),
+                     "more GPUs (tp or pp), narrower weights, or a smaller inference.scheduler.max_tokens_per_iteration",
+                     s.file);
   return static_cast<long long>(std::floor(left / block_bytes));
 }
 

@@ -200,7 +200,6 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const top
   InferenceSpec i;
   i.framework = read_enum(m, "framework", i.framework, workloads::parse_serving_framework,
                           workloads::kServingFrameworkNames);
-  i.scheduler = workloads::framework_scheduler(i.framework, gpu);
   if (m.has("kv_offload")) {
     if (!m.is_map("kv_offload"))
       m.fail("kv_offload", m.text("kv_offload").value_or(""), "is not a map:", "{host_GB, hit}");
@@ -214,6 +213,7 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const top
       m.fail("speculative", "{...}", "is modelled where prefill and decode share the GPUs, not beside",
              "inference.disaggregation or inference.speculative, not both");
   }
+  i.scheduler = workloads::framework_scheduler(i.framework, gpu, model, i.speculative.has_value());
   // The share of each prompt a prefix cache holds (workloads/training.hpp); 1 still computes the last token.
   i.prefix_cache_hit = m.number("prefix_cache_hit", 0, true, 1.0).value_or(0.0);
   for (const char* key : {"scheduler", "disaggregation"})

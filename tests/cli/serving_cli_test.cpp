@@ -195,8 +195,8 @@ inference:
 )");
   const Result r = dtsim("run " + f.string());
   CHECK(r.status == 2);
-  CHECK(r.err.find("inference.requests: the weights and the decode workspace of 256 sequences leave no GPU memory for "
-                   "the KV cache") != std::string::npos);
+  CHECK(r.err.find("inference.requests: the weights and an iteration's workspace (2048 tokens, 256 sequences) leave "
+                   "no GPU memory for the KV cache") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   fs::remove_all(f.parent_path());
 }

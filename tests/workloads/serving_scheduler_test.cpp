@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "topology/error.hpp"
+#include "workloads/model.hpp"
 #include "workloads/serving_scheduler.hpp"
 
 using namespace dtsim;
@@ -321,7 +322,7 @@ TEST_CASE("serving frameworks: each engine's scheduler defaults by GPU, from its
                         bool mixed, bool from_cache) {
     CAPTURE(gpu);
     CAPTURE(to_string(f));
-    const SchedulerLimits l = framework_scheduler(f, find_gpu(gpu));
+    const SchedulerLimits l = framework_scheduler(f, find_gpu(gpu), find_model("llama3-8b"), false);
     CHECK(l.max_tokens_per_iteration == tokens);
     CHECK(l.max_sequences == sequences);
     CHECK(l.block_tokens == block);
@@ -341,10 +342,18 @@ TEST_CASE("serving frameworks: each engine's scheduler defaults by GPU, from its
   check(ServingFramework::Sglang, "a100-sxm4-40gb", 4096, 2048, 1, true, false, true);
   check(ServingFramework::Sglang, "h100-sxm5-80gb", 8192, 2048, 1, true, false, true);
   check(ServingFramework::Sglang, "h200-sxm-141gb", 8192, 2048, 1, true, false, true);
-  check(ServingFramework::Sglang, "b200-sxm-180gb", 16384, 2048, 1, true, false, true);
+  // On Blackwell a model without MLA attends with TensorRT-LLM's kernels, in 64-token pages.
+  check(ServingFramework::Sglang, "b200-sxm-180gb", 16384, 2048, 64, true, false, true);
   // TensorRT-LLM: the same on every GPU.
   check(ServingFramework::Trtllm, "h100-sxm5-80gb", 8192, 2048, 64, false, true, false);
   check(ServingFramework::Trtllm, "a100-sxm4-40gb", 8192, 2048, 64, false, true, false);
+  // DeepSeek-V3's MLA on Blackwell keeps one-token pages (FlashInfer); speculative decoding caps SGLang at 48.
+  const auto& b200 = find_gpu("b200-sxm-180gb");
+  CHECK(framework_scheduler(ServingFramework::Sglang, b200, find_model("deepseek-v3"), false).block_tokens == 1);
+  const SchedulerLimits drafted = framework_scheduler(ServingFramework::Sglang, b200, find_model("llama3-8b"), true);
+  CHECK(drafted.max_sequences == 48);
+  CHECK_FALSE(drafted.sequences_from_cache);
+  CHECK(framework_scheduler(ServingFramework::Vllm, b200, find_model("llama3-8b"), true).max_sequences == 1024);
   CHECK(parse_serving_framework("sglang") == ServingFramework::Sglang);
   CHECK_FALSE(parse_serving_framework("tgi").has_value());
 }
