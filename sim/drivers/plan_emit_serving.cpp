@@ -165,7 +165,13 @@ std::string emit_serving_plan(std::string_view framework, const scenario::Scenar
     model_line = fmt::format("MODEL=${{MODEL:?set MODEL to a Hugging Face checkpoint of {}}}\n", name);
   const auto& sch = inf.scheduler;
   const int context = inf.requests ? inf.requests->max_context : inf.context;
-  const int sequences = inf.requests ? sch.max_sequences : inf.batch;
+  // A stream's sequence limit as it was served: SGLang's rule (sequences_from_cache) sizes it from the cache, which
+  // the run reports.
+  const auto served = run.find("stream");
+  const int sequences = !inf.requests ? inf.batch
+                        : sch.sequences_from_cache && served != run.end() && served->contains("max_sequences")
+                            ? served->at("max_sequences").get<int>()
+                            : sch.max_sequences;
   // The tokens an iteration may take: the stream's budget, or a static batch's whole prefill in one pass (as dtsim
   // plays it), at least the context.
   const long long budget =

@@ -227,7 +227,13 @@ InferenceSpec read_inference(const YamlMap& m, const ModelSpec& model, const top
       m.fail("context", std::to_string(context), "leaves a request no room for a prompt and an output token:",
              "a context of at least 2 tokens");
     i.requests = read_requests(m.map("requests"), context);
-    if (m.has("scheduler")) i.scheduler = read_scheduler(m.map("scheduler"), i.scheduler);
+    if (m.has("scheduler")) {
+      i.scheduler = read_scheduler(m.map("scheduler"), i.scheduler);
+      // SGLang without chunking takes a prefill batch up to max_prefill_tokens, 16,384 (server_args.py, v0.5.6.post2).
+      if (i.framework == workloads::ServingFramework::Sglang && !i.scheduler.chunked_prefill &&
+          !m.map("scheduler").has("max_tokens_per_iteration"))
+        i.scheduler.max_tokens_per_iteration = 16384;
+    }
     if (i.speculative && i.scheduler.max_tokens_per_iteration < i.speculative->tokens + 1)
       m.map("scheduler").fail("max_tokens_per_iteration", std::to_string(i.scheduler.max_tokens_per_iteration),
                               fmt::format("cannot hold one decoding sequence's {} drafted tokens and its own:",

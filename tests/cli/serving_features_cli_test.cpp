@@ -199,6 +199,12 @@ TEST_CASE("serving framework: the engine's scheduler defaults serve a stream, ex
   const json again = serving_run_json(out / "scenario.resolved.yaml");
   CHECK(again["p50_ttft_s"] == g["p50_ttft_s"]);
   CHECK(again["stream"]["max_sequences"] == g["stream"]["max_sequences"]);
+  // SGLang without chunking prefills up to its max_prefill_tokens, 16,384, unless the budget is written.
+  const fs::path whole = fresh_dir("serving", "framework-whole");
+  REQUIRE(dtsim("run " + sglang.string() + " --set inference.scheduler.chunked_prefill=false --out " + whole.string()).status == 0);
+  std::ifstream whole_resolved(whole / "scenario.resolved.yaml");
+  const std::string whole_text((std::istreambuf_iterator<char>(whole_resolved)), std::istreambuf_iterator<char>());
+  CHECK(whole_text.find("max_tokens_per_iteration: 16384") != std::string::npos);
   // An engine dtsim has no defaults for is one line, status 2, naming the ones it has.
   const Result bad = dtsim("run " + trtllm.string() + " --set inference.framework=tgi");
   CAPTURE(bad.err);

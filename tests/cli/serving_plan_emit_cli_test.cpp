@@ -271,6 +271,12 @@ TEST_CASE("plan --emit for an SGLang-served stream: its limit left to SGLang, un
   REQUIRE_MESSAGE(mixed.status == 0, mixed.err);
   const auto mixed_args = served_launched(dir, mixed.out);
   CHECK(std::ranges::find(mixed_args, "--enable-mixed-chunk") != mixed_args.end());
+  // Written for vLLM, the limit is the one the stream was served with (SGLang's rule, from the cache).
+  const auto as_vllm = dtsim("plan " + s.string() + " --emit vllm --set inference.scheduler.mixed_batches=true");
+  REQUIRE_MESSAGE(as_vllm.status == 0, as_vllm.err);
+  const json served = json::parse(dtsim("run " + s.string() + " --format json").out);
+  CHECK(served_after(served_launched(dir, as_vllm.out), "--max-num-seqs") ==
+        std::to_string(served["stream"]["max_sequences"].get<int>()));
   for (const char* engine : {"vllm", "trtllm"}) {
     const auto no = dtsim("plan " + s.string() + " --emit " + engine);
     CAPTURE(no.err);
