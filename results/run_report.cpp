@@ -226,9 +226,24 @@ std::string stream_table(const std::vector<json>& rows) {
                        seconds_or_dash(r.at("p99_tpot_s"), 1e3), r.at("throughput_tokens_per_s").get<double>(),
                        seconds_or_dash(st.at("p99_queue_s"), 1e3), 100 * st.at("busy_fraction").get<double>());
   }
-  return out + "(times in ms over the stream's requests; ttft: arrival to first token; tpot: the rest of the output, "
-               "per token; tokens/s: output tokens over the time to serve the last request; queue: arrival to "
-               "admission; busy: the share of that time the replicas were running iterations)\n";
+  out += "(times in ms over the stream's requests; ttft: arrival to first token; tpot: the rest of the output, "
+         "per token; tokens/s: output tokens over the time to serve the last request; queue: arrival to "
+         "admission; busy: the share of that time the replicas were running iterations)\n";
+  // The scheduler each stream was served with: its engine's defaults (inference.framework) where the scenario
+  // writes none.
+  for (const auto& r : rows) {
+    const auto& st = r.at("stream");
+    const auto& sch = r.at("scenario").at("inference").at("scheduler");
+    const json& blocks = st.at("kv_blocks");
+    out += fmt::format("{}: {}'s scheduler, {} tokens and {} sequences an iteration, {}-token KV blocks ({}), prompts "
+                       "{}, {}\n",
+                       r.at("name").get<std::string>(), st.at("framework").get<std::string>(),
+                       sch.at("max_tokens_per_iteration").get<long long>(), st.at("max_sequences").dump(),
+                       sch.at("block_tokens").get<long long>(), blocks.dump(),
+                       sch.at("chunked_prefill").get<bool>() ? "chunked" : "whole",
+                       sch.at("mixed_batches").get<bool>() ? "prefill beside decode" : "prefill and decode apart");
+  }
+  return out;
 }
 
 // A step's `other` share from which the table names it.

@@ -177,6 +177,11 @@ TEST_CASE("serving framework: the engine's scheduler defaults serve a stream, ex
   const json t = serving_run_json(trtllm);
   CHECK(t["stream"]["framework"] == "trtllm");
   CHECK(t["stream"]["max_sequences"] == 2048);
+  // The run table says what served it.
+  const Result table = dtsim("run " + trtllm.string());
+  CHECK(table.out.find("stream: trtllm's scheduler, 8192 tokens and 2048 sequences an iteration, 64-token KV blocks (") !=
+        std::string::npos);
+  CHECK(table.out.find("prompts whole, prefill beside decode") != std::string::npos);
   const fs::path sglang = scenario("framework-sglang", stream_of(4, 30, "  framework: sglang\n"));
   const json g = serving_run_json(sglang);
   const long long tokens = g["stream"]["kv_blocks"].get<long long>();   // one-token pages
