@@ -14,14 +14,9 @@ constexpr double kWorkspaceBytes = 4.0;   // decode workspace tensors, counted a
 // ---------------------------------------------------------------------------------------------------------
 // Inference: the decode step of `batch` sequences holding `context` tokens each.
 
-// One token per sequence through the widest tensors of one layer (hidden state; Q, K, V; the attention scores
-// over the whole context; the MLP) and the logits, fp32: batch x 4 B x (h + (h + 2kv + a x context + k f + V)/tp).
-// Prefill workspace (a whole prompt at once) is not counted.
-// An MoE layer's MLP tensors are its token's k experts' and the shared experts' (each split as tp, ep x etp = tp
-// spreading them), the widest of that and a dense layer's where the model has both. Not counted under attention
-// data parallelism: the busiest GPU's rows beyond its own tokens' and the exchanges' receive buffers (DeepEP's
-// low-latency buffers grow with the tokens a rank may send times the ranks).
 // A token's tensors in one layer that tp splits, scores and logits aside: h + 2kv + k f (MLA: its latent for 2kv).
+// An MoE layer's MLP tensors are its token's k experts' and the shared experts' (each split as tp, ep x etp = tp
+// spreading them), the widest of that and a dense layer's where the model has both.
 double split_row_width(const ModelSpec& m) {
   const double mlp_tensors = m.activation == Activation::Swiglu ? 3.0 : 2.0;
   const double moe_width = static_cast<double>(m.experts_per_token + m.shared_experts) * m.expert_width();
@@ -33,6 +28,11 @@ double split_row_width(const ModelSpec& m) {
   return m.hidden + kv_width + mlp_tensors * mlp_width;
 }
 
+// One token per sequence through the widest tensors of one layer (hidden state; Q, K, V; the attention scores
+// over the whole context; the MLP) and the logits, fp32: batch x 4 B x (h + (h + 2kv + a x context + k f + V)/tp).
+// Prefill workspace (a whole prompt at once) is not counted.
+// Not counted under attention data parallelism: the busiest GPU's rows beyond its own tokens' and the exchanges'
+// receive buffers (DeepEP's low-latency buffers grow with the tokens a rank may send times the ranks).
 Bytes decode_workspace(const ModelSpec& m, const InferenceSpec& inf, int tp) {
   const double split = split_row_width(m) + static_cast<double>(m.heads) * inf.context + m.logits_width();
   return Bytes(inf.batch * kWorkspaceBytes * (m.hidden + split / tp));

@@ -26,9 +26,9 @@ using workloads::SchedulerLimits;
 // KV-cache blocks one GPU of `w` holds beside the weights and a full iteration's workspace (workloads::
 // stream_workspace: the token budget's tokens, max_sequences sequences' logits): what vLLM gives the cache after
 // profiling a peak iteration. Throws when nothing is left; `key` names the scenario key to blame.
-long long kv_blocks_that_fit(const scenario::Scenario& s, workloads::Workload w, const SchedulerLimits& l, const std::string& key) {
-  workloads::InferenceSpec& inf = *w.inference;
-  inf.batch = l.max_sequences;
+long long kv_blocks_that_fit(const scenario::Scenario& s, const workloads::Workload& w, const SchedulerLimits& l,
+                             const std::string& key) {
+  const workloads::InferenceSpec& inf = *w.inference;
   const auto plan = workloads::plan_memory(w, s.cluster.gpu);
   Bytes workspace = workloads::stream_workspace(w.model, l.max_tokens_per_iteration, l.max_sequences, w.plan.tp);
   if (inf.speculative)   // the draft runs the same iteration after the target, on its own split
