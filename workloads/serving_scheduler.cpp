@@ -143,6 +143,31 @@ SchedulerLimits framework_scheduler(ServingFramework framework, const topology::
   return l;
 }
 
+Bytes kv_cache_budget(ServingFramework framework, const topology::GpuSpec& gpu, const SchedulerLimits& limits, int tp,
+                      int pp, Bytes params, Bytes workspace) {
+  constexpr double kShare = 0.9;   // vLLM's gpu_memory_utilization, TensorRT-LLM's kv_cache_free_gpu_mem_fraction
+  const double memory = gpu.memory.value(), reserve = gpu.memory_reserve.value();
+  double budget = 0;
+  switch (framework) {
+    case ServingFramework::Vllm: budget = kShare * memory - reserve - params.value() - workspace.value(); break;
+    case ServingFramework::Trtllm: budget = kShare * (memory - reserve - params.value() - workspace.value()); break;
+    case ServingFramework::Sglang: {
+      constexpr double kMiB = 1 << 20;
+      const double mib = memory / kMiB, gib = mib / 1024;
+      const bool wide = tp >= 4;
+      const double graph_batch = gib < 20 ? 8 : gib < 35 ? (wide ? 80 : 24) : gib < 60 ? (wide ? 160 : 32)
+                                 : gib < 160 ? (wide ? 512 : 256) : 512;
+      double reserved = 512 + 1.5 * std::max(limits.max_tokens_per_iteration, 2048) + 2 * graph_batch +
+                        1024.0 * tp * pp / 8;
+      if (mib > 60 * 1024) reserved = std::max(reserved, 10.0 * 1024);
+      const double fraction = std::round((mib - reserved) / mib * 1000) / 1000;
+      budget = fraction * memory - reserve - params.value();
+      break;
+    }
+  }
+  return Bytes(std::max(0.0, budget));
+}
+
 int sglang_running_limit(long long kv_tokens, int context) {
   DTSIM_ASSERT(kv_tokens >= 0 && context >= 1, "a cache and a context");
   const long long by_context = std::clamp<long long>(kv_tokens * 512 / context, 2048, 4096);

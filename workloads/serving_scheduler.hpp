@@ -82,6 +82,20 @@ inline constexpr std::string_view kServingFrameworkNames = "vllm, sglang, trtllm
 SchedulerLimits framework_scheduler(ServingFramework framework, const topology::GpuSpec& gpu, const ModelSpec& model,
                                     bool speculative);
 
+// The GPU memory a stream's KV cache takes on one GPU of a `tp` x `pp` replica whose weights take `params` and whose
+// fullest iteration's activations `workspace` (stream_workspace), as each engine sizes it when not told:
+// - vLLM: gpu_memory_utilization 0.9 of the GPU's memory for everything it holds (vllm/config/cache.py; its
+//   worker's determine_available_memory takes the weights, the profiled peak and the memory outside PyTorch from it);
+// - TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 of the memory left free after the engine loads
+//   (tensorrtllm_backend v0.14.0 model_instance_state.cc: "default value of 0.9");
+// - SGLang: mem_fraction_static of the GPU's memory for the weights and the cache, the rest reserved for
+//   activations and CUDA graphs (server_args.py _handle_gpu_memory_settings, v0.5.6.post2: (M - R) / M with R in
+//   MiB 512 + 1.5 x max(chunk, 2048) + 2 x the CUDA-graph batch (8, 24 or 80, 32 or 160, 256 or 512 by memory
+//   tier and tp under or from 4) + 1,024 x tp x pp / 8, at least 10,240 on GPUs over 60 GiB, rounded to 0.001).
+// The CUDA context and the framework's own memory (GpuSpec::memory_reserve) come out of each. At least zero.
+Bytes kv_cache_budget(ServingFramework framework, const topology::GpuSpec& gpu, const SchedulerLimits& limits, int tp,
+                      int pp, Bytes params, Bytes workspace);
+
 // SGLang's max_running_requests for a cache of `kv_tokens` tokens and a `context`-token model
 // (python/sglang/srt/managers/tp_worker.py and model_executor/model_runner.py init_memory_pool, v0.5.6.post2):
 // min(kv_tokens / 2, kv_tokens x 512 / context clamped to [2048, 4096]), at least 1.

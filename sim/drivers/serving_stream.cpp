@@ -24,8 +24,8 @@ using workloads::Request;
 using workloads::SchedulerLimits;
 
 // KV-cache blocks one GPU of `w` holds beside the weights and a full iteration's workspace (workloads::
-// stream_workspace: the token budget's tokens, max_sequences sequences' logits): what vLLM gives the cache after
-// profiling a peak iteration. Throws when nothing is left; `key` names the scenario key to blame.
+// stream_workspace: the token budget's tokens, max_sequences sequences' logits), in the share of its memory the
+// engine gives them (workloads::kv_cache_budget). Throws when nothing is left; `key` names the scenario key to blame.
 long long kv_blocks_that_fit(const scenario::Scenario& s, const workloads::Workload& w, const SchedulerLimits& l,
                              const std::string& key) {
   const workloads::InferenceSpec& inf = *w.inference;
@@ -45,11 +45,13 @@ long long kv_blocks_that_fit(const scenario::Scenario& s, const workloads::Workl
                    (workloads::kv_split(inf.speculative->draft, workloads::draft_tp(*inf.speculative, w.plan.tp)) *
                     w.plan.pp);
   const double block_bytes = token_bytes * l.block_tokens;
-  const double left = (plan.capacity - taken).value();
+  const double left = workloads::kv_cache_budget(inf.framework, s.cluster.gpu, l, w.plan.tp, w.plan.pp,
+                                                plan.parts.params, workspace).value();
   if (left < block_bytes)
     throw InputError(key, fmt::format("{:.1f} of {:.1f} GB", taken.value() / 1e9, plan.capacity.value() / 1e9),
                      fmt::format("the weights and an iteration's workspace ({} tokens, {} sequences) leave no GPU "
-                                 "memory for the KV cache:", l.max_tokens_per_iteration, l.max_sequences),
+                                 "memory for the KV cache in {}'s share of it:", l.max_tokens_per_iteration,
+                                 l.max_sequences, workloads::to_string(inf.framework)),
                      "more GPUs (tp or pp), narrower weights, or a smaller inference.scheduler.max_tokens_per_iteration",
                      s.file);
   return static_cast<long long>(std::floor(left / block_bytes));

@@ -366,3 +366,29 @@ TEST_CASE("serving frameworks: SGLang's running-request limit from its cache, wo
   CHECK(sglang_running_limit(1'000, 131'072) == 500);        // half the cache's tokens
   CHECK(sglang_running_limit(1, 131'072) == 1);
 }
+
+TEST_CASE("serving frameworks: the KV cache's share of a GPU, each engine's rule, worked by hand") {
+  // An H100 (80 GiB, 1.5 GiB of CUDA context and framework), 35 GB of weights, a 2 GB iteration workspace.
+  const auto& h100 = topology::find_gpu("h100-sxm5-80gb");
+  const double memory = 80.0 * (1LL << 30), reserve = 1.5 * (1LL << 30);
+  const Bytes params{35e9}, workspace{2e9};
+  const SchedulerLimits chunk8k = limits_of(8192, 256);
+  // vLLM: 0.9 of the GPU for everything; TensorRT-LLM: 0.9 of what the weights and workspace leave.
+  CHECK(kv_cache_budget(ServingFramework::Vllm, h100, chunk8k, 4, 1, params, workspace).value() ==
+        doctest::Approx(0.9 * memory - reserve - 37e9));
+  CHECK(kv_cache_budget(ServingFramework::Trtllm, h100, chunk8k, 4, 1, params, workspace).value() ==
+        doctest::Approx(0.9 * (memory - reserve - 37e9)));
+  // SGLang at tp 4: R = 512 + 1.5 x 8,192 + 2 x 512 + 1,024 x 4 / 8 = 14,336 MiB, (81,920 - 14,336) / 81,920 =
+  // 0.825 of the GPU for weights and cache; at tp 1, R = 512 + 12,288 + 512 + 128 = 13,440: 0.836 (rounded).
+  CHECK(kv_cache_budget(ServingFramework::Sglang, h100, chunk8k, 4, 1, params, workspace).value() ==
+        doctest::Approx(0.825 * memory - reserve - 35e9));
+  CHECK(kv_cache_budget(ServingFramework::Sglang, h100, chunk8k, 1, 1, params, workspace).value() ==
+        doctest::Approx(0.836 * memory - reserve - 35e9));
+  // An RTX 4090 (24 GiB, under 60: no 10 GiB floor), a 2,048-token chunk at tp 1: R = 512 + 3,072 + 48 + 128 =
+  // 3,760 MiB, 0.847.
+  const auto& rtx = topology::find_gpu("rtx4090");
+  CHECK(kv_cache_budget(ServingFramework::Sglang, rtx, limits_of(2048, 256), 1, 1, Bytes{1e9}, workspace).value() ==
+        doctest::Approx(0.847 * rtx.memory.value() - rtx.memory_reserve.value() - 1e9));
+  // Weights past the share leave nothing, never less.
+  CHECK(kv_cache_budget(ServingFramework::Vllm, h100, chunk8k, 1, 1, Bytes{90e9}, workspace).value() == 0.0);
+}
