@@ -161,7 +161,9 @@ Bytes kv_cache_budget(ServingFramework framework, const topology::GpuSpec& gpu, 
                         1024.0 * tp * pp / 8;
       if (mib > 60 * 1024) reserved = std::max(reserved, 10.0 * 1024);
       const double fraction = std::round((mib - reserved) / mib * 1000) / 1000;
-      budget = fraction * memory - reserve - params.value();
+      // Of the memory free once the CUDA context is up (model_runner.py: min_per_gpu_memory, then
+      // profile_max_num_token's rest_memory = available - total x (1 - mem_fraction_static)).
+      budget = fraction * (memory - reserve) - params.value();
       break;
     }
   }

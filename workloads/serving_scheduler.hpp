@@ -91,7 +91,8 @@ SchedulerLimits framework_scheduler(ServingFramework framework, const topology::
 // - SGLang: mem_fraction_static of the GPU's memory for the weights and the cache, the rest reserved for
 //   activations and CUDA graphs (server_args.py _handle_gpu_memory_settings, v0.5.6.post2: (M - R) / M with R in
 //   MiB 512 + 1.5 x max(chunk, 2048) + 2 x the CUDA-graph batch (8, 24 or 80, 32 or 160, 256 or 512 by memory
-//   tier and tp under or from 4) + 1,024 x tp x pp / 8, at least 10,240 on GPUs over 60 GiB, rounded to 0.001).
+//   tier and tp under or from 4) + 1,024 x tp x pp / 8, at least 10,240 on GPUs over 60 GiB, rounded to 0.001),
+//   of the memory free once the CUDA context is up.
 // The CUDA context and the framework's own memory (GpuSpec::memory_reserve) come out of each. At least zero.
 Bytes kv_cache_budget(ServingFramework framework, const topology::GpuSpec& gpu, const SchedulerLimits& limits, int tp,
                       int pp, Bytes params, Bytes workspace);

@@ -379,16 +379,17 @@ TEST_CASE("serving frameworks: the KV cache's share of a GPU, each engine's rule
   CHECK(kv_cache_budget(ServingFramework::Trtllm, h100, chunk8k, 4, 1, params, workspace).value() ==
         doctest::Approx(0.9 * (memory - reserve - 37e9)));
   // SGLang at tp 4: R = 512 + 1.5 x 8,192 + 2 x 512 + 1,024 x 4 / 8 = 14,336 MiB, (81,920 - 14,336) / 81,920 =
-  // 0.825 of the GPU for weights and cache; at tp 1, R = 512 + 12,288 + 512 + 128 = 13,440: 0.836 (rounded).
+  // 0.825 of the memory free after the CUDA context for weights and cache; at tp 1, R = 512 + 12,288 + 512 + 128 =
+  // 13,440: 0.836 (rounded).
   CHECK(kv_cache_budget(ServingFramework::Sglang, h100, chunk8k, 4, 1, params, workspace).value() ==
-        doctest::Approx(0.825 * memory - reserve - 35e9));
+        doctest::Approx(0.825 * (memory - reserve) - 35e9));
   CHECK(kv_cache_budget(ServingFramework::Sglang, h100, chunk8k, 1, 1, params, workspace).value() ==
-        doctest::Approx(0.836 * memory - reserve - 35e9));
+        doctest::Approx(0.836 * (memory - reserve) - 35e9));
   // An RTX 4090 (24 GiB, under 60: no 10 GiB floor), a 2,048-token chunk at tp 1: R = 512 + 3,072 + 48 + 128 =
   // 3,760 MiB, 0.847.
   const auto& rtx = topology::find_gpu("rtx4090");
   CHECK(kv_cache_budget(ServingFramework::Sglang, rtx, limits_of(2048, 256), 1, 1, Bytes{1e9}, workspace).value() ==
-        doctest::Approx(0.847 * rtx.memory.value() - rtx.memory_reserve.value() - 1e9));
+        doctest::Approx(0.847 * (rtx.memory.value() - rtx.memory_reserve.value()) - 1e9));
   // Weights past the share leave nothing, never less.
   CHECK(kv_cache_budget(ServingFramework::Vllm, h100, chunk8k, 1, 1, Bytes{90e9}, workspace).value() == 0.0);
 }
