@@ -105,7 +105,7 @@ std::optional<ServingFramework> parse_serving_framework(std::string_view name) {
 SchedulerLimits framework_scheduler(ServingFramework framework, const topology::GpuSpec& gpu, const ModelSpec& model,
                                     bool speculative) {
   SchedulerLimits l;
-  const double gib = gpu.memory.value() / double(1LL << 30);
+  const double gib = to_gibibytes(gpu.memory);
   switch (framework) {
     case ServingFramework::Vllm: {
       // vllm/engine/arg_utils.py EngineArgs._set_default_args (from vllm-project/vllm#17885 to v0.11.2 and later),
@@ -152,8 +152,7 @@ Bytes kv_cache_budget(ServingFramework framework, const topology::GpuSpec& gpu, 
     case ServingFramework::Vllm: budget = kShare * memory - reserve - params.value() - workspace.value(); break;
     case ServingFramework::Trtllm: budget = kShare * (memory - reserve - params.value() - workspace.value()); break;
     case ServingFramework::Sglang: {
-      constexpr double kMiB = 1 << 20;
-      const double mib = memory / kMiB, gib = mib / 1024;
+      const double gib = to_gibibytes(gpu.memory), mib = 1024 * gib;
       const bool wide = tp >= 4;
       const double graph_batch = gib < 20 ? 8 : gib < 35 ? (wide ? 80 : 24) : gib < 60 ? (wide ? 160 : 32)
                                  : gib < 160 ? (wide ? 512 : 256) : 512;
