@@ -133,12 +133,13 @@ double embedding_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int
 }
 
 // Last virtual stage (Korthikanti section 4.3): final norm input and output-projection input (e sbh each, /t
-// with SP), and the logits the loss keeps in fp32, vocab-parallel: 4 sbV / t (the fused loss keeps them in the
-// 16-bit precision).
+// with SP), and the logits the loss keeps in fp32, vocab-parallel: 4 sbV / t (Transformer Engine's fused loss
+// keeps them in the 16-bit precision; Megatron-Core's native one keeps fp32 probabilities as the unfused does).
 double head_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) {
   const double sb = static_cast<double>(m.seq_length) * t.micro_batch;
   const double inputs = 2.0 * activation_element_bytes(t.precision) * sb * m.hidden / (t.sequence_parallel ? tp : 1);
-  const double logits = t.cross_entropy_fusion ? activation_element_bytes(t.precision) : kLossBytes;
+  const bool sixteen = t.cross_entropy_fusion && t.cross_entropy_fusion_impl == LossFusion::Te;
+  const double logits = sixteen ? activation_element_bytes(t.precision) : kLossBytes;
   return inputs + logits * sb * m.logits_width() / tp;
 }
 

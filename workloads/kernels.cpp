@@ -85,11 +85,18 @@ Traffic embedding_traffic(const Dims& d, double tp) {
 // logits to fp32 (read e, write 4), then max (read 4), subtract (read 4, write 4), exp (read 4, write 4), sum
 // (read 4), normalise (read 4, write 4), keeping the probabilities for the backward, which scales them by the
 // loss gradient in place (read 4, write 4) and casts the result back (read 4, write e).
-// Fused (Megatron-Core's --cross-entropy-loss-fusion), in one kernel each way over the 16-bit logits: forward
-// reads them and writes the softmax's gradient in their place, backward scales it by the loss gradient.
+// Fused (Megatron-Core's --cross-entropy-loss-fusion), by its implementation:
+// - native (megatron/core/fusions/fused_cross_entropy.py, each step compiled by torch.compile, jit.py): the cast
+//   and max in one pass (read e, write 4), the in-place subtract, exp and sum in one (read 4, write 4), the
+//   normalisation in one (read 4, write 4), keeping the fp32 probabilities; backward scales them in place and
+//   casts (read 4, write 4 and e);
+// - te (Transformer Engine's triton/cross_entropy.py) over the 16-bit logits: online_softmax_kernel reads them,
+//   cross_entropy_kernel reads them again and writes the softmax's gradient in their place; backward's
+//   element_mul_kernel scales it in place (read e, write e).
 Traffic cross_entropy_traffic(const Dims& d) {
   const double n = d.tokens * d.vocab;
-  if (d.fused_loss) return {2.0 * n * d.e, 2.0 * n * d.e};
+  if (d.fused_loss && d.te_loss) return {3.0 * n * d.e, 2.0 * n * d.e};
+  if (d.fused_loss) return {n * (d.e + 5.0 * d.fp32), n * (d.e + 2.0 * d.fp32)};
   return {n * (d.e + 9.0 * d.fp32), n * (d.e + 3.0 * d.fp32)};
 }
 

@@ -53,6 +53,7 @@ constexpr NameTable<Fp8, 5> kFp8s{{{Fp8::None, "none"},
 constexpr NameTable<MoeDispatcher, 2> kMoeDispatchers{{{MoeDispatcher::AllToAll, "alltoall"},
                                                         {MoeDispatcher::DeepEp, "deepep"}}};
 constexpr NameTable<CpComm, 2> kCpComms{{{CpComm::P2p, "p2p"}, {CpComm::AllGather, "all_gather"}}};
+constexpr NameTable<LossFusion, 2> kLossFusions{{{LossFusion::Native, "native"}, {LossFusion::Te, "te"}}};
 constexpr NameTable<Zero3Prefetch, 3> kZero3Prefetches{{{Zero3Prefetch::Auto, "auto"},
                                                         {Zero3Prefetch::Layer, "layer"},
                                                         {Zero3Prefetch::None, "none"}}};
@@ -104,6 +105,8 @@ Precision low_gemm_precision(Fp8 f) {
 }
 std::string_view to_string(CpComm c) { return name_of(kCpComms, c); }
 std::optional<CpComm> parse_cp_comm(std::string_view name) { return value_of(kCpComms, name); }
+std::string_view to_string(LossFusion f) { return name_of(kLossFusions, f); }
+std::optional<LossFusion> parse_loss_fusion(std::string_view name) { return value_of(kLossFusions, name); }
 std::string_view to_string(MoeDispatcher d) { return name_of(kMoeDispatchers, d); }
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) { return value_of(kMoeDispatchers, name); }
 
@@ -134,6 +137,9 @@ void apply_framework(TrainingSpec& t, Framework f) {
   t.attention = core ? AttentionKernel::Flash
                      : f == Framework::Torchtitan ? AttentionKernel::Flash2 : AttentionKernel::Unfused;
   t.cross_entropy_fusion = f == Framework::Nemo;
+  // NeMo's benchmark recipes take Transformer Engine's loss (Megatron-Bridge scripts/performance/utils/overrides.py:
+  // cross_entropy_fusion_impl "te"); Megatron-Core's own default is native.
+  t.cross_entropy_fusion_impl = f == Framework::Nemo ? LossFusion::Te : LossFusion::Native;
   t.tp_backward_overlap = core || f == Framework::Megatron2022;
   t.distributed_optimizer = core;
   t.overlap_param_gather = core;

@@ -121,6 +121,16 @@ std::string_view to_string(CpComm c);
 std::optional<CpComm> parse_cp_comm(std::string_view name);
 inline constexpr std::string_view kCpCommNames = "p2p, all_gather";
 
+// Which fused loss runs under training.cross_entropy_fusion (Megatron-Core's --cross-entropy-fusion-impl, default
+// native: megatron/core/model_parallel_config.py). native: megatron/core/fusions/fused_cross_entropy.py, the
+// unfused loss's steps in three compiled (torch.compile) regions, still over fp32 logits, the only fused loss up
+// to Megatron-Core 0.11; te: Transformer Engine's Triton kernels over the 16-bit logits
+// (transformer_engine/pytorch/triton/cross_entropy.py), since Megatron-LM 0f60adbd (2025-03).
+enum class LossFusion { Native, Te };
+std::string_view to_string(LossFusion f);
+std::optional<LossFusion> parse_loss_fusion(std::string_view name);
+inline constexpr std::string_view kLossFusionNames = "native, te";
+
 // LoRA (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models"), training.lora: every weight of the
 // model frozen, and beside each targeted linear layer W (k x n) a trainable adapter B A, A k x rank and B rank x n,
 // whose output adds to W's. The targets are Megatron-Core's linear layers of a transformer block: qkv (the fused Q
@@ -195,8 +205,9 @@ struct TrainingSpec {
   // bucket, each layer's first forward waiting only for its own bucket (instead of one all-gather after the
   // optimizer step, before the next step can start).
   bool overlap_param_gather = false;
-  bool cross_entropy_fusion = false;     // the loss in one fused kernel over 16-bit logits (Megatron-Core's
-                                         // --cross-entropy-loss-fusion) instead of Megatron's unfused fp32 one
+  bool cross_entropy_fusion = false;     // the loss fused (Megatron-Core's --cross-entropy-loss-fusion) instead of
+                                         // Megatron's unfused fp32 one, by cross_entropy_fusion_impl
+  LossFusion cross_entropy_fusion_impl = LossFusion::Native;
   Fp8 fp8 = Fp8::None;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   // Megatron-Core's overlap_moe_expert_parallel_comm (off by default there and here): in the pipeline schedule,

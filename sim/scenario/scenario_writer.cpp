@@ -243,6 +243,7 @@ void emit_training(YAML::Emitter& out, const workloads::TrainingSpec& t, const A
   emit_name(out, "zero3_prefetch", to_string(t.zero3_prefetch));
   emit_name(out, "attention", to_string(t.attention));
   emit(out, "cross_entropy_fusion", t.cross_entropy_fusion);
+  emit_name(out, "cross_entropy_fusion_impl", to_string(t.cross_entropy_fusion_impl));
   emit_name(out, "fp8", to_string(t.fp8));
   emit_name(out, "moe_dispatcher", to_string(t.moe_dispatcher));
   emit_name(out, "cp_comm", to_string(t.cp_comm));

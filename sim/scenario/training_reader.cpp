@@ -115,8 +115,8 @@ void read_zero_pp(const YamlMap& m, TrainingSpec& t) {
 TrainingSpec read_training(const YamlMap& m) {
   m.allow_only({"framework", "global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype",
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
-                "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion", "fp8",
-                "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
+                "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion",
+                "cross_entropy_fusion_impl", "fp8", "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
                 "steps", "moe_dispatcher", "cp_comm", "recompute_modules", "overlap_moe_expert_parallel_comm",
                 "overlap_p2p_comm", "offload_layers", "lora", "zero_pp"});
   if (m.has("tokens") && m.has("steps"))
@@ -152,6 +152,8 @@ TrainingSpec read_training(const YamlMap& m) {
                                workloads::kZero3PrefetchNames);
   t.attention = read_enum(m, "attention", t.attention, workloads::parse_attention_kernel, workloads::kAttentionKernelNames);
   t.cross_entropy_fusion = m.boolean("cross_entropy_fusion").value_or(t.cross_entropy_fusion);
+  t.cross_entropy_fusion_impl = read_enum(m, "cross_entropy_fusion_impl", t.cross_entropy_fusion_impl,
+                                          workloads::parse_loss_fusion, workloads::kLossFusionNames);
   t.fp8 = read_enum(m, "fp8", t.fp8, workloads::parse_fp8, workloads::kFp8Names);
   check_fp8(m, t);
   t.moe_dispatcher = read_enum(m, "moe_dispatcher", t.moe_dispatcher, workloads::parse_moe_dispatcher,

@@ -92,6 +92,7 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   CHECK(core.framework == workloads::Framework::MegatronCore);
   CHECK(core.attention == workloads::AttentionKernel::Flash);
   CHECK_FALSE(core.cross_entropy_fusion);  // --cross-entropy-loss-fusion is off by default
+  CHECK(core.cross_entropy_fusion_impl == workloads::LossFusion::Native);   // --cross-entropy-fusion-impl's default
   CHECK(core.grad_dtype == workloads::Precision::Fp32);   // bf16: Megatron forces fp32 gradient reduction
   CHECK(training(", precision: fp16").grad_dtype == workloads::Precision::Fp16);   // fp16: the parameters' type
   CHECK_FALSE(core.overlap_p2p_comm.has_value());   // the framework's default for the plan (stage_builder.cpp)
@@ -105,6 +106,12 @@ TEST_CASE("training.framework: megatron-core by default, each framework's featur
   CHECK(nemo.framework == workloads::Framework::Nemo);
   CHECK(nemo.attention == workloads::AttentionKernel::Flash);
   CHECK(nemo.cross_entropy_fusion);
+  CHECK(nemo.cross_entropy_fusion_impl == workloads::LossFusion::Te);   // Megatron-Bridge's benchmark overrides
+  CHECK(training(", framework: nemo, cross_entropy_fusion_impl: native").cross_entropy_fusion_impl ==
+        workloads::LossFusion::Native);
+  CHECK(to_yaml(load_one("cluster: {gpu: h100-sxm5-80gb}\nmodel: {preset: llama2-7b}\ntraining: {global_batch: 8, "
+                         "framework: nemo}\n"))
+            .find("cross_entropy_fusion_impl: te") != std::string::npos);
   CHECK(nemo.grad_dtype == workloads::Precision::Bf16);
   CHECK(nemo.dp_bucket == Bytes(128.0 * 1024 * 1024 * 2));
   CHECK(nemo.distributed_optimizer);

@@ -169,13 +169,24 @@ TEST_CASE("kernels: the block-scaled recipes run the same GEMMs at their own pre
   }
 }
 
-TEST_CASE("kernels: the fused loss streams the 16-bit logits twice each way") {
+TEST_CASE("kernels: the fused loss, Megatron-Core's native over fp32 logits or Transformer Engine's over 16-bit ones") {
   const ModelSpec m = llama_like();
   TrainingSpec t = training();
-  t.cross_entropy_fusion = true;
   const double n = 4096 * 32000 / 8.0;
-  CHECK(find(logits_kernels(m, t, {8, false}, 1, Pass::Forward), KernelClass::CrossEntropy).bytes.value() == n * 4);
-  CHECK(find(logits_kernels(m, t, {8, false}, 1, Pass::Backward), KernelClass::CrossEntropy).bytes.value() == n * 4);
+  const auto bytes = [&](Pass pass) {
+    return find(logits_kernels(m, t, {8, false}, 1, pass), KernelClass::CrossEntropy).bytes.value();
+  };
+  const double unfused_forward = bytes(Pass::Forward), unfused_backward = bytes(Pass::Backward);
+  CHECK(unfused_forward == n * (2 + 9 * 4));
+  CHECK(unfused_backward == n * (2 + 3 * 4));
+  t.cross_entropy_fusion = true;   // native by default: cast and max, subtract-exp-sum, normalise; scale and cast
+  CHECK(bytes(Pass::Forward) == n * (2 + 5 * 4));
+  CHECK(bytes(Pass::Backward) == n * (2 + 2 * 4));
+  t.cross_entropy_fusion_impl = LossFusion::Te;   // two reads and a write of the bf16 logits; a read and a write
+  CHECK(bytes(Pass::Forward) == n * 2 * 3);
+  CHECK(bytes(Pass::Backward) == n * 2 * 2);
+  t.cross_entropy_fusion = false;   // the implementation matters only to a fused loss
+  CHECK(bytes(Pass::Forward) == unfused_forward);
 }
 
 TEST_CASE("kernels: a weighted backward GEMM carries its weight-gradient shape, tokens as the inner dimension") {
