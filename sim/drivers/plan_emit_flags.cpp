@@ -132,6 +132,12 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
     add("--recompute-method", "uniform");
     add("--recompute-num-layers", 1);
   }
+  // The loss: core_r0.11.0 fuses it its native way only (--cross-entropy-fusion-impl came with Megatron-LM
+  // 0f60adbd, 2025-03).
+  if (t.cross_entropy_fusion && t.cross_entropy_fusion_impl == workloads::LossFusion::Te)
+    cannot(kName, "Transformer Engine's fused loss (cross_entropy_fusion_impl te; core_r0.11.0 has no "
+                  "--cross-entropy-fusion-impl)");
+  if (t.cross_entropy_fusion) f.emplace_back("--cross-entropy-loss-fusion");
   // Precision.
   if (t.precision == topology::Precision::Bf16) f.emplace_back("--bf16");
   else if (t.precision == topology::Precision::Fp16) f.emplace_back("--fp16");
@@ -360,6 +366,8 @@ std::vector<std::string> bridge_overrides(const workloads::Workload& w) {
   set(fmt::format("{}.overlap_grad_reduce", where), flag(t.dp_overlap));
   set(fmt::format("{}.overlap_param_gather", where), flag(t.overlap_param_gather && distributed));
   if (recipe->sections) set("comm_overlap.tp_comm_overlap", flag(t.tp_comm_overlap));
+  set("model.transformer.cross_entropy_loss_fusion", flag(t.cross_entropy_fusion));
+  set("model.transformer.cross_entropy_fusion_impl", workloads::to_string(t.cross_entropy_fusion_impl));
   if (recipe->sections && t.fp8 == workloads::Fp8::Nvfp4) cannot(kName, "NVFP4 training (its NeMo keys are not written here yet)");
   if (recipe->sections && t.fp8 != workloads::Fp8::None) {
     const bool mx = t.fp8 == workloads::Fp8::Mxfp8;

@@ -95,8 +95,18 @@ TEST_CASE("plan --emit: an unknown framework, a plan it cannot run and several p
   const auto several = dtsim("plan " + two.string() + " --confirm 0 --emit megatron");
   CHECK(several.status == 2);
   CHECK(several.err.find("--emit: writes one script a point, and the scenario has 2:") != std::string::npos);
-  for (const auto* r : {&unknown, &zero3, &several}) CHECK(std::count(r->err.begin(), r->err.end(), '\n') == 1);
-  for (const auto& p : {s, z, two}) fs::remove_all(p.parent_path());
+  // The fused loss: Megatron-Core's native one is core_r0.11.0's --cross-entropy-loss-fusion; Transformer Engine's
+  // has no flag there.
+  const fs::path fused = small_scenario("emit-loss", "simulation: {engine: analytic}\n");
+  const auto native = dtsim("plan " + fused.string() + " --top 1 --confirm 0 --emit megatron --set training.cross_entropy_fusion=true");
+  REQUIRE_MESSAGE(native.status == 0, native.err);
+  CHECK(native.out.find(" --cross-entropy-loss-fusion \\\n") != std::string::npos);
+  const auto te = dtsim("plan " + fused.string() +
+                        " --top 1 --confirm 0 --emit megatron --set training.cross_entropy_fusion=true --set training.cross_entropy_fusion_impl=te");
+  CHECK(te.status == 2);
+  CHECK(te.err.find("--emit: cannot run the best plan: Transformer Engine's fused loss") != std::string::npos);
+  for (const auto* r : {&unknown, &zero3, &several, &te}) CHECK(std::count(r->err.begin(), r->err.end(), '\n') == 1);
+  for (const auto& p : {s, z, two, fused}) fs::remove_all(p.parent_path());
 }
 
 TEST_CASE("plan --emit torchtitan: the best plan as torchtitan's own options over its llama3 config, every option one it has") {
@@ -280,6 +290,9 @@ TEST_CASE("plan --emit nemo: Megatron-Bridge's Llama 3 recipe with the plan's ov
   CHECK(value.at("train.global_batch_size") == "128");
   CHECK(value.at("dataset.seq_length") == "8192");
   CHECK(value.at("checkpoint.save") == "null");
+  // The loss as simulated: megatron-core's, unfused (Megatron-Core's native implementation named).
+  CHECK(value.at("model.transformer.cross_entropy_loss_fusion") == "false");
+  CHECK(value.at("model.transformer.cross_entropy_fusion_impl") == "native");
   // A model without a recipe, and fp8 on the 8B recipe (whose precision is a name), are one-line errors.
   const auto gpt = emit(dir, "gpt.yaml",
                   "name: gpt\ncluster: {gpu: h100-sxm5-80gb, gpus_per_node: 8, intra: nvswitch}\n"
