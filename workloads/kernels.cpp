@@ -158,7 +158,10 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, const TrainingSpec& t, Sha
 
 Bytes context_kv_bytes(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_batch) {
   const Dims d = dims_of(m, t, s, micro_batch);
-  return Bytes(d.b * d.s * d.kv_heads * (d.qk_head + d.v_head) * d.e);
+  // torchtitan's attention repeats the key-value heads to every query head before SDPA (models/llama/model.py
+  // repeat_kv at 9dec370a), so PyTorch's context parallelism gathers and rotates all of them.
+  const double heads = t.framework == Framework::Torchtitan ? d.heads : d.kv_heads;
+  return Bytes(d.b * d.s * heads * (d.qk_head + d.v_head) * d.e);
 }
 
 double distinct_nodes(int experts, int top_k, int nodes) {

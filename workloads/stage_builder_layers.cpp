@@ -94,6 +94,9 @@ std::vector<TpComm> moe_plan(Pass pass, const Context& ctx) {
 // as a ring all-gather pipelined with the core in cp chunks (TpStyle::Ring: cp - 1 blocks computed while the next
 // arrives, the last after), backward passing the blocks' gradients with them (twice the bytes); or the whole
 // sequence's K and V gathered before the core and, backward, their gradients reduce-scattered after it.
+// PyTorch's context parallelism (torchtitan's) gathers K and V again for the backward (a rotater per SDPA call:
+// torch/distributed/tensor/experimental/_attention.py, _AllGatherRotater) and passes their gradients, accumulated
+// in fp32, around the ring by all-to-all step by step under the blocks' backward (twice the bytes again).
 std::vector<TpComm> cp_plan(Pass pass, const Context& ctx) {
   using K = KernelClass;
   using C = CollectiveKind;
@@ -102,7 +105,11 @@ std::vector<TpComm> cp_plan(Pass pass, const Context& ctx) {
   if (ctx.t.cp_comm == CpComm::P2p)
     return {{K::FlashAttention, true, C::AllGather, TpStyle::Ring, Group::Cp, backward ? kv * 2.0 : kv}};
   std::vector<TpComm> plan{{K::FlashAttention, true, C::AllGather, TpStyle::Exposed, Group::Cp, kv}};
-  if (backward) plan.push_back({K::FlashAttention, false, C::ReduceScatter, TpStyle::Exposed, Group::Cp, kv});
+  if (!backward) return plan;
+  if (ctx.t.framework == Framework::Torchtitan)
+    plan.push_back({K::FlashAttention, true, C::AllGather, TpStyle::Ring, Group::Cp, kv * 2.0});
+  else
+    plan.push_back({K::FlashAttention, false, C::ReduceScatter, TpStyle::Exposed, Group::Cp, kv});
   return plan;
 }
 
@@ -354,9 +361,12 @@ Deps StageBuilder::build_pass(int layer, int mb, Pass pass, Deps deps,
     if (grads_ready != nullptr)
       for (std::size_t m = 1; m < work.modules.size(); ++m)
         if (work.modules[m].after == k.kind) module = m;
-    if (overlapping != nullptr) {
+    if (overlapping != nullptr) {   // the exposed collectives before it first, those after it after
+      for (const TpComm* c : before) p.comms.push_back(*c);
       flush(p);
       overlapped(p, k, *overlapping, module, grads_ready);
+      for (const TpComm* c : after) p.comms.push_back(*c);
+      if (!after.empty()) flush(p);
       continue;
     }
     // An MoE layer's token exchange blocks the compute stream (Megatron-Core runs it there): the layer's op is

@@ -107,6 +107,16 @@ TEST_CASE("ring attention: one KV all-gather over cp a layer each way, the atten
   const auto a = tally_collectives(generate_step(gathered, h100()).classes[0]);
   CHECK(a.at({CollectiveKind::AllGather, Group::Cp}).count == 2 * passes);
   CHECK(a.at({CollectiveKind::ReduceScatter, Group::Cp}).count == passes);
+  // PyTorch's (torchtitan's): the 32 query heads' K and V (repeated before SDPA), gathered again for the backward,
+  // whose fp32 gradients go round the ring beside the blocks (twice the bytes) instead of a reduce-scatter after.
+  Workload titan = gathered;
+  titan.training->framework = Framework::Torchtitan;
+  const double kv32 = context_kv_bytes(titan.model, *titan.training, Sharding{1, false, 1, 1, 4}, 1).value();
+  CHECK(kv32 == doctest::Approx(kv * titan.model.heads / titan.model.kv_heads));
+  const auto b = tally_collectives(generate_step(titan, h100()).classes[0]);
+  CHECK(b.at({CollectiveKind::AllGather, Group::Cp}).count == 3 * passes);
+  CHECK(b.at({CollectiveKind::AllGather, Group::Cp}).bytes == doctest::Approx(passes * kv32 * 4));   // KV, KV, 2 dKV
+  CHECK_FALSE(b.contains({CollectiveKind::ReduceScatter, Group::Cp}));
   // Selective recomputation reruns the attention core, and with it the ring.
   Workload selective = w;
   selective.training->recompute = Recompute::Selective;
