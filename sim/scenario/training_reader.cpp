@@ -116,9 +116,9 @@ TrainingSpec read_training(const YamlMap& m) {
   m.allow_only({"framework", "global_batch", "micro_batch", "precision", "weight_dtype", "grad_dtype",
                 "master_weights", "optimizer", "optimizer_dtype", "recompute", "sequence_parallel", "dp_bucket_MB",
                 "overlap_grad_reduce", "dp_overlap", "zero3_prefetch", "attention", "cross_entropy_fusion",
-                "cross_entropy_fusion_impl", "fp8", "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer", "overlap_param_gather", "tokens",
-                "steps", "moe_dispatcher", "cp_comm", "recompute_modules", "overlap_moe_expert_parallel_comm",
-                "overlap_p2p_comm", "offload_layers", "lora", "zero_pp"});
+                "cross_entropy_fusion_impl", "fp8", "tp_backward_overlap", "tp_comm_overlap", "distributed_optimizer",
+                "overlap_param_gather", "tokens", "steps", "moe_dispatcher", "cp_comm", "recompute_modules",
+                "overlap_moe_expert_parallel_comm", "overlap_p2p_comm", "offload_layers", "lora", "zero_pp"});
   if (m.has("tokens") && m.has("steps"))
     m.fail("steps", m.text("steps").value_or(""), "gives the run's length a second time beside training.tokens:",
            "training.tokens or training.steps, not both");
