@@ -138,8 +138,7 @@ double embedding_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int
 double head_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int tp) {
   const double sb = static_cast<double>(m.seq_length) * t.micro_batch;
   const double inputs = 2.0 * activation_element_bytes(t.precision) * sb * m.hidden / (t.sequence_parallel ? tp : 1);
-  const bool sixteen = t.cross_entropy_fusion && t.cross_entropy_fusion_impl == LossFusion::Te;
-  const double logits = sixteen ? activation_element_bytes(t.precision) : kLossBytes;
+  const double logits = te_loss(t) ? activation_element_bytes(t.precision) : kLossBytes;
   return inputs + logits * sb * m.logits_width() / tp;
 }
 

@@ -80,7 +80,7 @@ Dims dims_of(const ModelSpec& m, const TrainingSpec& t, Sharding s, int micro_ba
   d.low = low_gemm_precision(t.fp8);
   d.cast_out = 2.0 * bytes_per_element(d.low);
   d.fused_loss = t.cross_entropy_fusion;
-  d.te_loss = t.cross_entropy_fusion_impl == LossFusion::Te;
+  d.te_loss = te_loss(t);
   d.hidden_dropout = m.hidden_dropout > 0.0;
   d.attention_dropout = m.attention_dropout > 0.0;
   if (m.moe()) {

@@ -47,7 +47,7 @@ struct Dims {
   Precision low = Precision::Fp8;   // ... at this precision (its recipe's: fp8, mxfp8, fp4)
   double cast_out = 2.0;   // bytes a cast writes per element: the low-precision tensor and its transpose
   bool fused_loss = false;
-  bool te_loss = false;    // that loss Transformer Engine's (cross_entropy_fusion_impl te), else Megatron-Core's native
+  bool te_loss = false;    // that loss Transformer Engine's (workloads::te_loss), else Megatron-Core's native
   bool frozen = false;     // LoRA: the model's weights need no gradient (only data gradients run backward)
   double lora_rank = 0;    // LoRA: the adapters' rank (0: none) and which linear layers have one (LoraTarget bits)
   unsigned lora_targets = 0;

@@ -95,7 +95,7 @@ Traffic embedding_traffic(const Dims& d, double tp) {
 //   element_mul_kernel scales it in place (read e, write e).
 Traffic cross_entropy_traffic(const Dims& d) {
   const double n = d.tokens * d.vocab;
-  if (d.fused_loss && d.te_loss) return {3.0 * n * d.e, 2.0 * n * d.e};
+  if (d.te_loss) return {3.0 * n * d.e, 2.0 * n * d.e};
   if (d.fused_loss) return {n * (d.e + 5.0 * d.fp32), n * (d.e + 2.0 * d.fp32)};
   return {n * (d.e + 9.0 * d.fp32), n * (d.e + 3.0 * d.fp32)};
 }

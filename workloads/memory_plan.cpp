@@ -216,7 +216,7 @@ std::vector<std::string> training_notes(const Workload& w, const StageMemory& s,
       p.cp > 1 ? fmt::format(" split over cp {}", p.cp) : "", s.in_flight, stage,
       fused_core ? "fused attention (no scores kept)" : "unfused attention (scores kept)",
       t.fp8 != Fp8::None ? "; the linear layers' inputs kept in fp8 (Transformer Engine)" : "",
-      t.cross_entropy_fusion && t.cross_entropy_fusion_impl == LossFusion::Te ? to_string(t.precision) : "fp32");
+      te_loss(t) ? to_string(t.precision) : "fp32");
   if (t.recompute == Recompute::Full) act += "; plus one layer recomputed in full during backward";
   if (t.offload_layers > 0)
     act += fmt::format("; the first {} layers' kept tensors offloaded to host memory (Megatron-Core's activation offloading), "

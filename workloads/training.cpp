@@ -107,6 +107,7 @@ std::string_view to_string(CpComm c) { return name_of(kCpComms, c); }
 std::optional<CpComm> parse_cp_comm(std::string_view name) { return value_of(kCpComms, name); }
 std::string_view to_string(LossFusion f) { return name_of(kLossFusions, f); }
 std::optional<LossFusion> parse_loss_fusion(std::string_view name) { return value_of(kLossFusions, name); }
+bool te_loss(const TrainingSpec& t) { return t.cross_entropy_fusion && t.cross_entropy_fusion_impl == LossFusion::Te; }
 std::string_view to_string(MoeDispatcher d) { return name_of(kMoeDispatchers, d); }
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) { return value_of(kMoeDispatchers, name); }
 

@@ -265,6 +265,9 @@ inline constexpr int kTpSplits = 4;
 //     every TP collective exposed unless async TP is asked for (tp_comm_overlap).
 void apply_framework(TrainingSpec& t, Framework f);
 
+// The loss fused by Transformer Engine's kernels, over the 16-bit logits (every other loss keeps them in fp32).
+bool te_loss(const TrainingSpec& t);
+
 // Speculative decoding with a draft model (inference.speculative; Leviathan, Kalman and Matias, ICML 2023): each
 // round the draft proposes `tokens` tokens, one decode step each, and the target scores them all in one pass of
 // tokens + 1 per sequence, keeping the accepted prefix and one token of its own. With each drafted token accepted

@@ -134,7 +134,7 @@ std::vector<std::string> megatron_flags(const workloads::Workload& w) {
   }
   // The loss: core_r0.11.0 fuses it its native way only (--cross-entropy-fusion-impl came with Megatron-LM
   // 0f60adbd, 2025-03).
-  if (t.cross_entropy_fusion && t.cross_entropy_fusion_impl == workloads::LossFusion::Te)
+  if (workloads::te_loss(t))
     cannot(kName, "Transformer Engine's fused loss (cross_entropy_fusion_impl te; core_r0.11.0 has no "
                   "--cross-entropy-fusion-impl)");
   if (t.cross_entropy_fusion) f.emplace_back("--cross-entropy-loss-fusion");
